@@ -1,0 +1,192 @@
+/**
+ * `portico admin …`: operator tasks run directly against the configured database, so multi-tenant,
+ * non-programme, deleted-default-workspace and departed-creator situations can be set up from a script.
+ * Plaintext keys are printed only when they are created.
+ */
+import type { Command } from "commander";
+import type { Config } from "../config.js";
+import { bootstrap } from "../core/identity/bootstrap.js";
+import { createIdentityRepository } from "../core/identity/identity-repository.js";
+import { bootstrapExtensions } from "./bootstrap-extensions.js";
+import { printJson, withDatabase } from "./shared.js";
+
+export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
+
+/** Other domains (interns, BYOK) add their admin subcommands here. */
+export const adminRegistrars: AdminCommandRegistrar[] = [];
+
+function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {
+  if (json) printJson(value);
+  else process.stdout.write(`${text}\n`);
+}
+
+export function registerAdminCommands(program: Command, config: () => Config): void {
+  const admin = program.command("admin").description("operator tasks on the configured database");
+
+  admin
+    .command("bootstrap")
+    .description("create (idempotently) an organization, admin user, default workspace and keys")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const cfg = config();
+      const result = await withDatabase(cfg, (h) => bootstrap(h.db, bootstrapExtensions(cfg)));
+      out(opts.json, result, Object.entries(result).map(([k, v]) => `${k}: ${v}`).join("\n"));
+    });
+
+  const org = admin.command("org").description("organizations");
+  org
+    .command("create")
+    .description("create an organization with an admin user, a default workspace and a management key")
+    .requiredOption("--name <name>", "organization name")
+    .option("--interns", "member of the interns programme", false)
+    .option("--admin-email <email>", "email of the admin user (default: admin@<random>.invalid)")
+    .option("--json", "print JSON")
+    .action(async (opts: { name: string; interns: boolean; adminEmail?: string; json?: boolean }) => {
+      const result = await withDatabase(config(), async (h) => {
+        const repo = createIdentityRepository(h.db);
+        const organization = await repo.createOrganization({ name: opts.name, internsProgramme: opts.interns });
+        const email = opts.adminEmail ?? `admin@${organization.id}.invalid`;
+        const user = await repo.findOrCreateUser({ email, name: `${opts.name} admin` });
+        await repo.addMember(organization.id, user.id, "admin");
+        const workspace = await repo.createWorkspace({
+          organizationId: organization.id,
+          name: "Default",
+          slug: "default",
+          isDefault: true,
+        });
+        const mgmt = await repo.createApiKey({
+          organizationId: organization.id,
+          workspaceId: workspace.id,
+          creatorUserId: user.id,
+          name: "management",
+          isManagement: true,
+        });
+        return {
+          organization_id: organization.id,
+          workspace_id: workspace.id,
+          user_id: user.id,
+          interns_programme: organization.internsProgramme,
+          management_key: mgmt.plaintext,
+          management_key_hash: mgmt.record.hash,
+        };
+      });
+      out(opts.json, result, `organization ${result.organization_id} created; management key: ${result.management_key}`);
+    });
+
+  const ws = admin.command("workspace").description("workspaces");
+  ws.command("create")
+    .requiredOption("--org <id>", "organization id")
+    .requiredOption("--name <name>", "workspace name")
+    .option("--slug <slug>", "workspace slug")
+    .option("--json", "print JSON")
+    .action(async (opts: { org: string; name: string; slug?: string; json?: boolean }) => {
+      const w = await withDatabase(config(), (h) =>
+        createIdentityRepository(h.db).createWorkspace({
+          organizationId: opts.org,
+          name: opts.name,
+          ...(opts.slug ? { slug: opts.slug } : {}),
+        }),
+      );
+      out(opts.json, { workspace_id: w.id, organization_id: w.organizationId, slug: w.slug }, `workspace ${w.id}`);
+    });
+  ws.command("delete")
+    .argument("<id>", "workspace id")
+    .option("--json", "print JSON")
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDatabase(config(), (h) => createIdentityRepository(h.db).deleteWorkspace(id));
+      out(opts.json, { deleted: true, workspace_id: id }, `workspace ${id} deleted`);
+    });
+
+  const key = admin.command("key").description("API keys");
+  key
+    .command("create")
+    .requiredOption("--org <id>", "organization id")
+    .requiredOption("--workspace <id>", "workspace id")
+    .requiredOption("--user <id>", "creator user id")
+    .option("--name <name>", "key name", "key")
+    .option("--management", "management key", false)
+    .option("--json", "print JSON")
+    .action(
+      async (opts: { org: string; workspace: string; user: string; name: string; management: boolean; json?: boolean }) => {
+        const { record, plaintext } = await withDatabase(config(), (h) =>
+          createIdentityRepository(h.db).createApiKey({
+            organizationId: opts.org,
+            workspaceId: opts.workspace,
+            creatorUserId: opts.user,
+            name: opts.name,
+            isManagement: opts.management,
+          }),
+        );
+        out(
+          opts.json,
+          { id: record.id, key: plaintext, hash: record.hash, label: record.label, is_management_key: record.isManagement },
+          `key ${record.label} created: ${plaintext}`,
+        );
+      },
+    );
+  key
+    .command("list")
+    .option("--org <id>", "organization id")
+    .option("--json", "print JSON")
+    .action(async (opts: { org?: string; json?: boolean }) => {
+      const keys = await withDatabase(config(), (h) => createIdentityRepository(h.db).listApiKeys(opts.org));
+      const rows = keys.map((k) => ({
+        id: k.id,
+        hash: k.hash,
+        label: k.label,
+        name: k.name,
+        is_management_key: k.isManagement,
+        organization_id: k.organizationId,
+        workspace_id: k.workspaceId,
+        creator_user_id: k.creatorUserId,
+        disabled: k.disabled,
+        revoked: k.revokedAt !== null,
+      }));
+      if (opts.json) printJson({ data: rows });
+      else for (const r of rows) process.stdout.write(`${r.id} ${r.label} ${r.name}${r.revoked ? " (revoked)" : ""}\n`);
+    });
+  key
+    .command("revoke")
+    .argument("<idOrHash>", "key id or hash")
+    .option("--json", "print JSON")
+    .action(async (idOrHash: string, opts: { json?: boolean }) => {
+      await withDatabase(config(), (h) => createIdentityRepository(h.db).revokeApiKey(idOrHash));
+      out(opts.json, { revoked: true }, "key revoked");
+    });
+  key
+    .command("disable")
+    .argument("<idOrHash>", "key id or hash")
+    .option("--enable", "enable instead", false)
+    .option("--json", "print JSON")
+    .action(async (idOrHash: string, opts: { enable: boolean; json?: boolean }) => {
+      await withDatabase(config(), (h) => createIdentityRepository(h.db).setApiKeyDisabled(idOrHash, !opts.enable));
+      out(opts.json, { disabled: !opts.enable }, opts.enable ? "key enabled" : "key disabled");
+    });
+
+  const member = admin.command("member").description("organization memberships");
+  member
+    .command("add")
+    .requiredOption("--org <id>", "organization id")
+    .requiredOption("--email <email>", "user email")
+    .option("--json", "print JSON")
+    .action(async (opts: { org: string; email: string; json?: boolean }) => {
+      const result = await withDatabase(config(), async (h) => {
+        const repo = createIdentityRepository(h.db);
+        const user = await repo.findOrCreateUser({ email: opts.email, name: opts.email });
+        await repo.addMember(opts.org, user.id);
+        return { user_id: user.id, organization_id: opts.org };
+      });
+      out(opts.json, result, `user ${result.user_id} added`);
+    });
+  member
+    .command("remove")
+    .requiredOption("--org <id>", "organization id")
+    .requiredOption("--user <id>", "user id")
+    .option("--json", "print JSON")
+    .action(async (opts: { org: string; user: string; json?: boolean }) => {
+      await withDatabase(config(), (h) => createIdentityRepository(h.db).removeMember(opts.org, opts.user));
+      out(opts.json, { removed: true }, "member removed");
+    });
+
+  for (const register of adminRegistrars) register(admin, config);
+}

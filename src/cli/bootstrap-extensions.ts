@@ -1,0 +1,7 @@
+import type { Config } from "../config.js";
+import type { BootstrapExtension } from "../core/identity/bootstrap.js";
+
+/** Extra first-run steps from other domains (the built-in intern registers here). */
+export function bootstrapExtensions(_cfg: Config): BootstrapExtension[] {
+  return [];
+}

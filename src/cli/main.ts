@@ -1,0 +1,95 @@
+/**
+ * The `portico` command line: serve, core, gateway, migrate, intern-host and admin tasks.
+ */
+import { Command, Option } from "commander";
+import { loadConfig, ConfigError, type Config } from "../config.js";
+import { createLogger } from "../log.js";
+import { registerAdminCommands } from "./admin.js";
+import { withDatabase } from "./shared.js";
+import { startCoreProcess, startServe, startSplitGateway, type RunningProcess } from "../server.js";
+import { firstRunBootstrap } from "./first-run.js";
+
+function config(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`portico: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** Keeps a process running until SIGTERM/SIGINT, then shuts it down gracefully. */
+function holdUntilSignal(proc: RunningProcess, logger: ReturnType<typeof createLogger>): void {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    proc
+      .close()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+const program = new Command();
+program.name("portico").description("Portico: presets, intern runs and BYOK credentials behind one API").showHelpAfterError();
+
+program
+  .command("serve")
+  .description("run core and gateway (and the embedded intern host) in one process")
+  .action(async () => {
+    const cfg = config();
+    const logger = createLogger({ level: cfg.logLevel });
+    const proc = await startServe(cfg, logger);
+    await firstRunBootstrap(proc, cfg, logger);
+    holdUntilSignal(proc, logger);
+  });
+
+program
+  .command("core")
+  .description("run the core alone (Connect, gRPC and gRPC-Web on PORTICO_GRPC_PORT)")
+  .action(async () => {
+    const cfg = config();
+    const logger = createLogger({ level: cfg.logLevel });
+    const proc = await startCoreProcess(cfg, logger);
+    holdUntilSignal(proc, logger);
+  });
+
+program
+  .command("gateway")
+  .description("run the public HTTP gateway alone, dialing a core over gRPC")
+  .addOption(new Option("--core <url>", "core URL").env("PORTICO_CORE_URL"))
+  .action(async (opts: { core?: string }) => {
+    const cfg = config();
+    const logger = createLogger({ level: cfg.logLevel });
+    const proc = await startSplitGateway(cfg, logger, opts.core ?? cfg.coreUrl);
+    holdUntilSignal(proc, logger);
+  });
+
+program
+  .command("migrate")
+  .description("apply pending database migrations and exit")
+  .action(async () => {
+    const cfg = config();
+    await withDatabase(cfg, async (handle) => {
+      process.stdout.write(`migrations applied (${handle.provider})\n`);
+    });
+  });
+
+registerAdminCommands(program, config);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`portico: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

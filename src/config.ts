@@ -1,0 +1,120 @@
+/**
+ * The one typed configuration module. Every environment variable Portico reads is parsed here
+ * (the composition root passes the result down); no other module reads process.env.
+ */
+import { resolve } from "node:path";
+
+export interface InternChatConfig {
+  /** How long a paused run waits for the caller's answer (PORTICO_INTERACTION_DEADLINE_MS). */
+  interactionDeadlineMs: number;
+  /** Idle time after which the stream carries a heartbeat (PORTICO_HEARTBEAT_INTERVAL_MS). */
+  heartbeatIntervalMs: number;
+  /** Intern turns a key may start per window (PORTICO_INTERN_RATE_LIMIT). */
+  rateLimitTurns: number;
+  /** Window of the intern turn rate limit in seconds (PORTICO_INTERN_RATE_WINDOW_S). */
+  rateLimitWindowSeconds: number;
+  /** How long the core waits for the host to start a run (PORTICO_INTERN_START_TIMEOUT_MS). */
+  startTimeoutMs: number;
+  /** Longest accepted prompt, in characters (PORTICO_INTERN_MAX_PROMPT_CHARS). */
+  maxPromptChars: number;
+  /** Liveness ping interval on host links (PORTICO_LINK_PING_INTERVAL_MS). */
+  linkPingIntervalMs: number;
+  /** Silence after which a host link counts as broken (PORTICO_LINK_LIVENESS_TIMEOUT_MS). */
+  linkLivenessTimeoutMs: number;
+}
+
+export interface ByokConfig {
+  /** Master key material, base64 or hex of 32 bytes (PORTICO_MASTER_KEY). */
+  masterKey: string | undefined;
+  /** File holding the keyring (PORTICO_MASTER_KEY_FILE); default <dataDir>/master.key. */
+  masterKeyFile: string | undefined;
+}
+
+export interface Config {
+  /** Folder for the embedded SQLite database, master key and intern working folders (PORTICO_DATA_DIR). */
+  dataDir: string;
+  /** PostgreSQL URL; when unset the embedded SQLite database is used (DATABASE_URL). */
+  databaseUrl: string | undefined;
+  /** Interface both listeners bind to (HOST). */
+  host: string;
+  /** Port of the public HTTP API (PORT). */
+  httpPort: number;
+  /** Port of the core's Connect/gRPC/gRPC-Web listener (PORTICO_GRPC_PORT). */
+  grpcPort: number;
+  /** Core URL the split gateway dials (PORTICO_CORE_URL). */
+  coreUrl: string;
+  /** pino log level (PORTICO_LOG_LEVEL). */
+  logLevel: string;
+  /** Production mode: refuse unsafe defaults such as a generated master key (PORTICO_PRODUCTION). */
+  production: boolean;
+  /** Largest accepted HTTP request body in bytes (PORTICO_BODY_LIMIT_BYTES). */
+  bodyLimitBytes: number;
+  /** Word used in place of a brand in public identifiers such as `service.provide_input` (PORTICO_BRAND). */
+  brand: string;
+  /** Whether `portico serve` attaches the embedded intern host with the built-in agent (PORTICO_EMBEDDED_HOST). */
+  embeddedHost: boolean;
+  /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
+  instanceId: string;
+  interns: InternChatConfig;
+  byok: ByokConfig;
+}
+
+export class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
+  }
+  return value;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false`);
+}
+
+function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === "" ? undefined : raw;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = str(env, "HOST") ?? "127.0.0.1";
+  const grpcPort = int(env, "PORTICO_GRPC_PORT", 50051, 0, 65535);
+  const brand = str(env, "PORTICO_BRAND") ?? "service";
+  if (!/^[a-z][a-z0-9-]{0,31}$/.test(brand)) throw new ConfigError("PORTICO_BRAND must be a short lowercase word");
+  return {
+    dataDir: resolve(str(env, "PORTICO_DATA_DIR") ?? "./data"),
+    databaseUrl: str(env, "DATABASE_URL"),
+    host,
+    httpPort: int(env, "PORT", 8080, 0, 65535),
+    grpcPort,
+    coreUrl: str(env, "PORTICO_CORE_URL") ?? `http://127.0.0.1:${grpcPort}`,
+    logLevel: str(env, "PORTICO_LOG_LEVEL") ?? "info",
+    production: bool(env, "PORTICO_PRODUCTION", false),
+    bodyLimitBytes: int(env, "PORTICO_BODY_LIMIT_BYTES", 1_048_576, 1024),
+    brand,
+    embeddedHost: bool(env, "PORTICO_EMBEDDED_HOST", true),
+    instanceId: str(env, "PORTICO_INSTANCE_ID") ?? `core-${process.pid}`,
+    interns: {
+      interactionDeadlineMs: int(env, "PORTICO_INTERACTION_DEADLINE_MS", 300_000, 100),
+      heartbeatIntervalMs: int(env, "PORTICO_HEARTBEAT_INTERVAL_MS", 30_000, 50),
+      rateLimitTurns: int(env, "PORTICO_INTERN_RATE_LIMIT", 60, 1),
+      rateLimitWindowSeconds: int(env, "PORTICO_INTERN_RATE_WINDOW_S", 60, 1),
+      startTimeoutMs: int(env, "PORTICO_INTERN_START_TIMEOUT_MS", 30_000, 100),
+      maxPromptChars: int(env, "PORTICO_INTERN_MAX_PROMPT_CHARS", 32_000, 1),
+      linkPingIntervalMs: int(env, "PORTICO_LINK_PING_INTERVAL_MS", 1_000, 50),
+      linkLivenessTimeoutMs: int(env, "PORTICO_LINK_LIVENESS_TIMEOUT_MS", 4_000, 200),
+    },
+    byok: {
+      masterKey: str(env, "PORTICO_MASTER_KEY"),
+      masterKeyFile: str(env, "PORTICO_MASTER_KEY_FILE"),
+    },
+  };
+}

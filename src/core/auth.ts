@@ -1,0 +1,103 @@
+/**
+ * Authentication in the core: one Connect interceptor resolves the API key of every call (gRPC,
+ * Connect or in-memory from the gateway) into a Caller kept in context values, so every caller
+ * meets the same checks. Handlers read it with callerOf(ctx).
+ */
+import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { bearerToken, digestsEqual, hashSecret } from "./identity/keys.js";
+import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, permissionDenied, unauthenticated } from "./errors.js";
+
+export interface Caller {
+  keyId: string;
+  keyHash: string;
+  keyLabel: string;
+  organizationId: string;
+  workspaceId: string;
+  userId: string;
+  isManagement: boolean;
+  internsProgramme: boolean;
+}
+
+/** What the key store returns for a hash; the interceptor decides what it means. */
+export interface KeyRecord extends Caller {
+  disabled: boolean;
+  revoked: boolean;
+  creatorIsMember: boolean;
+}
+
+export type KeyLookup = (keyHash: string) => Promise<KeyRecord | null>;
+
+export const kCaller = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+
+export function callerOf(ctx: HandlerContext): Caller {
+  const caller = ctx.values.get(kCaller);
+  if (!caller) throw unauthenticated("Missing Authentication header");
+  return caller;
+}
+
+export function requireManagement(caller: Caller): void {
+  if (!caller.isManagement) throw permissionDenied(MANAGEMENT_REQUIRED);
+}
+
+export interface AuthInterceptorOptions {
+  lookup: KeyLookup;
+  /** Fully-qualified service names that authenticate on their own (health, intern host links). */
+  publicServices: ReadonlySet<string>;
+}
+
+export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor {
+  return (next) => async (req) => {
+    if (opts.publicServices.has(req.service.typeName)) return next(req);
+    const token = bearerToken(req.header.get("authorization"));
+    if (!token) throw unauthenticated("Missing Authentication header");
+    const hash = hashSecret(token);
+    const record = await opts.lookup(hash);
+    if (!record || !digestsEqual(record.keyHash, hash)) throw unauthenticated("Invalid or missing API key");
+    if (record.revoked) throw unauthenticated("API key has been revoked");
+    if (record.disabled) throw unauthenticated("API key is disabled");
+    if (!record.creatorIsMember) throw permissionDenied(CREATOR_DEPARTED);
+    const caller: Caller = {
+      keyId: record.keyId,
+      keyHash: record.keyHash,
+      keyLabel: record.keyLabel,
+      organizationId: record.organizationId,
+      workspaceId: record.workspaceId,
+      userId: record.userId,
+      isManagement: record.isManagement,
+      internsProgramme: record.internsProgramme,
+    };
+    req.contextValues.set(kCaller, caller);
+    return next(req);
+  };
+}
+
+/** Turns unexpected exceptions into a bare Internal error so no message or stack leaves the core. */
+export function createErrorBoundaryInterceptor(onUnexpected: (err: unknown, procedure: string) => void): Interceptor {
+  return (next) => async (req) => {
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      const inner = res.message;
+      return {
+        ...res,
+        message: (async function* () {
+          try {
+            yield* inner;
+          } catch (err) {
+            throw sanitize(err, req.url, onUnexpected);
+          }
+        })(),
+      };
+    } catch (err) {
+      throw sanitize(err, req.url, onUnexpected);
+    }
+  };
+}
+
+function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {
+  if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
+  if (err instanceof ConnectError && err.code === Code.Canceled) return err;
+  if (err instanceof ConnectError && err.rawMessage === "Internal Server Error") return err;
+  onUnexpected(err, procedure);
+  return new ConnectError("Internal Server Error", Code.Internal);
+}

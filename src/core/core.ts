@@ -1,0 +1,74 @@
+/**
+ * Composition of the core: repositories, domain services and Connect handlers over one database.
+ * `routes` and `interceptors` serve both the network listener and the gateway's in-memory transport.
+ */
+import { createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { Config } from "../config.js";
+import type { DatabaseHandle } from "../db/client.js";
+import type { Metrics } from "../lib/metrics.js";
+import { HealthService } from "../gen/portico/health/v1/health_service_pb.js";
+import { IdentityService } from "../gen/portico/identity/v1/identity_service_pb.js";
+import { InternLinkService } from "../gen/portico/internlink/v1/internlink_service_pb.js";
+import { createAuthInterceptor, createErrorBoundaryInterceptor } from "./auth.js";
+import { createHealthHandler } from "./health/health-handler.js";
+import { createIdentityHandler } from "./identity/identity-handler.js";
+import { createIdentityRepository } from "./identity/identity-repository.js";
+import { createMetricsInterceptor } from "./metrics-interceptor.js";
+
+export interface CoreOptions {
+  database: DatabaseHandle;
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export interface Core {
+  routes: (router: ConnectRouter) => void;
+  interceptors: Interceptor[];
+  /** A transport that calls this core in-process (used by the one-process gateway and tests). */
+  createInMemoryTransport(): Transport;
+  /** Stops background work (timers, links). The database is closed by its owner. */
+  close(): Promise<void>;
+}
+
+/** Services that authenticate on their own and so bypass the API-key interceptor. */
+export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([HealthService.typeName, InternLinkService.typeName]);
+
+export async function createCore(opts: CoreOptions): Promise<Core> {
+  const { database, config, logger, metrics } = opts;
+  const db = database.db;
+  const identity = createIdentityRepository(db);
+  const closers: Array<() => Promise<void>> = [];
+
+  const interceptors: Interceptor[] = [
+    createMetricsInterceptor(metrics),
+    createErrorBoundaryInterceptor((err, procedure) =>
+      logger.error({ err, procedure }, "unexpected error in core handler"),
+    ),
+    createAuthInterceptor({ lookup: (hash) => identity.findKeyByHash(hash), publicServices: PUBLIC_SERVICES }),
+  ];
+
+  const routes = (router: ConnectRouter) => {
+    router.service(
+      HealthService,
+      createHealthHandler({
+        instanceId: config.instanceId,
+        ping: async () => {
+          await db.$queryRawUnsafe("SELECT 1");
+          return true;
+        },
+      }),
+    );
+    router.service(IdentityService, createIdentityHandler());
+  };
+
+  return {
+    routes,
+    interceptors,
+    createInMemoryTransport: () => createRouterTransport(routes, { router: { interceptors } }),
+    async close() {
+      for (const close of closers.reverse()) await close();
+    },
+  };
+}

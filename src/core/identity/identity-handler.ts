@@ -1,0 +1,20 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
+import { callerOf } from "../auth.js";
+
+export function createIdentityHandler(): ServiceImpl<typeof IdentityService> {
+  return {
+    getCaller(_req, ctx) {
+      const c = callerOf(ctx);
+      return {
+        organizationId: c.organizationId,
+        workspaceId: c.workspaceId,
+        userId: c.userId,
+        keyLabel: c.keyLabel,
+        isManagementKey: c.isManagement,
+        internsProgramme: c.internsProgramme,
+        keyHash: c.keyHash,
+      };
+    },
+  };
+}

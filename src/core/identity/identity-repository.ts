@@ -1,0 +1,152 @@
+/**
+ * Organizations, users, memberships, workspaces and API keys. Used by the auth interceptor (key
+ * lookup) and by `portico admin`. Plaintext keys exist only in the return value of createApiKey.
+ */
+import type { Db } from "../../db/client.js";
+import type { KeyRecord } from "../auth.js";
+import { generateApiKey, hashSecret, labelForSecret } from "./keys.js";
+
+export class IdentityError extends Error {}
+
+export function createIdentityRepository(db: Db) {
+  return {
+    /** Resolves a key hash into everything the auth interceptor needs, in one query plus a membership check. */
+    async findKeyByHash(keyHash: string): Promise<KeyRecord | null> {
+      const key = await db.apiKey.findUnique({ where: { hash: keyHash }, include: { organization: true } });
+      if (!key) return null;
+      const membership = await db.membership.findUnique({
+        where: { organizationId_userId: { organizationId: key.organizationId, userId: key.creatorUserId } },
+        select: { removedAt: true },
+      });
+      return {
+        keyId: key.id,
+        keyHash: key.hash,
+        keyLabel: key.label,
+        organizationId: key.organizationId,
+        workspaceId: key.workspaceId,
+        userId: key.creatorUserId,
+        isManagement: key.isManagement,
+        internsProgramme: key.organization.internsProgramme,
+        disabled: key.disabled,
+        revoked: key.revokedAt !== null,
+        creatorIsMember: membership !== null && membership.removedAt === null,
+      };
+    },
+
+    async createOrganization(input: { name: string; internsProgramme: boolean }) {
+      return db.organization.create({ data: { name: input.name, internsProgramme: input.internsProgramme } });
+    },
+
+    async setInternsProgramme(organizationId: string, member: boolean) {
+      return db.organization.update({ where: { id: organizationId }, data: { internsProgramme: member } });
+    },
+
+    async findOrCreateUser(input: { email: string; name: string }) {
+      return db.user.upsert({ where: { email: input.email }, update: {}, create: input });
+    },
+
+    async addMember(organizationId: string, userId: string, role = "member") {
+      return db.membership.upsert({
+        where: { organizationId_userId: { organizationId, userId } },
+        update: { removedAt: null, role },
+        create: { organizationId, userId, role },
+      });
+    },
+
+    /** The user leaves the organization; keys they created then answer 403 until reassigned. */
+    async removeMember(organizationId: string, userId: string) {
+      const res = await db.membership.updateMany({
+        where: { organizationId, userId, removedAt: null },
+        data: { removedAt: new Date() },
+      });
+      if (res.count === 0) throw new IdentityError("no active membership for that user in that organization");
+    },
+
+    async createWorkspace(input: { organizationId: string; name: string; slug?: string; isDefault?: boolean }) {
+      const slug = input.slug ?? slugify(input.name);
+      return db.workspace.create({
+        data: { organizationId: input.organizationId, name: input.name, slug, isDefault: input.isDefault ?? false },
+      });
+    },
+
+    async deleteWorkspace(workspaceId: string) {
+      const res = await db.workspace.updateMany({
+        where: { id: workspaceId, deletedAt: null },
+        data: { deletedAt: new Date() },
+      });
+      if (res.count === 0) throw new IdentityError("workspace not found or already deleted");
+    },
+
+    async findWorkspace(workspaceId: string) {
+      return db.workspace.findUnique({ where: { id: workspaceId } });
+    },
+
+    async defaultWorkspace(organizationId: string) {
+      return db.workspace.findFirst({ where: { organizationId, isDefault: true } });
+    },
+
+    /** Creates a key and returns its plaintext once. */
+    async createApiKey(input: {
+      organizationId: string;
+      workspaceId: string;
+      creatorUserId: string;
+      name: string;
+      isManagement: boolean;
+    }) {
+      const plaintext = generateApiKey();
+      const record = await db.apiKey.create({
+        data: {
+          hash: hashSecret(plaintext),
+          label: labelForSecret(plaintext),
+          name: input.name,
+          isManagement: input.isManagement,
+          organizationId: input.organizationId,
+          workspaceId: input.workspaceId,
+          creatorUserId: input.creatorUserId,
+        },
+      });
+      return { record, plaintext };
+    },
+
+    async listApiKeys(organizationId?: string) {
+      return db.apiKey.findMany({
+        where: organizationId ? { organizationId } : {},
+        orderBy: { createdAt: "asc" },
+      });
+    },
+
+    /** Revokes by id or hash. */
+    async revokeApiKey(idOrHash: string) {
+      const res = await db.apiKey.updateMany({
+        where: { OR: [{ id: idOrHash }, { hash: idOrHash }], revokedAt: null },
+        data: { revokedAt: new Date() },
+      });
+      if (res.count === 0) throw new IdentityError("no active key with that id or hash");
+    },
+
+    async setApiKeyDisabled(idOrHash: string, disabled: boolean) {
+      const res = await db.apiKey.updateMany({ where: { OR: [{ id: idOrHash }, { hash: idOrHash }] }, data: { disabled } });
+      if (res.count === 0) throw new IdentityError("no key with that id or hash");
+    },
+
+    /** Key hashes of an organization (BYOK allowed_api_key_hashes must be among them). */
+    async keyHashesOf(organizationId: string, hashes: string[]): Promise<Set<string>> {
+      const rows = await db.apiKey.findMany({
+        where: { organizationId, hash: { in: hashes } },
+        select: { hash: true },
+      });
+      return new Set(rows.map((r) => r.hash));
+    },
+  };
+}
+
+export type IdentityRepository = ReturnType<typeof createIdentityRepository>;
+
+export function slugify(name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 48);
+  return slug || "workspace";
+}

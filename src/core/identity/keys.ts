@@ -1,0 +1,45 @@
+/**
+ * API keys and host tokens: random secrets with a recognizable prefix, stored only as SHA-256 hex.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+export const API_KEY_PREFIX = "pk-v1-";
+export const HOST_TOKEN_PREFIX = "pht-v1-";
+
+/** 256 random bits, hex encoded, behind a prefix that secret scanners and our log scrubber recognize. */
+export function generateSecret(prefix: string): string {
+  return prefix + randomBytes(32).toString("hex");
+}
+
+export function generateApiKey(): string {
+  return generateSecret(API_KEY_PREFIX);
+}
+
+export function generateHostToken(): string {
+  return generateSecret(HOST_TOKEN_PREFIX);
+}
+
+/** The 64-hex identifier of a secret; what the database stores and what allowed_api_key_hashes lists. */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+/** Masked rendering: prefix plus three characters, "...", last four. Reveals 7 of 64 hex digits. */
+export function labelForSecret(secret: string, prefix = API_KEY_PREFIX): string {
+  if (!secret.startsWith(prefix) || secret.length < prefix.length + 16) return "***";
+  return `${secret.slice(0, prefix.length + 3)}...${secret.slice(-4)}`;
+}
+
+/** Constant-time equality of two hex digests. */
+export function digestsEqual(a: string, b: string): boolean {
+  const ba = Buffer.from(a, "hex");
+  const bb = Buffer.from(b, "hex");
+  return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+}
+
+/** Extracts the bearer token from an Authorization header value. */
+export function bearerToken(header: string | null | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}

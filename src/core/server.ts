@@ -1,0 +1,59 @@
+/**
+ * The core's network listener: Connect, gRPC and gRPC-Web over HTTP/2 cleartext (h2c) on one port.
+ */
+import { fastify, LogController, type FastifyInstance } from "fastify";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import type { Http2Server } from "node:http2";
+import type { Logger } from "pino";
+import type { Core } from "./core.js";
+
+export interface CoreServerOptions {
+  host: string;
+  port: number;
+  logger: Logger;
+  /** Largest accepted message in bytes. */
+  readMaxBytes?: number;
+}
+
+export interface CoreServer {
+  app: FastifyInstance<Http2Server>;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startCoreServer(core: Core, opts: CoreServerOptions): Promise<CoreServer> {
+  const app = fastify({
+    http2: true,
+    loggerInstance: opts.logger.child({ component: "core" }),
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: true,
+  }) as unknown as FastifyInstance<Http2Server>;
+  const sessions = new Set<import("node:http2").Http2Session>();
+  app.server.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  });
+  app.addHook("preClose", async () => {
+    for (const s of sessions) s.close();
+  });
+  await app.register(fastifyConnectPlugin, {
+    routes: core.routes,
+    interceptors: core.interceptors,
+    readMaxBytes: opts.readMaxBytes ?? 4 * 1024 * 1024,
+    shutdownTimeoutMs: 2000,
+  });
+  app.get("/healthz", async () => ({ status: "ok" }));
+  await app.listen({ host: opts.host, port: opts.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : opts.port;
+  const hostForUrl = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  return {
+    app,
+    port,
+    url: `http://${hostForUrl === "0.0.0.0" ? "127.0.0.1" : hostForUrl}:${port}`,
+    close: async () => {
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,185 @@
+/**
+ * Opens the Portico database: SQLite (default, a file in the data dir) or PostgreSQL (when the
+ * database URL is postgres:// or postgresql://), migrated at open time by src/db/migrate.ts.
+ *
+ * Two Prisma clients are generated (src/generated/sqlite, src/generated/postgres). Their types are
+ * not assignable to each other (stack notes §3 "Types"), so the SQLite client type is the canonical
+ * {@link Db}: its API is a subset of the PostgreSQL one, and code that compiles against it runs on
+ * both. The PostgreSQL client is cast with `as unknown as Db`. Keep provider-specific features out of
+ * shared code: Json `path` filters (different syntax) and `mode: "insensitive"` (PG only).
+ */
+import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { PrismaClient } from "../generated/sqlite/client.js";
+import { runMigrations, sqlitePathFromUrl } from "./migrate.js";
+
+/** The canonical client type (the SQLite client's; the PG client is cast to it). */
+export type Db = PrismaClient;
+export type DbProvider = "sqlite" | "postgresql";
+
+export interface DatabaseHandle {
+  db: Db;
+  provider: DbProvider;
+  /** The resolved URL. May contain a password for PostgreSQL: log {@link redactDatabaseUrl}(url). */
+  url: string;
+  /** Disconnects the client (idempotent). */
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** postgres://… / postgresql://… → PostgreSQL; file:… → that SQLite file; unset/empty → `${dataDir}/portico.db`. */
+  databaseUrl?: string | undefined;
+  /** Where the default SQLite file lives; created with mode 0700 if missing. */
+  dataDir: string;
+  /** Apply pending migrations before returning. Default true. */
+  migrate?: boolean;
+  /** PostgreSQL connection pool size. Default 10. */
+  poolSize?: number;
+  /** SQLite busy timeout in ms. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+export interface ResolveDatabaseUrlOptions {
+  databaseUrl?: string | undefined;
+  dataDir: string;
+}
+
+const PG_URL = /^postgres(ql)?:\/\//i;
+
+/**
+ * Picks the provider from the URL so one setting (DATABASE_URL or a CLI flag) selects the backend.
+ * Creates the SQLite file's directory (mode 0700) as a side effect.
+ */
+export function resolveDatabaseUrl(opts: ResolveDatabaseUrlOptions): { provider: DbProvider; url: string } {
+  const raw = opts.databaseUrl?.trim() ?? "";
+  if (PG_URL.test(raw)) return { provider: "postgresql", url: raw };
+  let path: string;
+  if (raw === "") {
+    path = resolve(opts.dataDir, "portico.db");
+  } else if (raw.startsWith("file:")) {
+    path = resolve(sqlitePathFromUrl(raw));
+  } else {
+    // A typo must not silently fall back to a local SQLite file.
+    throw new Error(
+      `unsupported database URL scheme "${raw.split(":")[0] ?? ""}:"; use postgresql://…, file:… or leave it unset for SQLite in the data dir`,
+    );
+  }
+  ensurePrivateDir(dirname(path));
+  return { provider: "sqlite", url: `file:${path}` };
+}
+
+function ensurePrivateDir(dir: string): void {
+  if (existsSync(dir)) return;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // mkdir's mode is masked by the umask
+}
+
+/** Opens (and by default migrates) the database selected by `databaseUrl`. */
+export async function openDatabase(opts: OpenDatabaseOptions): Promise<DatabaseHandle> {
+  const { provider, url } = resolveDatabaseUrl(opts);
+  if (opts.migrate ?? true) await runMigrations({ provider, url });
+
+  const db =
+    provider === "postgresql"
+      ? await createPgClient(url, opts.poolSize ?? 10)
+      : await createSqliteClient(url, opts.busyTimeoutMs ?? 5000);
+  try {
+    await db.$connect();
+  } catch (err) {
+    await db.$disconnect().catch(() => undefined);
+    throw err;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    db,
+    provider,
+    url,
+    close: () => (closed ??= db.$disconnect()),
+  };
+}
+
+async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<Db> {
+  const [{ PrismaClient: SqliteClient }, { PrismaBetterSQLite3 }] = await Promise.all([
+    import("../generated/sqlite/client.js"),
+    import("@prisma/adapter-better-sqlite3"),
+  ]);
+
+  /** Applies the connection pragmas to every connection the client opens. */
+  class PrismaBetterSQLite3WithPragmas extends PrismaBetterSQLite3 {
+    override async connect(): Promise<Awaited<ReturnType<PrismaBetterSQLite3["connect"]>>> {
+      const adapter = await super.connect();
+      await adapter.executeScript(
+        [
+          "PRAGMA journal_mode = WAL",
+          `PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`,
+          "PRAGMA foreign_keys = ON",
+          "PRAGMA synchronous = NORMAL",
+        ].join(";\n"),
+      );
+      return adapter;
+    }
+  }
+
+  const adapter = new PrismaBetterSQLite3WithPragmas({ url, timeout: busyTimeoutMs });
+  return new SqliteClient({ adapter });
+}
+
+async function createPgClient(url: string, poolSize: number): Promise<Db> {
+  const [{ PrismaClient: PgClient }, { PrismaPg }] = await Promise.all([
+    import("../generated/postgres/client.js"),
+    import("@prisma/adapter-pg"),
+  ]);
+  const adapter = new PrismaPg({ connectionString: url, max: poolSize });
+  return new PgClient({ adapter }) as unknown as Db;
+}
+
+/**
+ * True for a unique-constraint violation on either provider, so callers can map "already exists"
+ * without knowing the backend: P2002 from model queries, and P2010 whose driver adapter error is a
+ * UniqueConstraintViolation from `$executeRaw`/`$queryRaw`. Duck-typed: both generated clients share
+ * one runtime, but an error may also cross module instances (e.g. vitest).
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = prismaErrorCode(err);
+  if (code === "P2002") return true;
+  return code === "P2010" && driverAdapterCause(err)?.kind === "UniqueConstraintViolation";
+}
+
+interface DriverAdapterCause {
+  kind?: unknown;
+  constraint?: { fields?: unknown };
+}
+
+function driverAdapterCause(err: unknown): DriverAdapterCause | undefined {
+  const meta = (err as { meta?: Record<string, unknown> } | null)?.meta;
+  return (meta?.["driverAdapterError"] as { cause?: DriverAdapterCause } | undefined)?.cause;
+}
+
+/**
+ * The columns of the violated unique constraint, e.g. `["workspaceId", "slug"]`. With driver adapters
+ * `err.meta.target` is absent; the fields are in `meta.driverAdapterError.cause.constraint.fields`.
+ */
+export function uniqueViolationFields(err: unknown): string[] | undefined {
+  if (!isUniqueViolation(err)) return undefined;
+  const target = (err as { meta?: Record<string, unknown> }).meta?.["target"];
+  if (Array.isArray(target)) return target.map(String);
+  const fields = driverAdapterCause(err)?.constraint?.fields;
+  return Array.isArray(fields) ? fields.map(String) : undefined;
+}
+
+function prismaErrorCode(err: unknown): string | undefined {
+  if (typeof err !== "object" || err === null) return undefined;
+  const e = err as { name?: unknown; code?: unknown };
+  return e.name === "PrismaClientKnownRequestError" && typeof e.code === "string" ? e.code : undefined;
+}
+
+/** The URL with any password replaced by `***`, for logs. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+  }
+}

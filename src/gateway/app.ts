@@ -1,0 +1,160 @@
+/**
+ * The public HTTP gateway: translates the OpenAI-compatible JSON/SSE API under /api/v1 into core
+ * RPCs. It owns HTTP concerns only (parsing, limits, envelopes, SSE); the core decides the rest.
+ * buildGateway() returns the app without listening; server code owns listen and shutdown.
+ */
+import { randomUUID } from "node:crypto";
+import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
+import fastifySwagger from "@fastify/swagger";
+import { createClient, type Transport } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { HealthService } from "../gen/portico/health/v1/health_service_pb.js";
+import type { Metrics } from "../lib/metrics.js";
+import type { GatewayContext } from "./context.js";
+import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
+import { registerGatewayRoutes } from "./routes/index.js";
+
+export interface GatewayOptions {
+  transport: Transport;
+  logger: Logger;
+  metrics: Metrics;
+  bodyLimitBytes: number;
+  brand: string;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Intern routes put {reason, retryable} metadata on every error, including gateway-level ones. */
+    errorMetadata?: boolean;
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
+  const app = fastify({
+    loggerInstance: opts.logger.child({ component: "gateway" }),
+    bodyLimit: opts.bodyLimitBytes,
+    logController: new LogController({ disableRequestLogging: true }),
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  });
+  // Only JSON bodies: anything else is 415 in the envelope.
+  app.removeContentTypeParser("text/plain");
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Portico public API",
+        version: "1.0.0",
+        description: "OpenAI-compatible presets, intern streaming chat and BYOK credentials.",
+      },
+      servers: [{ url: "/" }],
+      components: {
+        securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    const route = req.routeOptions.url ?? "unmatched";
+    opts.metrics.httpDuration.observe(
+      { method: req.method, route, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+    const level = reply.statusCode >= 500 ? "error" : "info";
+    req.log[level](
+      { method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      "request completed",
+    );
+  });
+
+  const send = (reply: import("fastify").FastifyReply, err: PublicError) => {
+    if (err.retryAfterSeconds > 0) reply.header("retry-after", String(err.retryAfterSeconds));
+    return reply.code(err.status).type("application/json; charset=utf-8").send(err.body);
+  };
+
+  app.setErrorHandler((error: FastifyError, req, reply) => {
+    const withMetadata = req.routeOptions.config?.errorMetadata === true;
+    const connectErr = asConnectError(error);
+    if (connectErr) {
+      const pub = publicErrorFromConnect(connectErr);
+      if (pub.status >= 500) req.log.error({ err: connectErr }, "core call failed");
+      if (withMetadata && !pub.body.error.metadata && pub.status !== 401 && pub.status !== 403 && pub.status !== 404) {
+        pub.body.error.metadata = { reason: reasonForStatus(pub.status), retryable: pub.status >= 500 };
+      }
+      return send(reply, pub);
+    }
+    const status = error.validation ? 400 : (error.statusCode ?? 500);
+    if (status >= 500) {
+      req.log.error({ err: error }, "unhandled gateway error");
+      return send(reply, publicError(500, "Internal Server Error"));
+    }
+    const message = gatewayMessage(error, status, opts.bodyLimitBytes);
+    const metadata = withMetadata ? { reason: reasonForStatus(status), retryable: false } : undefined;
+    return send(reply, publicError(status, message, metadata));
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    send(reply, publicError(404, `No route for ${req.method} ${req.url.split("?")[0]}`)),
+  );
+
+  const health = createClient(HealthService, opts.transport);
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      const res = await health.check({}, { timeoutMs: 2000 });
+      if (res.ready) return { status: "ready" };
+    } catch {
+      // fall through
+    }
+    return send(reply, publicError(503, "Not ready"));
+  });
+  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+    reply.type(opts.metrics.registry.contentType);
+    return opts.metrics.registry.metrics();
+  });
+
+  const ctx: GatewayContext = {
+    transport: opts.transport,
+    logger: opts.logger,
+    metrics: opts.metrics,
+    brand: opts.brand,
+  };
+  await app.register(
+    async (api) => {
+      api.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+      await registerGatewayRoutes(api, ctx);
+    },
+    { prefix: "/api/v1" },
+  );
+  return app as unknown as FastifyInstance;
+}
+
+function gatewayMessage(error: FastifyError, status: number, bodyLimit: number): string {
+  switch (error.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return `Request body exceeds ${bodyLimit} bytes`;
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return "Unsupported Content-Type: send application/json";
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return "Request body is required";
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return "Malformed JSON body";
+  }
+  if (error.validation) return `Invalid request parameters: ${error.message}`;
+  if (status === 400 && error instanceof SyntaxError) return "Malformed JSON body";
+  return status === 404 ? "Resource not found" : "Invalid request";
+}

@@ -1,0 +1,12 @@
+import type { Transport } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { Metrics } from "../lib/metrics.js";
+
+/** What gateway routes need: a transport to the core and presentation settings. */
+export interface GatewayContext {
+  transport: Transport;
+  logger: Logger;
+  metrics: Metrics;
+  /** Word used in place of a brand, e.g. "service" in `service.provide_input`. */
+  brand: string;
+}

@@ -1,0 +1,8 @@
+import type { FastifyInstance } from "fastify";
+import type { GatewayContext } from "../context.js";
+import { registerIdentityRoutes } from "./identity.js";
+
+/** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
+export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  await registerIdentityRoutes(api, ctx);
+}

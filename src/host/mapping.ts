@@ -1,0 +1,146 @@
+/**
+ * Pure ACP → link mappings: permission questions, usage, model, and the message-tap repairs of
+ * known agent quirks. Kept free of I/O so they are tested with fixtures.
+ */
+import type { AnyMessage } from "@agentclientprotocol/sdk";
+
+/** The four permission option kinds, in the canonical order questions list them. */
+export const OPTION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"] as const;
+export type OptionKind = (typeof OPTION_KINDS)[number];
+
+export function isOptionKind(v: string): v is OptionKind {
+  return (OPTION_KINDS as readonly string[]).includes(v);
+}
+
+const OPERATION_BY_TOOL_KIND: Record<string, string> = {
+  execute: "shell",
+  edit: "edit",
+  delete: "delete",
+  move: "move",
+  read: "read",
+  search: "search",
+  fetch: "fetch",
+  switch_mode: "mode",
+};
+
+/** Question operation from an ACP tool kind: execute → "shell", switch_mode → "mode", others by name; think/other/unknown → undefined. */
+export function operationForToolKind(kind: string | null | undefined): string | undefined {
+  if (!kind) return undefined;
+  return OPERATION_BY_TOOL_KIND[kind];
+}
+
+/** A permission option as the agent offered it. */
+export interface OfferedOption {
+  optionId: string;
+  kind: string;
+}
+
+/** Distinct offered kinds in canonical order (unknown kinds dropped). */
+export function offeredKinds(options: readonly OfferedOption[]): OptionKind[] {
+  const seen = new Set(options.map((o) => o.kind));
+  return OPTION_KINDS.filter((k) => seen.has(k));
+}
+
+/** The option id to answer with for a kind: the first offered option of that kind. */
+export function optionIdForKind(options: readonly OfferedOption[], kind: string): string | undefined {
+  return options.find((o) => o.kind === kind)?.optionId;
+}
+
+/**
+ * Self-drive's choice: allow_once; allow_always only when it is the only allow offered; when no
+ * allow is offered at all, the first offered option (the agent left nothing to consent to).
+ */
+export function selfDriveOptionId(options: readonly OfferedOption[]): string | undefined {
+  return optionIdForKind(options, "allow_once") ?? optionIdForKind(options, "allow_always") ?? options[0]?.optionId;
+}
+
+/** Usage in the link's shape. */
+export interface LinkUsage {
+  promptTokens: bigint;
+  completionTokens: bigint;
+  totalTokens: bigint;
+  cost?: number;
+  cachedTokens?: bigint;
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined;
+}
+
+/**
+ * Usage of a turn from the (unstable) PromptResponse.usage and the cost delta of usage_update
+ * notifications seen during the turn. Undefined when the agent reported neither.
+ */
+export function usageFromTurn(responseUsage: unknown, costDelta: number | undefined): LinkUsage | undefined {
+  const u = (typeof responseUsage === "object" && responseUsage !== null ? responseUsage : undefined) as Record<string, unknown> | undefined;
+  const input = num(u?.inputTokens);
+  const output = num(u?.outputTokens);
+  const total = num(u?.totalTokens);
+  const cached = num(u?.cachedReadTokens);
+  if (input === undefined && output === undefined && total === undefined && costDelta === undefined) return undefined;
+  const out: LinkUsage = {
+    promptTokens: BigInt(input ?? 0),
+    completionTokens: BigInt(output ?? 0),
+    totalTokens: BigInt(total ?? (input ?? 0) + (output ?? 0)),
+  };
+  if (costDelta !== undefined) out.cost = Math.max(0, costDelta);
+  if (cached !== undefined) out.cachedTokens = BigInt(cached);
+  return out;
+}
+
+/** USD amount of a usage_update cost, else undefined. */
+export function usdCost(cost: unknown): number | undefined {
+  if (typeof cost !== "object" || cost === null) return undefined;
+  const c = cost as { amount?: unknown; currency?: unknown };
+  if (typeof c.amount !== "number" || !Number.isFinite(c.amount)) return undefined;
+  if (typeof c.currency === "string" && c.currency.toUpperCase() !== "USD") return undefined;
+  return c.amount;
+}
+
+/**
+ * The model an agent reports: the current value of the configOptions entry with category "model",
+ * else the legacy (unstable) models.currentModelId.
+ */
+export function modelFromSessionState(state: { configOptions?: unknown; models?: unknown }): string | undefined {
+  if (Array.isArray(state.configOptions)) {
+    for (const o of state.configOptions as Array<Record<string, unknown>>) {
+      if (o && o.category === "model" && typeof o.currentValue === "string" && o.currentValue) return o.currentValue;
+    }
+  }
+  const models = state.models as { currentModelId?: unknown } | undefined;
+  if (models && typeof models.currentModelId === "string" && models.currentModelId) return models.currentModelId;
+  return undefined;
+}
+
+/**
+ * Repairs known quirks of real agents in raw messages before the SDK validates them (a message that
+ * fails validation is dropped silently): usage_update with used/size null → 0. Returns true when the
+ * message was changed.
+ */
+export function repairIncomingMessage(msg: AnyMessage): boolean {
+  const m = msg as { method?: unknown; params?: unknown };
+  if (m.method !== "session/update" || typeof m.params !== "object" || m.params === null) return false;
+  const update = (m.params as { update?: Record<string, unknown> }).update;
+  if (!update || update.sessionUpdate !== "usage_update") return false;
+  let changed = false;
+  for (const f of ["used", "size"]) {
+    if (typeof update[f] !== "number") {
+      update[f] = 0;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+/** Keeps the last `limit` bytes of a buffer, starting at a UTF-8 character boundary. */
+export function utf8Tail(buf: Buffer, limit: number): Buffer {
+  if (buf.length <= limit) return buf;
+  let start = buf.length - limit;
+  while (start < buf.length && ((buf[start] ?? 0) & 0xc0) === 0x80) start++;
+  return buf.subarray(start);
+}
+
+/** Cuts text to at most `max` characters for messages (never secrets; just bounded). */
+export function clip(text: string, max = 300): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

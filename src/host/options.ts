@@ -1,0 +1,293 @@
+/**
+ * Options of the intern host: limits with documented defaults, the agent profile, and the mapping
+ * from PORTICO_HOST_* environment variables (for the lead's composition root).
+ */
+import { readFileSync } from "node:fs";
+import type { Logger } from "pino";
+import type { Transport } from "@connectrpc/connect";
+import type { AgentLauncher } from "./agent-process.js";
+
+/** How the host confines shell commands and the agent process. */
+export type SandboxStrategy = "terminal" | "process" | "none";
+
+/** Where an agent session's working folder lives. */
+export type CwdStrategy = "session" | "intern" | { fixed: string };
+
+/**
+ * An agent profile says how to start and drive one kind of ACP agent.
+ * The host starts one agent process per session from it.
+ */
+export interface AgentProfile {
+  /** Executable to start (looked up on PATH). */
+  command: string;
+  /** Arguments. Default []. */
+  args?: string[];
+  /** Extra environment variables for the agent (values never logged). Default {}. */
+  env?: Record<string, string>;
+  /**
+   * Which variables of the host's own environment the agent inherits: "all" (minus PORTICO_* and
+   * the host token) or "minimal" (PATH, LANG, LC_*, TZ, TERM, NODE_OPTIONS). Default "all".
+   */
+  inheritEnv?: "all" | "minimal";
+  /**
+   * Working folder of a session: "session" (a folder per session under the sessions root, default),
+   * "intern" (one shared folder per intern), or {fixed: "/abs/path"}.
+   */
+  cwd?: CwdStrategy;
+  /**
+   * Optional ACP session mode ids set with session/set_mode at the start of a run of each approval
+   * mode (e.g. codex "full-access"/"read-only", claude "bypassPermissions"/"default"). Only applied
+   * when the agent advertises the mode. Default: none (the agent's own mode is left alone).
+   */
+  modes?: { selfDrive?: string; manual?: string };
+  /** Advertise client terminals (terminal/*), so the host runs and sandboxes commands. Default true. */
+  offerTerminal?: boolean;
+  /** Advertise client fs (fs/read_text_file, fs/write_text_file). Default true. */
+  offerFs?: boolean;
+  /**
+   * "terminal" (default): in manual mode, commands the agent runs through client terminals run under
+   * bubblewrap until an allow answer escalates them. "process": the same, and the whole agent
+   * process also runs under bubblewrap (network kept, only its working folder, HOME and a private
+   * /tmp writable) — for agents that run commands themselves. "none": no sandbox at all (opt-out).
+   */
+  sandbox?: SandboxStrategy;
+  /** Display name used before the agent reports its own (Hello.agent_name). */
+  name?: string;
+}
+
+/** Limits of one host. Every field has a default in {@link defaultInternHostLimits}. */
+export interface InternHostLimits {
+  /** Runs held at once (streaming or paused). Beyond → RunRejected "busy". */
+  maxConcurrentRuns: number;
+  /** Runs held paused across a question at once. A new run is refused ("busy") while this many are paused. */
+  maxPausedRuns: number;
+  /** Bytes of events a run may have queued and not yet written to the link. Beyond → TurnFailed attachment_failed (410). */
+  maxQueuedBytesPerRun: number;
+  /** Longest a run may last, in ms; then it is cancelled (RunEnded deadline). */
+  maxRunDurationMs: number;
+  /** Time allowed to spawn an agent and finish initialize + session/new, in ms. Beyond → RunRejected "timeout". */
+  agentStartBudgetMs: number;
+  /** Largest ACP line accepted from the agent, in bytes. */
+  maxAcpLineBytes: number;
+  /** Open (unreleased) client terminals per session. */
+  maxOpenTerminalsPerSession: number;
+  /** Output bytes a terminal keeps (the tail); the agent's outputByteLimit may lower it. */
+  maxTerminalOutputBytes: number;
+  /** An agent process without a run for this long (ms) is stopped; the next run restarts it. */
+  idleAgentTtlMs: number;
+  /** Backstop for a paused question when StartRun carries no interaction_deadline_ms, in ms. */
+  defaultInteractionDeadlineMs: number;
+  /** How long paused runs are held after the link breaks, waiting for a reconnect, in ms. */
+  heldRunGraceMs: number;
+  /** After session/cancel, how long the agent has to confirm before its process is killed, in ms. */
+  cancelGraceMs: number;
+  /** First reconnect delay, in ms (doubles each attempt, with jitter). */
+  reconnectInitialMs: number;
+  /** Largest reconnect delay, in ms. */
+  reconnectMaxMs: number;
+  /** Interval of the host's pings, in ms (the core's Welcome may override it). */
+  pingIntervalMs: number;
+  /** Silence after which the link counts as broken, in ms (the core's Welcome may override it). */
+  livenessTimeoutMs: number;
+}
+
+/** Defaults of every limit. */
+export const defaultInternHostLimits: Readonly<InternHostLimits> = Object.freeze({
+  maxConcurrentRuns: 8,
+  maxPausedRuns: 16,
+  maxQueuedBytesPerRun: 4 * 1024 * 1024,
+  maxRunDurationMs: 60 * 60 * 1000,
+  agentStartBudgetMs: 30_000,
+  maxAcpLineBytes: 8 * 1024 * 1024,
+  maxOpenTerminalsPerSession: 8,
+  maxTerminalOutputBytes: 1024 * 1024,
+  idleAgentTtlMs: 15 * 60 * 1000,
+  defaultInteractionDeadlineMs: 5 * 60 * 1000,
+  heldRunGraceMs: 30_000,
+  cancelGraceMs: 5_000,
+  reconnectInitialMs: 250,
+  reconnectMaxMs: 15_000,
+  pingIntervalMs: 2_000,
+  livenessTimeoutMs: 6_000,
+});
+
+/** Everything createInternHost needs. */
+export interface InternHostOptions {
+  /** Core base URL, e.g. http://core:50051 (HTTP/2, gRPC). Ignored when `transport` is given. */
+  coreUrl?: string;
+  /** A ready Connect transport (tests, in-process embedding). */
+  transport?: Transport;
+  /** Host token, sent as "Authorization: Bearer <token>". Never logged. */
+  token: string;
+  /** The agent to drive. */
+  profile: AgentProfile;
+  /**
+   * Root of working folders: sessions live under `<workRoot>/sessions/<session>`, the intern's
+   * isolated HOME under `<workRoot>/home`.
+   */
+  workRoot: string;
+  /** Limits; missing fields take {@link defaultInternHostLimits}. */
+  limits?: Partial<InternHostLimits>;
+  /** Logger; the host never logs tokens, env values or prompt text at info level. */
+  logger?: Logger;
+  /**
+   * When the host runs as root, agents and terminals run as this uid/gid (folders chowned).
+   * Default {uid: 65534, gid: 65534}; null keeps root.
+   */
+  runAs?: { uid: number; gid: number } | null;
+  /** Path of bwrap; default: looked up on PATH. null disables bubblewrap (manual mode then refuses shell commands). */
+  bwrapPath?: string | null;
+  /** Host software version sent in Hello. */
+  hostVersion?: string;
+  /** Replaces spawning the profile's command (tests run agents in-process). */
+  launcher?: AgentLauncher;
+}
+
+/** Limits with defaults applied. */
+export function resolveLimits(limits: Partial<InternHostLimits> | undefined): InternHostLimits {
+  const out: InternHostLimits = { ...defaultInternHostLimits };
+  for (const [k, v] of Object.entries(limits ?? {})) {
+    if (typeof v === "number" && Number.isFinite(v) && v >= 0) (out as unknown as Record<string, number>)[k] = v;
+  }
+  return out;
+}
+
+/*
+ * Environment variables (read by internHostOptionsFromEnv; all optional, integers):
+ *   PORTICO_HOST_MAX_CONCURRENT_RUNS        maxConcurrentRuns              default 8
+ *   PORTICO_HOST_MAX_PAUSED_RUNS            maxPausedRuns                  default 16
+ *   PORTICO_HOST_MAX_QUEUED_BYTES_PER_RUN   maxQueuedBytesPerRun           default 4194304
+ *   PORTICO_HOST_MAX_RUN_DURATION_MS        maxRunDurationMs               default 3600000
+ *   PORTICO_HOST_AGENT_START_BUDGET_MS      agentStartBudgetMs             default 30000
+ *   PORTICO_HOST_MAX_ACP_LINE_BYTES         maxAcpLineBytes                default 8388608
+ *   PORTICO_HOST_MAX_OPEN_TERMINALS         maxOpenTerminalsPerSession     default 8
+ *   PORTICO_HOST_MAX_TERMINAL_OUTPUT_BYTES  maxTerminalOutputBytes         default 1048576
+ *   PORTICO_HOST_IDLE_AGENT_TTL_MS          idleAgentTtlMs                 default 900000
+ *   PORTICO_HOST_INTERACTION_DEADLINE_MS    defaultInteractionDeadlineMs   default 300000
+ *   PORTICO_HOST_HELD_RUN_GRACE_MS          heldRunGraceMs                 default 30000
+ *   PORTICO_HOST_CANCEL_GRACE_MS            cancelGraceMs                  default 5000
+ *   PORTICO_HOST_RECONNECT_INITIAL_MS       reconnectInitialMs             default 250
+ *   PORTICO_HOST_RECONNECT_MAX_MS           reconnectMaxMs                 default 15000
+ *   PORTICO_HOST_PING_INTERVAL_MS           pingIntervalMs                 default 2000
+ *   PORTICO_HOST_LIVENESS_TIMEOUT_MS        livenessTimeoutMs              default 6000
+ * Non-limit settings:
+ *   PORTICO_HOST_CORE_URL                   coreUrl
+ *   PORTICO_HOST_TOKEN                      token (never logged)
+ *   PORTICO_HOST_WORK_ROOT                  workRoot
+ *   PORTICO_HOST_PROFILE                    path of an agent profile JSON file
+ *   PORTICO_HOST_BWRAP                      bwrap path, or "off" to disable bubblewrap
+ *   PORTICO_HOST_RUN_AS                     "uid:gid" used when running as root, or "off"
+ */
+const ENV_LIMITS: Record<string, keyof InternHostLimits> = {
+  PORTICO_HOST_MAX_CONCURRENT_RUNS: "maxConcurrentRuns",
+  PORTICO_HOST_MAX_PAUSED_RUNS: "maxPausedRuns",
+  PORTICO_HOST_MAX_QUEUED_BYTES_PER_RUN: "maxQueuedBytesPerRun",
+  PORTICO_HOST_MAX_RUN_DURATION_MS: "maxRunDurationMs",
+  PORTICO_HOST_AGENT_START_BUDGET_MS: "agentStartBudgetMs",
+  PORTICO_HOST_MAX_ACP_LINE_BYTES: "maxAcpLineBytes",
+  PORTICO_HOST_MAX_OPEN_TERMINALS: "maxOpenTerminalsPerSession",
+  PORTICO_HOST_MAX_TERMINAL_OUTPUT_BYTES: "maxTerminalOutputBytes",
+  PORTICO_HOST_IDLE_AGENT_TTL_MS: "idleAgentTtlMs",
+  PORTICO_HOST_INTERACTION_DEADLINE_MS: "defaultInteractionDeadlineMs",
+  PORTICO_HOST_HELD_RUN_GRACE_MS: "heldRunGraceMs",
+  PORTICO_HOST_CANCEL_GRACE_MS: "cancelGraceMs",
+  PORTICO_HOST_RECONNECT_INITIAL_MS: "reconnectInitialMs",
+  PORTICO_HOST_RECONNECT_MAX_MS: "reconnectMaxMs",
+  PORTICO_HOST_PING_INTERVAL_MS: "pingIntervalMs",
+  PORTICO_HOST_LIVENESS_TIMEOUT_MS: "livenessTimeoutMs",
+};
+
+/**
+ * Reads the PORTICO_HOST_* variables (listed above) into a partial InternHostOptions. Throws on a
+ * malformed number so a typo never silently falls back to a default.
+ */
+export function internHostOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } {
+  const limits: Partial<InternHostLimits> = {};
+  for (const [name, key] of Object.entries(ENV_LIMITS)) {
+    const raw = env[name];
+    if (raw === undefined || raw === "") continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
+    limits[key] = n;
+  }
+  const out: Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } = { limits };
+  if (env.PORTICO_HOST_CORE_URL) out.coreUrl = env.PORTICO_HOST_CORE_URL;
+  if (env.PORTICO_HOST_TOKEN) out.token = env.PORTICO_HOST_TOKEN;
+  if (env.PORTICO_HOST_WORK_ROOT) out.workRoot = env.PORTICO_HOST_WORK_ROOT;
+  if (env.PORTICO_HOST_PROFILE) out.profile = loadAgentProfile(env.PORTICO_HOST_PROFILE);
+  if (env.PORTICO_HOST_BWRAP) out.bwrapPath = env.PORTICO_HOST_BWRAP === "off" ? null : env.PORTICO_HOST_BWRAP;
+  if (env.PORTICO_HOST_RUN_AS) {
+    if (env.PORTICO_HOST_RUN_AS === "off") out.runAs = null;
+    else {
+      const m = /^(\d+):(\d+)$/.exec(env.PORTICO_HOST_RUN_AS);
+      if (!m) throw new Error("PORTICO_HOST_RUN_AS must be uid:gid or off");
+      out.runAs = { uid: Number(m[1]), gid: Number(m[2]) };
+    }
+  }
+  return out;
+}
+
+/** Reads and validates an agent profile JSON file. */
+export function loadAgentProfile(file: string): AgentProfile {
+  const raw: unknown = JSON.parse(readFileSync(file, "utf8"));
+  return validateAgentProfile(raw);
+}
+
+/** Validates an agent profile object (from JSON); throws with a message naming the bad field. */
+export function validateAgentProfile(raw: unknown): AgentProfile {
+  if (typeof raw !== "object" || raw === null) throw new Error("agent profile must be a JSON object");
+  const p = raw as Record<string, unknown>;
+  const fail = (f: string, what: string): never => {
+    throw new Error(`agent profile: ${f} must be ${what}`);
+  };
+  if (typeof p.command !== "string" || !p.command) fail("command", "a non-empty string");
+  const out: AgentProfile = { command: p.command as string };
+  if (p.args !== undefined) {
+    if (!Array.isArray(p.args) || !p.args.every((a) => typeof a === "string")) fail("args", "an array of strings");
+    out.args = p.args as string[];
+  }
+  if (p.env !== undefined) {
+    if (typeof p.env !== "object" || p.env === null || !Object.values(p.env).every((v) => typeof v === "string")) {
+      fail("env", "an object of strings");
+    }
+    out.env = p.env as Record<string, string>;
+  }
+  if (p.inheritEnv !== undefined) {
+    if (p.inheritEnv !== "all" && p.inheritEnv !== "minimal") fail("inheritEnv", '"all" or "minimal"');
+    out.inheritEnv = p.inheritEnv as "all" | "minimal";
+  }
+  if (p.cwd !== undefined) {
+    if (p.cwd === "session" || p.cwd === "intern") out.cwd = p.cwd;
+    else if (typeof p.cwd === "object" && p.cwd !== null && typeof (p.cwd as { fixed?: unknown }).fixed === "string" && (p.cwd as { fixed: string }).fixed.startsWith("/")) {
+      out.cwd = { fixed: (p.cwd as { fixed: string }).fixed };
+    } else fail("cwd", '"session", "intern" or {"fixed": "/absolute/path"}');
+  }
+  if (p.modes !== undefined) {
+    const m = p.modes as Record<string, unknown>;
+    if (typeof m !== "object" || m === null) fail("modes", "an object");
+    out.modes = {};
+    if (m.selfDrive !== undefined) {
+      if (typeof m.selfDrive !== "string") fail("modes.selfDrive", "a string");
+      out.modes.selfDrive = m.selfDrive as string;
+    }
+    if (m.manual !== undefined) {
+      if (typeof m.manual !== "string") fail("modes.manual", "a string");
+      out.modes.manual = m.manual as string;
+    }
+  }
+  for (const f of ["offerTerminal", "offerFs"] as const) {
+    if (p[f] !== undefined) {
+      if (typeof p[f] !== "boolean") fail(f, "a boolean");
+      out[f] = p[f] as boolean;
+    }
+  }
+  if (p.sandbox !== undefined) {
+    if (p.sandbox !== "terminal" && p.sandbox !== "process" && p.sandbox !== "none") fail("sandbox", '"terminal", "process" or "none"');
+    out.sandbox = p.sandbox as SandboxStrategy;
+  }
+  if (p.name !== undefined) {
+    if (typeof p.name !== "string") fail("name", "a string");
+    out.name = p.name as string;
+  }
+  return out;
+}

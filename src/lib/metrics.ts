@@ -1,0 +1,33 @@
+/**
+ * Prometheus metrics of one process. Each process builds one registry in its composition root and
+ * passes it to the parts that record; /metrics renders it.
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const rpcDuration = new Histogram({
+    name: "portico_core_rpc_duration_seconds",
+    help: "Duration of core RPCs (unary: to response; streaming: to first message).",
+    labelNames: ["procedure", "code"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: "portico_gateway_http_request_duration_seconds",
+    help: "Duration of gateway HTTP requests until the response head (streams: until they end).",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
+    registers: [registry],
+  });
+  const internChunks = new Counter({
+    name: "portico_intern_chunks_total",
+    help: "Intern stream events relayed to clients, by kind.",
+    labelNames: ["kind"] as const,
+    registers: [registry],
+  });
+  return { registry, rpcDuration, httpDuration, internChunks };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

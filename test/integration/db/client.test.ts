@@ -1,0 +1,183 @@
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  isUniqueViolation,
+  redactDatabaseUrl,
+  resolveDatabaseUrl,
+  uniqueViolationFields,
+  type DatabaseHandle,
+} from "../../../src/db/client.js";
+import { DbNull, JsonNull, Prisma, type InputJsonValue } from "../../../src/db/prisma.js";
+import { dbProviders } from "../../helpers/db.js";
+
+describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
+  let h: DatabaseHandle;
+
+  beforeAll(async () => {
+    h = await fresh();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function presetVersion(config: InputJsonValue) {
+    const preset = await h.db.preset.create({
+      data: { workspaceId: "ws", slug: `p-${Math.random().toString(36).slice(2)}`, name: "P" },
+    });
+    return h.db.presetVersion.create({ data: { presetId: preset.id, version: 1, config, creatorId: "u" } });
+  }
+
+  it("reports its provider", () => {
+    expect(h.provider).toBe(provider);
+  });
+
+  it.each<[string, InputJsonValue]>([
+    ["object", { model: "gpt-x", temperature: 0.25, stop: ["\n"], nested: { a: [1, { b: null }] } }],
+    ["array", [1, "two", { three: 3 }, [true, false]]],
+    ["string", "just a string"],
+    ["number", 42.5],
+    ["boolean", true],
+    ["unicode", { text: "héllo ✓ 日本語 🚀", "ключ": "значение" }],
+    ["empty object", {}],
+  ])("round-trips Json (%s)", async (_name, value) => {
+    const created = await presetVersion(value);
+    const read = await h.db.presetVersion.findUniqueOrThrow({ where: { id: created.id } });
+    expect(read.config).toEqual(value);
+  });
+
+  it("distinguishes DbNull from JsonNull and filters with equals", async () => {
+    const base = { organizationId: "o", workspaceId: "w", provider: "openai", label: "k" };
+    const dbNull = await h.db.byokCredential.create({ data: { ...base, allowedModels: DbNull } });
+    const jsonNull = await h.db.byokCredential.create({ data: { ...base, allowedModels: JsonNull } });
+    const list = await h.db.byokCredential.create({ data: { ...base, allowedModels: ["a/b", "c/d"] } });
+
+    expect((await h.db.byokCredential.findUniqueOrThrow({ where: { id: dbNull.id } })).allowedModels).toBeNull();
+    expect((await h.db.byokCredential.findUniqueOrThrow({ where: { id: jsonNull.id } })).allowedModels).toBeNull();
+    const onlyDbNull = await h.db.byokCredential.findMany({ where: { allowedModels: { equals: Prisma.DbNull } } });
+    const onlyJsonNull = await h.db.byokCredential.findMany({ where: { allowedModels: { equals: Prisma.JsonNull } } });
+    expect(onlyDbNull.map((r) => r.id)).toContain(dbNull.id);
+    expect(onlyDbNull.map((r) => r.id)).not.toContain(jsonNull.id);
+    expect(onlyJsonNull.map((r) => r.id)).toEqual([jsonNull.id]);
+    const byValue = await h.db.byokCredential.findMany({ where: { allowedModels: { equals: ["a/b", "c/d"] } } });
+    expect(byValue.map((r) => r.id)).toEqual([list.id]);
+  });
+
+  it("round-trips Bytes and DateTime", async () => {
+    const ciphertext = new Uint8Array([0, 1, 2, 254, 255]);
+    const deletedAt = new Date("2026-01-02T03:04:05.678Z");
+    const c = await h.db.byokCredential.create({
+      data: { organizationId: "o", workspaceId: "w", provider: "p", label: "l", ciphertext, deletedAt },
+    });
+    const read = await h.db.byokCredential.findUniqueOrThrow({ where: { id: c.id } });
+    expect(Array.from(read.ciphertext ?? [])).toEqual([0, 1, 2, 254, 255]);
+    expect(read.deletedAt?.toISOString()).toBe(deletedAt.toISOString());
+  });
+
+  it("detects unique violations (P2002) with their fields", async () => {
+    await h.db.user.create({ data: { email: "dup@example.com", name: "A" } });
+    const err = await h.db.user.create({ data: { email: "dup@example.com", name: "B" } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
+    expect((err as Prisma.PrismaClientKnownRequestError).code).toBe("P2002");
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(uniqueViolationFields(err)).toEqual(["email"]);
+
+    const org = await h.db.organization.create({ data: { name: "Org" } });
+    await h.db.workspace.create({ data: { organizationId: org.id, name: "W", slug: "w" } });
+    const err2 = await h.db.workspace
+      .create({ data: { organizationId: org.id, name: "W2", slug: "w" } })
+      .catch((e: unknown) => e);
+    expect(isUniqueViolation(err2)).toBe(true);
+    expect(uniqueViolationFields(err2)).toEqual(["organizationId", "slug"]);
+  });
+
+  it("detects unique violations from raw queries", async () => {
+    await h.db.keyringKey.create({ data: { id: "k1", checkValue: "x" } });
+    const err = await h.db
+      .$executeRaw`INSERT INTO "KeyringKey" ("id", "checkValue", "createdAt") VALUES ('k1', 'y', CURRENT_TIMESTAMP)`
+      .catch((e: unknown) => e);
+    expect(isUniqueViolation(err)).toBe(true);
+  });
+
+  it("does not mistake other errors for unique violations", async () => {
+    const fk = await h.db.membership
+      .create({ data: { organizationId: "missing", userId: "missing" } })
+      .catch((e: unknown) => e);
+    expect(fk).toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
+    expect((fk as Prisma.PrismaClientKnownRequestError).code).toBe("P2003"); // foreign keys are enforced
+    expect(isUniqueViolation(fk)).toBe(false);
+    const notFound = await h.db.user.update({ where: { id: "nope" }, data: { name: "x" } }).catch((e: unknown) => e);
+    expect(isUniqueViolation(notFound)).toBe(false);
+    expect(isUniqueViolation(new Error("P2002"))).toBe(false);
+    expect(isUniqueViolation({ code: "P2002" })).toBe(false);
+    expect(isUniqueViolation(null)).toBe(false);
+    expect(uniqueViolationFields(new Error("x"))).toBeUndefined();
+  });
+
+  it("rolls back an interactive transaction that throws", async () => {
+    await expect(
+      h.db.$transaction(async (tx) => {
+        await tx.organization.create({ data: { name: "rolled-back" } });
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    expect(await h.db.organization.count({ where: { name: "rolled-back" } })).toBe(0);
+  });
+
+  it.runIf(provider === "sqlite")("sets the SQLite connection pragmas", async () => {
+    const one = async (pragma: string) => {
+      const rows = await h.db.$queryRawUnsafe<Record<string, unknown>[]>(`PRAGMA ${pragma}`);
+      return Object.values(rows[0] ?? {})[0];
+    };
+    expect(await one("journal_mode")).toBe("wal");
+    expect(Number(await one("foreign_keys"))).toBe(1);
+    expect(Number(await one("synchronous"))).toBe(1); // NORMAL
+    expect(Number(await one("busy_timeout"))).toBe(5000);
+  });
+});
+
+describe("resolveDatabaseUrl", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "portico-resolve-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("selects PostgreSQL for postgres:// and postgresql:// URLs", () => {
+    for (const url of ["postgres://u@h/db", "postgresql://u:p@h:5433/db?sslmode=disable", "POSTGRESQL://h/db"]) {
+      expect(resolveDatabaseUrl({ databaseUrl: url, dataDir: dir })).toEqual({ provider: "postgresql", url });
+    }
+  });
+
+  it("defaults to ${dataDir}/portico.db and creates dataDir with mode 0700", () => {
+    const dataDir = join(dir, "a", "data");
+    for (const databaseUrl of [undefined, "", "  "]) {
+      expect(resolveDatabaseUrl({ databaseUrl, dataDir })).toEqual({
+        provider: "sqlite",
+        url: `file:${join(dataDir, "portico.db")}`,
+      });
+    }
+    expect(existsSync(dataDir)).toBe(true);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+  });
+
+  it("accepts file: URLs", () => {
+    const path = join(dir, "b", "x.db");
+    expect(resolveDatabaseUrl({ databaseUrl: `file:${path}`, dataDir: "/nonexistent" })).toEqual({
+      provider: "sqlite",
+      url: `file:${path}`,
+    });
+    expect(existsSync(join(dir, "b"))).toBe(true);
+  });
+
+  it("rejects unknown schemes and in-memory SQLite", () => {
+    expect(() => resolveDatabaseUrl({ databaseUrl: "mysql://h/db", dataDir: dir })).toThrow(/unsupported database URL/);
+    expect(() => resolveDatabaseUrl({ databaseUrl: "file::memory:", dataDir: dir })).toThrow(/in-memory/);
+  });
+
+  it("redacts passwords for logging", () => {
+    expect(redactDatabaseUrl("postgresql://user:s3cret@h:5432/db")).toBe("postgresql://user:***@h:5432/db");
+    expect(redactDatabaseUrl("file:/tmp/x.db")).toBe("file:/tmp/x.db");
+  });
+});
