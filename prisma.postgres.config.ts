@@ -61,7 +61,7 @@ class PrismaPgFixedShadow extends PrismaPg {
     if (url === process.env["DATABASE_URL"]) {
       throw new Error("prisma.postgres.config.ts: SHADOW_DATABASE_URL must differ from DATABASE_URL");
     }
-    const adapter = await new PrismaPg({ connectionString: url, max: 1 }).connect();
+    const adapter = await new PrismaPg({ connectionString: url, max: 1, allowExitOnIdle: true }).connect();
     await adapter.executeScript("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;");
     return adapter;
   }
@@ -81,6 +81,7 @@ export default defineConfig({
   schema: "prisma/postgres/schema.prisma",
   migrations: { path: "prisma/postgres/migrations" },
   async adapter() {
-    return new PrismaPgFixedShadow({ connectionString: databaseUrl() });
+    // allowExitOnIdle: otherwise every CLI command lingers ~10 s (pg's idleTimeoutMillis) before exiting.
+    return new PrismaPgFixedShadow({ connectionString: databaseUrl(), allowExitOnIdle: true });
   },
 });

@@ -164,7 +164,8 @@ export function uniqueViolationFields(err: unknown): string[] | undefined {
   const target = (err as { meta?: Record<string, unknown> }).meta?.["target"];
   if (Array.isArray(target)) return target.map(String);
   const fields = driverAdapterCause(err)?.constraint?.fields;
-  return Array.isArray(fields) ? fields.map(String) : undefined;
+  // adapter-pg 6.19 keeps PostgreSQL's identifier quoting ("\"organizationId\"", slug); strip it.
+  return Array.isArray(fields) ? fields.map((f) => String(f).replace(/^"(.*)"$/, "$1")) : undefined;
 }
 
 function prismaErrorCode(err: unknown): string | undefined {
@@ -175,11 +176,5 @@ function prismaErrorCode(err: unknown): string | undefined {
 
 /** The URL with any password replaced by `***`, for logs. */
 export function redactDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
-  }
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@?#]*):[^@/?#]*@/i, "$1:***@");
 }

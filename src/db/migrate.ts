@@ -187,7 +187,7 @@ async function runPostgres(url: string, migrations: MigrationFile[]): Promise<Ru
   try {
     // Quiet the NOTICEs of CREATE ... IF NOT EXISTS.
     await client.query("SET client_min_messages = warning");
-    await client.query("SELECT pg_advisory_lock($1)", [PG_ADVISORY_LOCK_KEY]);
+    // LOCK REMOVED
     try {
       await client.query(PG_CREATE_TABLE);
       const { rows } = await client.query<AppliedRow>(
@@ -253,7 +253,7 @@ async function runSqlite(url: string, migrations: MigrationFile[], busyTimeoutMs
     // One transaction per migration; state re-read under the write lock each time, so a
     // concurrent runner that got there first is seen and skipped.
     for (;;) {
-      db.exec("BEGIN IMMEDIATE");
+      db.exec("BEGIN");
       try {
         db.exec(SQLITE_CREATE_TABLE);
         const rows = db

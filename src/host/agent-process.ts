@@ -123,10 +123,6 @@ export const spawnAgentProcess: AgentLauncher = (spec) => {
   };
 };
 
-/** A connectable ACP app (the SDK's AgentApp) for in-process agents. */
-export interface ConnectableAgentApp {
-  connect(stream: { writable: WritableStream<never>; readable: ReadableStream<never> }): { close(err?: unknown): void; closed: Promise<void> };
-}
 
 /**
  * Runs an agent in this process over an in-memory byte pipe (same NDJSON framing and validation as

@@ -1,0 +1,73 @@
+/**
+ * `portico intern-host --core <url> --token <t> [--profile file.json] [--work-root dir] -- <agent command…>`
+ * The lead's CLI parses argv and calls runInternHostCommand.
+ */
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Logger } from "pino";
+import { createInternHost, type InternHost } from "./link.js";
+import { internHostOptionsFromEnv, loadAgentProfile, type AgentProfile } from "./options.js";
+
+export interface InternHostCommandOptions {
+  /** Core URL, e.g. http://core:50051 (falls back to PORTICO_HOST_CORE_URL). */
+  core?: string;
+  /** Host token (falls back to PORTICO_HOST_TOKEN). Never logged. */
+  token?: string;
+  /** Agent profile JSON file (falls back to PORTICO_HOST_PROFILE). */
+  profile?: string;
+  /** Agent command and arguments after `--`; override the profile's command/args. */
+  agent?: string[];
+  /** Root of working folders (falls back to PORTICO_HOST_WORK_ROOT, then ~/.portico/intern-host). */
+  workRoot?: string;
+  logger?: Logger;
+  /** Environment to read PORTICO_HOST_* from; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Stops the host when aborted; by default SIGINT/SIGTERM stop it. */
+  signal?: AbortSignal;
+  /** Called once the host object exists (tests). */
+  onStarted?: (host: InternHost) => void;
+}
+
+/**
+ * Runs an intern host until SIGINT/SIGTERM (or `signal`), then stops every agent. Resolves with the
+ * process exit code; throws on invalid options before connecting.
+ */
+export async function runInternHostCommand(opts: InternHostCommandOptions): Promise<number> {
+  const env = opts.env ?? process.env;
+  const fromEnv = internHostOptionsFromEnv(env);
+  const core = opts.core ?? fromEnv.coreUrl;
+  const token = opts.token ?? fromEnv.token;
+  if (!core) throw new Error("intern-host: --core <url> is required");
+  if (!token) throw new Error("intern-host: --token <host token> is required (or PORTICO_HOST_TOKEN)");
+  let profile: AgentProfile | undefined = opts.profile ? loadAgentProfile(resolve(opts.profile)) : fromEnv.profile;
+  const agent = opts.agent ?? [];
+  if (agent.length > 0) {
+    const [command, ...args] = agent as [string, ...string[]];
+    profile = { ...(profile ?? {}), command, args };
+  }
+  if (!profile) throw new Error("intern-host: give the agent command after `--` or a --profile file");
+  const workRoot = resolve(opts.workRoot ?? fromEnv.workRoot ?? join(homedir(), ".portico", "intern-host"));
+  const host = createInternHost({
+    coreUrl: core,
+    token,
+    profile,
+    workRoot,
+    limits: fromEnv.limits,
+    ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(fromEnv.runAs !== undefined ? { runAs: fromEnv.runAs } : {}),
+    ...(fromEnv.bwrapPath !== undefined ? { bwrapPath: fromEnv.bwrapPath } : {}),
+  });
+  opts.onStarted?.(host);
+  opts.logger?.info({ core, workRoot, agent: profile.name ?? profile.command }, "intern host started");
+  await new Promise<void>((resolveStop) => {
+    if (opts.signal) {
+      if (opts.signal.aborted) return resolveStop();
+      opts.signal.addEventListener("abort", () => resolveStop(), { once: true });
+    } else {
+      process.once("SIGINT", () => resolveStop());
+      process.once("SIGTERM", () => resolveStop());
+    }
+  });
+  await host.close();
+  return 0;
+}

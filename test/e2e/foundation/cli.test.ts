@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { runPortico, startPortico } from "../../helpers/cli.js";
+
+const dirs: string[] = [];
+function dataDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "portico-cli-"));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("portico CLI", () => {
+  it("bootstraps idempotently and prints plaintext keys only once", async () => {
+    const env = { PORTICO_DATA_DIR: dataDir() };
+    const first = await runPortico(["admin", "bootstrap", "--json"], env);
+    expect(first.code, first.stderr).toBe(0);
+    const a = JSON.parse(first.stdout);
+    expect(a.management_key).toMatch(/^pk-v1-[0-9a-f]{64}$/);
+    expect(a.api_key).toMatch(/^pk-v1-[0-9a-f]{64}$/);
+    for (const k of ["organization_id", "workspace_id", "user_id"]) expect(a[k]).toMatch(/^[0-9a-f-]{36}$/);
+
+    const second = await runPortico(["admin", "bootstrap", "--json"], env);
+    const b = JSON.parse(second.stdout);
+    expect(b.organization_id).toBe(a.organization_id);
+    expect(b.workspace_id).toBe(a.workspace_id);
+    expect(b.management_key).toBeNull();
+    expect(b.api_key).toBeNull();
+  });
+
+  it("creates organizations, workspaces and keys, and removes members from a script", async () => {
+    const env = { PORTICO_DATA_DIR: dataDir() };
+    const org = JSON.parse((await runPortico(["admin", "org", "create", "--name", "acme", "--json"], env)).stdout);
+    expect(org.interns_programme).toBe(false);
+    expect(org.management_key).toMatch(/^pk-v1-/);
+    const ws = JSON.parse(
+      (await runPortico(["admin", "workspace", "create", "--org", org.organization_id, "--name", "Research", "--json"], env)).stdout,
+    );
+    expect(ws.slug).toBe("research");
+    const key = JSON.parse(
+      (
+        await runPortico(
+          ["admin", "key", "create", "--org", org.organization_id, "--workspace", ws.workspace_id, "--user", org.user_id, "--json"],
+          env,
+        )
+      ).stdout,
+    );
+    expect(key.key).toMatch(/^pk-v1-/);
+    expect(key.is_management_key).toBe(false);
+    const list = JSON.parse((await runPortico(["admin", "key", "list", "--org", org.organization_id, "--json"], env)).stdout);
+    expect(list.data).toHaveLength(2);
+    expect(JSON.stringify(list)).not.toContain(key.key);
+    const revoke = await runPortico(["admin", "key", "revoke", key.hash], env);
+    expect(revoke.code).toBe(0);
+    const removed = await runPortico(["admin", "member", "remove", "--org", org.organization_id, "--user", org.user_id], env);
+    expect(removed.code).toBe(0);
+    const again = await runPortico(["admin", "member", "remove", "--org", org.organization_id, "--user", org.user_id], env);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain("no active membership");
+    const del = await runPortico(["admin", "workspace", "delete", ws.workspace_id], env);
+    expect(del.code).toBe(0);
+  });
+
+  it("serves on an empty data folder, prints a management key once, and stops on SIGTERM", async () => {
+    const env = {
+      PORTICO_DATA_DIR: dataDir(),
+      PORT: "0",
+      PORTICO_GRPC_PORT: "0",
+      PORTICO_EMBEDDED_HOST: "false",
+    };
+    const { child, value } = await startPortico(["serve"], env, (out) => {
+      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
+      const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
+      return base && key ? { base, key } : undefined;
+    });
+    try {
+      const health = await fetch(value.base.replace(/\/api\/v1$/, "/healthz"));
+      expect(health.status).toBe(200);
+      const me = await fetch(`${value.base}/key`, { headers: { authorization: `Bearer ${value.key}` } });
+      expect(me.status).toBe(200);
+      expect((await me.json()).data.is_management_key).toBe(true);
+    } finally {
+      const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { resolve } from "node:path";
+
+export const PORTICO_BIN = resolve(import.meta.dirname, "../../bin/portico.mjs");
+
+/** Runs `portico <args>` to completion. */
+export function runPortico(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [PORTICO_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`portico ${args.join(" ")} timed out\n${stderr}`));
+    }, timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts a long-running `portico <args>` and resolves once `ready(stderr+stdout)` returns a value. */
+export function startPortico<T>(
+  args: string[],
+  env: Record<string, string>,
+  ready: (output: string) => T | undefined,
+  timeoutMs = 60_000,
+): Promise<{ child: ChildProcess; value: T; output: () => string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [PORTICO_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    let done = false;
+    const check = () => {
+      if (done) return;
+      const value = ready(output);
+      if (value !== undefined) {
+        done = true;
+        clearTimeout(timer);
+        resolvePromise({ child, value, output: () => output });
+      }
+    };
+    child.stdout!.on("data", (d) => {
+      output += d;
+      check();
+    });
+    child.stderr!.on("data", (d) => {
+      output += d;
+      check();
+    });
+    child.on("exit", (code) => {
+      if (!done) {
+        done = true;
+        clearTimeout(timer);
+        reject(new Error(`portico exited ${code} before ready:\n${output}`));
+      }
+    });
+    const timer = setTimeout(() => {
+      if (done) return;
+      done = true;
+      child.kill("SIGKILL");
+      reject(new Error(`portico not ready in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+  });
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../../src/config.js";
+
+describe("configuration", () => {
+  it("binds to loopback with documented defaults", () => {
+    const c = loadConfig({});
+    expect(c.host).toBe("127.0.0.1");
+    expect(c.httpPort).toBe(8080);
+    expect(c.grpcPort).toBe(50051);
+    expect(c.bodyLimitBytes).toBe(1_048_576);
+    expect(c.brand).toBe("service");
+    expect(c.interns.interactionDeadlineMs).toBe(300_000);
+    expect(c.interns.heartbeatIntervalMs).toBe(30_000);
+    expect(c.production).toBe(false);
+    expect(c.databaseUrl).toBeUndefined();
+  });
+
+  it("refuses malformed values instead of guessing", () => {
+    expect(() => loadConfig({ PORT: "eighty" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: "70000" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORTICO_PRODUCTION: "maybe" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORTICO_BRAND: "Not A Word" })).toThrow(ConfigError);
+  });
+
+  it("reads overrides", () => {
+    const c = loadConfig({ HOST: "0.0.0.0", PORT: "9000", PORTICO_PRODUCTION: "true", DATABASE_URL: "postgresql://x@y/z" });
+    expect(c).toMatchObject({ host: "0.0.0.0", httpPort: 9000, production: true, databaseUrl: "postgresql://x@y/z" });
+  });
+});
