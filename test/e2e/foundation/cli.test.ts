@@ -89,4 +89,30 @@ describe("portico CLI", () => {
       expect(await exited).toBe(0);
     }
   });
+
+  it("runs split: a core process and a gateway process joined over gRPC", async () => {
+    const env = { PORTICO_DATA_DIR: dataDir(), PORTICO_EMBEDDED_HOST: "false" };
+    const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env)).stdout);
+    const core = await startPortico(["core"], { ...env, PORTICO_GRPC_PORT: "0" }, (out) =>
+      /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"core listening/.exec(out)?.[1],
+    );
+    try {
+      const gw = await startPortico(["gateway", "--core", core.value], { ...env, PORT: "0" }, (out) =>
+        /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1],
+      );
+      try {
+        const ready = await fetch(gw.value.replace(/\/api\/v1$/, "/readyz"));
+        expect(ready.status).toBe(200);
+        const me = await fetch(`${gw.value}/key`, { headers: { authorization: `Bearer ${boot.api_key}` } });
+        expect(me.status).toBe(200);
+        expect((await me.json()).data.organization_id).toBe(boot.organization_id);
+        const bad = await fetch(`${gw.value}/key`, { headers: { authorization: "Bearer pk-v1-nope" } });
+        expect(bad.status).toBe(401);
+      } finally {
+        gw.child.kill("SIGTERM");
+      }
+    } finally {
+      core.child.kill("SIGTERM");
+    }
+  });
 });
