@@ -106,7 +106,7 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
 
   /** Applies the connection pragmas to every connection the client opens. */
   class PrismaBetterSQLite3WithPragmas extends PrismaBetterSQLite3 {
-    override async connect(): Promise<Awaited<ReturnType<PrismaBetterSQLite3["connect"]>>> {
+    override async connect(): ReturnType<InstanceType<typeof PrismaBetterSQLite3>["connect"]> {
       const adapter = await super.connect();
       await adapter.executeScript(
         [

@@ -183,11 +183,13 @@ function plan(
 async function runPostgres(url: string, migrations: MigrationFile[]): Promise<RunMigrationsResult> {
   const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: url, application_name: "portico-migrate" });
+  // Failures surface as rejected queries; without a listener an idle-connection error would crash.
+  client.on("error", () => undefined);
   await client.connect();
   try {
     // Quiet the NOTICEs of CREATE ... IF NOT EXISTS.
     await client.query("SET client_min_messages = warning");
-    // LOCK REMOVED
+    await client.query("SELECT pg_advisory_lock($1)", [PG_ADVISORY_LOCK_KEY]);
     try {
       await client.query(PG_CREATE_TABLE);
       const { rows } = await client.query<AppliedRow>(
@@ -253,7 +255,7 @@ async function runSqlite(url: string, migrations: MigrationFile[], busyTimeoutMs
     // One transaction per migration; state re-read under the write lock each time, so a
     // concurrent runner that got there first is seen and skipped.
     for (;;) {
-      db.exec("BEGIN");
+      db.exec("BEGIN IMMEDIATE");
       try {
         db.exec(SQLITE_CREATE_TABLE);
         const rows = db

@@ -6,13 +6,15 @@
  *   postgresql://postgres@127.0.0.1:5432/postgres, trust auth); close() disconnects and drops it.
  *   If PostgreSQL is unreachable this REJECTS (the suite fails, it is never skipped): CI runs it.
  *
- * `dbProviders` is for `describe.each(dbProviders)("… (%s)", (provider, fresh) => …)`.
+ * `dbProviders` is for `describe.each(dbProviders)("… (%s)", (provider, fresh) => …)`; inside, prefer
+ * `const h = useDatabase(fresh)` over a bare beforeAll, so an unreachable PostgreSQL fails every test.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
 import { openDatabase, redactDatabaseUrl, type DatabaseHandle, type OpenDatabaseOptions } from "../../src/db/client.js";
 
 export const DEFAULT_TEST_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -75,6 +77,7 @@ function withCleanup(handle: DatabaseHandle, cleanup: () => Promise<void>): Data
 
 async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
+  client.on("error", () => undefined);
   try {
     await client.connect();
   } catch (err) {
@@ -88,4 +91,34 @@ async function withAdmin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>):
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * Creates a resource once per suite (beforeAll) and disposes it (afterAll), returning an accessor.
+ * If creation fails (e.g. PostgreSQL is down), every test that uses the accessor FAILS with that
+ * error. (A throwing beforeAll would only mark the tests as skipped, which a CI summary that counts
+ * "N passed, N failed" would not notice.)
+ */
+export function setupOnce<T>(create: () => Promise<T>, dispose: (value: T) => Promise<void>): () => T {
+  let state: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+  beforeAll(async () => {
+    try {
+      state = { ok: true, value: await create() };
+    } catch (error) {
+      state = { ok: false, error };
+    }
+  });
+  afterAll(async () => {
+    if (state?.ok) await dispose(state.value);
+  });
+  return () => {
+    if (!state) throw new Error("setupOnce: accessed outside a test");
+    if (!state.ok) throw state.error;
+    return state.value;
+  };
+}
+
+/** `const db = useDatabase(freshPostgres)` in a describe block; `db().db.user…` in tests. */
+export function useDatabase(fresh: () => Promise<DatabaseHandle>): () => DatabaseHandle {
+  return setupOnce(fresh, (h) => h.close());
 }

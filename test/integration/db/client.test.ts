@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   isUniqueViolation,
   redactDatabaseUrl,
@@ -10,16 +10,13 @@ import {
   type DatabaseHandle,
 } from "../../../src/db/client.js";
 import { DbNull, JsonNull, Prisma, type InputJsonValue } from "../../../src/db/prisma.js";
-import { dbProviders } from "../../helpers/db.js";
+import { dbProviders, freshSqlite, useDatabase } from "../../helpers/db.js";
 
 describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
+  const handle = useDatabase(fresh);
   let h: DatabaseHandle;
-
-  beforeAll(async () => {
-    h = await fresh();
-  });
-  afterAll(async () => {
-    await h?.close();
+  beforeEach(() => {
+    h = handle(); // throws (fails the test) when the database could not be created
   });
 
   async function presetVersion(config: InputJsonValue) {
@@ -124,10 +121,14 @@ describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
     ).rejects.toThrow("boom");
     expect(await h.db.organization.count({ where: { name: "rolled-back" } })).toBe(0);
   });
+});
 
-  it.runIf(provider === "sqlite")("sets the SQLite connection pragmas", async () => {
+describe("SQLite connection", () => {
+  const handle = useDatabase(freshSqlite);
+
+  it("sets the connection pragmas", async () => {
     const one = async (pragma: string) => {
-      const rows = await h.db.$queryRawUnsafe<Record<string, unknown>[]>(`PRAGMA ${pragma}`);
+      const rows = await handle().db.$queryRawUnsafe<Record<string, unknown>[]>(`PRAGMA ${pragma}`);
       return Object.values(rows[0] ?? {})[0];
     };
     expect(await one("journal_mode")).toBe("wal");

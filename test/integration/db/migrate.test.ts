@@ -1,10 +1,10 @@
-import { cpSync, mkdtempSync, appendFileSync, rmSync, readdirSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type DbProvider } from "../../../src/db/client.js";
 import {
   loadMigrations,
@@ -13,7 +13,7 @@ import {
   MigrationFailedError,
   runMigrations,
 } from "../../../src/db/migrate.js";
-import { createTestPgDatabase, freshPostgres, freshSqlite } from "../../helpers/db.js";
+import { createTestPgDatabase, freshPostgres, freshSqlite, setupOnce } from "../../helpers/db.js";
 import { runNode, runPrisma, schemaDirFor } from "../../helpers/prisma-cli.js";
 
 interface MigrationRow {
@@ -79,13 +79,10 @@ const childScript = fileURLToPath(new URL("../../helpers/migrate-child.ts", impo
 
 describe.each(providers)("migration runner (%s)", (provider) => {
   const migrations = loadMigrations(migrationsDirFor(provider));
+  const shared = setupOnce(() => emptyDb(provider), (d) => d.dispose());
   let db: EmptyDb;
-
-  beforeAll(async () => {
-    db = await emptyDb(provider);
-  });
-  afterAll(async () => {
-    await db?.dispose();
+  beforeEach(() => {
+    db = shared(); // throws (fails the test) when the database could not be created
   });
 
   it("applies every migration and records Prisma-compatible rows", async () => {
@@ -191,32 +188,54 @@ describe.each(providers)("migration runner (%s)", (provider) => {
     }
   });
 
+  /**
+   * The real migrations plus a deliberately slow one (~0.5 s), so concurrent runners really overlap:
+   * without the advisory lock / BEGIN IMMEDIATE these tests fail (checked by removing them).
+   */
+  function slowMigrationsDir(): { dir: string; names: string[]; dispose(): void } {
+    const dir = mkdtempSync(join(tmpdir(), "portico-slow-migrations-"));
+    cpSync(migrationsDirFor(provider), dir, { recursive: true });
+    const slow = "99990101000000_slow";
+    mkdirSync(join(dir, slow));
+    writeFileSync(
+      join(dir, slow, "migration.sql"),
+      provider === "postgresql"
+        ? 'SELECT pg_sleep(0.5);\nCREATE TABLE "SlowProbe" ("id" INTEGER PRIMARY KEY);\n'
+        : 'CREATE TABLE "SlowProbe" AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT count(*) AS n FROM c;\n',
+    );
+    return { dir, names: [...migrations.map((m) => m.name), slow], dispose: () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
   it("applies once when several runners start at once in one process", async () => {
     const other = await emptyDb(provider);
+    const slow = slowMigrationsDir();
     try {
-      const results = await Promise.all([1, 2, 3, 4].map(() => runMigrations({ provider, url: other.url })));
-      expect(results.flatMap((r) => r.applied).sort()).toEqual(migrations.map((m) => m.name).sort());
-      expect((await other.rows()).length).toBe(migrations.length);
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => runMigrations({ provider, url: other.url, migrationsDir: slow.dir })),
+      );
+      expect(results.flatMap((r) => r.applied).sort()).toEqual(slow.names);
+      expect((await other.rows()).map((r) => r.migration_name)).toEqual(slow.names);
     } finally {
+      slow.dispose();
       await other.dispose();
     }
   });
 
   it("applies once when several processes start at once", async () => {
     const other = await emptyDb(provider);
+    const slow = slowMigrationsDir();
     try {
-      const startAt = String(Date.now() + 2500);
+      // All children wait for the same instant, then race.
+      const startAt = String(Date.now() + 3000);
       const runs = await Promise.all(
-        [1, 2, 3].map(() => runNode(["--import", "tsx", childScript, provider, other.url, startAt])),
+        [1, 2, 3].map(() => runNode(["--import", "tsx", childScript, provider, other.url, startAt, slow.dir])),
       );
       for (const r of runs) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
       const results = runs.map((r) => JSON.parse(r.stdout.trim()) as { applied: string[] });
-      expect(results.flatMap((r) => r.applied).sort()).toEqual(migrations.map((m) => m.name).sort());
-      const rows = await other.rows();
-      expect(rows.map((r) => r.migration_name)).toEqual(migrations.map((m) => m.name));
-      const status = await runPrisma(provider, ["migrate", "status"], { DATABASE_URL: other.url });
-      expect(status.stdout).toContain("Database schema is up to date!");
+      expect(results.flatMap((r) => r.applied).sort()).toEqual(slow.names);
+      expect((await other.rows()).map((r) => r.migration_name)).toEqual(slow.names);
     } finally {
+      slow.dispose();
       await other.dispose();
     }
   });

@@ -153,6 +153,7 @@ CREATE TABLE "InternSession" (
     "id" TEXT NOT NULL,
     "internId" TEXT NOT NULL,
     "sessionKey" TEXT NOT NULL,
+    "activeRunId" TEXT,
     "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
@@ -164,6 +165,7 @@ CREATE TABLE "InternRun" (
     "id" TEXT NOT NULL,
     "internId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
+    "sessionKey" TEXT NOT NULL,
     "state" TEXT NOT NULL,
     "approvalMode" TEXT NOT NULL,
     "model" TEXT,

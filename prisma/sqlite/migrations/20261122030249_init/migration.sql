@@ -135,6 +135,7 @@ CREATE TABLE "InternSession" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "internId" TEXT NOT NULL,
     "sessionKey" TEXT NOT NULL,
+    "activeRunId" TEXT,
     "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
@@ -144,6 +145,7 @@ CREATE TABLE "InternRun" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "internId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
+    "sessionKey" TEXT NOT NULL,
     "state" TEXT NOT NULL,
     "approvalMode" TEXT NOT NULL,
     "model" TEXT,

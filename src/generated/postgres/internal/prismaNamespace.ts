@@ -1574,6 +1574,7 @@ export const InternSessionScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionKey: 'sessionKey',
+  activeRunId: 'activeRunId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -1585,6 +1586,7 @@ export const InternRunScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
   state: 'state',
   approvalMode: 'approvalMode',
   model: 'model',

@@ -231,6 +231,7 @@ export const InternSessionScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionKey: 'sessionKey',
+  activeRunId: 'activeRunId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -242,6 +243,7 @@ export const InternRunScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
   state: 'state',
   approvalMode: 'approvalMode',
   model: 'model',

@@ -475,7 +475,7 @@ export type $InternInteractionPayload<ExtArgs extends runtime.Types.Extensions.I
     operation: string | null
     options: runtime.JsonValue
     /**
-     * pending | answered | expired | cancelled | void
+     * pending | delivering (an answer is on its way to the host) | answered | expired | cancelled | void
      */
     state: string
     answer: string | null

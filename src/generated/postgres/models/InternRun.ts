@@ -38,6 +38,7 @@ export type InternRunMinAggregateOutputType = {
   id: string | null
   internId: string | null
   sessionId: string | null
+  sessionKey: string | null
   state: string | null
   approvalMode: string | null
   model: string | null
@@ -52,6 +53,7 @@ export type InternRunMaxAggregateOutputType = {
   id: string | null
   internId: string | null
   sessionId: string | null
+  sessionKey: string | null
   state: string | null
   approvalMode: string | null
   model: string | null
@@ -66,6 +68,7 @@ export type InternRunCountAggregateOutputType = {
   id: number
   internId: number
   sessionId: number
+  sessionKey: number
   state: number
   approvalMode: number
   model: number
@@ -91,6 +94,7 @@ export type InternRunMinAggregateInputType = {
   id?: true
   internId?: true
   sessionId?: true
+  sessionKey?: true
   state?: true
   approvalMode?: true
   model?: true
@@ -105,6 +109,7 @@ export type InternRunMaxAggregateInputType = {
   id?: true
   internId?: true
   sessionId?: true
+  sessionKey?: true
   state?: true
   approvalMode?: true
   model?: true
@@ -119,6 +124,7 @@ export type InternRunCountAggregateInputType = {
   id?: true
   internId?: true
   sessionId?: true
+  sessionKey?: true
   state?: true
   approvalMode?: true
   model?: true
@@ -221,6 +227,7 @@ export type InternRunGroupByOutputType = {
   id: string
   internId: string
   sessionId: string
+  sessionKey: string
   state: string
   approvalMode: string
   model: string | null
@@ -259,6 +266,7 @@ export type InternRunWhereInput = {
   id?: Prisma.StringFilter<"InternRun"> | string
   internId?: Prisma.StringFilter<"InternRun"> | string
   sessionId?: Prisma.StringFilter<"InternRun"> | string
+  sessionKey?: Prisma.StringFilter<"InternRun"> | string
   state?: Prisma.StringFilter<"InternRun"> | string
   approvalMode?: Prisma.StringFilter<"InternRun"> | string
   model?: Prisma.StringNullableFilter<"InternRun"> | string | null
@@ -274,6 +282,7 @@ export type InternRunOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionId?: Prisma.SortOrder
+  sessionKey?: Prisma.SortOrder
   state?: Prisma.SortOrder
   approvalMode?: Prisma.SortOrder
   model?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -292,6 +301,7 @@ export type InternRunWhereUniqueInput = Prisma.AtLeast<{
   NOT?: Prisma.InternRunWhereInput | Prisma.InternRunWhereInput[]
   internId?: Prisma.StringFilter<"InternRun"> | string
   sessionId?: Prisma.StringFilter<"InternRun"> | string
+  sessionKey?: Prisma.StringFilter<"InternRun"> | string
   state?: Prisma.StringFilter<"InternRun"> | string
   approvalMode?: Prisma.StringFilter<"InternRun"> | string
   model?: Prisma.StringNullableFilter<"InternRun"> | string | null
@@ -307,6 +317,7 @@ export type InternRunOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionId?: Prisma.SortOrder
+  sessionKey?: Prisma.SortOrder
   state?: Prisma.SortOrder
   approvalMode?: Prisma.SortOrder
   model?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -330,6 +341,7 @@ export type InternRunScalarWhereWithAggregatesInput = {
   id?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
   internId?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
   sessionId?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
+  sessionKey?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
   state?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
   approvalMode?: Prisma.StringWithAggregatesFilter<"InternRun"> | string
   model?: Prisma.StringNullableWithAggregatesFilter<"InternRun"> | string | null
@@ -345,6 +357,7 @@ export type InternRunCreateInput = {
   id?: string
   internId: string
   sessionId: string
+  sessionKey: string
   state: string
   approvalMode: string
   model?: string | null
@@ -360,6 +373,7 @@ export type InternRunUncheckedCreateInput = {
   id?: string
   internId: string
   sessionId: string
+  sessionKey: string
   state: string
   approvalMode: string
   model?: string | null
@@ -375,6 +389,7 @@ export type InternRunUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
+  sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   approvalMode?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -390,6 +405,7 @@ export type InternRunUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
+  sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   approvalMode?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -405,6 +421,7 @@ export type InternRunCreateManyInput = {
   id?: string
   internId: string
   sessionId: string
+  sessionKey: string
   state: string
   approvalMode: string
   model?: string | null
@@ -420,6 +437,7 @@ export type InternRunUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
+  sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   approvalMode?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -435,6 +453,7 @@ export type InternRunUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionId?: Prisma.StringFieldUpdateOperationsInput | string
+  sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
   state?: Prisma.StringFieldUpdateOperationsInput | string
   approvalMode?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
@@ -450,6 +469,7 @@ export type InternRunCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionId?: Prisma.SortOrder
+  sessionKey?: Prisma.SortOrder
   state?: Prisma.SortOrder
   approvalMode?: Prisma.SortOrder
   model?: Prisma.SortOrder
@@ -469,6 +489,7 @@ export type InternRunMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionId?: Prisma.SortOrder
+  sessionKey?: Prisma.SortOrder
   state?: Prisma.SortOrder
   approvalMode?: Prisma.SortOrder
   model?: Prisma.SortOrder
@@ -483,6 +504,7 @@ export type InternRunMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionId?: Prisma.SortOrder
+  sessionKey?: Prisma.SortOrder
   state?: Prisma.SortOrder
   approvalMode?: Prisma.SortOrder
   model?: Prisma.SortOrder
@@ -503,6 +525,7 @@ export type InternRunSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   id?: boolean
   internId?: boolean
   sessionId?: boolean
+  sessionKey?: boolean
   state?: boolean
   approvalMode?: boolean
   model?: boolean
@@ -518,6 +541,7 @@ export type InternRunSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   id?: boolean
   internId?: boolean
   sessionId?: boolean
+  sessionKey?: boolean
   state?: boolean
   approvalMode?: boolean
   model?: boolean
@@ -533,6 +557,7 @@ export type InternRunSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   id?: boolean
   internId?: boolean
   sessionId?: boolean
+  sessionKey?: boolean
   state?: boolean
   approvalMode?: boolean
   model?: boolean
@@ -548,6 +573,7 @@ export type InternRunSelectScalar = {
   id?: boolean
   internId?: boolean
   sessionId?: boolean
+  sessionKey?: boolean
   state?: boolean
   approvalMode?: boolean
   model?: boolean
@@ -559,7 +585,7 @@ export type InternRunSelectScalar = {
   endedAt?: boolean
 }
 
-export type InternRunOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionId" | "state" | "approvalMode" | "model" | "usage" | "endReason" | "lastSeq" | "createdAt" | "updatedAt" | "endedAt", ExtArgs["result"]["internRun"]>
+export type InternRunOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionId" | "sessionKey" | "state" | "approvalMode" | "model" | "usage" | "endReason" | "lastSeq" | "createdAt" | "updatedAt" | "endedAt", ExtArgs["result"]["internRun"]>
 
 export type $InternRunPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "InternRun"
@@ -568,6 +594,10 @@ export type $InternRunPayload<ExtArgs extends runtime.Types.Extensions.InternalA
     id: string
     internId: string
     sessionId: string
+    /**
+     * The caller-visible session_id (InternSession.sessionKey), repeated for the final chunk.
+     */
+    sessionKey: string
     /**
      * streaming | paused | finished | cancelled | ended | failed
      */
@@ -1009,6 +1039,7 @@ export interface InternRunFieldRefs {
   readonly id: Prisma.FieldRef<"InternRun", 'String'>
   readonly internId: Prisma.FieldRef<"InternRun", 'String'>
   readonly sessionId: Prisma.FieldRef<"InternRun", 'String'>
+  readonly sessionKey: Prisma.FieldRef<"InternRun", 'String'>
   readonly state: Prisma.FieldRef<"InternRun", 'String'>
   readonly approvalMode: Prisma.FieldRef<"InternRun", 'String'>
   readonly model: Prisma.FieldRef<"InternRun", 'String'>

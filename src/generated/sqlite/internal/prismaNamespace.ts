@@ -1571,6 +1571,7 @@ export const InternSessionScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionKey: 'sessionKey',
+  activeRunId: 'activeRunId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -1582,6 +1583,7 @@ export const InternRunScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
   state: 'state',
   approvalMode: 'approvalMode',
   model: 'model',

@@ -228,6 +228,7 @@ export const InternSessionScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionKey: 'sessionKey',
+  activeRunId: 'activeRunId',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const
@@ -239,6 +240,7 @@ export const InternRunScalarFieldEnum = {
   id: 'id',
   internId: 'internId',
   sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
   state: 'state',
   approvalMode: 'approvalMode',
   model: 'model',

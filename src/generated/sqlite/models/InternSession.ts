@@ -28,6 +28,7 @@ export type InternSessionMinAggregateOutputType = {
   id: string | null
   internId: string | null
   sessionKey: string | null
+  activeRunId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -36,6 +37,7 @@ export type InternSessionMaxAggregateOutputType = {
   id: string | null
   internId: string | null
   sessionKey: string | null
+  activeRunId: string | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -44,6 +46,7 @@ export type InternSessionCountAggregateOutputType = {
   id: number
   internId: number
   sessionKey: number
+  activeRunId: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -54,6 +57,7 @@ export type InternSessionMinAggregateInputType = {
   id?: true
   internId?: true
   sessionKey?: true
+  activeRunId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -62,6 +66,7 @@ export type InternSessionMaxAggregateInputType = {
   id?: true
   internId?: true
   sessionKey?: true
+  activeRunId?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -70,6 +75,7 @@ export type InternSessionCountAggregateInputType = {
   id?: true
   internId?: true
   sessionKey?: true
+  activeRunId?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -151,6 +157,7 @@ export type InternSessionGroupByOutputType = {
   id: string
   internId: string
   sessionKey: string
+  activeRunId: string | null
   createdAt: Date
   updatedAt: Date
   _count: InternSessionCountAggregateOutputType | null
@@ -180,6 +187,7 @@ export type InternSessionWhereInput = {
   id?: Prisma.StringFilter<"InternSession"> | string
   internId?: Prisma.StringFilter<"InternSession"> | string
   sessionKey?: Prisma.StringFilter<"InternSession"> | string
+  activeRunId?: Prisma.StringNullableFilter<"InternSession"> | string | null
   createdAt?: Prisma.DateTimeFilter<"InternSession"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"InternSession"> | Date | string
 }
@@ -188,6 +196,7 @@ export type InternSessionOrderByWithRelationInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionKey?: Prisma.SortOrder
+  activeRunId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -200,6 +209,7 @@ export type InternSessionWhereUniqueInput = Prisma.AtLeast<{
   NOT?: Prisma.InternSessionWhereInput | Prisma.InternSessionWhereInput[]
   internId?: Prisma.StringFilter<"InternSession"> | string
   sessionKey?: Prisma.StringFilter<"InternSession"> | string
+  activeRunId?: Prisma.StringNullableFilter<"InternSession"> | string | null
   createdAt?: Prisma.DateTimeFilter<"InternSession"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"InternSession"> | Date | string
 }, "id" | "internId_sessionKey">
@@ -208,6 +218,7 @@ export type InternSessionOrderByWithAggregationInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionKey?: Prisma.SortOrder
+  activeRunId?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.InternSessionCountOrderByAggregateInput
@@ -222,6 +233,7 @@ export type InternSessionScalarWhereWithAggregatesInput = {
   id?: Prisma.StringWithAggregatesFilter<"InternSession"> | string
   internId?: Prisma.StringWithAggregatesFilter<"InternSession"> | string
   sessionKey?: Prisma.StringWithAggregatesFilter<"InternSession"> | string
+  activeRunId?: Prisma.StringNullableWithAggregatesFilter<"InternSession"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"InternSession"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"InternSession"> | Date | string
 }
@@ -230,6 +242,7 @@ export type InternSessionCreateInput = {
   id?: string
   internId: string
   sessionKey: string
+  activeRunId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -238,6 +251,7 @@ export type InternSessionUncheckedCreateInput = {
   id?: string
   internId: string
   sessionKey: string
+  activeRunId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -246,6 +260,7 @@ export type InternSessionUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
+  activeRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -254,6 +269,7 @@ export type InternSessionUncheckedUpdateInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
+  activeRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -262,6 +278,7 @@ export type InternSessionCreateManyInput = {
   id?: string
   internId: string
   sessionKey: string
+  activeRunId?: string | null
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -270,6 +287,7 @@ export type InternSessionUpdateManyMutationInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
+  activeRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -278,6 +296,7 @@ export type InternSessionUncheckedUpdateManyInput = {
   id?: Prisma.StringFieldUpdateOperationsInput | string
   internId?: Prisma.StringFieldUpdateOperationsInput | string
   sessionKey?: Prisma.StringFieldUpdateOperationsInput | string
+  activeRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -291,6 +310,7 @@ export type InternSessionCountOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionKey?: Prisma.SortOrder
+  activeRunId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -299,6 +319,7 @@ export type InternSessionMaxOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionKey?: Prisma.SortOrder
+  activeRunId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -307,6 +328,7 @@ export type InternSessionMinOrderByAggregateInput = {
   id?: Prisma.SortOrder
   internId?: Prisma.SortOrder
   sessionKey?: Prisma.SortOrder
+  activeRunId?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -317,6 +339,7 @@ export type InternSessionSelect<ExtArgs extends runtime.Types.Extensions.Interna
   id?: boolean
   internId?: boolean
   sessionKey?: boolean
+  activeRunId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["internSession"]>
@@ -325,6 +348,7 @@ export type InternSessionSelectCreateManyAndReturn<ExtArgs extends runtime.Types
   id?: boolean
   internId?: boolean
   sessionKey?: boolean
+  activeRunId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["internSession"]>
@@ -333,6 +357,7 @@ export type InternSessionSelectUpdateManyAndReturn<ExtArgs extends runtime.Types
   id?: boolean
   internId?: boolean
   sessionKey?: boolean
+  activeRunId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["internSession"]>
@@ -341,11 +366,12 @@ export type InternSessionSelectScalar = {
   id?: boolean
   internId?: boolean
   sessionKey?: boolean
+  activeRunId?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type InternSessionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionKey" | "createdAt" | "updatedAt", ExtArgs["result"]["internSession"]>
+export type InternSessionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionKey" | "activeRunId" | "createdAt" | "updatedAt", ExtArgs["result"]["internSession"]>
 
 export type $InternSessionPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "InternSession"
@@ -354,6 +380,11 @@ export type $InternSessionPayload<ExtArgs extends runtime.Types.Extensions.Inter
     id: string
     internId: string
     sessionKey: string
+    /**
+     * The run holding the session's turn lock (streaming or paused); null when the session is idle.
+     * Taken and released with conditional updates so two requests never both start a run.
+     */
+    activeRunId: string | null
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["internSession"]>
@@ -782,6 +813,7 @@ export interface InternSessionFieldRefs {
   readonly id: Prisma.FieldRef<"InternSession", 'String'>
   readonly internId: Prisma.FieldRef<"InternSession", 'String'>
   readonly sessionKey: Prisma.FieldRef<"InternSession", 'String'>
+  readonly activeRunId: Prisma.FieldRef<"InternSession", 'String'>
   readonly createdAt: Prisma.FieldRef<"InternSession", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"InternSession", 'DateTime'>
 }
