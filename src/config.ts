@@ -24,9 +24,15 @@ export interface InternChatConfig {
 }
 
 export interface ByokConfig {
-  /** Master key material, base64 or hex of 32 bytes (PORTICO_MASTER_KEY). */
+  /**
+   * Master key material (PORTICO_MASTER_KEY): base64 or hex of 32 bytes, or a keyring JSON
+   * `{"primary": "<id>", "keys": {"<id>": "<base64>"}}`. Takes precedence over the key file.
+   */
   masterKey: string | undefined;
-  /** File holding the keyring (PORTICO_MASTER_KEY_FILE); default <dataDir>/master.key. */
+  /**
+   * File holding the key or keyring JSON (PORTICO_MASTER_KEY_FILE); default <dataDir>/master.key,
+   * created with mode 0600 on first run outside production mode.
+   */
   masterKeyFile: string | undefined;
 }
 

@@ -8,12 +8,14 @@ import type { Config } from "../config.js";
 import { bootstrap } from "../core/identity/bootstrap.js";
 import { createIdentityRepository } from "../core/identity/identity-repository.js";
 import { bootstrapExtensions } from "./bootstrap-extensions.js";
+import { registerInternAdminCommands } from "./admin-interns.js";
 import { printJson, withDatabase } from "./shared.js";
+import { registerByokAdminCommands } from "./admin-byok.js";
 
 export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
 
 /** Other domains (interns, BYOK) add their admin subcommands here. */
-export const adminRegistrars: AdminCommandRegistrar[] = [];
+export const adminRegistrars: AdminCommandRegistrar[] = [registerInternAdminCommands, registerByokAdminCommands];
 
 function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {
   if (json) printJson(value);

@@ -8,6 +8,11 @@ import { registerAdminCommands } from "./admin.js";
 import { withDatabase } from "./shared.js";
 import { startCoreProcess, startServe, startSplitGateway, type RunningProcess } from "../server.js";
 import { firstRunBootstrap } from "./first-run.js";
+import { attachEmbeddedHost } from "./embedded-host.js";
+import { runInternHostCommand } from "../host/cli.js";
+
+// Files Portico creates (database, master key, working folders) are private to its user by default.
+process.umask(0o077);
 
 function config(): Config {
   try {
@@ -53,6 +58,7 @@ program
     const logger = createLogger({ level: cfg.logLevel });
     const proc = await startServe(cfg, logger);
     await firstRunBootstrap(proc, cfg, logger);
+    await attachEmbeddedHost(proc, cfg, logger);
     holdUntilSignal(proc, logger);
   });
 
@@ -85,6 +91,28 @@ program
     await withDatabase(cfg, async (handle) => {
       process.stdout.write(`migrations applied (${handle.provider})\n`);
     });
+  });
+
+program
+  .command("intern-host")
+  .description("run an intern host beside an ACP agent: portico intern-host --core <url> --token <t> -- <agent command…>")
+  .option("--core <url>", "core URL (PORTICO_HOST_CORE_URL)")
+  .option("--token <token>", "host token of the intern (PORTICO_HOST_TOKEN)")
+  .option("--profile <file>", "agent profile JSON (PORTICO_HOST_PROFILE)")
+  .option("--work-root <dir>", "root of per-session working folders (PORTICO_HOST_WORK_ROOT)")
+  .argument("[agent...]", "agent command and arguments, after --")
+  .action(async (agent: string[], opts: { core?: string; token?: string; profile?: string; workRoot?: string }) => {
+    const cfg = config();
+    const logger = createLogger({ level: cfg.logLevel });
+    const code = await runInternHostCommand({
+      ...(opts.core ? { core: opts.core } : {}),
+      ...(opts.token ? { token: opts.token } : {}),
+      ...(opts.profile ? { profile: opts.profile } : {}),
+      ...(opts.workRoot ? { workRoot: opts.workRoot } : {}),
+      agent,
+      logger,
+    });
+    process.exit(code);
   });
 
 registerAdminCommands(program, config);

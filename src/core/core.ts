@@ -15,6 +15,13 @@ import { createHealthHandler } from "./health/health-handler.js";
 import { createIdentityHandler } from "./identity/identity-handler.js";
 import { createIdentityRepository } from "./identity/identity-repository.js";
 import { createMetricsInterceptor } from "./metrics-interceptor.js";
+import { InternsService } from "../gen/portico/interns/v1/interns_service_pb.js";
+import { createInternsModule } from "./interns/interns-module.js";
+import { ByokService } from "../gen/portico/byok/v1/byok_service_pb.js";
+import { createByokDomain } from "./byok/byok-module.js";
+import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
+import { createPresetsHandler } from "./presets/presets-handler.js";
+import { createPresetsRepository } from "./presets/presets-repository.js";
 
 export interface CoreOptions {
   database: DatabaseHandle;
@@ -40,6 +47,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const db = database.db;
   const identity = createIdentityRepository(db);
   const closers: Array<() => Promise<void>> = [];
+  const interns = createInternsModule({ db, config, logger });
+  closers.push(() => interns.close());
+  const byok = await createByokDomain({ database, config, logger });
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
@@ -61,6 +71,10 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       }),
     );
     router.service(IdentityService, createIdentityHandler());
+    router.service(InternsService, interns.internsHandler);
+    router.service(InternLinkService, interns.linkHandler);
+    router.service(ByokService, byok.handler);
+    router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db), brand: config.brand }));
   };
 
   return {

@@ -41,7 +41,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       const given = req.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    ajv: { customOptions: { coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
+    ajv: { customOptions: { allowUnionTypes: true, coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
     forceCloseConnections: true,
     return503OnClosing: true,
   });

@@ -56,6 +56,16 @@ function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
   }
 }
 
+function groupExists(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
 }
@@ -119,6 +129,11 @@ export const spawnAgentProcess: AgentLauncher = (spec) => {
       }
       signalGroup(pid, "SIGKILL");
       if (!gone) await Promise.race([exited, delay(1000)]);
+      // Wait (briefly) until every member of the group has been reaped.
+      for (let i = 0; i < 100 && groupExists(pid); i++) {
+        signalGroup(pid, "SIGKILL");
+        await delay(20);
+      }
     },
   };
 };

@@ -17,7 +17,7 @@ export interface InternHostCommandOptions {
   profile?: string;
   /** Agent command and arguments after `--`; override the profile's command/args. */
   agent?: string[];
-  /** Root of working folders (falls back to PORTICO_HOST_WORK_ROOT, then ~/.portico/intern-host). */
+  /** Root of working folders (falls back to PORTICO_HOST_WORK_ROOT, then ~/.portico/intern-host, or /var/lib/portico/intern-host as root). */
   workRoot?: string;
   logger?: Logger;
   /** Environment to read PORTICO_HOST_* from; default process.env. */
@@ -46,7 +46,10 @@ export async function runInternHostCommand(opts: InternHostCommandOptions): Prom
     profile = { ...(profile ?? {}), command, args };
   }
   if (!profile) throw new Error("intern-host: give the agent command after `--` or a --profile file");
-  const workRoot = resolve(opts.workRoot ?? fromEnv.workRoot ?? join(homedir(), ".portico", "intern-host"));
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  // As root, agents run unprivileged and must reach their folders: /root is not traversable.
+  const defaultRoot = isRoot ? "/var/lib/portico/intern-host" : join(homedir(), ".portico", "intern-host");
+  const workRoot = resolve(opts.workRoot ?? fromEnv.workRoot ?? defaultRoot);
   const host = createInternHost({
     coreUrl: core,
     token,

@@ -3,7 +3,7 @@
  * cancellation, sandboxed terminals and the bounded per-run event queues the link drains. It knows
  * nothing about the transport: the link calls startRun/answer/cancelRun and pulls events.
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { createHash, randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -199,6 +199,20 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     }
   }
 
+  /** With an unprivileged run-as user, every parent of the working folder must be traversable by it. */
+  function checkReachable(dir: string): void {
+    if (!opts.runAs) return;
+    const { uid, gid } = opts.runAs;
+    for (let p = dirname(dir); ; p = dirname(p)) {
+      const st = statSync(p);
+      const ok = st.uid === uid ? (st.mode & 0o100) !== 0 : st.gid === gid ? (st.mode & 0o010) !== 0 : (st.mode & 0o001) !== 0;
+      if (!ok) {
+        throw new Error(`the working folder is not reachable by uid ${uid}: make ${p} traversable (chmod o+x) or choose another work root`);
+      }
+      if (p === dirname(p)) break;
+    }
+  }
+
   function cwdFor(key: string): string {
     const strategy = profile.cwd ?? "session";
     if (strategy === "session") return join(opts.workRoot, "sessions", sessionFolderName(key));
@@ -270,6 +284,8 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   async function startAgent(session: SessionEntry, budget: AbortSignal): Promise<AgentInstance> {
     ensureDir(session.cwd);
     ensureDir(homeDir);
+    checkReachable(session.cwd);
+    checkReachable(homeDir);
     const env = agentEnv(session.cwd);
     const sandboxProcess = profile.sandbox === "process";
     if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
@@ -766,13 +782,13 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     if (run.state === "done") return;
     run.state = "done";
     settleAllQuestions(run);
-    for (const t of [run.cancelTimer, run.durationTimer, run.heldTimer]) if (t) clearTimeout(t);
+    // The held timer stays: a finished run whose events wait for a reconnect is dropped after the grace.
+    for (const t of [run.cancelTimer, run.durationTimer]) if (t) clearTimeout(t);
     const session = run.session;
     if (session.run === run) session.run = undefined;
     session.lastUsed = Date.now();
-    if (run.detached || run.queue.length === 0) {
-      if (!run.held || run.queue.length === 0) runs.delete(run.id);
-    }
+    // Kept until the link has taken its last event (takeEvent deletes it then).
+    if (run.detached || run.queue.length === 0) runs.delete(run.id);
     logger.info({ runId: run.id }, "run finished");
     opts.onCapacity();
   }
@@ -782,11 +798,12 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     run.cancelCause = cause;
     if (run.state === "starting") return; // driveRun checks cancelCause once the agent is up
     run.state = "cancelling";
+    const agent = run.session.agent;
+    // ACP order: session/cancel first, then a "cancelled" outcome for every pending permission.
+    if (agent && !agent.dead) agent.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: agent.acpSessionId }).catch(() => {});
     settleAllQuestions(run);
     opts.onCapacity();
-    const agent = run.session.agent;
     if (!agent || agent.dead) return;
-    agent.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: agent.acpSessionId }).catch(() => {});
     run.cancelTimer = setTimeout(() => {
       if (run.state === "done") return;
       logger.warn({ runId: run.id }, "agent did not confirm the cancel in time; stopping its process");

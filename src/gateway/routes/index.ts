@@ -1,8 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import type { GatewayContext } from "../context.js";
 import { registerIdentityRoutes } from "./identity.js";
+import { registerInternRoutes } from "./interns.js";
+import { registerByokRoutes } from "./byok.js";
+import { registerPresetRoutes } from "./presets.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   await registerIdentityRoutes(api, ctx);
+  await registerInternRoutes(api, ctx);
+  await registerByokRoutes(api, ctx);
+  await registerPresetRoutes(api, ctx);
 }

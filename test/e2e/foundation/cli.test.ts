@@ -82,7 +82,7 @@ describe("portico CLI", () => {
       expect(health.status).toBe(200);
       const me = await fetch(`${value.base}/key`, { headers: { authorization: `Bearer ${value.key}` } });
       expect(me.status).toBe(200);
-      expect((await me.json()).data.is_management_key).toBe(true);
+      expect(((await me.json()) as any).data.is_management_key).toBe(true);
     } finally {
       const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
       child.kill("SIGTERM");
@@ -105,7 +105,7 @@ describe("portico CLI", () => {
         expect(ready.status).toBe(200);
         const me = await fetch(`${gw.value}/key`, { headers: { authorization: `Bearer ${boot.api_key}` } });
         expect(me.status).toBe(200);
-        expect((await me.json()).data.organization_id).toBe(boot.organization_id);
+        expect(((await me.json()) as any).data.organization_id).toBe(boot.organization_id);
         const bad = await fetch(`${gw.value}/key`, { headers: { authorization: "Bearer pk-v1-nope" } });
         expect(bad.status).toBe(401);
       } finally {

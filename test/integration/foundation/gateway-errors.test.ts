@@ -20,7 +20,7 @@ describe("gateway error envelope", () => {
     expectEnvelope(await api(h, "GET", "/does-not-exist", { key: h.tenant.apiKey }), 404);
     const outside = await fetch(`${h.baseUrl}/nowhere`);
     expect(outside.status).toBe(404);
-    expect((await outside.json()).error.code).toBe(404);
+    expect(((await outside.json()) as any).error.code).toBe(404);
   });
 
   it("answers malformed JSON with 400", async () => {

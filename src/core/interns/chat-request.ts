@@ -1,0 +1,93 @@
+/**
+ * Validation of the intern chat request (the description's "Intern chat request" plus api-facts §3.2),
+ * in the core so gRPC callers meet the same rules as HTTP callers. Pure: no I/O.
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { StreamChatRequest } from "../../gen/portico/interns/v1/interns_service_pb.js";
+import { badRequest } from "./intern-errors.js";
+
+export const KNOWN_ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
+export const APPROVAL_MODES = new Set(["manual", "self-drive"]);
+
+export interface ChatLimits {
+  maxPromptChars: number;
+}
+
+/** What the request asks for: start a run with a prompt, or answer a paused run's question. */
+export type ChatIntent =
+  | { kind: "prompt"; prompt: string; approvalMode: "manual" | "self-drive"; sessionKey: string | undefined }
+  | { kind: "answer"; interactionId: string; answer: string; sessionKey: string };
+
+function lengthBetween(value: string, min: number, max: number): boolean {
+  const n = [...value].length;
+  return n >= min && n <= max;
+}
+
+/** A string, or an array of text parts joined; anything else is undefined. */
+export function textOf(content: JsonValue | undefined): string | undefined {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    let out = "";
+    for (const part of content) {
+      if (!part || typeof part !== "object" || Array.isArray(part)) return undefined;
+      const p = part as Record<string, JsonValue>;
+      if (p["type"] !== "text" || typeof p["text"] !== "string") return undefined;
+      out += p["text"];
+    }
+    return out;
+  }
+  return undefined;
+}
+
+/**
+ * Checks the request and says what it asks for. `headerSessionId` is the x-session-id header; the
+ * body's session_id wins over it. Throws 400 bad_request naming the field.
+ */
+export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, headerSessionId?: string): ChatIntent {
+  if (req.malformedField) throw badRequest(`Invalid request parameters: ${req.malformedField} has the wrong type`, req.malformedField);
+  if (!req.stream) throw badRequest("stream must be true: this endpoint only streams", "stream");
+  if (req.messages.length === 0) throw badRequest("messages must contain at least 1 item", "messages");
+  req.messages.forEach((m, i) => {
+    if (!KNOWN_ROLES.has(m.role)) {
+      throw badRequest(`messages[${i}].role must be one of system, developer, user, assistant, tool`, `messages[${i}].role`);
+    }
+  });
+  const approvalMode = req.approvalMode === "" ? "self-drive" : req.approvalMode;
+  if (!APPROVAL_MODES.has(approvalMode)) throw badRequest("approval_mode must be manual or self-drive", "approval_mode");
+  if (req.model !== undefined && !lengthBetween(req.model, 1, 256)) {
+    throw badRequest("model must be 1 to 256 characters", "model");
+  }
+  let sessionKey = req.sessionId;
+  if (sessionKey === undefined && headerSessionId !== undefined && headerSessionId !== "") sessionKey = headerSessionId;
+  if (sessionKey !== undefined && !lengthBetween(sessionKey, 1, 256)) {
+    throw badRequest("session_id must be 1 to 256 characters", "session_id");
+  }
+  const lastIndex = req.messages.length - 1;
+  const last = req.messages[lastIndex]!;
+  const content = last.content ? (toJson(ValueSchema, last.content) as JsonValue) : null;
+  if (last.role === "user") {
+    const prompt = textOf(content);
+    if (prompt === undefined) {
+      throw badRequest(`messages[${lastIndex}].content must be a string or an array of text parts`, `messages[${lastIndex}].content`);
+    }
+    if (prompt.trim() === "") throw badRequest(`messages[${lastIndex}].content must not be empty`, `messages[${lastIndex}].content`);
+    if (prompt.length > limits.maxPromptChars) {
+      throw badRequest(`the prompt exceeds ${limits.maxPromptChars} characters`, `messages[${lastIndex}].content`);
+    }
+    return { kind: "prompt", prompt, approvalMode: approvalMode as "manual" | "self-drive", sessionKey };
+  }
+  if (last.role === "tool") {
+    if (sessionKey === undefined) throw badRequest("session_id is required when the last message has role tool", "session_id");
+    if (!lengthBetween(last.toolCallId, 1, 128)) {
+      throw badRequest(`messages[${lastIndex}].tool_call_id must be 1 to 128 characters`, `messages[${lastIndex}].tool_call_id`);
+    }
+    const answer = textOf(content);
+    if (answer === undefined) {
+      throw badRequest(`messages[${lastIndex}].content must be a string or an array of text parts`, `messages[${lastIndex}].content`);
+    }
+    return { kind: "answer", interactionId: last.toolCallId, answer: answer.trim(), sessionKey };
+  }
+  throw badRequest("the last message must have role user or tool", `messages[${lastIndex}].role`);
+}

@@ -1,0 +1,55 @@
+/**
+ * Composition of the interns domain: repository, live link registry, run state machine and the two
+ * Connect services (public InternsService, host-facing InternLinkService). core.ts wires it.
+ */
+import type { Logger } from "pino";
+import type { Config } from "../../config.js";
+import type { Db } from "../../db/client.js";
+import { createInternRepository } from "./intern-repository.js";
+import { createInternsHandler } from "./interns-handler.js";
+import { createInternLinkHandler } from "./link-handler.js";
+import { LinkRegistry } from "./link-registry.js";
+import { createRunManager } from "./run-manager.js";
+
+export interface InternsModuleDeps {
+  db: Db;
+  config: Config;
+  logger: Logger;
+}
+
+export function createInternsModule(deps: InternsModuleDeps) {
+  const repo = createInternRepository(deps.db);
+  const links = new LinkRegistry();
+  const manager = createRunManager({
+    repo,
+    links,
+    config: deps.config.interns,
+    instanceId: deps.config.instanceId,
+    logger: deps.logger,
+  });
+  const linkHandler = createInternLinkHandler({
+    repo,
+    links,
+    manager: () => manager,
+    config: deps.config.interns,
+    instanceId: deps.config.instanceId,
+    logger: deps.logger,
+  });
+  const internsHandler = createInternsHandler({ repo, manager, config: deps.config.interns, logger: deps.logger });
+  return {
+    repo,
+    links,
+    manager,
+    linkHandler,
+    internsHandler,
+    /** Stops timers and closes every host link (their streaming runs end as stream_severed). */
+    async close(): Promise<void> {
+      manager.close();
+      const open = links.all();
+      for (const link of open) link.close("core shutting down");
+      await Promise.all(open.map((l) => repo.markDetached(l.internId, deps.config.instanceId).catch(() => undefined)));
+    },
+  };
+}
+
+export type InternsModule = ReturnType<typeof createInternsModule>;

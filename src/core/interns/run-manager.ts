@@ -1,0 +1,646 @@
+/**
+ * The intern run state machine (the description's "Intern run" table) over the database and the
+ * live host links of this process.
+ *
+ *   none ──user msg──► streaming ──question──► paused ──answer accepted──► streaming
+ *   streaming ──turn ended──► finished        paused ──deadline──► cancelled
+ *   streaming ──turn failed──► failed         paused ──answer "cancel"──► streaming ──► ended (run_ended)
+ *   streaming ──run ended──► ended            streaming ──client gone──► cancelled
+ *   streaming ──link lost──► ended (stream_severed)
+ *
+ * Sessions, runs and interactions live in the database, so an answer may come on any request; each
+ * race (two answers, answer vs deadline, two prompts for one session) is settled by a conditional
+ * update. In memory we keep only what a live run needs: its event queue, the link it runs on and its
+ * deadline timer. The per-session turn lock is InternSession.activeRunId.
+ */
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import type { InternChatConfig } from "../../config.js";
+import {
+  AnswerOutcome,
+  ApprovalMode,
+  CancelReason,
+  type Hello,
+  type Question,
+  type RunEvent,
+  type RunRejected,
+  type Usage,
+} from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import type { Intern } from "../../db/prisma.js";
+import { errorDetailOf } from "../errors.js";
+import {
+  answerNotAccepted,
+  attachmentFailed,
+  hostBusy,
+  internError,
+  interactionNotPending,
+  interactionUnknown,
+  internTimeout,
+  internUnreachable,
+  sessionBusy,
+  streamSeveredBeforeStart,
+} from "./intern-errors.js";
+import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRecord } from "./intern-repository.js";
+import type { InternLink, LinkRegistry } from "./link-registry.js";
+
+/** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
+export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
+/** Retry-After for 503 busy (the host is at capacity). */
+const HOST_BUSY_RETRY_AFTER_S = 5;
+
+export type RunItem =
+  | { kind: "event"; event: RunEvent["event"]; bytes: number }
+  | { kind: "severed" }
+  | { kind: "overflow" }
+  | { kind: "aborted" };
+
+type TerminalCase = "turnEnded" | "turnFailed" | "runEnded";
+
+/** A run this process is relaying (streaming, or paused on a link of this process). */
+export class ActiveRun {
+  state: "starting" | "streaming" | "paused" | "done" = "starting";
+  link: InternLink | undefined;
+  model = "";
+  usage: UsageRecord | undefined;
+  lastSeq = 0;
+  /** A client (StreamChat call) is consuming the queue. */
+  attached = false;
+  interaction: { id: string; deadlineAt: Date } | undefined;
+  deadlineTimer: NodeJS.Timeout | undefined;
+  startWaiter: { resolve(): void; reject(err: ConnectError): void } | undefined;
+  private queue: RunItem[] = [];
+  private head = 0;
+  queuedBytes = 0;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly internId: string,
+    readonly sessionRowId: string,
+    readonly sessionKey: string,
+    readonly approvalMode: "manual" | "self-drive",
+  ) {}
+
+  push(item: RunItem): void {
+    this.queue.push(item);
+    if (item.kind === "event") this.queuedBytes += item.bytes;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /** Takes the next queued item without waiting. */
+  take(): RunItem | undefined {
+    if (this.head >= this.queue.length) return undefined;
+    const item = this.queue[this.head]!;
+    this.queue[this.head] = undefined as unknown as RunItem;
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    if (item.kind === "event") this.queuedBytes -= item.bytes;
+    return item;
+  }
+
+  /** The next item, or undefined after `idleMs` without one (time for a heartbeat). */
+  next(idleMs: number): Promise<RunItem | undefined> | RunItem {
+    const ready = this.take();
+    if (ready) return ready;
+    return new Promise<RunItem | undefined>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve(undefined);
+      }, idleMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve(this.take());
+      };
+    });
+  }
+
+  clearQueue(): void {
+    this.queue = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+  }
+}
+
+export interface RunManagerDeps {
+  repo: InternRepository;
+  links: LinkRegistry;
+  config: InternChatConfig;
+  instanceId: string;
+  logger: Logger;
+}
+
+export interface StartRunInput {
+  intern: Intern;
+  sessionKey: string | undefined;
+  prompt: string;
+  approvalMode: "manual" | "self-drive";
+  signal: AbortSignal;
+}
+
+export interface AnswerInput {
+  intern: Intern;
+  sessionKey: string;
+  interactionId: string;
+  answer: string;
+  signal: AbortSignal;
+}
+
+export function usageFromProto(u: Usage): UsageRecord {
+  const out: UsageRecord = {
+    prompt_tokens: Number(u.promptTokens),
+    completion_tokens: Number(u.completionTokens),
+    total_tokens: Number(u.totalTokens),
+  };
+  if (u.cost !== undefined) out.cost = u.cost;
+  if (u.cachedTokens !== undefined) out.cached_tokens = Number(u.cachedTokens);
+  return out;
+}
+
+function isTerminal(c: RunEvent["event"]["case"]): c is TerminalCase {
+  return c === "turnEnded" || c === "turnFailed" || c === "runEnded";
+}
+
+function eventBytes(e: RunEvent["event"]): number {
+  if (e.case === "content" || e.case === "reasoning") return e.value.text.length + 64;
+  return 64;
+}
+
+function rejectedError(r: RunRejected): ConnectError {
+  if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S);
+  if (r.reason === "timeout") return internTimeout();
+  return internError("turn_failed", r.message || "The intern could not start the run.", true);
+}
+
+export function createRunManager(deps: RunManagerDeps) {
+  const { repo, links, config, logger } = deps;
+  const runs = new Map<string, ActiveRun>();
+  const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
+  let sweeping = false;
+  let closed = false;
+
+  const log = logger.child({ component: "intern-runs" });
+
+  // ---------- terminal transitions ----------
+
+  /** Ends a run in memory at once (so no second path ends it) and then in the database. */
+  async function finishRun(run: ActiveRun, state: RunState, endReason: string | undefined): Promise<void> {
+    if (run.state === "done") return;
+    const hadInteraction = run.interaction !== undefined;
+    run.state = "done";
+    run.attached = false;
+    if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
+    run.deadlineTimer = undefined;
+    run.interaction = undefined;
+    runs.delete(run.id);
+    try {
+      const extra: Parameters<InternRepository["transitionRun"]>[3] = { usage: run.usage ?? null, lastSeq: run.lastSeq };
+      if (endReason !== undefined) extra.endReason = endReason;
+      if (run.model) extra.model = run.model;
+      await repo.transitionRun(run.id, ["streaming", "paused"], state, extra);
+      if (hadInteraction) await repo.voidInteractionsOfRun(run.id);
+      await repo.unlockSession(run.sessionRowId, run.id);
+    } catch (err) {
+      log.error({ err, runId: run.id }, "could not record the end of a run");
+    }
+  }
+
+  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
+  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
+    switch (e.case) {
+      case "turnEnded":
+        void finishRun(run, "finished", e.value.stopReason || "end_turn");
+        return;
+      case "turnFailed":
+        void finishRun(run, "failed", e.value.reason || "turn_failed");
+        return;
+      case "runEnded":
+        void finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended");
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** The terminal state and reason for a terminal event seen by a connected client. */
+  function terminalOf(e: RunEvent["event"]): { state: RunState; reason: string } | undefined {
+    switch (e.case) {
+      case "turnEnded":
+        return { state: "finished", reason: e.value.stopReason || "end_turn" };
+      case "turnFailed":
+        return { state: "failed", reason: e.value.reason || "turn_failed" };
+      case "runEnded":
+        return { state: "ended", reason: e.value.deadline ? "deadline" : "run_ended" };
+      default:
+        return undefined;
+    }
+  }
+
+  function overflow(run: ActiveRun): void {
+    log.warn({ runId: run.id }, "run buffered more output than the core retains; failing it");
+    run.clearQueue();
+    run.link?.cancelRun(run.id, CancelReason.OPERATOR);
+    if (run.attached) run.push({ kind: "overflow" });
+    else void finishRun(run, "failed", "attachment_failed");
+  }
+
+  // ---------- events from links ----------
+
+  function onRunEvent(link: InternLink, ev: RunEvent): void {
+    const run = runs.get(ev.runId);
+    if (!run || run.link !== link || run.state === "done") {
+      log.debug({ runId: ev.runId, event: ev.event.case }, "event for a run this core does not relay; ignored");
+      return;
+    }
+    const seq = Number(ev.seq);
+    if (seq !== 0) {
+      if (seq <= run.lastSeq) return; // duplicate after a reconnect
+      if (seq !== run.lastSeq + 1) log.warn({ runId: run.id, expected: run.lastSeq + 1, got: seq }, "run event sequence gap");
+      run.lastSeq = seq;
+    }
+    const e = ev.event;
+    if (run.state === "starting") {
+      const waiter = run.startWaiter;
+      switch (e.case) {
+        case "started":
+          run.state = "streaming";
+          waiter?.resolve();
+          return;
+        case "rejected":
+          waiter?.reject(rejectedError(e.value));
+          return;
+        case "turnFailed":
+          waiter?.reject(internError(e.value.reason || "turn_failed", e.value.message || "The intern failed the turn.", e.value.retryable));
+          return;
+        case "runEnded":
+          waiter?.reject(internError("turn_failed", "The intern ended the run before it started.", true));
+          return;
+        default:
+          // Anything else means the agent is running: treat as started and keep the event.
+          run.state = "streaming";
+          waiter?.resolve();
+      }
+    }
+    if (e.case === "started" || e.case === "rejected" || e.case === undefined) return;
+    if (e.case === "model") {
+      if (e.value.model && e.value.model !== run.model) {
+        void repo.setInternModel(run.internId, e.value.model).catch(() => undefined);
+      }
+      if (!run.attached) run.model = e.value.model;
+    }
+    if (e.case === "usage" && !run.attached) run.usage = usageFromProto(e.value);
+    if (!run.attached) {
+      if (isTerminal(e.case)) finishDetached(run, e);
+      else if (e.case !== "model" && e.case !== "usage") run.push({ kind: "event", event: e, bytes: eventBytes(e) });
+      return;
+    }
+    run.push({ kind: "event", event: e, bytes: eventBytes(e) });
+    if (run.queuedBytes > MAX_BUFFERED_BYTES_PER_RUN) overflow(run);
+  }
+
+  function onLinkClosed(link: InternLink, reason: string): void {
+    for (const run of [...runs.values()]) {
+      if (run.link !== link) continue;
+      if (run.state === "starting") {
+        run.startWaiter?.reject(streamSeveredBeforeStart());
+      } else if (run.state === "paused" && !run.attached) {
+        run.link = undefined; // held across a short reconnect; the deadline still applies
+      } else if (run.attached) {
+        run.push({ kind: "severed" });
+      } else {
+        void finishRun(run, "ended", "stream_severed");
+      }
+    }
+    log.info({ internId: link.internId, reason }, "intern link closed");
+  }
+
+  // ---------- starting a run ----------
+
+  async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
+    if (await repo.lockSession(sessionRowId, runId)) return;
+    const session = await repo.findSession(sessionRowId);
+    const holderId = session?.activeRunId;
+    if (holderId) {
+      const holder = await repo.findRun(holderId);
+      if (holder && TERMINAL_RUN_STATES.includes(holder.state as RunState)) {
+        // A stale lock (its process ended without releasing it): take it over.
+        await repo.unlockSession(sessionRowId, holderId);
+        if (await repo.lockSession(sessionRowId, runId)) return;
+      }
+      const active = runs.get(holderId);
+      if (active?.interaction) {
+        const left = Math.ceil((active.interaction.deadlineAt.getTime() - Date.now()) / 1000);
+        throw sessionBusy(Math.max(1, Math.min(left, 300)));
+      }
+    }
+    throw sessionBusy(1);
+  }
+
+  async function startRun(input: StartRunInput): Promise<ActiveRun> {
+    const { intern } = input;
+    const link = links.get(intern.id);
+    if (!link) throw internUnreachable();
+    if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+    let running = 0;
+    let paused = 0;
+    for (const r of runs.values()) {
+      if (r.link !== link) continue;
+      running++;
+      if (r.state === "paused") paused++;
+    }
+    if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+    if (input.approvalMode === "manual" && link.hello.maxPausedRuns > 0 && paused >= link.hello.maxPausedRuns) {
+      throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+    }
+
+    const sessionKey = input.sessionKey ?? randomUUID();
+    const session = await repo.ensureSession(intern.id, sessionKey);
+    const runId = randomUUID();
+    await takeTurnLock(session.id, runId);
+    try {
+      await repo.createRun({ id: runId, internId: intern.id, sessionId: session.id, sessionKey, approvalMode: input.approvalMode });
+    } catch (err) {
+      await repo.unlockSession(session.id, runId);
+      throw err;
+    }
+    const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
+    run.link = link;
+    run.attached = true;
+    run.model = intern.model ?? "";
+    runs.set(runId, run);
+
+    const started = new Promise<void>((resolve, reject) => (run.startWaiter = { resolve, reject }));
+    const timer = setTimeout(() => run.startWaiter?.reject(internTimeout()), config.startTimeoutMs);
+    const onAbort = () => run.startWaiter?.reject(new ConnectError("the client went away", Code.Canceled));
+    input.signal.addEventListener("abort", onAbort, { once: true });
+    if (input.signal.aborted) onAbort();
+    const sent = link.startRun({
+      runId,
+      sessionId: sessionKey,
+      prompt: input.prompt,
+      approvalMode: input.approvalMode === "manual" ? ApprovalMode.MANUAL : ApprovalMode.SELF_DRIVE,
+      interactionDeadlineMs: BigInt(config.interactionDeadlineMs),
+    });
+    if (!sent) run.startWaiter?.reject(internUnreachable());
+    try {
+      await started;
+      return run;
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      const reason = ce.code === Code.Canceled ? "client_disconnected" : (errorDetailOf(ce)?.reason ?? "turn_failed");
+      if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
+      else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
+      await finishRun(run, ce.code === Code.Canceled ? "cancelled" : reason === "stream_severed" ? "ended" : "failed", reason);
+      throw ce;
+    } finally {
+      clearTimeout(timer);
+      input.signal.removeEventListener("abort", onAbort);
+      run.startWaiter = undefined;
+    }
+  }
+
+  // ---------- answering a question ----------
+
+  async function expireInteraction(interactionId: string, runId: string): Promise<void> {
+    const won = await repo.setInteractionState(interactionId, ["pending"], "expired");
+    if (!won) return;
+    log.info({ runId, interactionId }, "interaction deadline passed; cancelling the run");
+    const run = runs.get(runId);
+    if (run) {
+      run.link?.cancelRun(runId, CancelReason.DEADLINE);
+      await finishRun(run, "cancelled", "deadline");
+      return;
+    }
+    const row = await repo.findRun(runId);
+    if (!row) return;
+    links.get(row.internId)?.cancelRun(runId, CancelReason.DEADLINE);
+    if (await repo.transitionRun(runId, ["paused", "streaming"], "cancelled", { endReason: "deadline" })) {
+      await repo.unlockSession(row.sessionId, runId);
+    }
+  }
+
+  function scheduleDeadline(run: ActiveRun): void {
+    if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
+    const inter = run.interaction;
+    if (!inter) return;
+    run.deadlineTimer = setTimeout(
+      () => void expireInteraction(inter.id, run.id).catch((err) => log.error({ err }, "deadline expiry failed")),
+      Math.max(0, inter.deadlineAt.getTime() - Date.now()),
+    );
+    run.deadlineTimer.unref();
+  }
+
+  async function answer(input: AnswerInput): Promise<ActiveRun> {
+    const now = new Date();
+    const inter = await repo.findInteraction(input.interactionId);
+    if (!inter) throw interactionUnknown();
+    const row = await repo.findRun(inter.runId);
+    if (!row || row.internId !== input.intern.id || row.sessionKey !== input.sessionKey) throw interactionUnknown();
+    if (inter.state === "pending" && inter.deadlineAt.getTime() <= now.getTime()) {
+      await expireInteraction(inter.id, row.id);
+      throw interactionNotPending();
+    }
+    if (inter.state !== "pending" || TERMINAL_RUN_STATES.includes(row.state as RunState)) {
+      if (row.endReason === "attachment_failed") throw attachmentFailed();
+      throw interactionNotPending();
+    }
+    const options = Array.isArray(inter.options) ? (inter.options as string[]) : [];
+    if (input.answer !== "cancel" && !options.includes(input.answer)) throw answerNotAccepted();
+    const link = links.get(input.intern.id);
+    if (!link) throw internUnreachable();
+    const run = runs.get(row.id);
+    if (!run || run.link !== link) throw internUnreachable();
+    if (run.attached) throw interactionNotPending();
+    if (!(await repo.claimInteraction(inter.id, now))) throw interactionNotPending();
+    if (run.attached || run.state !== "paused") {
+      await repo.setInteractionState(inter.id, ["delivering"], "pending");
+      throw interactionNotPending();
+    }
+    run.attached = true;
+    const outcome = await link.deliverAnswer(run.id, inter.id, input.answer, config.startTimeoutMs);
+    if (outcome === AnswerOutcome.ACCEPTED) {
+      await repo.setInteractionState(inter.id, ["delivering"], "answered", input.answer);
+      if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
+      run.deadlineTimer = undefined;
+      run.interaction = undefined;
+      if (run.state === "paused") {
+        run.state = "streaming";
+        await repo.transitionRun(run.id, ["paused"], "streaming");
+      }
+      return run;
+    }
+    run.attached = false;
+    if (outcome === AnswerOutcome.NOT_PENDING) {
+      await repo.setInteractionState(inter.id, ["delivering"], "void");
+      await finishRun(run, "ended", "not_pending");
+      throw interactionNotPending();
+    }
+    await repo.setInteractionState(inter.id, ["delivering"], "pending");
+    if (run.interaction && run.interaction.deadlineAt.getTime() <= Date.now()) await expireInteraction(inter.id, run.id);
+    if (outcome === AnswerOutcome.NOT_OFFERED) throw answerNotAccepted();
+    if (outcome === "timeout") throw internTimeout();
+    throw internUnreachable();
+  }
+
+  // ---------- what the relay calls ----------
+
+  /** Records the pause (interaction with its deadline) before the question reaches the client. */
+  async function pause(run: ActiveRun, q: Question): Promise<void> {
+    const deadlineAt = new Date(Date.now() + config.interactionDeadlineMs);
+    const id = q.interactionId || randomUUID();
+    await repo.createInteraction({
+      id,
+      runId: run.id,
+      kind: q.kind || "permission",
+      operation: q.operation ?? null,
+      options: q.options,
+      deadlineAt,
+    });
+    const extra: Parameters<InternRepository["transitionRun"]>[3] = { lastSeq: run.lastSeq };
+    if (run.model) extra.model = run.model;
+    await repo.transitionRun(run.id, ["streaming"], "paused", extra);
+    if (run.state !== "done") run.state = "paused";
+    run.interaction = { id, deadlineAt };
+    scheduleDeadline(run);
+  }
+
+  /** The client read the final chunk of a paused response: the run no longer follows it. */
+  function detach(run: ActiveRun): void {
+    run.attached = false;
+    for (;;) {
+      const item = run.take();
+      if (!item) break;
+      if (item.kind === "event" && isTerminal(item.event.case)) {
+        finishDetached(run, item.event);
+        return;
+      }
+      if (item.kind === "severed") {
+        run.link = undefined;
+        continue;
+      }
+      if (item.kind === "overflow") {
+        void finishRun(run, "failed", "attachment_failed");
+        return;
+      }
+      if (item.kind === "event") {
+        // Keep non-terminal output for the continuation.
+        run.push(item);
+        break;
+      }
+    }
+  }
+
+  /** The client of a streaming (or not yet released) run went away: cancel it on the host now. */
+  function clientGone(run: ActiveRun): void {
+    if (run.state === "done" || !run.attached) return;
+    log.info({ runId: run.id }, "client disconnected while streaming; cancelling the run");
+    run.link?.cancelRun(run.id, CancelReason.CLIENT_DISCONNECTED);
+    run.clearQueue();
+    run.push({ kind: "aborted" });
+    void finishRun(run, "cancelled", "client_disconnected");
+  }
+
+  // ---------- links opening ----------
+
+  /**
+   * Reconciles a new link's Hello with the database: held & paused → stays paused on this link;
+   * paused in the database but not held → the run ended; held but unknown here → cancel it.
+   * Runs still marked streaming for this intern belong to a dead link and end as stream_severed.
+   */
+  async function reconcile(link: InternLink, hello: Hello): Promise<string[]> {
+    const held = new Map(hello.heldRuns.map((h) => [h.runId, h]));
+    const cancel: string[] = [];
+    const rows = await repo.runsOfIntern(link.internId, ["streaming", "paused"]);
+    const known = new Set<string>();
+    for (const row of rows) {
+      const inMemory = runs.get(row.id);
+      if (inMemory && inMemory.link && inMemory.link !== link && !inMemory.link.closed) continue;
+      const h = held.get(row.id);
+      if (row.state === "paused" && h) {
+        known.add(row.id);
+        const pending = await repo.pendingInteractionOfRun(row.id);
+        if (!pending || (h.pendingInteractionId && h.pendingInteractionId !== pending.id) || Number(h.lastSeq) > row.lastSeq) {
+          // The host moved on (or sent output we never got): the pause cannot be resumed.
+          cancel.push(row.id);
+          if (inMemory) await finishRun(inMemory, "failed", "attachment_failed");
+          else if (await repo.transitionRun(row.id, ["paused"], "failed", { endReason: "attachment_failed" })) {
+            await repo.voidInteractionsOfRun(row.id);
+            await repo.unlockSession(row.sessionId, row.id);
+          }
+          continue;
+        }
+        const run =
+          inMemory ??
+          new ActiveRun(row.id, row.internId, row.sessionId, row.sessionKey, row.approvalMode === "manual" ? "manual" : "self-drive");
+        run.state = "paused";
+        run.link = link;
+        run.model = row.model ?? run.model;
+        run.lastSeq = Math.max(run.lastSeq, row.lastSeq);
+        run.interaction = { id: pending.id, deadlineAt: pending.deadlineAt };
+        runs.set(run.id, run);
+        scheduleDeadline(run);
+        continue;
+      }
+      // Not held (or streaming on a dead link): the run is over.
+      const reason = row.state === "paused" ? "host_lost" : "stream_severed";
+      if (inMemory) {
+        if (inMemory.attached && inMemory.state !== "paused") inMemory.push({ kind: "severed" });
+        else await finishRun(inMemory, "ended", reason);
+      } else if (await repo.transitionRun(row.id, ["streaming", "paused"], "ended", { endReason: reason })) {
+        await repo.voidInteractionsOfRun(row.id);
+        await repo.unlockSession(row.sessionId, row.id);
+      }
+    }
+    for (const id of held.keys()) if (!known.has(id)) cancel.push(id);
+    return [...new Set(cancel)];
+  }
+
+  // ---------- background sweep ----------
+
+  async function sweep(): Promise<void> {
+    if (sweeping || closed) return;
+    sweeping = true;
+    try {
+      const now = new Date();
+      for (const inter of await repo.expiredInteractions(now)) {
+        await expireInteraction(inter.id, inter.runId);
+      }
+      await repo.releaseStaleDeliveries(new Date(now.getTime() - config.startTimeoutMs - 10_000));
+    } catch (err) {
+      if (!closed) log.error({ err }, "interaction sweep failed");
+    } finally {
+      sweeping = false;
+    }
+  }
+  const sweeper = setInterval(() => void sweep(), sweepMs);
+  sweeper.unref();
+
+  return {
+    startRun,
+    answer,
+    pause,
+    detach,
+    clientGone,
+    finishRun,
+    terminalOf,
+    onRunEvent,
+    onLinkClosed,
+    reconcile,
+    sweep,
+    expireInteraction,
+    /** Runs relayed by this process (diagnostics and tests). */
+    activeRuns: () => [...runs.values()],
+    close(): void {
+      closed = true;
+      clearInterval(sweeper);
+      for (const run of runs.values()) if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
+    },
+  };
+}
+
+export type RunManager = ReturnType<typeof createRunManager>;

@@ -1,0 +1,122 @@
+/**
+ * Pure preset rules: the slug rule, the declarative allow-list of request fields a preset keeps,
+ * system prompt derivation, version-number and page parsing. No I/O.
+ */
+import { RuleViolation, isPlainObject } from "./json-rules.js";
+
+/**
+ * Slug rule: 1 to 100 characters of lowercase a-z, digits, ".", "_" and "-", starting with a letter
+ * or digit. Every character is URL-unreserved, so a slug never needs escaping in a path.
+ */
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,99}$/;
+
+export function checkSlug(slug: string): string {
+  if (!SLUG_PATTERN.test(slug)) {
+    throw new RuleViolation(
+      "slug",
+      "slug must be 1 to 100 characters of lowercase a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
+    );
+  }
+  return slug;
+}
+
+/**
+ * The request fields a preset stores: those that configure inference (model choice, routing,
+ * sampling, output shape, tools and plugins). Everything else — messages, stream, stream_options,
+ * prompt, session_id, user, trace, metadata, debug, prediction, prompt_cache_key,
+ * prompt_cache_options, route, unknown fields and server-owned names such as id or version — is
+ * dropped. Source: API fact sheet §1.5.
+ */
+export const PRESET_CONFIG_FIELDS: ReadonlySet<string> = new Set([
+  "model",
+  "models",
+  "provider",
+  "temperature",
+  "top_p",
+  "top_k",
+  "top_a",
+  "min_p",
+  "frequency_penalty",
+  "presence_penalty",
+  "repetition_penalty",
+  "max_tokens",
+  "max_completion_tokens",
+  "seed",
+  "stop",
+  "reasoning",
+  "reasoning_effort",
+  "response_format",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "plugins",
+  "logit_bias",
+  "logprobs",
+  "top_logprobs",
+  "service_tier",
+  "modalities",
+  "image_config",
+  "cache_control",
+  "stop_server_tools_when",
+]);
+
+/** The allow-listed fields present in `body`, keys and values exactly as sent, in the order sent. */
+export function pickPresetConfig(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  for (const key of Object.keys(body)) {
+    const value = body[key];
+    if (value !== undefined && PRESET_CONFIG_FIELDS.has(key)) config[key] = value;
+  }
+  return config;
+}
+
+/**
+ * The preset's system prompt: the content of the first `system` message; when there is none, the
+ * content of the first `developer` message (the newer name of the same instruction role); null when
+ * there is neither. Array content joins the `text` of its text parts with "\n".
+ */
+export function deriveSystemPrompt(messages: unknown): string | null {
+  if (!Array.isArray(messages)) return null;
+  const first = (role: string) => messages.find((m) => isPlainObject(m) && m.role === role) as
+    | Record<string, unknown>
+    | undefined;
+  const msg = first("system") ?? first("developer");
+  if (!msg) return null;
+  const content = msg.content;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .filter((p): p is Record<string, unknown> => isPlainObject(p) && p.type === "text" && typeof p.text === "string")
+      .map((p) => p.text as string)
+      .join("\n");
+  }
+  return null;
+}
+
+const MAX_INT32 = 2_147_483_647;
+
+/**
+ * Parses a version path parameter. Non-integers (including negative numbers, signs and spaces) are
+ * a RuleViolation (400); integers beyond the int32 range can name no version and return null (404).
+ */
+export function parseVersionNumber(raw: string): number | null {
+  if (!/^\d{1,20}$/.test(raw)) throw new RuleViolation("version", "version must be a non-negative integer, for example \"1\"");
+  const n = Number(raw);
+  return n > MAX_INT32 ? null : n;
+}
+
+export interface PageRequest {
+  offset: number;
+  limit: number;
+}
+
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 100;
+
+/** offset >= 0; limit 1..100 with 0 meaning the default of 50 (proto3 has no presence for int32). */
+export function normalisePage(offset: number, limit: number): PageRequest {
+  if (!Number.isInteger(offset) || offset < 0) throw new RuleViolation("offset", "offset must be an integer of at least 0");
+  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_PAGE_LIMIT)
+    throw new RuleViolation("limit", `limit must be an integer between 1 and ${MAX_PAGE_LIMIT}`);
+  return { offset, limit: limit === 0 ? DEFAULT_PAGE_LIMIT : limit };
+}

@@ -1,0 +1,157 @@
+/**
+ * PresetsService: proto ⇄ domain only. Authentication comes from the interceptor (callerOf),
+ * validation from the pure rule tables, storage from the repository.
+ */
+import { toJson, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Preset as PresetRow, PresetVersion as PresetVersionRow } from "../../db/prisma.js";
+import type { Preset, PresetVersion } from "../../gen/portico/presets/v1/preset_pb.js";
+import {
+  ChatRequestSchema,
+  PresetsService,
+  type CreatePresetVersionRequest,
+} from "../../gen/portico/presets/v1/presets_service_pb.js";
+import { callerOf, requireManagement } from "../auth.js";
+import { conflict, invalidArgument, notFound } from "../errors.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "./chat-request-rules.js";
+import { RuleViolation } from "./json-rules.js";
+import { checkSlug, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
+import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
+
+export interface PresetsHandlerDeps {
+  repository: PresetsRepository;
+  /** Brand word prefixing server tool types (`<brand>:web_search`). */
+  brand: string;
+}
+
+type Init<T> = Omit<T, "$typeName" | "$unknown">;
+
+export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<typeof PresetsService> {
+  const { repository } = deps;
+  const validate: ChatRequestValidator = createChatRequestValidator({ brand: deps.brand });
+
+  const presetOf = async (workspaceId: string, rawSlug: string): Promise<PresetRow> => {
+    const slug = rules(() => checkSlug(rawSlug));
+    const preset = await repository.findPreset(workspaceId, slug);
+    if (!preset) throw notFound();
+    return preset;
+  };
+
+  return {
+    async createPresetVersion(req, ctx) {
+      const caller = callerOf(ctx);
+      requireManagement(caller);
+      const slug = rules(() => checkSlug(req.slug));
+      const body = rules(() => {
+        const json = chatRequestJson(req);
+        validate(json);
+        return json;
+      });
+      try {
+        const { preset, version } = await repository.createVersion({
+          workspaceId: caller.workspaceId,
+          slug,
+          creatorUserId: caller.userId,
+          config: pickPresetConfig(body),
+          systemPrompt: deriveSystemPrompt(body.messages),
+        });
+        return { preset: presetToProto(preset), designatedVersion: versionToProto(version) };
+      } catch (err) {
+        if (err instanceof PresetConflictError) throw conflict();
+        throw err;
+      }
+    },
+
+    async getPreset(req, ctx) {
+      const caller = callerOf(ctx);
+      const preset = await presetOf(caller.workspaceId, req.slug);
+      const version = preset.designatedVersionId ? await repository.findVersionById(preset.designatedVersionId) : null;
+      return { preset: presetToProto(preset), designatedVersion: version ? versionToProto(version) : undefined };
+    },
+
+    async listPresets(req, ctx) {
+      const caller = callerOf(ctx);
+      const page = rules(() => normalisePage(req.offset, req.limit));
+      const { items, total } = await repository.listPresets(caller.workspaceId, page);
+      return { presets: items.map(presetToProto), totalCount: total };
+    },
+
+    async listPresetVersions(req, ctx) {
+      const caller = callerOf(ctx);
+      const page = rules(() => normalisePage(req.offset, req.limit));
+      const preset = await presetOf(caller.workspaceId, req.slug);
+      const { items, total } = await repository.listVersions(preset.id, page);
+      return { versions: items.map(versionToProto), totalCount: total };
+    },
+
+    async getPresetVersion(req, ctx) {
+      const caller = callerOf(ctx);
+      const number = rules(() => parseVersionNumber(req.version));
+      const preset = await presetOf(caller.workspaceId, req.slug);
+      const version = number === null ? null : await repository.findVersion(preset.id, number);
+      if (!version) throw notFound();
+      return { version: versionToProto(version) };
+    },
+  };
+}
+
+/** Runs pure rules, turning a RuleViolation into INVALID_ARGUMENT naming the field. */
+function rules<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof RuleViolation) throw invalidArgument(err.field, err.message);
+    throw err;
+  }
+}
+
+/**
+ * The chat request as JSON with wire names. The JSON form is used as sent; the typed form is
+ * rendered with proto field names (unset fields omitted), so both meet the same rules.
+ */
+export function chatRequestJson(req: CreatePresetVersionRequest): JsonObject {
+  switch (req.request.case) {
+    case "chatRequestJson":
+      return req.request.value;
+    case "chatRequest": {
+      const json = toJson(ChatRequestSchema, req.request.value, { useProtoFieldName: true }) as JsonObject;
+      // int64 renders as a JSON string in the proto3 mapping; the body form of seed is a number.
+      if (typeof json.seed === "string") json.seed = Number(json.seed);
+      return json;
+    }
+    default:
+      throw new RuleViolation("messages", "messages is required (send chat_request or chat_request_json)");
+  }
+}
+
+export function presetToProto(p: PresetRow): Init<Preset> {
+  return {
+    id: p.id,
+    slug: p.slug,
+    name: p.name,
+    description: p.description ?? undefined,
+    status: p.status,
+    statusUpdatedAt: p.statusUpdatedAt ? timestampFromDate(p.statusUpdatedAt) : undefined,
+    createdAt: timestampFromDate(p.createdAt),
+    updatedAt: timestampFromDate(p.updatedAt),
+    creatorUserId: p.creatorUserId ?? undefined,
+    workspaceId: p.workspaceId,
+    designatedVersionId: p.designatedVersionId ?? undefined,
+    latestVersion: p.latestVersion,
+  };
+}
+
+export function versionToProto(v: PresetVersionRow): Init<PresetVersion> {
+  const config = v.config;
+  return {
+    id: v.id,
+    presetId: v.presetId,
+    version: v.version,
+    config: config !== null && typeof config === "object" && !Array.isArray(config) ? (config as JsonObject) : {},
+    systemPrompt: v.systemPrompt ?? undefined,
+    creatorId: v.creatorId,
+    createdAt: timestampFromDate(v.createdAt),
+    updatedAt: timestampFromDate(v.updatedAt),
+  };
+}

@@ -1,0 +1,243 @@
+/**
+ * BYOK provider credentials under /api/v1/byok: create (200, per the description), list, get,
+ * update and delete. All five need a management key (the core checks it). Request schemas describe
+ * types only; the core decides validity so gRPC callers meet the same rules. The raw key passes
+ * through to the core and nowhere else: it is not logged and never appears in a response.
+ */
+import { createClient } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ByokService } from "../../gen/portico/byok/v1/byok_service_pb.js";
+import { serviceError } from "../../core/errors.js";
+import { Code } from "@connectrpc/connect";
+import type { GatewayContext } from "../context.js";
+import { parsePage } from "../pagination.js";
+import { byokCredentialSchema, presentByokCredential } from "../presenters/byok.js";
+import { callOptionsFor } from "../rpc.js";
+import { errorResponses, paginationQuerySchema } from "../schemas.js";
+
+const stringList = (description: string) =>
+  ({ type: ["array", "null"], items: { type: "string" }, description }) as const;
+
+const credentialFields = {
+  name: { type: ["string", "null"], description: "Display name, at most 255 characters." },
+  allowed_api_key_hashes: stringList(
+    "1 to 100 hashes (64 lowercase hex) of this account's API keys allowed to use the credential; null = no restriction.",
+  ),
+  allowed_models: stringList("At most 100 model slugs the credential applies to; null = no restriction."),
+  allowed_user_ids: stringList("At most 100 user identifiers allowed to use the credential; null = no restriction."),
+  disabled: { type: "boolean", description: "Default false." },
+  is_required: {
+    type: "boolean",
+    description: "Remove shared endpoints on this provider for every model; only on non-fallback credentials. Default false.",
+  },
+  is_fallback: {
+    type: "boolean",
+    description: "Used only after non-fallback keys of the provider; cannot be combined with is_byok_only. Default false.",
+  },
+  is_byok_only: { type: "boolean", description: "The models the credential applies to run only on your keys. Default false." },
+  declared_zdr: { type: ["boolean", "null"], description: "Self-declared zero data retention; null inherits the platform policy." },
+} as const;
+
+const keyField = {
+  type: "string",
+  description: "Raw provider key, 1 character to 32 KiB. Write-only: encrypted at rest and never returned.",
+} as const;
+
+const createBodySchema = {
+  type: "object",
+  required: ["key", "provider"],
+  properties: {
+    key: keyField,
+    provider: { type: "string", description: "Lowercase provider slug from the published provider list." },
+    workspace_id: { type: "string", description: "Workspace (UUID); omitted = the default workspace." },
+    ...credentialFields,
+  },
+} as const;
+
+const updateBodySchema = {
+  type: "object",
+  properties: { key: { ...keyField, description: "New raw key: rotates the key material and regenerates the label." }, ...credentialFields },
+} as const;
+
+/** Body fields an update may name, in update-mask order. */
+const UPDATABLE = Object.keys(credentialFields) as Array<keyof typeof credentialFields>;
+
+const idParams = {
+  type: "object",
+  required: ["id"],
+  properties: { id: { type: "string", description: "Credential id (UUID)." } },
+} as const;
+
+const single = { type: "object", required: ["data"], properties: { data: byokCredentialSchema } } as const;
+
+type Body = Record<string, unknown>;
+
+function wellFormedKey(body: Body): void {
+  const key = body.key;
+  // A lone surrogate would be silently replaced on the wire, storing a key the caller never sent.
+  if (typeof key === "string" && /\p{Cs}/u.test(key)) {
+    throw serviceError(Code.InvalidArgument, "bad_request", "key must be a well-formed Unicode string", { field: "key" });
+  }
+}
+
+const listInit = (v: unknown) => (Array.isArray(v) ? { values: v as string[] } : undefined);
+
+function query(req: FastifyRequest): Record<string, unknown> {
+  return (req.query ?? {}) as Record<string, unknown>;
+}
+
+export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  const client = createClient(ByokService, ctx.transport);
+  const tags = ["byok"];
+
+  api.post(
+    "/byok",
+    {
+      schema: {
+        summary: "Create a BYOK provider credential",
+        description: "Stores an upstream provider key, encrypted at rest. Answers 200 with the credential and its masked label.",
+        tags,
+        body: createBodySchema,
+        response: { 200: single, ...errorResponses(400, 401, 403, 500) },
+      },
+    },
+    async (req) => {
+      const b = req.body as Body;
+      wellFormedKey(b);
+      const res = await client.createByokCredential(
+        {
+          key: b.key as string,
+          provider: b.provider as string,
+          ...(typeof b.name === "string" ? { name: b.name } : {}),
+          ...(typeof b.workspace_id === "string" ? { workspaceId: b.workspace_id } : {}),
+          allowedApiKeyHashes: listInit(b.allowed_api_key_hashes),
+          allowedModels: listInit(b.allowed_models),
+          allowedUserIds: listInit(b.allowed_user_ids),
+          disabled: b.disabled === true,
+          isRequired: b.is_required === true,
+          isFallback: b.is_fallback === true,
+          isByokOnly: b.is_byok_only === true,
+          ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+        },
+        callOptionsFor(req),
+      );
+      return { data: presentByokCredential(res.credential!) };
+    },
+  );
+
+  api.get(
+    "/byok",
+    {
+      schema: {
+        summary: "List BYOK provider credentials",
+        tags,
+        querystring: {
+          type: "object",
+          properties: {
+            ...paginationQuerySchema.properties,
+            provider: { type: "string", description: "Only credentials of this provider slug." },
+            workspace_id: { type: "string", description: "Workspace (UUID); omitted = the default workspace." },
+          },
+        },
+        response: {
+          200: {
+            type: "object",
+            required: ["data", "total_count"],
+            properties: { data: { type: "array", items: byokCredentialSchema }, total_count: { type: "integer" } },
+          },
+          ...errorResponses(400, 401, 403, 500),
+        },
+      },
+    },
+    async (req) => {
+      const page = parsePage(req.query);
+      const q = query(req);
+      const res = await client.listByokCredentials(
+        {
+          offset: page.offset,
+          limit: page.limit,
+          ...(typeof q.provider === "string" ? { provider: q.provider } : {}),
+          ...(typeof q.workspace_id === "string" ? { workspaceId: q.workspace_id } : {}),
+        },
+        callOptionsFor(req),
+      );
+      return { data: res.credentials.map(presentByokCredential), total_count: res.totalCount };
+    },
+  );
+
+  api.get(
+    "/byok/:id",
+    {
+      schema: {
+        summary: "Get a BYOK provider credential",
+        tags,
+        params: idParams,
+        response: { 200: single, ...errorResponses(401, 403, 404, 500) },
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const res = await client.getByokCredential({ id }, callOptionsFor(req));
+      return { data: presentByokCredential(res.credential!) };
+    },
+  );
+
+  api.patch(
+    "/byok/:id",
+    {
+      schema: {
+        summary: "Update a BYOK provider credential",
+        description: "Omitted fields stay unchanged; null clears a nullable field. A new key rotates the key material.",
+        tags,
+        params: idParams,
+        body: updateBodySchema,
+        response: { 200: single, ...errorResponses(400, 401, 403, 404, 500) },
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const b = (req.body ?? {}) as Body;
+      wellFormedKey(b);
+      const paths = UPDATABLE.filter((f) => Object.hasOwn(b, f));
+      const res = await client.updateByokCredential(
+        {
+          id,
+          ...(typeof b.key === "string" ? { key: b.key } : {}),
+          ...(typeof b.name === "string" ? { name: b.name } : {}),
+          allowedApiKeyHashes: listInit(b.allowed_api_key_hashes),
+          allowedModels: listInit(b.allowed_models),
+          allowedUserIds: listInit(b.allowed_user_ids),
+          disabled: b.disabled === true,
+          isRequired: b.is_required === true,
+          isFallback: b.is_fallback === true,
+          isByokOnly: b.is_byok_only === true,
+          ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+          updateMask: { paths },
+        },
+        callOptionsFor(req),
+      );
+      return { data: presentByokCredential(res.credential!) };
+    },
+  );
+
+  api.delete(
+    "/byok/:id",
+    {
+      schema: {
+        summary: "Delete a BYOK provider credential",
+        description: "Wipes the key material and marks the credential deleted.",
+        tags,
+        params: idParams,
+        response: {
+          200: { type: "object", required: ["deleted"], properties: { deleted: { type: "boolean", const: true } } },
+          ...errorResponses(401, 403, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      await client.deleteByokCredential({ id }, callOptionsFor(req));
+      return { deleted: true as const };
+    },
+  );
+}

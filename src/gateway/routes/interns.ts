@@ -1,0 +1,204 @@
+/**
+ * POST /api/v1/interns/{internId}/chat/completions: the intern streaming chat. Errors before the
+ * first event are JSON envelopes with {reason, retryable} metadata; after the stream opens, every
+ * error becomes a finish error chunk, the final chunk and `data: [DONE]`. Closing the response
+ * aborts the RPC, which cancels a streaming run on the intern (a paused run outlives its response).
+ */
+import { randomUUID } from "node:crypto";
+import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import {
+  ChatMessageSchema,
+  InternsService,
+  StreamChatRequestSchema,
+  type ChatMessage,
+  type StreamChatRequest,
+  type StreamChatResponse,
+} from "../../gen/portico/interns/v1/interns_service_pb.js";
+import type { GatewayContext } from "../context.js";
+import { publicErrorFromConnect } from "../errors.js";
+import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
+import { callOptionsFor } from "../rpc.js";
+import { errorResponses } from "../schemas.js";
+import { SseWriter } from "../sse.js";
+
+const DONE = "data: [DONE]\n\n";
+
+/** Builds the RPC request from the JSON body; a field of the wrong JSON type is named, not guessed. */
+export function toStreamChatRequest(internId: string, body: unknown): StreamChatRequest {
+  const req = create(StreamChatRequestSchema, { internId });
+  const bad = (field: string) => {
+    if (!req.malformedField) req.malformedField = field;
+  };
+  if (!body || typeof body !== "object" || Array.isArray(body)) {
+    bad("body");
+    return req;
+  }
+  const b = body as Record<string, unknown>;
+  if (b.stream !== undefined && typeof b.stream !== "boolean") bad("stream");
+  else req.stream = b.stream === true;
+  if (b.approval_mode !== undefined && b.approval_mode !== null) {
+    if (typeof b.approval_mode !== "string") bad("approval_mode");
+    else req.approvalMode = b.approval_mode === "" ? "invalid" : b.approval_mode;
+  }
+  for (const [key, target] of [
+    ["model", "model"],
+    ["session_id", "sessionId"],
+  ] as const) {
+    const v = b[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "string") bad(key);
+    else req[target] = v;
+  }
+  if (b.messages !== undefined) {
+    if (!Array.isArray(b.messages)) bad("messages");
+    else {
+      b.messages.forEach((m: unknown, i: number) => {
+        if (!m || typeof m !== "object" || Array.isArray(m)) {
+          bad(`messages[${i}]`);
+          return;
+        }
+        const msg = m as Record<string, unknown>;
+        const out: ChatMessage = create(ChatMessageSchema, {});
+        if (typeof msg.role !== "string") bad(`messages[${i}].role`);
+        else out.role = msg.role;
+        if (msg.content !== undefined) out.content = fromJson(ValueSchema, msg.content as JsonValue);
+        if (msg.tool_call_id !== undefined && msg.tool_call_id !== null) {
+          if (typeof msg.tool_call_id !== "string") bad(`messages[${i}].tool_call_id`);
+          else out.toolCallId = msg.tool_call_id;
+        }
+        if (Array.isArray(msg.tool_calls)) out.toolCalls = fromJson(ListValueSchema, msg.tool_calls as JsonValue);
+        req.messages.push(out);
+      });
+    }
+  }
+  return req;
+}
+
+const chatBodySchema = {
+  type: "object",
+  description:
+    "Intern chat request: messages (only the last is read; role user starts a run, role tool answers a question), " +
+    "stream (must be true), approval_mode (manual | self-drive), model (ignored), session_id. The core validates it.",
+  properties: {
+    messages: { description: "At least 1 chat message; only the last one is read." },
+    stream: { description: "Must be true." },
+    approval_mode: { description: "manual or self-drive (default self-drive); applies to the run this request starts." },
+    model: { description: "1 to 256 characters; accepted and ignored." },
+    session_id: { description: "1 to 256 characters; required when the last message has role tool." },
+  },
+} as const;
+
+export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  const client = createClient(InternsService, ctx.transport);
+
+  api.post<{ Params: { internId: string } }>(
+    "/interns/:internId/chat/completions",
+    {
+      config: { errorMetadata: true },
+      schema: {
+        summary: "Stream a chat completion with an intern",
+        tags: ["interns"],
+        params: { type: "object", properties: { internId: { type: "string", description: "The intern (UUID)." } } },
+        body: chatBodySchema,
+        response: {
+          200: { description: "Server-sent events: chat.completion.chunk data lines, then data: [DONE].", type: "string" },
+          ...errorResponses(400, 401, 403, 404, 409, 410, 413, 429, 502, 503, 504),
+        },
+      },
+    },
+    async (req, reply) => streamChat(req, reply, client, ctx),
+  );
+}
+
+async function streamChat(
+  req: FastifyRequest<{ Params: { internId: string } }>,
+  reply: FastifyReply,
+  client: ReturnType<typeof createClient<typeof InternsService>>,
+  ctx: GatewayContext,
+): Promise<void> {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  };
+  reply.raw.on("close", onClose);
+  const rpcRequest = toStreamChatRequest(req.params.internId, req.body);
+  const stream = client.streamChat(rpcRequest, callOptionsFor(req, ac.signal))[Symbol.asyncIterator]();
+  let first: IteratorResult<StreamChatResponse>;
+  try {
+    first = await stream.next();
+  } catch (err) {
+    reply.raw.off("close", onClose);
+    if (ac.signal.aborted) {
+      // The client left before the stream opened; nobody reads the answer.
+      reply.hijack();
+      reply.raw.destroy();
+      return;
+    }
+    throw err;
+  }
+  if (first.done) throw new ConnectError("the intern stream ended before it started", Code.Internal);
+
+  reply.hijack();
+  const sse = new SseWriter(reply.raw, ac.signal);
+  sse.open({ headers: { "x-request-id": String(req.id) } });
+  const chunkCtx: ChunkContext = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), brand: ctx.brand };
+  let finished = false;
+  let finalSent = false;
+  const sessionHint = rpcRequest.sessionId ?? null;
+
+  const emit = (ev: StreamChatResponse): Promise<boolean> | boolean => {
+    const out = toChunk(ev, chunkCtx);
+    if (out.kind === "heartbeat") return sse.comment("keepalive");
+    if (out.kind === "none") return true;
+    if (ev.event.case === "finish") finished = true;
+    if (ev.event.case === "final") finalSent = true;
+    return sse.data(JSON.stringify(out.chunk));
+  };
+
+  try {
+    let r = emit(first.value);
+    if (r instanceof Promise) await r;
+    for (;;) {
+      const next = await stream.next();
+      if (next.done) break;
+      r = emit(next.value);
+      if (r instanceof Promise) await r;
+    }
+  } catch (err) {
+    if (!sse.isOpen) {
+      req.log.debug({ err }, "intern stream ended after the client left");
+    } else {
+      const ce = ConnectError.from(err);
+      const pub = publicErrorFromConnect(ce);
+      const reason = (pub.body.error.metadata?.reason as string | undefined) ?? (ce.code === Code.Unavailable ? "stream_severed" : "internal_error");
+      const severed = ce.code === Code.Unavailable || ce.code === Code.Internal || ce.code === Code.Unknown;
+      if (pub.status >= 500) req.log.warn({ code: Code[ce.code] }, "intern stream broke after it opened");
+      if (!finished) {
+        const chunk = severed
+          ? errorChunk(chunkCtx, defaultModel(ctx.brand), {
+              code: 502,
+              message: "The connection to the intern broke without its confirmation.",
+              reason: "stream_severed",
+              retryable: true,
+            })
+          : errorChunk(chunkCtx, defaultModel(ctx.brand), {
+              code: pub.status,
+              message: pub.body.error.message,
+              reason,
+              retryable: (pub.body.error.metadata?.retryable as boolean | undefined) ?? false,
+            });
+        await sse.data(JSON.stringify(chunk));
+      }
+    }
+  } finally {
+    if (sse.isOpen) {
+      if (!finalSent) await sse.data(JSON.stringify(finalChunk(chunkCtx, defaultModel(ctx.brand), sessionHint, null)));
+      await sse.write(DONE);
+    }
+    reply.raw.off("close", onClose);
+    sse.end();
+  }
+}

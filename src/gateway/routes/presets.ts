@@ -1,0 +1,192 @@
+/**
+ * Preset routes: create a preset (or a new version) from a chat-completions body, and the reads.
+ * The body is handed to the core untouched (as a Struct), so the core alone decides validity and
+ * stores values exactly as sent; the JSON schema below documents the body for the OpenAPI document.
+ */
+import { createClient } from "@connectrpc/connect";
+import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
+import { PresetsService } from "../../gen/portico/presets/v1/presets_service_pb.js";
+import type { GatewayContext } from "../context.js";
+import { publicError } from "../errors.js";
+import { parsePage } from "../pagination.js";
+import {
+  presentPreset,
+  presentPresetVersion,
+  presentPresetWithVersion,
+  presetSchema,
+  presetVersionSchema,
+  presetWithVersionSchema,
+} from "../presenters/presets.js";
+import { callOptionsFor } from "../rpc.js";
+import { errorResponses, paginationQuerySchema } from "../schemas.js";
+
+const slugParam = {
+  type: "string",
+  minLength: 1,
+  description: "Preset slug: 1 to 100 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.",
+} as const;
+
+/** Documentation of the ChatRequest body. Not enforced here: the core validates (and names the field). */
+const chatRequestBodySchema = {
+  type: "object",
+  required: ["messages"],
+  additionalProperties: true,
+  description:
+    "An OpenAI-compatible chat-completions request. Only fields overlapping the preset configuration are stored " +
+    "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored.",
+  properties: {
+    messages: { type: "array", minItems: 1, items: { type: "object", additionalProperties: true } },
+    model: { type: "string" },
+    models: { type: "array", items: { type: "string" } },
+    temperature: { type: ["number", "null"], minimum: 0, maximum: 2 },
+    top_p: { type: ["number", "null"], minimum: 0, maximum: 1 },
+    top_k: { type: ["integer", "null"] },
+    frequency_penalty: { type: ["number", "null"], minimum: -2, maximum: 2 },
+    presence_penalty: { type: ["number", "null"], minimum: -2, maximum: 2 },
+    max_tokens: { type: ["integer", "null"] },
+    max_completion_tokens: { type: ["integer", "null"] },
+    seed: { type: ["integer", "null"] },
+    stop: { type: ["string", "array", "null"], maxItems: 4 },
+    provider: { type: ["object", "null"], additionalProperties: true },
+    plugins: { type: "array", items: { type: "object", additionalProperties: true } },
+    tools: { type: "array", items: { type: "object", additionalProperties: true } },
+    reasoning: { type: "object", additionalProperties: true },
+    response_format: { type: "object", additionalProperties: true },
+    stream: { type: "boolean" },
+  },
+} as const;
+
+/** Hands the body to the handler unchanged (the core owns validation). */
+const passThrough: FastifySchemaCompiler<unknown> = () => (data) => ({ value: data });
+
+const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
+
+export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  const client = createClient(PresetsService, ctx.transport);
+
+  api.post<{ Params: { slug: string }; Body: unknown }>(
+    "/presets/:slug/chat/completions",
+    {
+      validatorCompiler: passThrough,
+      schema: {
+        summary: "Create a preset, or a new version of it, from a chat-completions request",
+        tags: ["presets"],
+        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        body: chatRequestBodySchema,
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+          ...errorResponses(400, 401, 403, 404, 409, 500),
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
+      }
+      const res = await client.createPresetVersion(
+        { slug: req.params.slug, request: { case: "chatRequestJson", value: body as Record<string, never> } },
+        callOptionsFor(req),
+      );
+      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
+    },
+  );
+
+  api.get(
+    "/presets",
+    {
+      schema: {
+        summary: "List the workspace's presets, most recently updated first",
+        tags: ["presets"],
+        querystring: paginationQuerySchema,
+        response: {
+          200: {
+            type: "object",
+            required: ["data", "total_count"],
+            properties: { data: { type: "array", items: presetSchema }, total_count: { type: "integer" } },
+          },
+          ...errorResponses(400, 401, 500),
+        },
+      },
+    },
+    async (req) => {
+      const page = parsePage(req.query);
+      const res = await client.listPresets(page, callOptionsFor(req));
+      return { data: res.presets.map(presentPreset), total_count: res.totalCount };
+    },
+  );
+
+  api.get<{ Params: { slug: string } }>(
+    "/presets/:slug",
+    {
+      schema: {
+        summary: "Get a preset with its designated version",
+        tags: ["presets"],
+        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+          ...errorResponses(400, 401, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const res = await client.getPreset({ slug: req.params.slug }, callOptionsFor(req));
+      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
+    },
+  );
+
+  api.get<{ Params: { slug: string } }>(
+    "/presets/:slug/versions",
+    {
+      schema: {
+        summary: "List a preset's versions, oldest first",
+        tags: ["presets"],
+        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        querystring: paginationQuerySchema,
+        response: {
+          200: {
+            type: "object",
+            required: ["data", "total_count"],
+            properties: { data: { type: "array", items: presetVersionSchema }, total_count: { type: "integer" } },
+          },
+          ...errorResponses(400, 401, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const page = parsePage(req.query);
+      const res = await client.listPresetVersions({ slug: req.params.slug, ...page }, callOptionsFor(req));
+      return { data: res.versions.map(presentPresetVersion), total_count: res.totalCount };
+    },
+  );
+
+  api.get<{ Params: { slug: string; version: string } }>(
+    "/presets/:slug/versions/:version",
+    {
+      schema: {
+        summary: "Get one version of a preset",
+        tags: ["presets"],
+        params: {
+          type: "object",
+          required: ["slug", "version"],
+          properties: {
+            slug: slugParam,
+            version: { type: "string", minLength: 1, description: "Version number as a decimal string, e.g. \"1\"." },
+          },
+        },
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetVersionSchema } },
+          ...errorResponses(400, 401, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const res = await client.getPresetVersion(
+        { slug: req.params.slug, version: req.params.version },
+        callOptionsFor(req),
+      );
+      if (!res.version) throw new Error("core returned no version");
+      return { data: presentPresetVersion(res.version) };
+    },
+  );
+}

@@ -1,0 +1,126 @@
+/**
+ * The host engine without a link: the bounded per-run queue, the paused-run limit, idle agent
+ * reaping and how a reaped session comes back (resume, load or new).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { create } from "@bufbuild/protobuf";
+import { ApprovalMode, StartRunSchema, type RunEvent } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
+import { createHostEngine, sessionFolderName, type HostEngine } from "../../../src/host/engine.js";
+import { resolveLimits, type InternHostLimits } from "../../../src/host/options.js";
+import { scriptedAgentLauncher, type ScriptedAgentConfig } from "../../fixtures/scripted-agent.js";
+
+let engine: HostEngine | undefined;
+const roots: string[] = [];
+afterEach(async () => {
+  await engine?.close();
+  engine = undefined;
+  for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
+});
+
+const seen: string[] = [];
+
+function make(limits: Partial<InternHostLimits>, config: ScriptedAgentConfig = {}): HostEngine {
+  seen.length = 0;
+  const workRoot = mkdtempSync(join(tmpdir(), "portico-engine-"));
+  roots.push(workRoot);
+  engine = createHostEngine({
+    profile: { command: "unused" },
+    workRoot,
+    limits: resolveLimits(limits),
+    logger: pino({ level: "silent" }),
+    runAs: undefined,
+    bwrap: undefined,
+    launcher: scriptedAgentLauncher(config, { observe: (e) => seen.push(e.type) }),
+    hostVersion: "test",
+    onReadable: () => {},
+    onCapacity: () => {},
+  });
+  return engine;
+}
+
+function start(e: HostEngine, runId: string, sessionId: string, prompt: unknown, manual = false): void {
+  e.startRun(
+    create(StartRunSchema, {
+      runId,
+      sessionId,
+      prompt: typeof prompt === "string" ? prompt : JSON.stringify(prompt),
+      approvalMode: manual ? ApprovalMode.MANUAL : ApprovalMode.SELF_DRIVE,
+    }),
+  );
+}
+
+function drain(e: HostEngine, into: RunEvent[]): RunEvent[] {
+  for (let ev = e.takeEvent(); ev; ev = e.takeEvent()) into.push(ev);
+  return into;
+}
+
+async function until(pred: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error("timeout");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("host engine", () => {
+  it("fails a run with attachment_failed (410) when its queue overflows, without seq gaps", async () => {
+    const e = make({ maxQueuedBytesPerRun: 20_000 });
+    start(e, "r1", "s1", { steps: [{ flood: { chunks: 100, size: 1000 } }] });
+    await until(() => e.capacity().runningRuns === 0);
+    const events = drain(e, []);
+    expect(events.map((x) => x.seq)).toEqual(events.map((_, i) => BigInt(i + 1)));
+    const last = events.at(-1)!;
+    expect(last.event.case).toBe("turnFailed");
+    expect(last.event.value).toMatchObject({ code: 410, reason: "attachment_failed" });
+    expect(events.filter((x) => x.event.case === "content").length).toBeLessThan(20);
+    expect(seen).toContain("cancel");
+  });
+
+  it("refuses to hold more paused runs than allowed", async () => {
+    const e = make({ maxPausedRuns: 1 });
+    const q = { steps: [{ sleep: 150 }, { question: {} }] };
+    start(e, "r1", "s1", q, true);
+    start(e, "r2", "s2", q, true);
+    const events: RunEvent[] = [];
+    await until(() => drain(e, events).some((x) => x.event.case === "turnFailed"));
+    const failed = events.find((x) => x.event.case === "turnFailed")!;
+    expect(failed.event.value).toMatchObject({ code: 503, reason: "busy", retryable: true });
+    expect(events.filter((x) => x.event.case === "question")).toHaveLength(1);
+    // with one run paused, a new run is refused at once
+    start(e, "r3", "s3", "hi");
+    drain(e, events);
+    expect(events.find((x) => x.runId === "r3")?.event).toMatchObject({ case: "rejected", value: { reason: "busy" } });
+  });
+
+  it("reaps idle agents and brings sessions back with resume, load or a new session", async () => {
+    for (const [config, expected] of [
+      [{ resume: true }, "resume"],
+      [{ loadSession: true }, "load"],
+      [{}, "new"],
+    ] as const) {
+      const e = make({ idleAgentTtlMs: 300 }, config);
+      start(e, "r1", "s1", "one");
+      await until(() => e.capacity().runningRuns === 0);
+      expect(e.sessions()[0]!.agentAlive).toBe(true);
+      await until(() => !e.sessions()[0]!.agentAlive, 5000);
+      start(e, "r2", "s1", "two");
+      await until(() => e.capacity().runningRuns === 0);
+      const events = drain(e, []);
+      expect(events.filter((x) => x.event.case === "turnEnded")).toHaveLength(2);
+      expect(seen.filter((t) => t === "new" || t === "resume" || t === "load")).toEqual(["new", expected]);
+      await e.close();
+      engine = undefined;
+    }
+  });
+
+  it("names session folders safely", () => {
+    expect(sessionFolderName("sess-1")).toBe("sess-1");
+    expect(sessionFolderName("../etc")).toMatch(/^h-[0-9a-f]{32}$/);
+    expect(sessionFolderName("a/b")).toMatch(/^h-/);
+    expect(sessionFolderName("x".repeat(200))).toMatch(/^h-/);
+  });
+});
