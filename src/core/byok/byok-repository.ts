@@ -54,18 +54,22 @@ function jsonList(value: string[] | null) {
 }
 
 export function createByokRepository(db: Db, provider: DbProvider) {
-  /** Serializes writers of one workspace (PostgreSQL row lock; SQLite transactions are already serial). */
-  const lockWorkspace = async (tx: DbTransaction, workspaceId: string) => {
+  /**
+   * Takes the write lock a read-then-write transaction needs before it reads. PostgreSQL: a row lock.
+   * SQLite: a no-op write as the first statement, so the transaction holds the database write lock
+   * (waiting up to the busy timeout) before it takes a read snapshot; otherwise another process's
+   * write in between makes the later write fail with SQLITE_BUSY_SNAPSHOT.
+   */
+  const lockRow = async (tx: DbTransaction, table: "Workspace" | "ByokCredential", id: string) => {
     if (provider === "postgresql") {
-      await tx.$queryRawUnsafe(`SELECT "id" FROM "Workspace" WHERE "id" = $1 FOR UPDATE`, workspaceId);
+      await tx.$queryRawUnsafe(`SELECT "id" FROM "${table}" WHERE "id" = $1 FOR UPDATE`, id);
+    } else {
+      await tx.$executeRawUnsafe(`UPDATE "${table}" SET "deletedAt" = "deletedAt" WHERE "id" = ?`, id);
     }
   };
-
-  const lockCredential = async (tx: DbTransaction, id: string) => {
-    if (provider === "postgresql") {
-      await tx.$queryRawUnsafe(`SELECT "id" FROM "ByokCredential" WHERE "id" = $1 FOR UPDATE`, id);
-    }
-  };
+  /** Serializes writers of one workspace (sort_order assignment). */
+  const lockWorkspace = (tx: DbTransaction, workspaceId: string) => lockRow(tx, "Workspace", workspaceId);
+  const lockCredential = (tx: DbTransaction, id: string) => lockRow(tx, "ByokCredential", id);
 
   return {
     /** A non-deleted workspace of the organization, or null (missing, deleted and foreign look alike). */
