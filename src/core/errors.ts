@@ -2,32 +2,10 @@
  * Errors the core raises on purpose: a ConnectError carrying an ErrorDetail (reason, retryable,
  * Retry-After, field). The gateway turns (code, reason) into the public HTTP status with one table.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
-import { create } from "@bufbuild/protobuf";
-import { ErrorDetailSchema, type ErrorDetail } from "../gen/portico/errors/v1/error_detail_pb.js";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { serviceError } from "../lib/service-error.js";
 
-export interface ServiceErrorOptions {
-  retryable?: boolean;
-  retryAfterSeconds?: number;
-  field?: string;
-  hideMetadata?: boolean;
-}
-
-export function serviceError(code: Code, reason: string, message: string, opts: ServiceErrorOptions = {}): ConnectError {
-  const detail = create(ErrorDetailSchema, {
-    reason,
-    retryable: opts.retryable ?? false,
-    retryAfterSeconds: opts.retryAfterSeconds ?? 0,
-    field: opts.field ?? "",
-    hideMetadata: opts.hideMetadata ?? false,
-  });
-  return new ConnectError(message, code, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
-}
-
-/** Reads the ErrorDetail of a ConnectError, if it has one. */
-export function errorDetailOf(err: ConnectError): ErrorDetail | undefined {
-  return err.findDetails(ErrorDetailSchema)[0];
-}
+export { serviceError, errorDetailOf, type ServiceErrorOptions } from "../lib/service-error.js";
 
 export const MANAGEMENT_REQUIRED = "Only management keys can perform this operation";
 export const CREATOR_DEPARTED =

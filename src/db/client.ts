@@ -114,6 +114,8 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
           `PRAGMA busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`,
           "PRAGMA foreign_keys = ON",
           "PRAGMA synchronous = NORMAL",
+          // Deleted rows (e.g. wiped BYOK ciphertext) are overwritten, not left in free pages.
+          "PRAGMA secure_delete = ON",
         ].join(";\n"),
       );
       return adapter;

@@ -3,7 +3,7 @@
  * `{error: {code, message, metadata?}}` where code equals the HTTP status.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { errorDetailOf } from "../core/errors.js";
+import { errorDetailOf } from "../lib/service-error.js";
 
 /** Reasons whose status does not follow from the Connect code alone. Checked first. */
 const STATUS_BY_REASON: Record<string, number> = {

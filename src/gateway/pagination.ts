@@ -1,5 +1,5 @@
 import { ConnectError, Code } from "@connectrpc/connect";
-import { serviceError } from "../core/errors.js";
+import { serviceError } from "../lib/service-error.js";
 
 export interface Page {
   offset: number;

@@ -3,6 +3,9 @@
  * h2c port, and the gateway on a loopback HTTP port reaching the core in-memory (as `portico serve`
  * does). Bootstraps an organization and offers helpers to create more tenants and keys.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { loadConfig, type Config } from "../../src/config.js";
@@ -66,7 +69,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   });
   const logger = createLogger({ level: "debug", destination: sink });
   const config = loadConfig({
-    PORTICO_DATA_DIR: database.url.startsWith("file:") ? database.url.slice(5).replace(/\/[^/]*$/, "") : "/tmp/portico-test",
+    PORTICO_DATA_DIR: database.url.startsWith("file:")
+      ? database.url.slice(5).replace(/\/[^/]*$/, "")
+      : mkdtempSync(join(tmpdir(), "portico-pg-test-")),
     HOST: "127.0.0.1",
     PORT: "0",
     PORTICO_GRPC_PORT: "0",

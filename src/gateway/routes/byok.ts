@@ -7,7 +7,7 @@
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ByokService } from "../../gen/portico/byok/v1/byok_service_pb.js";
-import { serviceError } from "../../core/errors.js";
+import { serviceError } from "../../lib/service-error.js";
 import { Code } from "@connectrpc/connect";
 import type { GatewayContext } from "../context.js";
 import { parsePage } from "../pagination.js";
