@@ -35,6 +35,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const app = fastify({
     loggerInstance: opts.logger.child({ component: "gateway" }),
     bodyLimit: opts.bodyLimitBytes,
+    // Path parameters (slugs, ids) are validated by the core; let long ones reach it for a 400 in the envelope.
+    routerOptions: { maxParamLength: 1024 },
     logController: new LogController({ disableRequestLogging: true }),
     requestIdHeader: false,
     genReqId: (req) => {

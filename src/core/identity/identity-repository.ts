@@ -8,28 +8,57 @@ import { generateApiKey, hashSecret, labelForSecret } from "./keys.js";
 
 export class IdentityError extends Error {}
 
+interface KeyRow {
+  keyId: string;
+  keyHash: string;
+  keyLabel: string;
+  organizationId: string;
+  workspaceId: string;
+  userId: string;
+  isManagement: unknown;
+  disabled: unknown;
+  revoked: unknown;
+  internsProgramme: unknown;
+  creatorIsMember: unknown;
+}
+
+/** SQLite returns booleans and CASE results as 0/1 (number or bigint); PostgreSQL as booleans/numbers. */
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || value === 1n || value === "1" || value === "t";
+}
+
 export function createIdentityRepository(db: Db) {
   return {
-    /** Resolves a key hash into everything the auth interceptor needs, in one query plus a membership check. */
+    /**
+     * Resolves a key hash into everything the auth interceptor needs in one statement (key, its
+     * organization and the creator's membership): this runs on every request, so one round trip.
+     */
     async findKeyByHash(keyHash: string): Promise<KeyRecord | null> {
-      const key = await db.apiKey.findUnique({ where: { hash: keyHash }, include: { organization: true } });
-      if (!key) return null;
-      const membership = await db.membership.findUnique({
-        where: { organizationId_userId: { organizationId: key.organizationId, userId: key.creatorUserId } },
-        select: { removedAt: true },
-      });
+      const rows = await db.$queryRaw<KeyRow[]>`
+        SELECT k."id" AS "keyId", k."hash" AS "keyHash", k."label" AS "keyLabel",
+               k."organizationId" AS "organizationId", k."workspaceId" AS "workspaceId",
+               k."creatorUserId" AS "userId", k."isManagement" AS "isManagement", k."disabled" AS "disabled",
+               CASE WHEN k."revokedAt" IS NULL THEN 0 ELSE 1 END AS "revoked",
+               o."internsProgramme" AS "internsProgramme",
+               CASE WHEN m."id" IS NOT NULL AND m."removedAt" IS NULL THEN 1 ELSE 0 END AS "creatorIsMember"
+        FROM "ApiKey" k
+        JOIN "Organization" o ON o."id" = k."organizationId"
+        LEFT JOIN "Membership" m ON m."organizationId" = k."organizationId" AND m."userId" = k."creatorUserId"
+        WHERE k."hash" = ${keyHash}`;
+      const row = rows[0];
+      if (!row) return null;
       return {
-        keyId: key.id,
-        keyHash: key.hash,
-        keyLabel: key.label,
-        organizationId: key.organizationId,
-        workspaceId: key.workspaceId,
-        userId: key.creatorUserId,
-        isManagement: key.isManagement,
-        internsProgramme: key.organization.internsProgramme,
-        disabled: key.disabled,
-        revoked: key.revokedAt !== null,
-        creatorIsMember: membership !== null && membership.removedAt === null,
+        keyId: row.keyId,
+        keyHash: row.keyHash,
+        keyLabel: row.keyLabel,
+        organizationId: row.organizationId,
+        workspaceId: row.workspaceId,
+        userId: row.userId,
+        isManagement: truthy(row.isManagement),
+        internsProgramme: truthy(row.internsProgramme),
+        disabled: truthy(row.disabled),
+        revoked: truthy(row.revoked),
+        creatorIsMember: truthy(row.creatorIsMember),
       };
     },
 

@@ -254,6 +254,17 @@ describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (prov
     expect((await api(h, "GET", "/presets/nope", { key: h.tenant.apiKey })).status).toBe(404);
   });
 
+  it("documents the routes in the OpenAPI document", async () => {
+    const doc = await api(h, "GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    const paths = Object.keys(doc.json.paths);
+    for (const p of ["/api/v1/presets/{slug}/chat/completions", "/api/v1/presets", "/api/v1/presets/{slug}", "/api/v1/presets/{slug}/versions", "/api/v1/presets/{slug}/versions/{version}"]) {
+      expect(paths).toContain(p);
+    }
+    const create = doc.json.paths["/api/v1/presets/{slug}/chat/completions"].post;
+    expect(Object.keys(create.responses).sort()).toEqual(["200", "400", "401", "403", "404", "409", "500"]);
+  });
+
   it("numbers 50 concurrent creates on one slug exactly 1..50", async () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => create("contended", { ...docBody, seed: i })),

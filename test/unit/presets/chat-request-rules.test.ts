@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
 import { RuleViolation } from "../../../src/core/presets/json-rules.js";
 
-const validate = createChatRequestValidator({ brand: "service" });
+const validate: ChatRequestValidator = createChatRequestValidator({ brand: "service" });
 const base = { messages: [{ role: "user", content: "Hello" }] };
 
 function violation(body: unknown): RuleViolation | undefined {
@@ -254,7 +254,7 @@ describe("chat request rules", () => {
   });
 
   it("uses the configured brand for server tool types", () => {
-    const other = createChatRequestValidator({ brand: "acme" });
+    const other: ChatRequestValidator = createChatRequestValidator({ brand: "acme" });
     expect(() => other({ ...base, tools: [{ type: "acme:web_search" }] })).not.toThrow();
     expect(() => other({ ...base, tools: [{ type: "service:web_search" }] })).toThrow(RuleViolation);
   });

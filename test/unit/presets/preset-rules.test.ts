@@ -11,7 +11,7 @@ import {
 } from "../../../src/core/presets/preset-rules.js";
 import { RuleViolation } from "../../../src/core/presets/json-rules.js";
 import { chatRequestJson } from "../../../src/core/presets/presets-handler.js";
-import { createChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
 import {
   PresetConflictError,
   createPresetsRepository,
@@ -103,7 +103,7 @@ describe("version and page parameters", () => {
 });
 
 describe("typed chat request", () => {
-  const validate = createChatRequestValidator({ brand: "service" });
+  const validate: ChatRequestValidator = createChatRequestValidator({ brand: "service" });
   it("renders to the same JSON a client would send", () => {
     const req = create(CreatePresetVersionRequestSchema, {
       slug: "x",
