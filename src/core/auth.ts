@@ -72,8 +72,11 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
 }
 
 /** Turns unexpected exceptions into a bare Internal error so no message or stack leaves the core. */
-export function createErrorBoundaryInterceptor(onUnexpected: (err: unknown, procedure: string) => void): Interceptor {
+export function createErrorBoundaryInterceptor(
+  onUnexpected: (err: unknown, procedure: string, requestId: string | null) => void,
+): Interceptor {
   return (next) => async (req) => {
+    const report = (err: unknown, procedure: string) => onUnexpected(err, procedure, req.header.get("x-request-id"));
     try {
       const res = await next(req);
       if (!res.stream) return res;
@@ -84,19 +87,18 @@ export function createErrorBoundaryInterceptor(onUnexpected: (err: unknown, proc
           try {
             yield* inner;
           } catch (err) {
-            throw sanitize(err, req.url, onUnexpected);
+            throw sanitize(err, req.url, report);
           }
         })(),
       };
     } catch (err) {
-      throw sanitize(err, req.url, onUnexpected);
+      throw sanitize(err, req.url, report);
     }
   };
 }
 
 function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {
   if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
-  if (err instanceof ConnectError && err.code === Code.Canceled) return err;
   if (err instanceof ConnectError && err.rawMessage === "Internal Server Error") return err;
   onUnexpected(err, procedure);
   return new ConnectError("Internal Server Error", Code.Internal);

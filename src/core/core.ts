@@ -53,8 +53,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
-    createErrorBoundaryInterceptor((err, procedure) =>
-      logger.error({ err, procedure }, "unexpected error in core handler"),
+    createErrorBoundaryInterceptor((err, procedure, requestId) =>
+      logger.error({ err, procedure, reqId: requestId }, "unexpected error in core handler"),
     ),
     createAuthInterceptor({ lookup: (hash) => identity.findKeyByHash(hash), publicServices: PUBLIC_SERVICES }),
   ];
