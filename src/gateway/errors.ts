@@ -17,6 +17,7 @@ const STATUS_BY_REASON: Record<string, number> = {
   payload_too_large: 413,
   rate_limited: 429,
   intern_unreachable: 502,
+  intern_rejected: 502,
   stream_severed: 502,
   turn_failed: 502,
   timeout: 504,

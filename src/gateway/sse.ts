@@ -13,6 +13,8 @@ export interface SseHeadersOptions {
 
 export class SseWriter {
   private closed = false;
+  private corked = false;
+  private burst = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -23,7 +25,7 @@ export class SseWriter {
     });
   }
 
-  /** Writes the status line and headers at once, so the client sees the stream open. */
+  /** Sets the status line and headers; they leave with the first event (written right after). */
   open(opts: SseHeadersOptions = {}): void {
     const headers: Record<string, string> = {
       "content-type": "text/event-stream; charset=utf-8",
@@ -33,7 +35,6 @@ export class SseWriter {
     };
     if (this.res.req.httpVersionMajor < 2) headers.connection = "keep-alive";
     this.res.writeHead(200, headers);
-    this.res.flushHeaders();
   }
 
   get isOpen(): boolean {
@@ -55,6 +56,21 @@ export class SseWriter {
     if (!this.isOpen) return false;
     let ok: boolean;
     try {
+      // The first write of a loop turn goes straight out (no added latency); further writes before
+      // the event loop's check phase are corked and leave together, so a burst costs one syscall.
+      if (!this.burst) {
+        this.burst = true;
+        setImmediate(() => {
+          this.burst = false;
+          if (this.corked) {
+            this.corked = false;
+            if (!this.res.destroyed) this.res.uncork();
+          }
+        });
+      } else if (!this.corked) {
+        this.corked = true;
+        this.res.cork();
+      }
       ok = this.res.write(text);
     } catch {
       this.closed = true;

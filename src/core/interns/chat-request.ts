@@ -3,8 +3,7 @@
  * in the core so gRPC callers meet the same rules as HTTP callers. Pure: no I/O.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import { toJson } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import type { StreamChatRequest } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import { badRequest } from "./intern-errors.js";
 
@@ -23,6 +22,28 @@ export type ChatIntent =
 function lengthBetween(value: string, min: number, max: number): boolean {
   const n = [...value].length;
   return n >= min && n <= max;
+}
+
+/** google.protobuf.Value → JSON; a Value without a kind (some gRPC clients send one) is undefined. */
+export function valueToJson(v: Value): JsonValue | undefined {
+  const k = v.kind;
+  switch (k.case) {
+    case "nullValue":
+      return null;
+    case "numberValue":
+    case "stringValue":
+    case "boolValue":
+      return k.value;
+    case "listValue":
+      return k.value.values.map((x) => valueToJson(x) ?? null);
+    case "structValue": {
+      const out: Record<string, JsonValue> = {};
+      for (const [key, x] of Object.entries(k.value.fields)) out[key] = valueToJson(x) ?? null;
+      return out;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** A string, or an array of text parts joined; anything else is undefined. */
@@ -66,7 +87,7 @@ export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, hea
   }
   const lastIndex = req.messages.length - 1;
   const last = req.messages[lastIndex]!;
-  const content = last.content ? (toJson(ValueSchema, last.content) as JsonValue) : null;
+  const content = last.content ? valueToJson(last.content) : null;
   if (last.role === "user") {
     const prompt = textOf(content);
     if (prompt === undefined) {

@@ -113,6 +113,11 @@ export function createInternRepository(db: Db) {
       }
     },
 
+    /** Creates a brand-new session (a freshly minted key) already locked by runId: one statement. */
+    async createLockedSession(internId: string, sessionKey: string, runId: string) {
+      return db.internSession.create({ data: { internId, sessionKey, activeRunId: runId } });
+    },
+
     /** Takes the session's turn lock for runId; false when another run holds it. */
     async lockSession(sessionId: string, runId: string): Promise<boolean> {
       const res = await db.internSession.updateMany({

@@ -10,6 +10,7 @@ import { createInternsHandler } from "./interns-handler.js";
 import { createInternLinkHandler } from "./link-handler.js";
 import { LinkRegistry } from "./link-registry.js";
 import { createRunManager } from "./run-manager.js";
+import { createBackground } from "./background.js";
 
 export interface InternsModuleDeps {
   db: Db;
@@ -20,8 +21,10 @@ export interface InternsModuleDeps {
 export function createInternsModule(deps: InternsModuleDeps) {
   const repo = createInternRepository(deps.db);
   const links = new LinkRegistry();
+  const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
   const manager = createRunManager({
     repo,
+    background,
     links,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
@@ -29,6 +32,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
   });
   const linkHandler = createInternLinkHandler({
     repo,
+    background,
     links,
     manager: () => manager,
     config: deps.config.interns,
@@ -48,6 +52,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
       const open = links.all();
       for (const link of open) link.close("core shutting down");
       await Promise.all(open.map((l) => repo.markDetached(l.internId, deps.config.instanceId).catch(() => undefined)));
+      await background.drain();
     },
   };
 }

@@ -13,9 +13,11 @@ import { bearerToken, digestsEqual, hashSecret } from "../identity/keys.js";
 import type { InternRepository } from "./intern-repository.js";
 import { InternLink, type LinkRegistry } from "./link-registry.js";
 import type { RunManager } from "./run-manager.js";
+import type { Background } from "./background.js";
 
 export interface LinkHandlerDeps {
   repo: InternRepository;
+  background: Background;
   links: LinkRegistry;
   manager: () => RunManager;
   config: InternChatConfig;
@@ -51,7 +53,7 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
           onClosed: (l, reason) => {
             manager.onLinkClosed(l, reason);
             if (deps.links.remove(l)) {
-              void deps.repo.markDetached(l.internId, deps.instanceId).catch(() => undefined);
+              deps.background.run(() => deps.repo.markDetached(l.internId, deps.instanceId));
             }
           },
         },

@@ -43,9 +43,12 @@ import {
 } from "./intern-errors.js";
 import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRecord } from "./intern-repository.js";
 import type { InternLink, LinkRegistry } from "./link-registry.js";
+import type { Background } from "./background.js";
 
 /** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
 export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
+/** How much later than the core's deadline the host's backstop deadline fires. */
+const HOST_BACKSTOP_GRACE_MS = 2_000;
 /** Retry-After for 503 busy (the host is at capacity). */
 const HOST_BUSY_RETRY_AFTER_S = 5;
 
@@ -129,6 +132,7 @@ export class ActiveRun {
 
 export interface RunManagerDeps {
   repo: InternRepository;
+  background: Background;
   links: LinkRegistry;
   config: InternChatConfig;
   instanceId: string;
@@ -178,7 +182,8 @@ function rejectedError(r: RunRejected): ConnectError {
 }
 
 export function createRunManager(deps: RunManagerDeps) {
-  const { repo, links, config, logger } = deps;
+  const { repo, links, config, logger, background } = deps;
+  const later = (work: () => Promise<unknown>) => background.run(work);
   const runs = new Map<string, ActiveRun>();
   const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
   let sweeping = false;
@@ -214,13 +219,13 @@ export function createRunManager(deps: RunManagerDeps) {
   function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
     switch (e.case) {
       case "turnEnded":
-        void finishRun(run, "finished", e.value.stopReason || "end_turn");
+        later(() => finishRun(run, "finished", e.value.stopReason || "end_turn"));
         return;
       case "turnFailed":
-        void finishRun(run, "failed", e.value.reason || "turn_failed");
+        later(() => finishRun(run, "failed", e.value.reason || "turn_failed"));
         return;
       case "runEnded":
-        void finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended");
+        later(() => finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended"));
         return;
       default:
         return;
@@ -246,7 +251,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.clearQueue();
     run.link?.cancelRun(run.id, CancelReason.OPERATOR);
     if (run.attached) run.push({ kind: "overflow" });
-    else void finishRun(run, "failed", "attachment_failed");
+    else later(() => finishRun(run, "failed", "attachment_failed"));
   }
 
   // ---------- events from links ----------
@@ -289,7 +294,7 @@ export function createRunManager(deps: RunManagerDeps) {
     if (e.case === "started" || e.case === "rejected" || e.case === undefined) return;
     if (e.case === "model") {
       if (e.value.model && e.value.model !== run.model) {
-        void repo.setInternModel(run.internId, e.value.model).catch(() => undefined);
+        later(() => repo.setInternModel(run.internId, e.value.model));
       }
       if (!run.attached) run.model = e.value.model;
     }
@@ -313,7 +318,7 @@ export function createRunManager(deps: RunManagerDeps) {
       } else if (run.attached) {
         run.push({ kind: "severed" });
       } else {
-        void finishRun(run, "ended", "stream_severed");
+        later(() => finishRun(run, "ended", "stream_severed"));
       }
     }
     log.info({ internId: link.internId, reason }, "intern link closed");
@@ -358,10 +363,15 @@ export function createRunManager(deps: RunManagerDeps) {
       throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
     }
 
-    const sessionKey = input.sessionKey ?? randomUUID();
-    const session = await repo.ensureSession(intern.id, sessionKey);
     const runId = randomUUID();
-    await takeTurnLock(session.id, runId);
+    const sessionKey = input.sessionKey ?? randomUUID();
+    let session: { id: string };
+    if (input.sessionKey === undefined) {
+      session = await repo.createLockedSession(intern.id, sessionKey, runId);
+    } else {
+      session = await repo.ensureSession(intern.id, sessionKey);
+      await takeTurnLock(session.id, runId);
+    }
     try {
       await repo.createRun({ id: runId, internId: intern.id, sessionId: session.id, sessionKey, approvalMode: input.approvalMode });
     } catch (err) {
@@ -384,7 +394,8 @@ export function createRunManager(deps: RunManagerDeps) {
       sessionId: sessionKey,
       prompt: input.prompt,
       approvalMode: input.approvalMode === "manual" ? ApprovalMode.MANUAL : ApprovalMode.SELF_DRIVE,
-      interactionDeadlineMs: BigInt(config.interactionDeadlineMs),
+      // The host's own backstop fires only if the core could not (link down): later than ours.
+      interactionDeadlineMs: BigInt(config.interactionDeadlineMs + config.linkLivenessTimeoutMs + HOST_BACKSTOP_GRACE_MS),
     });
     if (!sent) run.startWaiter?.reject(internUnreachable());
     try {
@@ -429,7 +440,7 @@ export function createRunManager(deps: RunManagerDeps) {
     const inter = run.interaction;
     if (!inter) return;
     run.deadlineTimer = setTimeout(
-      () => void expireInteraction(inter.id, run.id).catch((err) => log.error({ err }, "deadline expiry failed")),
+      () => later(() => expireInteraction(inter.id, run.id)),
       Math.max(0, inter.deadlineAt.getTime() - Date.now()),
     );
     run.deadlineTimer.unref();
@@ -454,7 +465,9 @@ export function createRunManager(deps: RunManagerDeps) {
     const link = links.get(input.intern.id);
     if (!link) throw internUnreachable();
     const run = runs.get(row.id);
-    if (!run || run.link !== link) throw internUnreachable();
+    // This process holds the intern's link, so every live run of it is in memory: a missing one is ending.
+    if (!run || run.state === "done") throw interactionNotPending();
+    if (run.link !== link) throw internUnreachable();
     if (run.attached) throw interactionNotPending();
     if (!(await repo.claimInteraction(inter.id, now))) throw interactionNotPending();
     if (run.attached || run.state !== "paused") {
@@ -504,7 +517,12 @@ export function createRunManager(deps: RunManagerDeps) {
     const extra: Parameters<InternRepository["transitionRun"]>[3] = { lastSeq: run.lastSeq };
     if (run.model) extra.model = run.model;
     await repo.transitionRun(run.id, ["streaming"], "paused", extra);
-    if (run.state !== "done") run.state = "paused";
+    if (run.state === "done") {
+      // The client left (or the link broke) while the pause was being recorded: the run is over.
+      await repo.setInteractionState(id, ["pending"], "void");
+      return;
+    }
+    run.state = "paused";
     run.interaction = { id, deadlineAt };
     scheduleDeadline(run);
   }
@@ -524,7 +542,7 @@ export function createRunManager(deps: RunManagerDeps) {
         continue;
       }
       if (item.kind === "overflow") {
-        void finishRun(run, "failed", "attachment_failed");
+        later(() => finishRun(run, "failed", "attachment_failed"));
         return;
       }
       if (item.kind === "event") {
@@ -542,7 +560,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.link?.cancelRun(run.id, CancelReason.CLIENT_DISCONNECTED);
     run.clearQueue();
     run.push({ kind: "aborted" });
-    void finishRun(run, "cancelled", "client_disconnected");
+    later(() => finishRun(run, "cancelled", "client_disconnected"));
   }
 
   // ---------- links opening ----------
@@ -617,7 +635,7 @@ export function createRunManager(deps: RunManagerDeps) {
       sweeping = false;
     }
   }
-  const sweeper = setInterval(() => void sweep(), sweepMs);
+  const sweeper = setInterval(() => later(sweep), sweepMs);
   sweeper.unref();
 
   return {

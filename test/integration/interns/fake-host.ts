@@ -161,11 +161,17 @@ export function startFakeHost(opts: FakeHostOptions): FakeHost {
     wake = undefined;
     w?.();
   };
+  let head = 0;
   const outbox: AsyncIterable<AttachRequest> = {
     async *[Symbol.asyncIterator]() {
       while (!done) {
-        const m = queue.shift();
-        if (m) {
+        if (head < queue.length) {
+          const m = queue[head]!;
+          queue[head++] = undefined as unknown as AttachRequest;
+          if (head > 4096 && head * 2 > queue.length) {
+            queue.splice(0, head);
+            head = 0;
+          }
           yield m;
           continue;
         }

@@ -1,0 +1,234 @@
+/**
+ * End to end through the real intern host (src/host) driving the scripted ACP agent, over the real
+ * gRPC link to the core, with the HTTP gateway in front: a whole run, pause and answer, two answers
+ * at once, deadline expiry, an answer racing the deadline, client disconnect (the agent sees the
+ * cancel within 1 s) and — with the host as a separate process — the host killed mid-run.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createInternHost, type InternHost } from "../../../src/host/link.js";
+import { scriptedAgentCommand, scriptedAgentLauncher } from "../../fixtures/scripted-agent.js";
+import { startHarness, type Harness } from "../../helpers/harness.js";
+import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "../../integration/interns/sse-client.js";
+
+const REPO = resolve(import.meta.dirname, "../../..");
+const DEADLINE_MS = 1500;
+const ENV = {
+  PORTICO_HEARTBEAT_INTERVAL_MS: "2000",
+  PORTICO_INTERN_START_TIMEOUT_MS: "15000",
+  PORTICO_LINK_PING_INTERVAL_MS: "200",
+  PORTICO_LINK_LIVENESS_TIMEOUT_MS: "1500",
+  PORTICO_INTERACTION_DEADLINE_MS: String(DEADLINE_MS),
+  PORTICO_INTERN_RATE_LIMIT: "10000",
+};
+
+const script = (s: unknown) => JSON.stringify(s);
+const QUESTION = script({ steps: [{ content: "plan" }, { question: { toolCallId: "t1", kind: "execute", title: "ls" } }, { content: " done" }] });
+
+describe.each(["sqlite", "postgresql"] as const)("intern chat through the real host, in-process agent (%s)", (provider) => {
+  let h: Harness;
+  let internId: string;
+  let host: InternHost;
+  let dir: string;
+  const observed: Array<{ type: string; sessionId: string; at: number }> = [];
+
+  beforeAll(async () => {
+    h = await startHarness({ provider, env: ENV });
+    let token: string;
+    ({ internId, token } = await createTestIntern(h));
+    dir = mkdtempSync(join(tmpdir(), "portico-e2e-interns-"));
+    chmodSync(dir, 0o755);
+    host = createInternHost({
+      coreUrl: h.coreUrl,
+      token,
+      profile: { command: "scripted", name: "scripted" },
+      workRoot: dir,
+      runAs: null,
+      bwrapPath: null,
+      launcher: scriptedAgentLauncher({ model: "scripted-1" }, { observe: (e) => observed.push({ ...e, at: Date.now() }) }),
+    });
+    expect(await host.ready).toBe(internId);
+  });
+  afterAll(async () => {
+    await host?.close();
+    await h?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("streams a whole run with usage", async () => {
+    const r = await chat(
+      h,
+      internId,
+      chatBody(script({ steps: [{ reasoning: "thinking" }, { content: "Hello" }, { content: " world" }], usage: { inputTokens: 7, outputTokens: 3, totalTokens: 10 } })),
+      { key: h.tenant.apiKey },
+    );
+    expect(r.status).toBe(200);
+    expect(r.chunks[0].choices[0].delta).toEqual({ role: "assistant" });
+    expect(r.chunks.some((c) => c.choices[0]?.delta?.reasoning === "thinking")).toBe(true);
+    expect(contentOf(r.chunks)).toBe("Hello world");
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+    expect(finalOf(r.chunks).usage).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 });
+    expect(r.chunks.find((c) => c.choices[0]?.delta?.content)?.model).toBe("scripted-1");
+    expect(r.done).toBe(true);
+  });
+
+  it("manual mode pauses on the permission question and continues after allow_once; two answers at once deliver one", async () => {
+    const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
+    const call = toolCallOf(first.chunks);
+    expect(JSON.parse(call.function.arguments)).toEqual({ kind: "permission", operation: "shell", options: ["allow_once", "allow_always", "reject_once"] });
+    expect(finishOf(first.chunks).choices[0].finish_reason).toBe("tool_calls");
+    expect(finalOf(first.chunks).usage).toBeNull();
+    const sessionId = finalOf(first.chunks).session_id;
+    const [a, b] = await Promise.all([
+      chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey }),
+      chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const won = a.status === 200 ? a : b;
+    expect(contentOf(won.chunks)).toBe("[answer allow] done");
+    expect(finishOf(won.chunks).choices[0].finish_reason).toBe("stop");
+    expect(finalOf(won.chunks).session_id).toBe(sessionId);
+  });
+
+  it("self-drive never pauses", async () => {
+    const r = await chat(h, internId, chatBody(QUESTION), { key: h.tenant.apiKey });
+    expect(toolCallOf(r.chunks)).toBeUndefined();
+    expect(contentOf(r.chunks)).toBe("plan[answer allow] done");
+  });
+
+  it("a client disconnect mid-run reaches the agent as a cancel within 1 s", async () => {
+    let disconnectAt = 0;
+    const r = await chat(h, internId, chatBody(script({ steps: [{ content: "tick" }, { sleep: 30_000 }, { content: "never" }] })), {
+      key: h.tenant.apiKey,
+      onChunk: (_c, all) => {
+        if (contentOf(all) === "tick") {
+          disconnectAt = Date.now();
+          return true;
+        }
+        return false;
+      },
+    });
+    expect(r.done).toBe(false);
+    const start = observed.length;
+    const deadline = Date.now() + 2000;
+    while (!observed.slice(start - 5).some((e) => e.type === "cancel" && e.at >= disconnectAt) && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    const cancel = observed.find((e) => e.type === "cancel" && e.at >= disconnectAt);
+    expect(cancel).toBeDefined();
+    expect(cancel!.at - disconnectAt).toBeLessThan(1000);
+  });
+
+  it("the interaction deadline cancels the paused run on the agent; a late answer gets 409", async () => {
+    const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
+    const call = toolCallOf(first.chunks);
+    const sessionId = finalOf(first.chunks).session_id;
+    const pausedAt = Date.now();
+    const deadline = pausedAt + DEADLINE_MS + 2000;
+    while (!observed.some((e) => e.type === "cancel" && e.at >= pausedAt) && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    const cancel = observed.find((e) => e.type === "cancel" && e.at >= pausedAt);
+    expect(cancel).toBeDefined();
+    expect(cancel!.at - pausedAt).toBeGreaterThanOrEqual(DEADLINE_MS - 100);
+    const late = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey });
+    expect(late.status).toBe(409);
+    expect(late.json.error.metadata.reason).toBe("interaction_not_pending");
+  });
+
+  it("an answer racing the deadline has exactly one outcome", async () => {
+    const results = await Promise.all(
+      [-40, -10, 0, 15].map(async (offset) => {
+        const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
+        const call = toolCallOf(first.chunks);
+        const sessionId = finalOf(first.chunks).session_id;
+        const row = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
+        await new Promise((res) => setTimeout(res, Math.max(0, row.deadlineAt.getTime() - Date.now() + offset)));
+        const r = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey });
+        await new Promise((res) => setTimeout(res, 300));
+        const run = await h.database.db.internRun.findUniqueOrThrow({ where: { id: row.runId } });
+        const inter = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
+        return { status: r.status, content: contentOf(r.chunks), run: run.state, interaction: inter.state };
+      }),
+    );
+    for (const r of results) {
+      if (r.status === 200) expect(r).toMatchObject({ content: "[answer allow] done", run: "finished", interaction: "answered" });
+      else expect(r).toMatchObject({ status: 409, run: "cancelled", interaction: "expired" });
+    }
+  });
+});
+
+describe("intern chat through an intern host process", () => {
+  let h: Harness;
+  let internId: string;
+  let token: string;
+  let dir: string;
+  let child: ChildProcess | undefined;
+
+  const startHostProcess = async () => {
+    const { command, args } = scriptedAgentCommand(REPO);
+    child = spawn(
+      process.execPath,
+      [join(REPO, "bin/portico.mjs"), "intern-host", "--core", h.coreUrl, "--token", token, "--work-root", dir, "--", command, ...args],
+      {
+        cwd: REPO,
+        detached: true,
+        stdio: ["ignore", "ignore", "pipe"],
+        env: { ...process.env, PORTICO_HOST_RUN_AS: "off", PORTICO_HOST_BWRAP: "off", PORTICO_LOG_LEVEL: "warn" },
+      },
+    );
+    const until = Date.now() + 20_000;
+    while ((await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status !== "attached") {
+      if (Date.now() > until) throw new Error("the intern host process did not attach");
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  };
+
+  beforeAll(async () => {
+    h = await startHarness({ env: ENV });
+    ({ internId, token } = await createTestIntern(h));
+    dir = mkdtempSync(join(tmpdir(), "portico-e2e-hostproc-"));
+    chmodSync(dir, 0o755);
+    await startHostProcess();
+  }, 60_000);
+  afterAll(async () => {
+    if (child?.pid && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    await h?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("streams a run through the host process and its agent subprocess", async () => {
+    const r = await chat(h, internId, chatBody(script({ steps: [{ content: "from a subprocess" }] })), { key: h.tenant.apiKey });
+    expect(r.status).toBe(200);
+    expect(contentOf(r.chunks)).toBe("from a subprocess");
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+  }, 30_000);
+
+  it("killing the host mid-run gives stream_severed + final + [DONE] within 2 s", async () => {
+    let killedAt = 0;
+    const r = await chat(h, internId, chatBody(script({ steps: [{ content: "tick" }, { sleep: 30_000 }] })), {
+      key: h.tenant.apiKey,
+      onChunk: (_c, all) => {
+        if (contentOf(all) === "tick" && !killedAt) {
+          killedAt = Date.now();
+          process.kill(-child!.pid!, "SIGKILL");
+        }
+      },
+    });
+    const tookMs = Date.now() - killedAt;
+    expect(killedAt).toBeGreaterThan(0);
+    expect(tookMs).toBeLessThan(2000);
+    expect(finishOf(r.chunks).error).toMatchObject({ code: 502, metadata: { reason: "stream_severed", retryable: true } });
+    expect(finalOf(r.chunks)).toBeDefined();
+    expect(r.done).toBe(true);
+  }, 30_000);
+});
