@@ -74,7 +74,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
     router.service(ByokService, byok.handler);
-    router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db), brand: config.brand }));
+    router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db, { provider: database.provider }), brand: config.brand }));
   };
 
   return {

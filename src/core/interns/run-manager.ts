@@ -421,18 +421,20 @@ export function createRunManager(deps: RunManagerDeps) {
     const won = await repo.setInteractionState(interactionId, ["pending"], "expired");
     if (!won) return;
     log.info({ runId, interactionId }, "interaction deadline passed; cancelling the run");
+    // Record the end first, then tell the host: once the intern hears of it, every request sees it.
     const run = runs.get(runId);
     if (run) {
-      run.link?.cancelRun(runId, CancelReason.DEADLINE);
+      const link = run.link;
       await finishRun(run, "cancelled", "deadline");
+      link?.cancelRun(runId, CancelReason.DEADLINE);
       return;
     }
     const row = await repo.findRun(runId);
     if (!row) return;
-    links.get(row.internId)?.cancelRun(runId, CancelReason.DEADLINE);
     if (await repo.transitionRun(runId, ["paused", "streaming"], "cancelled", { endReason: "deadline" })) {
       await repo.unlockSession(row.sessionId, runId);
     }
+    links.get(row.internId)?.cancelRun(runId, CancelReason.DEADLINE);
   }
 
   function scheduleDeadline(run: ActiveRun): void {

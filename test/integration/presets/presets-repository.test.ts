@@ -1,0 +1,139 @@
+/**
+ * The preset creation statements are raw SQL per dialect; these tests read what they write back
+ * through the ORM on both providers (types, timestamps, JSON), and check numbering, atomicity and
+ * that a failed creation leaves nothing behind.
+ */
+import { describe, expect, it } from "vitest";
+import { createPresetsRepository, PresetConflictError } from "../../../src/core/presets/presets-repository.js";
+import { dbProviders, useDatabase } from "../../helpers/db.js";
+
+const config = {
+  model: "openai/gpt-4o",
+  temperature: 0.7,
+  top_p: 1,
+  seed: -9007199254740991,
+  frequency_penalty: -1.5e-3,
+  stop: ["\n\n", "it's \"quoted\" \\ back", "ünïcødé ✓ 🚀", "'; DROP TABLE \"Preset\"; --"],
+  provider: { only: ["OpenAI"], sort: "price", allow_fallbacks: false, max_price: { prompt: 0.5 }, order: [] },
+  plugins: [{ id: "web", max_results: 3, search_prompt: null }],
+  response_format: { type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "object", properties: {} } } },
+};
+
+describe.each(dbProviders)("presets repository (%s)", (provider, fresh) => {
+  const h = useDatabase(fresh);
+  const repo = () => createPresetsRepository(h().db, { provider, backoffBaseMs: 1 });
+  const input = (slug: string, extra: Partial<{ workspaceId: string; config: Record<string, unknown>; systemPrompt: string | null }> = {}) => ({
+    workspaceId: extra.workspaceId ?? "ws-1",
+    slug,
+    creatorUserId: "user-1",
+    config: extra.config ?? config,
+    systemPrompt: extra.systemPrompt === undefined ? "Be brief." : extra.systemPrompt,
+  });
+
+  it("creates version 1 and returns exactly the rows the ORM reads back", async () => {
+    const before = Date.now();
+    const { preset, version } = await repo().createVersion(input("fresh"));
+    const stored = await h().db.preset.findUniqueOrThrow({ where: { id: preset.id } });
+    const storedVersion = await h().db.presetVersion.findUniqueOrThrow({ where: { id: version.id } });
+    expect(preset).toEqual(stored);
+    expect(version).toEqual(storedVersion);
+    expect(preset).toMatchObject({
+      workspaceId: "ws-1",
+      slug: "fresh",
+      name: "fresh",
+      description: null,
+      status: "active",
+      statusUpdatedAt: null,
+      creatorUserId: "user-1",
+      designatedVersionId: version.id,
+      latestVersion: 1,
+    });
+    expect(version).toMatchObject({ presetId: preset.id, version: 1, systemPrompt: "Be brief.", creatorId: "user-1" });
+    expect(storedVersion.config).toEqual(config);
+    expect(preset.createdAt).toBeInstanceOf(Date);
+    expect(preset.createdAt.getTime()).toBeGreaterThanOrEqual(before - 1);
+    expect(preset.createdAt.getTime()).toBeLessThanOrEqual(Date.now() + 1);
+    expect(version.createdAt).toEqual(preset.createdAt);
+    expect(preset.updatedAt).toEqual(preset.createdAt);
+  });
+
+  it("stores timestamps in the format the ORM writes, so ordering and filters mix both", async () => {
+    const at = new Date("2031-02-03T04:05:06.789Z");
+    const viaOrm = await h().db.preset.create({
+      data: { workspaceId: "ws-fmt", slug: "orm", name: "orm", creatorUserId: "u", latestVersion: 0, createdAt: at, updatedAt: at },
+    });
+    const { preset } = await repo().createVersion(input("raw", { workspaceId: "ws-fmt" }));
+    await h().db.preset.update({ where: { id: preset.id }, data: { updatedAt: at } });
+    if (provider === "sqlite") {
+      const rows = await h().db.$queryRawUnsafe<{ id: string; t: string; c: string }[]>(
+        `SELECT "id", typeof("createdAt") AS t, CAST("createdAt" AS TEXT) AS c FROM "Preset" WHERE "workspaceId" = 'ws-fmt'`,
+      );
+      const raw = rows.find((r) => r.id === preset.id)!;
+      const orm = rows.find((r) => r.id === viaOrm.id)!;
+      expect(raw.t).toBe(orm.t);
+      // Same shape as the ORM's text (e.g. 2031-02-03T04:05:06.789+00:00), differing only in the instant.
+      expect(raw.c.replace(/\d/g, "0")).toBe(orm.c.replace(/\d/g, "0"));
+    }
+    // The ORM sees the raw row's timestamps as the same instants it writes itself.
+    const found = await h().db.preset.findMany({ where: { workspaceId: "ws-fmt", updatedAt: at }, orderBy: { slug: "asc" } });
+    expect(found.map((p) => p.slug)).toEqual(["orm", "raw"]);
+    const newer = await h().db.preset.findMany({ where: { workspaceId: "ws-fmt", createdAt: { gt: at } } });
+    expect(newer).toEqual([]);
+  });
+
+  it("adds version n+1 to an existing slug, designates it and advances updatedAt only", async () => {
+    const first = await repo().createVersion(input("again", { systemPrompt: null, config: { model: "a" } }));
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await repo().createVersion(input("again", { config: { model: "b", temperature: 0 } }));
+    expect(second.preset.id).toBe(first.preset.id);
+    expect(second.preset.latestVersion).toBe(2);
+    expect(second.version.version).toBe(2);
+    expect(second.preset.designatedVersionId).toBe(second.version.id);
+    expect(second.preset.createdAt).toEqual(first.preset.createdAt);
+    expect(second.preset.updatedAt.getTime()).toBeGreaterThan(first.preset.updatedAt.getTime());
+    expect(second.preset).toEqual(await h().db.preset.findUniqueOrThrow({ where: { id: first.preset.id } }));
+    const versions = await h().db.presetVersion.findMany({ where: { presetId: first.preset.id }, orderBy: { version: "asc" } });
+    expect(versions).toEqual([first.version, second.version]);
+    expect(versions.map((v) => [v.config, v.systemPrompt])).toEqual([
+      [{ model: "a" }, null],
+      [{ model: "b", temperature: 0 }, "Be brief."],
+    ]);
+  });
+
+  it("keeps one slug per workspace apart", async () => {
+    const a = await repo().createVersion(input("shared", { workspaceId: "ws-a" }));
+    const b = await repo().createVersion(input("shared", { workspaceId: "ws-b" }));
+    expect(a.preset.id).not.toBe(b.preset.id);
+    expect([a.version.version, b.version.version]).toEqual([1, 1]);
+  });
+
+  it("numbers 50 concurrent creates on one slug 1..50 with the newest designated", async () => {
+    const r = repo();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => r.createVersion(input("hot", { config: { seed: i } }))),
+    );
+    expect(results.map((x) => x.version.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    const preset = await h().db.preset.findUniqueOrThrow({ where: { workspaceId_slug: { workspaceId: "ws-1", slug: "hot" } } });
+    expect(preset.latestVersion).toBe(50);
+    const newest = results.find((x) => x.version.version === 50)!;
+    expect(preset.designatedVersionId).toBe(newest.version.id);
+    expect(await h().db.presetVersion.count({ where: { presetId: preset.id } })).toBe(50);
+  });
+
+  it("writes nothing when the version row cannot be inserted", async () => {
+    // An inconsistent preset whose next version number is already taken: the upsert succeeds, the
+    // version INSERT violates (presetId, version), and the whole creation must roll back.
+    const at = new Date("2030-01-01T00:00:00.000Z");
+    const preset = await h().db.preset.create({
+      data: { workspaceId: "ws-1", slug: "broken", name: "broken", creatorUserId: "u", latestVersion: 1, designatedVersionId: "v1", createdAt: at, updatedAt: at },
+    });
+    await h().db.presetVersion.create({ data: { id: "v2-squatter", presetId: preset.id, version: 2, config: {}, creatorId: "u" } });
+    const err = await createPresetsRepository(h().db, { provider, maxAttempts: 3, backoffBaseMs: 1 })
+      .createVersion(input("broken"))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PresetConflictError);
+    expect((err as PresetConflictError).attempts).toBe(3);
+    expect(await h().db.preset.findUniqueOrThrow({ where: { id: preset.id } })).toEqual(preset);
+    expect(await h().db.presetVersion.count({ where: { presetId: preset.id } })).toBe(1);
+  });
+});
