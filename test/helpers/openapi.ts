@@ -2,6 +2,7 @@
  * Checks real gateway responses against the OpenAPI document the gateway serves.
  */
 import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 
 export interface OpenApiDoc {
   paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> }>>;
@@ -23,6 +24,7 @@ export function validateAgainstOpenApi(doc: OpenApiDoc, method: string, path: st
   const schema = response.content?.["application/json"]?.schema;
   if (!schema) return [`no application/json schema for ${status} of ${method} ${template}`];
   const ajv = new (Ajv2020 as unknown as typeof Ajv2020.default)({ strict: false, allErrors: true });
+  (addFormats as unknown as typeof addFormats.default)(ajv);
   const validate = ajv.compile(schema as object);
   return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
 }

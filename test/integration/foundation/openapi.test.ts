@@ -27,6 +27,51 @@ describe("OpenAPI document", () => {
     }
   });
 
+  it("describes real BYOK, preset and intern responses", async () => {
+    const mk = h.tenant.managementKey;
+    const created = await api(h, "POST", "/byok", { key: mk, body: { provider: "openai", key: "sk-openapi-check-0123456789" } });
+    const id = created.json.data.id as string;
+    await api(h, "POST", "/presets/openapi-check/chat/completions", {
+      key: mk,
+      body: { model: "m", messages: [{ role: "user", content: "hi" }] },
+    });
+    const samples: Array<[string, string, Awaited<ReturnType<typeof api>>]> = [
+      ["POST", "/byok", created],
+      ["POST", "/byok", await api(h, "POST", "/byok", { key: mk, body: { provider: "nope", key: "x" } })],
+      ["GET", "/byok", await api(h, "GET", "/byok", { key: mk })],
+      ["GET", `/byok/${id}`, await api(h, "GET", `/byok/${id}`, { key: mk })],
+      ["PATCH", `/byok/${id}`, await api(h, "PATCH", `/byok/${id}`, { key: mk, body: { name: "renamed" } })],
+      ["DELETE", `/byok/${id}`, await api(h, "DELETE", `/byok/${id}`, { key: mk })],
+      ["GET", `/byok/${id}`, await api(h, "GET", `/byok/${id}`, { key: mk })],
+      ["GET", "/presets", await api(h, "GET", "/presets", { key: mk })],
+      ["GET", "/presets/openapi-check", await api(h, "GET", "/presets/openapi-check", { key: mk })],
+      ["GET", "/presets/openapi-check/versions", await api(h, "GET", "/presets/openapi-check/versions", { key: mk })],
+      ["GET", "/presets/openapi-check/versions/1", await api(h, "GET", "/presets/openapi-check/versions/1", { key: mk })],
+      ["GET", "/presets/missing", await api(h, "GET", "/presets/missing", { key: mk })],
+      [
+        "POST",
+        "/interns/00000000-0000-4000-8000-000000000000/chat/completions",
+        await api(h, "POST", "/interns/00000000-0000-4000-8000-000000000000/chat/completions", {
+          key: mk,
+          body: { stream: true, messages: [{ role: "user", content: "hi" }] },
+        }),
+      ],
+      [
+        "POST",
+        "/interns/00000000-0000-4000-8000-000000000000/chat/completions",
+        await api(h, "POST", "/interns/00000000-0000-4000-8000-000000000000/chat/completions", {
+          key: mk,
+          body: { stream: false, messages: [] },
+        }),
+      ],
+    ];
+    const statuses = new Set(samples.map(([, , r]) => r.status));
+    expect([...statuses].sort()).toEqual([200, 400, 404]);
+    for (const [method, path, res] of samples) {
+      expect(validateAgainstOpenApi(doc, method, `/api/v1${path}`, res.status, res.json), `${method} ${path} ${res.status}`).toEqual([]);
+    }
+  });
+
   it("rejects a response that does not match (the checker itself can fail)", () => {
     expect(validateAgainstOpenApi(doc, "GET", "/api/v1/key", 200, { data: { label: 5 } })).not.toEqual([]);
   });
