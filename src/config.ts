@@ -41,6 +41,8 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL URL; when unset the embedded SQLite database is used (DATABASE_URL). */
   databaseUrl: string | undefined;
+  /** Redis URL for state shared by several core processes, e.g. the intern turn rate limit (REDIS_URL). */
+  redisUrl: string | undefined;
   /** Interface both listeners bind to (HOST). */
   host: string;
   /** Port of the public HTTP API (PORT). */
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     dataDir: resolve(str(env, "PORTICO_DATA_DIR") ?? "./data"),
     databaseUrl: str(env, "DATABASE_URL"),
+    redisUrl: str(env, "REDIS_URL"),
     host,
     httpPort: int(env, "PORT", 8080, 0, 65535),
     grpcPort,

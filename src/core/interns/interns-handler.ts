@@ -5,7 +5,7 @@
  * final event. Heartbeats fill idle gaps. gRPC callers and the HTTP gateway share this code.
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import type { TurnLimiter } from "../../lib/turn-limiter.js";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import {
@@ -24,6 +24,8 @@ export interface InternsHandlerDeps {
   manager: RunManager;
   config: InternChatConfig;
   logger: Logger;
+  /** Per-key token bucket for turns (in memory, or shared through Redis). */
+  limiter: TurnLimiter;
 }
 
 type Event = StreamChatResponse["event"];
@@ -68,15 +70,9 @@ function stopFinish(reason: "stop" | "tool_calls"): Event {
 
 export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<typeof InternsService> {
   const { repo, manager, config } = deps;
-  const limiter = new RateLimiterMemory({ points: config.rateLimitTurns, duration: config.rateLimitWindowSeconds });
-
   async function consumeTurn(caller: Caller): Promise<void> {
-    try {
-      await limiter.consume(caller.keyHash, 1);
-    } catch (res) {
-      if (res instanceof RateLimiterRes) throw rateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)));
-      throw res;
-    }
+    const turn = await deps.limiter.take(caller.keyHash);
+    if (!turn.allowed) throw rateLimited(turn.retryAfterSeconds);
   }
 
   /** Relays a run's events to the client until the response ends (stop, pause, error). */

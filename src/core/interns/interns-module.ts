@@ -11,6 +11,7 @@ import { createInternLinkHandler } from "./link-handler.js";
 import { LinkRegistry } from "./link-registry.js";
 import { createRunManager } from "./run-manager.js";
 import { createBackground } from "./background.js";
+import { createTurnLimiter } from "../../lib/turn-limiter.js";
 
 export interface InternsModuleDeps {
   db: Db;
@@ -39,7 +40,18 @@ export function createInternsModule(deps: InternsModuleDeps) {
     instanceId: deps.config.instanceId,
     logger: deps.logger,
   });
-  const internsHandler = createInternsHandler({ repo, manager, config: deps.config.interns, logger: deps.logger });
+  const limiter = createTurnLimiter({
+    points: deps.config.interns.rateLimitTurns,
+    durationSeconds: deps.config.interns.rateLimitWindowSeconds,
+    redisUrl: deps.config.redisUrl,
+  });
+  const internsHandler = createInternsHandler({
+    repo,
+    manager,
+    config: deps.config.interns,
+    logger: deps.logger,
+    limiter,
+  });
   return {
     repo,
     links,
@@ -53,6 +65,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
       for (const link of open) link.close("core shutting down");
       await Promise.all(open.map((l) => repo.markDetached(l.internId, deps.config.instanceId).catch(() => undefined)));
       await background.drain();
+      await limiter.close();
     },
   };
 }
