@@ -238,7 +238,10 @@ function versionRow(r: Record<string, unknown>, prefix = ""): PresetVersion {
   };
 }
 
-const str = (v: unknown): string => String(v);
+function str(v: unknown): string {
+  if (v === null || v === undefined) throw new Error("preset creation returned a row without a required column");
+  return String(v);
+}
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : date(v));
 function date(v: unknown): Date {

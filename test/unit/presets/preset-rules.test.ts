@@ -157,13 +157,16 @@ describe("creation retries", () => {
     expect(isRetryableWriteError(new Error("boom"))).toBe(false);
   });
 
+  // The PostgreSQL path is one $queryRaw per attempt, so a stub client shows the retry policy alone.
+  const stubDb = (queryRaw: () => Promise<unknown>) =>
+    ({ $queryRaw: queryRaw, $transaction: () => Promise.reject(new Error("unexpected transaction")) }) as unknown as Db;
+  const input = { workspaceId: "w", slug: "s", creatorUserId: "u", config: {}, systemPrompt: null };
+
   it("retries a bounded number of times, then reports a conflict (409)", async () => {
     let calls = 0;
-    const db = { $transaction: async () => { calls++; throw uniqueViolation(); } } as unknown as Db;
-    const repo = createPresetsRepository(db, { maxAttempts: 4, backoffBaseMs: 1 });
-    const err = await repo
-      .createVersion({ workspaceId: "w", slug: "s", creatorUserId: "u", config: {}, systemPrompt: null })
-      .catch((e: unknown) => e);
+    const db = stubDb(async () => { calls++; throw uniqueViolation(); });
+    const repo = createPresetsRepository(db, { provider: "postgresql", maxAttempts: 4, backoffBaseMs: 1 });
+    const err = await repo.createVersion(input).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PresetConflictError);
     expect(calls).toBe(4);
     const c = conflict();
@@ -173,27 +176,36 @@ describe("creation retries", () => {
 
   it("does not retry other errors", async () => {
     let calls = 0;
-    const db = { $transaction: async () => { calls++; throw new Error("boom"); } } as unknown as Db;
-    const repo = createPresetsRepository(db, { maxAttempts: 4, backoffBaseMs: 1 });
-    await expect(
-      repo.createVersion({ workspaceId: "w", slug: "s", creatorUserId: "u", config: {}, systemPrompt: null }),
-    ).rejects.toThrow("boom");
+    const db = stubDb(async () => { calls++; throw new Error("boom"); });
+    const repo = createPresetsRepository(db, { provider: "postgresql", maxAttempts: 4, backoffBaseMs: 1 });
+    await expect(repo.createVersion(input)).rejects.toThrow("boom");
     expect(calls).toBe(1);
   });
 
   it("succeeds when a retry succeeds", async () => {
     let calls = 0;
-    const db = {
-      $transaction: async () => {
-        calls++;
-        if (calls < 3) throw uniqueViolation();
-        return { preset: { id: "p" }, version: { id: "v" } };
-      },
-    } as unknown as Db;
-    const repo = createPresetsRepository(db, { backoffBaseMs: 1 });
-    await expect(
-      repo.createVersion({ workspaceId: "w", slug: "s", creatorUserId: "u", config: {}, systemPrompt: null }),
-    ).resolves.toEqual({ preset: { id: "p" }, version: { id: "v" } });
+    const at = new Date("2030-01-02T03:04:05.678Z");
+    const row = {
+      p_id: "p", p_workspaceId: "w", p_slug: "s", p_name: "s", p_description: null, p_status: "active",
+      p_statusUpdatedAt: null, p_creatorUserId: "u", p_designatedVersionId: "v", p_latestVersion: 3,
+      p_createdAt: at, p_updatedAt: at,
+      v_id: "v", v_presetId: "p", v_version: 3, v_config: '{"model":"m"}', v_systemPrompt: null, v_creatorId: "u",
+      v_createdAt: "2030-01-02T03:04:05.678+00:00", v_updatedAt: at,
+    };
+    const db = stubDb(async () => {
+      calls++;
+      if (calls < 3) throw uniqueViolation();
+      return [row];
+    });
+    const repo = createPresetsRepository(db, { provider: "postgresql", backoffBaseMs: 1 });
+    const { preset, version } = await repo.createVersion(input);
     expect(calls).toBe(3);
+    expect(preset).toEqual({
+      id: "p", workspaceId: "w", slug: "s", name: "s", description: null, status: "active", statusUpdatedAt: null,
+      creatorUserId: "u", designatedVersionId: "v", latestVersion: 3, createdAt: at, updatedAt: at,
+    });
+    expect(version).toEqual({
+      id: "v", presetId: "p", version: 3, config: { model: "m" }, systemPrompt: null, creatorId: "u", createdAt: at, updatedAt: at,
+    });
   });
 });
