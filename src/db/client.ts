@@ -12,6 +12,7 @@ import { chmodSync, existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { PrismaClient } from "../generated/sqlite/client.js";
 import { runMigrations, sqlitePathFromUrl } from "./migrate.js";
+import { gateSqliteAdapter } from "./sqlite-transaction-gate.js";
 
 /** The canonical client type (the SQLite client's; the PG client is cast to it). */
 export type Db = PrismaClient;
@@ -118,7 +119,7 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
           "PRAGMA secure_delete = ON",
         ].join(";\n"),
       );
-      return adapter;
+      return gateSqliteAdapter(adapter);
     }
   }
 
