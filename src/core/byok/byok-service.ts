@@ -11,6 +11,7 @@ import { sealCredentialKey } from "./credential-crypto.js";
 import type { Keyring } from "./keyring.js";
 import { byokLabel } from "./label.js";
 import {
+  isLookupId,
   validateFlags,
   validateKey,
   validateKeyHashes,
@@ -72,7 +73,7 @@ export function createByokService(deps: ByokServiceDeps) {
 
   const resolveWorkspace = async (caller: Caller, workspaceId: string | undefined): Promise<string> => {
     if (workspaceId !== undefined) {
-      const ws = workspaceId === "" ? null : await repo.findWorkspace(caller.organizationId, workspaceId);
+      const ws = isLookupId(workspaceId) ? await repo.findWorkspace(caller.organizationId, workspaceId) : null;
       if (!ws) throw invalidArgument("workspace_id", WORKSPACE_NOT_FOUND);
       return ws.id;
     }
@@ -142,7 +143,7 @@ export function createByokService(deps: ByokServiceDeps) {
 
     async get(caller: Caller, id: string): Promise<ByokRow> {
       requireManagement(caller);
-      const row = id === "" ? null : await repo.get(caller.organizationId, id);
+      const row = isLookupId(id) ? await repo.get(caller.organizationId, id) : null;
       if (!row) throw notFound(CREDENTIAL_NOT_FOUND);
       return row;
     },
@@ -161,31 +162,30 @@ export function createByokService(deps: ByokServiceDeps) {
       if (input.isRequired !== undefined) patch.isRequired = input.isRequired;
       if (input.isFallback !== undefined) patch.isFallback = input.isFallback;
       if (input.isByokOnly !== undefined) patch.isByokOnly = input.isByokOnly;
-      if (input.id !== "") await checkHashesOwned(caller, patch.allowedApiKeyHashes ?? null);
-      const row =
-        input.id === ""
-          ? null
-          : await repo.update(caller.organizationId, input.id, async (current) => {
-              validateFlags({
-                isRequired: patch.isRequired ?? current.isRequired,
-                isFallback: patch.isFallback ?? current.isFallback,
-                isByokOnly: patch.isByokOnly ?? current.isByokOnly,
-              });
-              if (key !== undefined) {
-                const sealed = sealCredentialKey(keyring, current, key);
-                patch.ciphertext = sealed.ciphertext;
-                patch.keyId = sealed.keyId;
-                patch.label = byokLabel(key);
-              }
-              return patch;
+      if (isLookupId(input.id)) await checkHashesOwned(caller, patch.allowedApiKeyHashes ?? null);
+      const row = isLookupId(input.id)
+        ? await repo.update(caller.organizationId, input.id, async (current) => {
+            validateFlags({
+              isRequired: patch.isRequired ?? current.isRequired,
+              isFallback: patch.isFallback ?? current.isFallback,
+              isByokOnly: patch.isByokOnly ?? current.isByokOnly,
             });
+            if (key !== undefined) {
+              const sealed = sealCredentialKey(keyring, current, key);
+              patch.ciphertext = sealed.ciphertext;
+              patch.keyId = sealed.keyId;
+              patch.label = byokLabel(key);
+            }
+            return patch;
+          })
+        : null;
       if (!row) throw notFound(CREDENTIAL_NOT_FOUND);
       return row;
     },
 
     async delete(caller: Caller, id: string): Promise<void> {
       requireManagement(caller);
-      const deleted = id === "" ? false : await repo.softDelete(caller.organizationId, id);
+      const deleted = isLookupId(id) ? await repo.softDelete(caller.organizationId, id) : false;
       if (!deleted) throw notFound(CREDENTIAL_NOT_FOUND);
     },
   };

@@ -14,6 +14,17 @@ export const MAX_LIST_ITEMS = 100;
 export const MAX_LIST_ENTRY_CHARS = 256;
 export const KEY_HASH = /^[a-f0-9]{64}$/;
 
+/** PostgreSQL text and jsonb cannot hold U+0000, so stored strings never contain it (on every backend). */
+const NUL = "\u0000";
+
+/**
+ * Whether `id` can name a stored row (credential or workspace): empty strings and strings with a NUL
+ * character cannot, and must not reach the database (PostgreSQL rejects NUL in a query parameter).
+ */
+export function isLookupId(id: string): boolean {
+  return id !== "" && !id.includes(NUL);
+}
+
 export function validateKey(key: string | undefined, field = "key"): string {
   if (key === undefined || key.length === 0) throw invalidArgument(field, `${field} is required and must be a non-empty string`);
   if (key.trim().length === 0) throw invalidArgument(field, `${field} must not be blank`);
@@ -34,6 +45,7 @@ export function validateProvider(provider: string | undefined, field = "provider
 export function validateName(name: string | null | undefined): string | null {
   if (name === undefined || name === null) return null;
   if (Array.from(name).length > MAX_NAME_CHARS) throw invalidArgument("name", `name must be at most ${MAX_NAME_CHARS} characters`);
+  if (name.includes(NUL)) throw invalidArgument("name", "name must not contain the NUL character (U+0000)");
   return name;
 }
 
@@ -57,6 +69,7 @@ export function validateStringList(field: "allowed_models" | "allowed_user_ids",
     if (v.length === 0 || v.length > MAX_LIST_ENTRY_CHARS) {
       throw invalidArgument(field, `${field}[${i}] must be a string of 1 to ${MAX_LIST_ENTRY_CHARS} characters`);
     }
+    if (v.includes(NUL)) throw invalidArgument(field, `${field}[${i}] must not contain the NUL character (U+0000)`);
   });
   return values;
 }

@@ -2,7 +2,7 @@
  * Pure preset rules: the slug rule, the declarative allow-list of request fields a preset keeps,
  * system prompt derivation, version-number and page parsing. No I/O.
  */
-import { RuleViolation, isPlainObject } from "./json-rules.js";
+import { RuleViolation, fail, isPlainObject } from "./json-rules.js";
 
 /**
  * Slug rule: 1 to 100 characters of lowercase a-z, digits, ".", "_" and "-", starting with a letter
@@ -91,6 +91,31 @@ export function deriveSystemPrompt(messages: unknown): string | null {
       .join("\n");
   }
   return null;
+}
+
+const NUL = "\u0000";
+
+/**
+ * What a preset stores must be storable on every backend: PostgreSQL text and jsonb cannot hold the
+ * NUL character (U+0000), so it is refused (400 naming the field) on SQLite too. Only stored values
+ * are checked; ignored request fields may carry anything.
+ */
+export function checkStorable(config: Readonly<Record<string, unknown>>, systemPrompt: string | null): void {
+  for (const key of Object.keys(config)) rejectNul(config[key], key);
+  if (systemPrompt?.includes(NUL)) fail("messages", "system message content must not contain the NUL character (U+0000)");
+}
+
+function rejectNul(value: unknown, path: string): void {
+  if (typeof value === "string") {
+    if (value.includes(NUL)) fail(path, "must not contain the NUL character (U+0000)");
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => rejectNul(item, `${path}[${i}]`));
+  } else if (isPlainObject(value)) {
+    for (const key of Object.keys(value)) {
+      if (key.includes(NUL)) fail(path, "keys must not contain the NUL character (U+0000)");
+      rejectNul(value[key], `${path}.${key}`);
+    }
+  }
 }
 
 const MAX_INT32 = 2_147_483_647;

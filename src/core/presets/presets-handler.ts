@@ -16,7 +16,7 @@ import { callerOf, requireManagement } from "../auth.js";
 import { conflict, invalidArgument, notFound } from "../errors.js";
 import { createChatRequestValidator, type ChatRequestValidator } from "./chat-request-rules.js";
 import { RuleViolation } from "./json-rules.js";
-import { checkSlug, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
+import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
 
 export interface PresetsHandlerDeps {
@@ -43,18 +43,20 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       const caller = callerOf(ctx);
       requireManagement(caller);
       const slug = rules(() => checkSlug(req.slug));
-      const body = rules(() => {
+      const { config, systemPrompt } = rules(() => {
         const json = chatRequestJson(req);
         validate(json);
-        return json;
+        const stored = { config: pickPresetConfig(json), systemPrompt: deriveSystemPrompt(json.messages) };
+        checkStorable(stored.config, stored.systemPrompt);
+        return stored;
       });
       try {
         const { preset, version } = await repository.createVersion({
           workspaceId: caller.workspaceId,
           slug,
           creatorUserId: caller.userId,
-          config: pickPresetConfig(body),
-          systemPrompt: deriveSystemPrompt(body.messages),
+          config,
+          systemPrompt,
         });
         return { preset: presetToProto(preset), designatedVersion: versionToProto(version) };
       } catch (err) {

@@ -138,6 +138,10 @@ describe.each(["sqlite", "postgresql"] as const)("BYOK credentials (%s)", (provi
       ["101 models", () => ({ key: canaryKey(), provider: "openai", allowed_models: Array.from({ length: 101 }, (_, i) => `m${i}`) }), "allowed_models"],
       ["101 user ids", () => ({ key: canaryKey(), provider: "openai", allowed_user_ids: Array.from({ length: 101 }, (_, i) => `u${i}`) }), "allowed_user_ids"],
       ["empty model entry", () => ({ key: canaryKey(), provider: "openai", allowed_models: [""] }), "allowed_models"],
+      ["NUL in name", () => ({ key: canaryKey(), provider: "openai", name: "a\u0000b" }), "name"],
+      ["NUL in a model entry", () => ({ key: canaryKey(), provider: "openai", allowed_models: ["m\u0000"] }), "allowed_models"],
+      ["NUL in a user id", () => ({ key: canaryKey(), provider: "openai", allowed_user_ids: ["u\u0000"] }), "allowed_user_ids"],
+      ["NUL in workspace_id", () => ({ key: canaryKey(), provider: "openai", workspace_id: "w\u0000" }), "workspace_id"],
       ["is_fallback with is_byok_only", () => ({ key: canaryKey(), provider: "openai", is_fallback: true, is_byok_only: true }), "is_byok_only"],
       ["is_required with is_fallback", () => ({ key: canaryKey(), provider: "openai", is_fallback: true, is_required: true }), "is_required"],
     ];
@@ -311,6 +315,16 @@ describe.each(["sqlite", "postgresql"] as const)("BYOK credentials (%s)", (provi
       const res = await api(h, "PATCH", `/byok/${id}`, { key: t.managementKey, body });
       expect(res.status).toBe(400);
       expect(res.json.error.metadata.field).toBe(field);
+    });
+
+    it("answers 404 (not 500) for an id holding a NUL character, and 400 for such a workspace_id filter", async () => {
+      for (const [method, body] of [["GET", undefined], ["PATCH", { name: "x" }], ["DELETE", undefined]] as const) {
+        const res = await api(h, method, "/byok/a%00b", { key: t.managementKey, body });
+        expect(res.status, method).toBe(404);
+      }
+      const list = await api(h, "GET", "/byok?workspace_id=a%00b", { key: t.managementKey });
+      expect(list.status).toBe(400);
+      expect(list.json.error.metadata.field).toBe("workspace_id");
     });
 
     it("delete wipes the key material, answers {deleted: true}, and the credential is gone", async () => {

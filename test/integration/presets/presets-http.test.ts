@@ -176,6 +176,23 @@ describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (prov
     expect(malformed.status).toBe(400);
   });
 
+  it("rejects NUL characters in what a preset stores with 400 on every backend (PostgreSQL cannot store them)", async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ ...docBody, model: "m\u0000" }, "model"],
+      [{ ...docBody, provider: { only: ["a", "b\u0000"] } }, "provider.only[1]"],
+      [{ ...docBody, logit_bias: { "1\u0000": 1 } }, "logit_bias"],
+      [{ ...docBody, messages: [{ role: "system", content: "be \u0000 brief" }, { role: "user", content: "hi" }] }, "messages"],
+    ];
+    for (const [body, field] of cases) {
+      const res = await create("nul", body);
+      expect(res.status, field).toBe(400);
+      expect(res.json.error.metadata).toMatchObject({ reason: "bad_request", field });
+    }
+    // Fields that are not stored may carry anything.
+    const ignored = await create("nul", { ...docBody, user: "u\u0000", messages: [{ role: "user", content: "a\u0000b" }] });
+    expect(ignored.status).toBe(200);
+  });
+
   it("requires a key (401) and a management key to create (403)", async () => {
     const none = await api(h, "POST", "/presets/auth/chat/completions", { body: docBody });
     expect(none.status).toBe(401);
