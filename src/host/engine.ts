@@ -3,7 +3,20 @@
  * cancellation, sandboxed terminals and the bounded per-run event queues the link drains. It knows
  * nothing about the transport: the link calls startRun/answer/cancelRun and pulls events.
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  constants as fsConstants,
+  fchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createHash, randomUUID } from "node:crypto";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -220,11 +233,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     return strategy.fixed;
   }
 
+  /** Portico's own connection settings (with credentials) never reach an agent, whatever the profile inherits. */
+  const PORTICO_SECRET_ENV = new Set(["DATABASE_URL", "SHADOW_DATABASE_URL", "REDIS_URL"]);
+
   function agentEnv(cwd: string): Record<string, string> {
     const env: Record<string, string> = {};
     const inherit = profile.inheritEnv ?? "all";
     for (const [k, v] of Object.entries(process.env)) {
-      if (v === undefined || k.startsWith("PORTICO_")) continue;
+      if (v === undefined || k.startsWith("PORTICO_") || PORTICO_SECRET_ENV.has(k)) continue;
       if (inherit === "minimal" && !MINIMAL_ENV.includes(k) && !k.startsWith("LC_")) continue;
       env[k] = v;
     }
@@ -568,16 +584,30 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       try {
         real = join(realpathSync(probe), abs.slice(probe.length));
       } catch {
+        // A name that exists but does not resolve (a dangling symlink) could point anywhere: writing
+        // through it would create a file outside the folder.
+        if (existsNoFollow(probe)) throw outsideWorkingFolder();
         const up = dirname(probe);
         if (up === probe) break;
         probe = up;
       }
     }
     const target = real ?? abs;
-    if (target !== root && !target.startsWith(root + sep)) {
-      throw acp.RequestError.internalError({ reason: "outside_working_folder" }, "file access outside the session's working folder is not allowed");
-    }
+    if (target !== root && !target.startsWith(root + sep)) throw outsideWorkingFolder();
     return target;
+  }
+
+  function outsideWorkingFolder(): acp.RequestError {
+    return acp.RequestError.internalError({ reason: "outside_working_folder" }, "file access outside the session's working folder is not allowed");
+  }
+
+  function existsNoFollow(path: string): boolean {
+    try {
+      lstatSync(path);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   function readTextFile(session: SessionEntry, params: acp.ReadTextFileRequest): acp.ReadTextFileResponse {
@@ -600,8 +630,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   function writeTextFile(session: SessionEntry, params: acp.WriteTextFileRequest): void {
     const p = checkPath(session, params.path);
     mkdirSync(dirname(p), { recursive: true });
-    writeFileSync(p, params.content);
-    if (opts.runAs) chownSync(p, opts.runAs.uid, opts.runAs.gid);
+    // O_NOFOLLOW: a symlink planted after the check is not followed (the host may run as root).
+    const fd = openSync(p, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, 0o644);
+    try {
+      writeFileSync(fd, params.content);
+      if (opts.runAs) fchownSync(fd, opts.runAs.uid, opts.runAs.gid);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   // ---------- runs ----------

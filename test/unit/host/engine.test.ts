@@ -2,7 +2,7 @@
  * The host engine without a link: the bounded per-run queue, the paused-run limit, idle agent
  * reaping and how a reaped session comes back (resume, load or new).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -115,6 +115,31 @@ describe("host engine", () => {
       await e.close();
       engine = undefined;
     }
+  });
+
+  it("confines fs/write_text_file to the working folder, also through a dangling symlink", async () => {
+    const e = make({});
+    const workRoot = roots.at(-1)!;
+    const cwd = join(workRoot, "sessions", "s1");
+    const outside = join(workRoot, "outside");
+    mkdirSync(cwd, { recursive: true });
+    mkdirSync(outside);
+    // A link to a file that does not exist yet: following it would create the file outside.
+    symlinkSync(join(outside, "planted"), join(cwd, "dangling"));
+    const steps = [
+      { writeFile: { path: join(cwd, "ok.txt"), content: "inside" } },
+      { writeFile: { path: join(outside, "direct"), content: "x" } },
+      { writeFile: { path: join(cwd, "dangling"), content: "x" } },
+      { writeFile: { path: join(cwd, "dangling", "..", "..", "outside", "dotdot"), content: "x" } },
+    ];
+    start(e, "r1", "s1", { steps }, true);
+    await until(() => e.capacity().runningRuns === 0);
+    const texts = drain(e, []).flatMap((x) => (x.event.case === "content" ? [x.event.value.text] : []));
+    expect(texts).toEqual(["[write ok]", "[write error]", "[write error]", "[write error]"]);
+    expect(readFileSync(join(cwd, "ok.txt"), "utf8")).toBe("inside");
+    expect(existsSync(join(outside, "planted"))).toBe(false);
+    expect(existsSync(join(outside, "direct"))).toBe(false);
+    expect(existsSync(join(outside, "dotdot"))).toBe(false);
   });
 
   it("names session folders safely", () => {
