@@ -313,8 +313,11 @@ export function createRunManager(deps: RunManagerDeps) {
       if (run.link !== link) continue;
       if (run.state === "starting") {
         run.startWaiter?.reject(streamSeveredBeforeStart());
-      } else if (run.state === "paused" && !run.attached) {
-        run.link = undefined; // held across a short reconnect; the deadline still applies
+      } else if (run.state === "paused") {
+        // Held across a short reconnect; the deadline still applies. An answer being delivered
+        // (attached) learns of the loss from deliverAnswer ("link_lost") and leaves it paused, so no
+        // "severed" marker may stay queued for the continuation after the reconnect.
+        run.link = undefined;
       } else if (run.attached) {
         run.push({ kind: "severed" });
       } else {

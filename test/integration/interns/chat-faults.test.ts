@@ -3,7 +3,7 @@
  * silence), reconnect with held runs, deadlines (timer and database sweep), answer races.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
+import { AnswerOutcome, CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeHost, type FakeHost } from "./fake-host.js";
 import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "./sse-client.js";
@@ -275,6 +275,37 @@ describe.each(["sqlite", "postgresql"] as const)("intern links: loss, silence, r
     const next = await chat(h, internId, chatBody("hello", { session_id: b.sessionId }), { key });
     expect(next.status).toBe(200);
     void runB;
+    host2.kill();
+  });
+
+  it("the link dropping while an answer is delivered keeps the run paused; after a reconnect the answer continues it", async () => {
+    const { internId, token } = await createTestIntern(h);
+    const host1 = startFakeHost({
+      coreUrl: h.coreUrl,
+      token,
+      onAnswer: (_a, _run, self) => {
+        self.kill(); // gone before its AnswerResult leaves
+        return AnswerOutcome.NOT_OFFERED;
+      },
+    });
+    await host1.welcome;
+    const a = await pause(h, internId, key);
+    const runA = [...host1.runs.values()].find((r) => r.pendingQuestion?.id === a.call.id)!;
+    const lost = await chat(h, internId, answerBody(a.sessionId, a.call.id, "allow_once"), { key });
+    expect(lost.status).toBe(502);
+    expect(lost.json.error.metadata.reason).toBe("intern_unreachable");
+
+    const host2 = startFakeHost({
+      coreUrl: h.coreUrl,
+      token,
+      runs: new Map([[runA.start.runId, runA]]),
+      heldRuns: [{ runId: runA.start.runId, lastSeq: BigInt(runA.seq), pendingInteractionId: a.call.id } as never],
+    });
+    expect((await host2.welcome).cancelRunIds).toEqual([]);
+    const ra = await chat(h, internId, answerBody(a.sessionId, a.call.id, "allow_once"), { key });
+    expect(ra.status).toBe(200);
+    expect(finishOf(ra.chunks).choices[0].finish_reason).toBe("stop");
+    expect(contentOf(ra.chunks)).toBe("after");
     host2.kill();
   });
 
