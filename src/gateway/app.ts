@@ -6,9 +6,11 @@
 import { randomUUID } from "node:crypto";
 import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
 import fastifySwagger from "@fastify/swagger";
-import { createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { HealthService } from "../gen/portico/health/v1/health_service_pb.js";
+import { IdentityService } from "../gen/portico/identity/v1/identity_service_pb.js";
+import { callOptionsFor } from "./rpc.js";
 import type { Metrics } from "../lib/metrics.js";
 import type { GatewayContext } from "./context.js";
 import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
@@ -26,6 +28,11 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Intern routes put {reason, retryable} metadata on every error, including gateway-level ones. */
     errorMetadata?: boolean;
+    /**
+     * Credentials are judged before input: when the body or query fails the route's schema, the core
+     * first checks the key (and management permission) and its 401/403 wins over the 400.
+     */
+    authorizeFirst?: { management: boolean };
   }
 }
 
@@ -47,8 +54,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     forceCloseConnections: true,
     return503OnClosing: true,
   });
-  // Only JSON bodies: anything else is 415 in the envelope.
+  // Only JSON bodies: anything else is 415 in the envelope. An empty JSON body is "no body" (clients
+  // that always send Content-Type can still DELETE); routes that need a body say so in their schema.
   app.removeContentTypeParser("text/plain");
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    return parseJson(req, text, done);
+  });
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -87,9 +102,21 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     return reply.code(err.status).type("application/json; charset=utf-8").send(err.body);
   };
 
-  app.setErrorHandler((error: FastifyError, req, reply) => {
+  const identity = createClient(IdentityService, opts.transport);
+  app.setErrorHandler(async (error: FastifyError, req, reply) => {
     const withMetadata = req.routeOptions.config?.errorMetadata === true;
+    const authorizeFirst = req.routeOptions.config?.authorizeFirst;
     const connectErr = asConnectError(error);
+    const isInputError = error.validation !== undefined || connectErr?.code === Code.InvalidArgument;
+    if (authorizeFirst && isInputError) {
+      try {
+        await identity.authorize({ requireManagement: authorizeFirst.management }, callOptionsFor(req));
+      } catch (authErr) {
+        const connectAuthErr = asConnectError(authErr);
+        if (connectAuthErr) return send(reply, publicErrorFromConnect(connectAuthErr));
+        throw authErr;
+      }
+    }
     if (connectErr) {
       const pub = publicErrorFromConnect(connectErr);
       if (pub.status >= 500) req.log.error({ err: connectErr }, "core call failed");

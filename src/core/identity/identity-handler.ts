@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
-import { callerOf } from "../auth.js";
+import { callerOf, requireManagement } from "../auth.js";
 
 export function createIdentityHandler(): ServiceImpl<typeof IdentityService> {
   return {
@@ -15,6 +15,11 @@ export function createIdentityHandler(): ServiceImpl<typeof IdentityService> {
         internsProgramme: c.internsProgramme,
         keyHash: c.keyHash,
       };
+    },
+    authorize(req, ctx) {
+      const caller = callerOf(ctx);
+      if (req.requireManagement) requireManagement(caller);
+      return {};
     },
   };
 }

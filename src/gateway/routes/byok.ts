@@ -93,6 +93,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
   api.post(
     "/byok",
     {
+      config: { authorizeFirst: { management: true } },
       schema: {
         summary: "Create a BYOK provider credential",
         description: "Stores an upstream provider key, encrypted at rest. Answers 200 with the credential and its masked label.",
@@ -128,6 +129,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
   api.get(
     "/byok",
     {
+      config: { authorizeFirst: { management: true } },
       schema: {
         summary: "List BYOK provider credentials",
         tags,
@@ -168,6 +170,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
   api.get(
     "/byok/:id",
     {
+      config: { authorizeFirst: { management: true } },
       schema: {
         summary: "Get a BYOK provider credential",
         tags,
@@ -185,6 +188,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
   api.patch(
     "/byok/:id",
     {
+      config: { authorizeFirst: { management: true } },
       schema: {
         summary: "Update a BYOK provider credential",
         description: "Omitted fields stay unchanged; null clears a nullable field. A new key rotates the key material.",
@@ -223,6 +227,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
   api.delete(
     "/byok/:id",
     {
+      config: { authorizeFirst: { management: true } },
       schema: {
         summary: "Delete a BYOK provider credential",
         description: "Wipes the key material and marks the credential deleted.",

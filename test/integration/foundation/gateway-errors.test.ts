@@ -50,6 +50,33 @@ describe("gateway error envelope", () => {
     expect(res.json.error.message).toContain("2048");
   });
 
+  it("judges credentials before input: a malformed body without a (management) key is 401/403, not 400", async () => {
+    const bad = { key: 1 };
+    const none = await api(h, "POST", "/byok", { body: bad });
+    expectEnvelope(none, 401);
+    const ordinary = await api(h, "POST", "/byok", { key: h.tenant.apiKey, body: bad });
+    expectEnvelope(ordinary, 403);
+    const badQuery = await api(h, "GET", "/byok?limit=abc", { key: h.tenant.apiKey });
+    expectEnvelope(badQuery, 403);
+    const management = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: bad });
+    expectEnvelope(management, 400);
+  });
+
+  it("treats an empty JSON body as no body", async () => {
+    const del = await api(h, "DELETE", "/byok/00000000-0000-4000-8000-000000000000", {
+      key: h.tenant.managementKey,
+      rawBody: "",
+      headers: { "content-type": "application/json" },
+    });
+    expectEnvelope(del, 404);
+    const post = await api(h, "POST", "/presets/x/chat/completions", {
+      key: h.tenant.managementKey,
+      rawBody: "",
+      headers: { "content-type": "application/json" },
+    });
+    expectEnvelope(post, 400);
+  });
+
   it("serves health, readiness and Prometheus metrics", async () => {
     expect((await fetch(`${h.baseUrl}/healthz`)).status).toBe(200);
     const ready = await fetch(`${h.baseUrl}/readyz`);

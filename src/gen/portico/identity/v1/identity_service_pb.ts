@@ -10,7 +10,43 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/identity/v1/identity_service.proto.
  */
 export const file_portico_identity_v1_identity_service: GenFile = /*@__PURE__*/
-  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiEgoQR2V0Q2FsbGVyUmVxdWVzdCKuAQoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCTJtCg9JZGVudGl0eVNlcnZpY2USWgoJR2V0Q2FsbGVyEiUucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCKuAQoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCTLJAQoPSWRlbnRpdHlTZXJ2aWNlEloKCUdldENhbGxlchIlLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVxdWVzdBomLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVzcG9uc2USWgoJQXV0aG9yaXplEiUucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXNwb25zZWIGcHJvdG8z");
+
+/**
+ * AuthorizeRequest says what the operation being checked requires.
+ *
+ * @generated from message portico.identity.v1.AuthorizeRequest
+ */
+export type AuthorizeRequest = Message<"portico.identity.v1.AuthorizeRequest"> & {
+  /**
+   * Whether the operation needs a management key.
+   *
+   * @generated from field: bool require_management = 1;
+   */
+  requireManagement: boolean;
+};
+
+/**
+ * Describes the message portico.identity.v1.AuthorizeRequest.
+ * Use `create(AuthorizeRequestSchema)` to create a new message.
+ */
+export const AuthorizeRequestSchema: GenMessage<AuthorizeRequest> = /*@__PURE__*/
+  messageDesc(file_portico_identity_v1_identity_service, 0);
+
+/**
+ * AuthorizeResponse is empty: success means the key could perform the operation.
+ *
+ * @generated from message portico.identity.v1.AuthorizeResponse
+ */
+export type AuthorizeResponse = Message<"portico.identity.v1.AuthorizeResponse"> & {
+};
+
+/**
+ * Describes the message portico.identity.v1.AuthorizeResponse.
+ * Use `create(AuthorizeResponseSchema)` to create a new message.
+ */
+export const AuthorizeResponseSchema: GenMessage<AuthorizeResponse> = /*@__PURE__*/
+  messageDesc(file_portico_identity_v1_identity_service, 1);
 
 /**
  * GetCallerRequest has no fields: the caller is identified by its Authorization header.
@@ -25,7 +61,7 @@ export type GetCallerRequest = Message<"portico.identity.v1.GetCallerRequest"> &
  * Use `create(GetCallerRequestSchema)` to create a new message.
  */
 export const GetCallerRequestSchema: GenMessage<GetCallerRequest> = /*@__PURE__*/
-  messageDesc(file_portico_identity_v1_identity_service, 0);
+  messageDesc(file_portico_identity_v1_identity_service, 2);
 
 /**
  * GetCallerResponse describes the authenticated caller.
@@ -88,7 +124,7 @@ export type GetCallerResponse = Message<"portico.identity.v1.GetCallerResponse">
  * Use `create(GetCallerResponseSchema)` to create a new message.
  */
 export const GetCallerResponseSchema: GenMessage<GetCallerResponse> = /*@__PURE__*/
-  messageDesc(file_portico_identity_v1_identity_service, 1);
+  messageDesc(file_portico_identity_v1_identity_service, 3);
 
 /**
  * IdentityService tells a caller who its API key says it is.
@@ -105,6 +141,18 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof GetCallerRequestSchema;
     output: typeof GetCallerResponseSchema;
+  },
+  /**
+   * Authorize checks the call's API key the way an operation would and does nothing else: it fails
+   * with Unauthenticated or PermissionDenied where the operation would. The gateway calls it before
+   * reporting a malformed body, so credentials are always judged before input.
+   *
+   * @generated from rpc portico.identity.v1.IdentityService.Authorize
+   */
+  authorize: {
+    methodKind: "unary";
+    input: typeof AuthorizeRequestSchema;
+    output: typeof AuthorizeResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_identity_v1_identity_service, 0);
