@@ -24,6 +24,11 @@ function lengthBetween(value: string, min: number, max: number): boolean {
   return n >= min && n <= max;
 }
 
+/** Identifiers are stored and looked up in the database; PostgreSQL text cannot hold U+0000. */
+function hasNul(value: string): boolean {
+  return value.includes("\u0000");
+}
+
 /** google.protobuf.Value → JSON; a Value without a kind (some gRPC clients send one) is undefined. */
 export function valueToJson(v: Value): JsonValue | undefined {
   const k = v.kind;
@@ -82,8 +87,8 @@ export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, hea
   }
   let sessionKey = req.sessionId;
   if (sessionKey === undefined && headerSessionId !== undefined && headerSessionId !== "") sessionKey = headerSessionId;
-  if (sessionKey !== undefined && !lengthBetween(sessionKey, 1, 256)) {
-    throw badRequest("session_id must be 1 to 256 characters", "session_id");
+  if (sessionKey !== undefined && (!lengthBetween(sessionKey, 1, 256) || hasNul(sessionKey))) {
+    throw badRequest("session_id must be 1 to 256 characters without NUL characters", "session_id");
   }
   const lastIndex = req.messages.length - 1;
   const last = req.messages[lastIndex]!;
@@ -101,7 +106,7 @@ export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, hea
   }
   if (last.role === "tool") {
     if (sessionKey === undefined) throw badRequest("session_id is required when the last message has role tool", "session_id");
-    if (!lengthBetween(last.toolCallId, 1, 128)) {
+    if (!lengthBetween(last.toolCallId, 1, 128) || hasNul(last.toolCallId)) {
       throw badRequest(`messages[${lastIndex}].tool_call_id must be 1 to 128 characters`, `messages[${lastIndex}].tool_call_id`);
     }
     const answer = textOf(content);

@@ -31,6 +31,8 @@ export interface InternsHandlerDeps {
 type Event = StreamChatResponse["event"];
 
 /** A response message built directly (create() is reflective and shows up per chunk in profiles). */
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function message(model: string, event: Event): StreamChatResponse {
   return { $typeName: "portico.interns.v1.StreamChatResponse", model, event };
 }
@@ -181,7 +183,8 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       const caller = callerOf(ctx);
       if (!caller.internsProgramme) throw outsideProgramme();
       const intent = parseChatRequest(req, config, ctx.requestHeader.get("x-session-id") ?? undefined);
-      const intern = req.internId ? await repo.findIntern(req.internId) : null;
+      // Intern ids are UUIDs; anything else cannot name one (and never reaches the database).
+      const intern = UUID_SHAPE.test(req.internId) ? await repo.findIntern(req.internId) : null;
       if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
         throw internNotFound();
       }

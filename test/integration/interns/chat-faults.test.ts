@@ -65,6 +65,11 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
     const unknown = await chat(h, "00000000-0000-4000-8000-000000000000", chatBody("hello"), { key });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error.metadata.reason).toBe("not_found");
+    for (const odd of ["not-a-uuid", "a%00b", "%C3%A9"]) {
+      const res = await chat(h, odd, chatBody("hello"), { key });
+      expect(res.status, odd).toBe(404);
+      expect(res.json.error.metadata.reason).toBe("not_found");
+    }
 
     const departed = await h.createTenant({ internsProgramme: true });
     await h.identity.removeMember(departed.organizationId, departed.userId);

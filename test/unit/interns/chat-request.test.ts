@@ -31,6 +31,20 @@ describe("intern chat request rules", () => {
     });
   });
 
+  it("refuses NUL characters in identifiers it stores or looks up (PostgreSQL text cannot hold them)", () => {
+    expect(fieldOf(() => parseChatRequest(req({ stream: true, session_id: "a\u0000b", messages: [{ role: "user", content: "hi" }] }), limits))).toBe(
+      "session_id",
+    );
+    expect(
+      fieldOf(() =>
+        parseChatRequest(
+          req({ stream: true, session_id: "s", messages: [{ role: "tool", tool_call_id: "x\u0000", content: "allow_once" }] }),
+          limits,
+        ),
+      ),
+    ).toBe("messages[0].tool_call_id");
+  });
+
   it("only the last message is read; the body session_id wins over the header", () => {
     const r = parseChatRequest(
       req({ stream: true, session_id: "b", approval_mode: "manual", messages: [{ role: "user", content: "old" }, { role: "user", content: [{ type: "text", text: "new" }] }] }),
