@@ -253,10 +253,13 @@ export function parseKeyringText(text: string, what: string): KeyringState {
     throw new KeyringError(`${what}: keyring JSON needs "primary" (a key id) and "keys" (an object of id → key)`);
   }
   const keys = new Map<string, Buffer>();
-  for (const [id, value] of Object.entries(obj.keys as Record<string, unknown>)) {
-    if (typeof value !== "string") throw new KeyringError(`${what}: key "${id}" must be a string`);
-    keys.set(id, decodeKeyMaterial(value, `${what}: key "${id}"`));
-  }
+  // Messages name keys by position, never by id: with ids and keys swapped an id would be key material.
+  Object.entries(obj.keys as Record<string, unknown>).forEach(([id, value], i) => {
+    const which = `${what}: keys entry #${i + 1}`;
+    if (!KEY_ID.test(id)) throw new KeyringError(`${which}: its id does not match ${KEY_ID.source} (are ids and keys swapped?)`);
+    if (typeof value !== "string") throw new KeyringError(`${which} must be a string`);
+    keys.set(id, decodeKeyMaterial(value, which));
+  });
   const state = { primaryId: obj.primary, keys };
   validateState(state, what);
   return state;
@@ -264,10 +267,12 @@ export function parseKeyringText(text: string, what: string): KeyringState {
 
 function validateState(state: KeyringState, what: string): void {
   for (const [id, key] of state.keys) {
-    if (!KEY_ID.test(id)) throw new KeyringError(`${what}: key id "${id.slice(0, 64)}" must match ${KEY_ID.source}`);
-    if (key.length !== MASTER_KEY_BYTES) throw new KeyringError(`${what}: key "${id}" must be ${MASTER_KEY_BYTES} bytes`);
+    if (!KEY_ID.test(id)) throw new KeyringError(`${what}: a key id does not match ${KEY_ID.source}`);
+    if (key.length !== MASTER_KEY_BYTES) throw new KeyringError(`${what}: a key must be ${MASTER_KEY_BYTES} bytes`);
   }
-  if (!state.keys.has(state.primaryId)) throw new KeyringError(`${what}: primary key "${state.primaryId}" is not in the keyring`);
+  if (!state.keys.has(state.primaryId)) {
+    throw new KeyringError(`${what}: the primary key id is not in the keyring`);
+  }
 }
 
 function cloneState(state: KeyringState): KeyringState {

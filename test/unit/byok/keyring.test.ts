@@ -197,3 +197,26 @@ describe("keyring configuration", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });
+
+describe("keyring error messages", () => {
+  it("never echo key material, even when ids and keys are swapped in keyring JSON", async () => {
+    const { parseKeyringText } = await import("../../../src/core/byok/keyring.js");
+    const hexKey = "ab".repeat(32);
+    const b64Key = Buffer.alloc(32, 7).toString("base64");
+    for (const text of [
+      JSON.stringify({ primary: "k1", keys: { [hexKey]: "k1" } }),
+      JSON.stringify({ primary: hexKey, keys: { [b64Key]: "k1" } }),
+      JSON.stringify({ primary: hexKey, keys: { k1: 5 } }),
+    ]) {
+      let message = "";
+      try {
+        parseKeyringText(text, "PORTICO_MASTER_KEY");
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).not.toBe("");
+      expect(message).not.toContain(hexKey);
+      expect(message).not.toContain(b64Key);
+    }
+  });
+});
