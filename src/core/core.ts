@@ -2,7 +2,8 @@
  * Composition of the core: repositories, domain services and Connect handlers over one database.
  * `routes` and `interceptors` serve both the network listener and the gateway's in-memory transport.
  */
-import { createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
+import { createDirectTransport } from "./direct-transport.js";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { DatabaseHandle } from "../db/client.js";
@@ -33,7 +34,7 @@ export interface CoreOptions {
 export interface Core {
   routes: (router: ConnectRouter) => void;
   interceptors: Interceptor[];
-  /** A transport that calls this core in-process (used by the one-process gateway and tests). */
+  /** A transport that calls this core in-process, without encoding messages (the one-process gateway, tests). */
   createInMemoryTransport(): Transport;
   /** Stops background work (timers, links). The database is closed by its owner. */
   close(): Promise<void>;
@@ -80,7 +81,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   return {
     routes,
     interceptors,
-    createInMemoryTransport: () => createRouterTransport(routes, { router: { interceptors } }),
+    createInMemoryTransport: () => createDirectTransport(routes, interceptors),
     async close() {
       for (const close of closers.reverse()) await close();
     },

@@ -1,0 +1,186 @@
+/**
+ * An in-process Transport that calls the core's handlers directly: messages cross as objects, not
+ * protobuf bytes. The core's interceptors (metrics, error boundary, authentication) run exactly as for
+ * network calls; the gateway in `portico serve` uses it, and split deployments use gRPC instead.
+ * Unary and server-streaming methods are supported (the gateway uses nothing else); other kinds
+ * answer Unimplemented.
+ */
+import { create, isMessage, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createHandlerContext,
+  createServiceImplSpec,
+  type ConnectRouter,
+  type ContextValues,
+  type Interceptor,
+  type MethodImplSpec,
+  type StreamRequest,
+  type StreamResponse,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+
+type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
+
+/** Collects the service implementations a `routes` function registers. */
+function collectImplementations(routes: (router: ConnectRouter) => void): Map<string, MethodImplSpec> {
+  const specs = new Map<string, MethodImplSpec>();
+  const router = {
+    handlers: [],
+    service(service: DescService, impl: object) {
+      const spec = createServiceImplSpec(service, impl);
+      for (const m of Object.values(spec.methods)) specs.set(`${service.typeName}/${m.method.name}`, m);
+      return router;
+    },
+    rpc() {
+      throw new Error("direct transport: router.rpc is not supported; register services");
+    },
+  } as unknown as ConnectRouter;
+  routes(router);
+  return specs;
+}
+
+function toMessage<D extends DescMessage>(schema: D, value: unknown) {
+  return isMessage(value, schema) ? value : create(schema, value as never);
+}
+
+function linkSignal(signal: AbortSignal | undefined, timeoutMs: number | undefined): AbortController {
+  const ac = new AbortController();
+  if (signal) {
+    if (signal.aborted) ac.abort(signal.reason);
+    else signal.addEventListener("abort", () => ac.abort(signal.reason), { once: true });
+  }
+  if (timeoutMs !== undefined && timeoutMs > 0) {
+    const timer = setTimeout(() => ac.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+    timer.unref();
+    ac.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+  }
+  return ac;
+}
+
+export function createDirectTransport(routes: (router: ConnectRouter) => void, interceptors: Interceptor[]): Transport {
+  const specs = collectImplementations(routes);
+
+  const lookup = (method: DescMethod): MethodImplSpec => {
+    const spec = specs.get(`${method.parent.typeName}/${method.name}`);
+    if (!spec) throw new ConnectError(`${method.parent.typeName}/${method.name} is not implemented`, Code.Unimplemented);
+    return spec;
+  };
+
+  const contextFor = (method: DescMethod, req: UnaryRequest | StreamRequest, timeoutMs: number | undefined) =>
+    createHandlerContext({
+      service: method.parent,
+      method,
+      protocolName: "in-process",
+      requestMethod: "POST",
+      url: req.url,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      requestSignal: req.signal,
+      requestHeader: req.header,
+      contextValues: req.contextValues,
+    });
+
+  const intercept = (next: AnyFn): AnyFn =>
+    interceptors.reduceRight<AnyFn>((n, interceptor) => interceptor(n as never) as AnyFn, next);
+
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues?: ContextValues) {
+      const spec = lookup(method);
+      if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Unimplemented);
+      const ac = linkSignal(signal, timeoutMs);
+      const req: UnaryRequest = {
+        stream: false,
+        service: method.parent,
+        method,
+        requestMethod: "POST",
+        url: `/${method.parent.typeName}/${method.name}`,
+        signal: ac.signal,
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+        message: toMessage(method.input, input),
+      } as UnaryRequest;
+      const run = intercept(async (r) => {
+        const ctx = contextFor(method, r, timeoutMs);
+        const out = await (spec.impl as (m: unknown, c: unknown) => unknown)(r.message, ctx);
+        return {
+          stream: false,
+          service: method.parent,
+          method,
+          header: ctx.responseHeader,
+          trailer: ctx.responseTrailer,
+          message: toMessage(method.output, out),
+        } as UnaryResponse;
+      });
+      try {
+        return (await run(req)) as never;
+      } finally {
+        ac.abort();
+      }
+    },
+
+    async stream(method, signal, timeoutMs, header, input, contextValues?: ContextValues) {
+      const spec = lookup(method);
+      if (spec.kind !== "server_streaming") throw new ConnectError("only server streaming is supported in process", Code.Unimplemented);
+      const ac = linkSignal(signal, timeoutMs);
+      let first: unknown;
+      for await (const m of input) {
+        first = m;
+        break;
+      }
+      const req: StreamRequest = {
+        stream: true,
+        service: method.parent,
+        method,
+        requestMethod: "POST",
+        url: `/${method.parent.typeName}/${method.name}`,
+        signal: ac.signal,
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+        message: (async function* () {
+          yield toMessage(method.input, first);
+        })(),
+      } as StreamRequest;
+      const run = intercept(async (r) => {
+        const ctx = contextFor(method, r, timeoutMs);
+        let request: unknown;
+        for await (const m of (r as StreamRequest).message) {
+          request = m;
+          break;
+        }
+        const iterable = (spec.impl as (m: unknown, c: unknown) => AsyncIterable<unknown>)(request, ctx);
+        return {
+          stream: true,
+          service: method.parent,
+          method,
+          header: ctx.responseHeader,
+          trailer: ctx.responseTrailer,
+          message: (async function* () {
+            for await (const out of iterable) yield toMessage(method.output, out);
+          })(),
+        } as StreamResponse;
+      });
+      let res: StreamResponse;
+      try {
+        res = (await run(req)) as StreamResponse;
+      } catch (err) {
+        ac.abort();
+        throw err;
+      }
+      const messages = res.message;
+      return {
+        ...res,
+        message: (async function* () {
+          try {
+            yield* messages;
+          } finally {
+            // The caller stopped reading (or the stream ended): the handler sees its signal abort.
+            ac.abort(new ConnectError("the client closed the stream", Code.Canceled));
+          }
+        })(),
+      } as never;
+    },
+  };
+}
