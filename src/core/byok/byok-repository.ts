@@ -195,10 +195,6 @@ export function createByokRepository(db: Db, provider: DbProvider) {
       return res.count > 0;
     },
 
-    /** A credential by id across organizations, for the code that puts credentials to use. */
-    async findForUse(id: string): Promise<ByokRow | null> {
-      return db.byokCredential.findUnique({ where: { id } });
-    },
   };
 }
 

@@ -106,14 +106,6 @@ export function createIdentityRepository(db: Db) {
       if (res.count === 0) throw new IdentityError("workspace not found or already deleted");
     },
 
-    async findWorkspace(workspaceId: string) {
-      return db.workspace.findUnique({ where: { id: workspaceId } });
-    },
-
-    async defaultWorkspace(organizationId: string) {
-      return db.workspace.findFirst({ where: { organizationId, isDefault: true } });
-    },
-
     /** Creates a key and returns its plaintext once. */
     async createApiKey(input: {
       organizationId: string;
@@ -158,14 +150,6 @@ export function createIdentityRepository(db: Db) {
       if (res.count === 0) throw new IdentityError("no key with that id or hash");
     },
 
-    /** Key hashes of an organization (BYOK allowed_api_key_hashes must be among them). */
-    async keyHashesOf(organizationId: string, hashes: string[]): Promise<Set<string>> {
-      const rows = await db.apiKey.findMany({
-        where: { organizationId, hash: { in: hashes } },
-        select: { hash: true },
-      });
-      return new Set(rows.map((r) => r.hash));
-    },
   };
 }
 
