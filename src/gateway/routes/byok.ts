@@ -82,6 +82,21 @@ function wellFormedKey(body: Body): void {
 
 const listInit = (v: unknown) => (Array.isArray(v) ? { values: v as string[] } : undefined);
 
+/** The credential settings create and update share (the schema has already checked their types). */
+function settingsInit(b: Body) {
+  return {
+    ...(typeof b.name === "string" ? { name: b.name } : {}),
+    allowedApiKeyHashes: listInit(b.allowed_api_key_hashes),
+    allowedModels: listInit(b.allowed_models),
+    allowedUserIds: listInit(b.allowed_user_ids),
+    disabled: b.disabled === true,
+    isRequired: b.is_required === true,
+    isFallback: b.is_fallback === true,
+    isByokOnly: b.is_byok_only === true,
+    ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+  };
+}
+
 function query(req: FastifyRequest): Record<string, unknown> {
   return (req.query ?? {}) as Record<string, unknown>;
 }
@@ -109,16 +124,8 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
         {
           key: b.key as string,
           provider: b.provider as string,
-          ...(typeof b.name === "string" ? { name: b.name } : {}),
           ...(typeof b.workspace_id === "string" ? { workspaceId: b.workspace_id } : {}),
-          allowedApiKeyHashes: listInit(b.allowed_api_key_hashes),
-          allowedModels: listInit(b.allowed_models),
-          allowedUserIds: listInit(b.allowed_user_ids),
-          disabled: b.disabled === true,
-          isRequired: b.is_required === true,
-          isFallback: b.is_fallback === true,
-          isByokOnly: b.is_byok_only === true,
-          ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+          ...settingsInit(b),
         },
         callOptionsFor(req),
       );
@@ -207,15 +214,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
         {
           id,
           ...(typeof b.key === "string" ? { key: b.key } : {}),
-          ...(typeof b.name === "string" ? { name: b.name } : {}),
-          allowedApiKeyHashes: listInit(b.allowed_api_key_hashes),
-          allowedModels: listInit(b.allowed_models),
-          allowedUserIds: listInit(b.allowed_user_ids),
-          disabled: b.disabled === true,
-          isRequired: b.is_required === true,
-          isFallback: b.is_fallback === true,
-          isByokOnly: b.is_byok_only === true,
-          ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+          ...settingsInit(b),
           updateMask: { paths },
         },
         callOptionsFor(req),
