@@ -99,6 +99,20 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<DatabaseH
   };
 }
 
+/**
+ * Transactions take SQLite's write lock when they begin (BEGIN IMMEDIATE instead of the adapter's
+ * deferred BEGIN), so a read-then-write transaction cannot fail with SQLITE_BUSY_SNAPSHOT because
+ * another process (an admin command, a second core) wrote in between; it waits (busy_timeout) instead.
+ */
+function immediateTransactions(adapter: unknown): void {
+  const driver = (adapter as { client?: { prepare: (sql: string) => unknown } }).client;
+  if (!driver || typeof driver.prepare !== "function") {
+    throw new Error("SQLite adapter internals changed: cannot make transactions immediate");
+  }
+  const prepare = driver.prepare.bind(driver);
+  driver.prepare = (sql: string) => prepare(sql === "BEGIN" ? "BEGIN IMMEDIATE" : sql);
+}
+
 async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<Db> {
   const [{ PrismaClient: SqliteClient }, { PrismaBetterSQLite3 }] = await Promise.all([
     import("../generated/sqlite/client.js"),
@@ -119,6 +133,7 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
           "PRAGMA secure_delete = ON",
         ].join(";\n"),
       );
+      immediateTransactions(adapter);
       return gateSqliteAdapter(adapter);
     }
   }

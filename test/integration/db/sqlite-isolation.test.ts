@@ -57,3 +57,48 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
     expect(await db.user.count({ where: { name: "conc" } })).toBe(n);
   });
 });
+
+describe("SQLite: a read-then-write transaction survives another process writing in between", () => {
+  it("makes the other process wait instead of failing the transaction with SQLITE_BUSY_SNAPSHOT", async () => {
+    const { spawn } = await import("node:child_process");
+    const { resolve } = await import("node:path");
+    const a = await freshSqlite();
+    const dataDir = a.url.slice("file:".length).replace(/\/[^/]*$/, "");
+    try {
+      let readDone!: () => void;
+      const afterRead = new Promise<void>((r) => (readDone = r));
+      let mayWrite!: () => void;
+      const writeGate = new Promise<void>((r) => (mayWrite = r));
+      const tx = a.db
+        .$transaction(
+          async (t) => {
+            const before = await t.$queryRaw<Array<{ n: unknown }>>`SELECT COUNT(*) AS n FROM "User"`;
+            readDone();
+            await writeGate;
+            await t.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`a-${randomUUID()}@x.invalid`}, ${`after ${String(before[0]?.n)}`}, ${new Date()})`;
+          },
+          { timeout: 30_000 },
+        )
+        .then(
+          () => "ok",
+          (e: Error) => `failed: ${e.message}`,
+        );
+      await afterRead;
+      // Another process writes while this transaction holds its read snapshot.
+      const child = spawn(process.execPath, [resolve(import.meta.dirname, "../../../bin/run-ts.mjs"), resolve(import.meta.dirname, "../../helpers/sqlite-write-child.ts"), dataDir], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let childOut = "";
+      child.stdout.on("data", (d) => (childOut += d));
+      const childDone = new Promise<void>((r) => child.on("exit", () => r()));
+      await new Promise((r) => setTimeout(r, 1500)); // the child has started and tried to write
+      mayWrite();
+      expect(await tx).toBe("ok");
+      await childDone;
+      expect(childOut.trim()).toBe("ok");
+      expect(await a.db.user.count()).toBe(2);
+    } finally {
+      await a.close();
+    }
+  });
+});
