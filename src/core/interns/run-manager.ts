@@ -343,7 +343,7 @@ export function createRunManager(deps: RunManagerDeps) {
       const active = runs.get(holderId);
       if (active?.interaction) {
         const left = Math.ceil((active.interaction.deadlineAt.getTime() - Date.now()) / 1000);
-        throw sessionBusy(Math.max(1, Math.min(left, 300)));
+        throw sessionBusy(Math.max(1, left));
       }
     }
     throw sessionBusy(1);
