@@ -126,4 +126,53 @@ describe("portico CLI", () => {
       core.child.kill("SIGTERM");
     }
   });
+
+  it("bootstraps exactly once when two processes start together on one empty PostgreSQL database", async () => {
+    const { createTestPgDatabase } = await import("../../helpers/db.js");
+    const pg = await createTestPgDatabase();
+    const { randomBytes } = await import("node:crypto");
+    const env = {
+      DATABASE_URL: pg.url,
+      PORT: "0",
+      PORTICO_GRPC_PORT: "0",
+      PORTICO_EMBEDDED_HOST: "false",
+      // Processes sharing a database share the BYOK master key.
+      PORTICO_MASTER_KEY: randomBytes(32).toString("base64"),
+    };
+    const started: Array<Awaited<ReturnType<typeof startPortico<boolean>>>> = [];
+    try {
+      const ready = (out: string) => (out.includes("gateway listening") ? true : undefined);
+      started.push(
+        ...(await Promise.all([
+          startPortico(["serve"], { ...env, PORTICO_DATA_DIR: dataDir() }, ready),
+          startPortico(["serve"], { ...env, PORTICO_DATA_DIR: dataDir() }, ready),
+        ])),
+      );
+      // Give both first-run checks time to finish.
+      const deadline = Date.now() + 15_000;
+      while (Date.now() < deadline && !started.some((p) => p.output().includes("management key:"))) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      const banners = started.filter((p) => p.output().includes("management key:")).length;
+      expect(banners).toBe(1);
+      const { default: pgLib } = await import("pg");
+      const client = new pgLib.Client({ connectionString: pg.url });
+      await client.connect();
+      const orgs = await client.query('SELECT count(*)::int AS n FROM "Organization"');
+      await client.end();
+      expect(orgs.rows[0].n).toBe(1);
+    } finally {
+      await Promise.all(
+        started.map(
+          (p) =>
+            new Promise<void>((r) => {
+              p.child.on("exit", () => r());
+              p.child.kill("SIGTERM");
+            }),
+        ),
+      );
+      await pg.drop();
+    }
+  });
 });
