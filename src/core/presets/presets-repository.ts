@@ -130,21 +130,29 @@ type CreateAttempt = (
   now: Date,
 ) => Promise<{ preset: Preset; version: PresetVersion }>;
 
+/**
+ * Creates the preset, or numbers the next version of an existing one and designates it; returns the
+ * preset row. Shared by both dialects (PostgreSQL runs it inside a CTE).
+ */
+function presetUpsert(input: CreateVersionInput, presetId: string, versionId: string, now: Date): Prisma.Sql {
+  return Prisma.sql`
+    INSERT INTO "Preset" ("id", "workspaceId", "slug", "name", "status", "creatorUserId",
+                          "designatedVersionId", "latestVersion", "createdAt", "updatedAt")
+    VALUES (${presetId}, ${input.workspaceId}, ${input.slug}, ${input.slug}, 'active', ${input.creatorUserId},
+            ${versionId}, 1, ${now}, ${now})
+    ON CONFLICT ("workspaceId", "slug") DO UPDATE SET
+      "latestVersion" = "Preset"."latestVersion" + 1,
+      "designatedVersionId" = excluded."designatedVersionId",
+      "updatedAt" = excluded."updatedAt"
+    RETURNING ${PRESET_COLUMNS}`;
+}
+
 /** Two statements in one batch transaction (one BEGIN … COMMIT, no interactive round trips). */
 function createOnSqlite(db: Db): CreateAttempt {
   return async (input, presetId, versionId, now) => {
     const config = JSON.stringify(input.config);
     const [presets, versions] = await db.$transaction([
-      db.$queryRaw<Record<string, unknown>[]>`
-        INSERT INTO "Preset" ("id", "workspaceId", "slug", "name", "status", "creatorUserId",
-                              "designatedVersionId", "latestVersion", "createdAt", "updatedAt")
-        VALUES (${presetId}, ${input.workspaceId}, ${input.slug}, ${input.slug}, 'active', ${input.creatorUserId},
-                ${versionId}, 1, ${now}, ${now})
-        ON CONFLICT ("workspaceId", "slug") DO UPDATE SET
-          "latestVersion" = "Preset"."latestVersion" + 1,
-          "designatedVersionId" = excluded."designatedVersionId",
-          "updatedAt" = excluded."updatedAt"
-        RETURNING ${PRESET_COLUMNS}`,
+      db.$queryRaw<Record<string, unknown>[]>`${presetUpsert(input, presetId, versionId, now)}`,
       db.$queryRaw<Record<string, unknown>[]>`
         INSERT INTO "PresetVersion" ("id", "presetId", "version", "config", "systemPrompt", "creatorId", "createdAt", "updatedAt")
         SELECT ${versionId}, p."id", p."latestVersion", ${config}, ${input.systemPrompt}, ${input.creatorUserId}, ${now}, ${now}
@@ -161,17 +169,7 @@ function createOnPostgres(db: Db): CreateAttempt {
   return async (input, presetId, versionId, now) => {
     const config = JSON.stringify(input.config);
     const rows = await db.$queryRaw<Record<string, unknown>[]>`
-      WITH p AS (
-        INSERT INTO "Preset" ("id", "workspaceId", "slug", "name", "status", "creatorUserId",
-                              "designatedVersionId", "latestVersion", "createdAt", "updatedAt")
-        VALUES (${presetId}, ${input.workspaceId}, ${input.slug}, ${input.slug}, 'active', ${input.creatorUserId},
-                ${versionId}, 1, ${now}, ${now})
-        ON CONFLICT ("workspaceId", "slug") DO UPDATE SET
-          "latestVersion" = "Preset"."latestVersion" + 1,
-          "designatedVersionId" = excluded."designatedVersionId",
-          "updatedAt" = excluded."updatedAt"
-        RETURNING ${PRESET_COLUMNS}
-      ), v AS (
+      WITH p AS (${presetUpsert(input, presetId, versionId, now)}), v AS (
         INSERT INTO "PresetVersion" ("id", "presetId", "version", "config", "systemPrompt", "creatorId", "createdAt", "updatedAt")
         SELECT ${versionId}, p."id", p."latestVersion", ${config}::jsonb, ${input.systemPrompt}, ${input.creatorUserId}, ${now}, ${now}
         FROM p
