@@ -61,6 +61,19 @@ function linkSignal(signal: AbortSignal | undefined, timeoutMs: number | undefin
   return ac;
 }
 
+/** The fields a unary and a streaming request share, as a network handler would present them. */
+function requestCommon(method: DescMethod, ac: AbortController, header: ConstructorParameters<typeof Headers>[0], contextValues: ContextValues | undefined) {
+  return {
+    service: method.parent,
+    method,
+    requestMethod: "POST",
+    url: `/${method.parent.typeName}/${method.name}`,
+    signal: ac.signal,
+    header: new Headers(header),
+    contextValues: contextValues ?? createContextValues(),
+  };
+}
+
 export function createDirectTransport(routes: (router: ConnectRouter) => void, interceptors: Interceptor[]): Transport {
   const specs = collectImplementations(routes);
 
@@ -91,15 +104,9 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       const spec = lookup(method);
       if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Unimplemented);
       const ac = linkSignal(signal, timeoutMs);
-      const req: UnaryRequest = {
+      const req = {
         stream: false,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: `/${method.parent.typeName}/${method.name}`,
-        signal: ac.signal,
-        header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
+        ...requestCommon(method, ac, header, contextValues),
         message: toMessage(method.input, input),
       } as UnaryRequest;
       const run = intercept(async (r) => {
@@ -130,15 +137,9 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
         first = m;
         break;
       }
-      const req: StreamRequest = {
+      const req = {
         stream: true,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: `/${method.parent.typeName}/${method.name}`,
-        signal: ac.signal,
-        header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
+        ...requestCommon(method, ac, header, contextValues),
         message: (async function* () {
           yield toMessage(method.input, first);
         })(),
