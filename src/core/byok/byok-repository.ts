@@ -56,15 +56,12 @@ function jsonList(value: string[] | null) {
 export function createByokRepository(db: Db, provider: DbProvider) {
   /**
    * Takes the write lock a read-then-write transaction needs before it reads. PostgreSQL: a row lock.
-   * SQLite: a no-op write as the first statement, so the transaction holds the database write lock
-   * (waiting up to the busy timeout) before it takes a read snapshot; otherwise another process's
-   * write in between makes the later write fail with SQLITE_BUSY_SNAPSHOT.
+   * SQLite needs nothing here: every transaction begins IMMEDIATE (src/db/client.ts), so it already
+   * holds the database write lock.
    */
   const lockRow = async (tx: DbTransaction, table: "Workspace" | "ByokCredential", id: string) => {
     if (provider === "postgresql") {
       await tx.$queryRawUnsafe(`SELECT "id" FROM "${table}" WHERE "id" = $1 FOR UPDATE`, id);
-    } else {
-      await tx.$executeRawUnsafe(`UPDATE "${table}" SET "deletedAt" = "deletedAt" WHERE "id" = ?`, id);
     }
   };
   /** Serializes writers of one workspace (sort_order assignment). */
