@@ -6,13 +6,14 @@
  *
  *   node bin/run-ts.mjs bench/byok.ts [--seconds 5] [--warmup 1] [--rows 2000]
  */
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { Writable } from "node:stream";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import { runInWorker } from "./lib/worker.js";
 
 interface Scenario {
   name: string;
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
   ];
   const results: Result[] = [];
   for (const s of scenarios) {
-    const r = await runInWorker({ scenario: s, base, key: boot.management_key, seconds, warmup });
+    const r = await runInWorker<Result>(import.meta.url, { scenario: s, base, key: boot.management_key, seconds, warmup });
     results.push(r);
     console.error(`${s.name} c=${s.concurrency}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} errors ${r.errors}`);
   }
@@ -140,15 +141,6 @@ async function main(): Promise<void> {
   console.log(`rotation: ${re.reencrypted} of ${total} credentials re-encrypted in ${rotSeconds.toFixed(2)} s = ${(re.reencrypted / rotSeconds).toFixed(0)} rows/s (batch 100, row-by-row compare-and-swap)`);
 }
 
-function runInWorker(data: unknown): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
-    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: data });
-    worker.once("message", resolve);
-    worker.once("error", reject);
-    worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
-  });
-}
 
 async function worker(): Promise<void> {
   const { scenario, base, key, seconds, warmup } = workerData as { scenario: Scenario; base: string; key: string; seconds: number; warmup: number };

@@ -9,12 +9,13 @@
  *
  * Prints a Markdown table and the gateway/bare throughput ratios.
  */
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { Writable } from "node:stream";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
+import { runInWorker } from "./lib/worker.js";
 
 interface Scenario {
   name: string;
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   for (const [i, s] of scenarios.entries()) {
     if (only && !`${s.name} c=${s.concurrency}`.includes(only)) continue;
-    const r = await runInWorker({ scenario: s, key: boot.management_key!, seconds, warmup, slugPrefix: `b${i}` });
+    const r = await runInWorker<Result>(import.meta.url, { scenario: s, key: boot.management_key!, seconds, warmup, slugPrefix: `b${i}` });
     results.push(r);
     console.error(`${s.name} c=${s.concurrency}: ${r.rps.toFixed(0)} req/s p50 ${r.p50.toFixed(2)} ms p99 ${r.p99.toFixed(2)} ms errors ${r.errors}`);
   }
@@ -139,16 +140,6 @@ async function main(): Promise<void> {
   }
 }
 
-function runInWorker(data: unknown): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    // The worker needs the TypeScript loader too (bin/run-ts.mjs registers it in this thread only).
-    const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
-    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: data });
-    worker.once("message", resolve);
-    worker.once("error", reject);
-    worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
-  });
-}
 
 async function worker(): Promise<void> {
   const { scenario, key, seconds, warmup, slugPrefix } = workerData as {

@@ -1,0 +1,16 @@
+/**
+ * Runs a benchmark module again in a worker thread (its own event loop, so load generation does not
+ * compete with the server under test for one loop). The worker needs the TypeScript loader too:
+ * bin/run-ts.mjs registers it in the main thread only.
+ */
+import { Worker } from "node:worker_threads";
+
+export function runInWorker<T>(moduleUrl: string, data: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(moduleUrl)});`;
+    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: data });
+    worker.once("message", resolve);
+    worker.once("error", reject);
+    worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
+  });
+}
