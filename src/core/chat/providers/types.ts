@@ -1,0 +1,123 @@
+/**
+ * The contract between the chat-completions router and the upstream provider adapters.
+ *
+ * The router speaks the OpenAI chat-completions shape (JSON as on the wire, snake_case); each adapter
+ * translates it to its provider's wire format and back. Adapters are stateless apart from their HTTP
+ * client and never log or echo the credential they are given.
+ *
+ * - `complete()` resolves with one `chat.completion` object.
+ * - `stream()` yields `chat.completion.chunk` objects in order; the last one carries `usage` when the
+ *   provider reports it. The iterator's `return()` (a consumer that stops early) and `signal` both abort
+ *   the upstream HTTP request at once.
+ * - Failures before the first byte of the response body throw `UpstreamError`, whose `retryable` tells
+ *   the router whether to try the next (provider, model, credential) attempt. After the first chunk an
+ *   error is thrown the same way; the router turns it into a `finish_reason: "error"` chunk.
+ */
+
+/** A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter. */
+export type ChatBody = Record<string, unknown> & {
+  model: string;
+  messages: Array<Record<string, unknown>>;
+  stream?: boolean | null;
+};
+
+/** One attempt: which upstream model, at which base URL, with which credential. */
+export interface UpstreamCall {
+  /** The provider's own model id (the router strips any `<provider>/` routing prefix). */
+  model: string;
+  /** The request, already merged with any preset; `model` and `stream` are set by the adapter. */
+  body: ChatBody;
+  /** Base URL of the provider's API, e.g. `https://api.anthropic.com` (configurable per provider). */
+  baseUrl: string;
+  /** The decrypted provider key. Never logged, never placed in an error message. */
+  apiKey: string;
+  /** Aborts the upstream request (client disconnect, deadline). */
+  signal: AbortSignal;
+  /** Extra provider-specific settings (e.g. an API version header), from operator configuration. */
+  options?: Readonly<Record<string, string>>;
+}
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens?: number };
+  completion_tokens_details?: { reasoning_tokens?: number };
+}
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error" | null;
+
+/** An OpenAI `chat.completion` object. */
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null };
+    finish_reason: FinishReason;
+    /** The provider's own stop reason, unmapped (e.g. Anthropic `end_turn`). */
+    native_finish_reason?: string | null;
+  }>;
+  usage?: ChatUsage;
+}
+
+/** An OpenAI `chat.completion.chunk` object. */
+export interface ChatChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: "assistant";
+      content?: string | null;
+      reasoning?: string | null;
+      tool_calls?: Array<{ index: number; id?: string; type?: "function"; function?: { name?: string; arguments?: string } }>;
+    };
+    finish_reason: FinishReason;
+    native_finish_reason?: string | null;
+  }>;
+  usage?: ChatUsage | null;
+}
+
+/** An upstream failure, already classified. `message` never contains the credential. */
+export class UpstreamError extends Error {
+  constructor(
+    /** HTTP status from the provider, or 0 for a connect/DNS/TLS error or a malformed response. */
+    readonly status: number,
+    message: string,
+    /** True for 401, 403, 408, 429, 5xx and connect errors: the router may try the next attempt. */
+    readonly retryable: boolean,
+    /** The provider's error body, parsed when it was JSON (for `metadata.raw`); never contains the key. */
+    readonly providerBody?: unknown,
+  ) {
+    super(message);
+    this.name = "UpstreamError";
+  }
+}
+
+/** True for statuses after which the router moves on to the next attempt. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 0 || status === 401 || status === 403 || status === 408 || status === 429 || status >= 500;
+}
+
+export interface ProviderAdapter {
+  /** The wire format this adapter speaks: "openai" (chat completions), "anthropic" (Messages), "gemini". */
+  readonly format: "openai" | "anthropic" | "gemini";
+  complete(call: UpstreamCall): Promise<ChatCompletion>;
+  stream(call: UpstreamCall): AsyncIterable<ChatChunk>;
+  /**
+   * The provider request body this adapter would send for `call` (for `debug.echo_upstream_body`).
+   * Must not contain the credential.
+   */
+  upstreamBody(call: UpstreamCall): unknown;
+}
