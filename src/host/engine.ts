@@ -1,56 +1,29 @@
 /**
- * The host engine: sessions (one agent process each), runs (one ACP prompt turn each), questions,
- * cancellation, sandboxed terminals and the bounded per-run event queues the link drains. It knows
- * nothing about the transport: the link calls startRun/answer/cancelRun and pulls events.
+ * The host engine: runs (one ACP prompt turn each) over the sessions of the agent pool, the ACP
+ * client handlers (updates, permission questions, terminals, fs) and the link-facing surface. It
+ * knows nothing about the transport: the link calls startRun/answer/cancelRun and pulls events.
+ *
+ * Modules: agent-session.ts (agents and sessions), agent-env.ts (folders and environment),
+ * file-access.ts (fs confinement), questions.ts + escalation.ts (questions and sealed escalation),
+ * event-queue.ts (bounded per-run queues).
  */
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  constants as fsConstants,
-  fchownSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { createHash, randomUUID } from "node:crypto";
-import { basename, dirname, join, resolve, sep } from "node:path";
+import { randomUUID } from "node:crypto";
+import { basename } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import {
-  AnswerOutcome,
-  ApprovalMode,
-  CancelReason,
-  RunEventSchema,
-  type HeldRun,
-  type RunEvent,
-  type StartRun,
-} from "../gen/portico/internlink/v1/internlink_service_pb.js";
-import { spawnAgentProcess, type AgentChannel, type AgentLauncher } from "./agent-process.js";
-import {
-  clip,
-  isOptionKind,
-  modelFromSessionState,
-  offeredKinds,
-  operationForToolKind,
-  optionIdForKind,
-  repairIncomingMessage,
-  selfDriveOptionId,
-  usageFromTurn,
-  usdCost,
-  type OfferedOption,
-  type OptionKind,
-} from "./mapping.js";
+import { AnswerOutcome, ApprovalMode, CancelReason, type HeldRun, type RunEvent, type StartRun } from "../gen/portico/internlink/v1/internlink_service_pb.js";
+import { spawnAgentProcess, type AgentLauncher } from "./agent-process.js";
+import { agentEnvironment, agentFolders } from "./agent-env.js";
+import { AgentCapReached, AgentStartError, createAgentPool, type AgentInstance, type SessionEntry } from "./agent-session.js";
+import { EscalationLedger } from "./escalation.js";
+import { RunEventQueue, takeRoundRobin, type EventInit } from "./event-queue.js";
+import { readConfinedText, writeConfinedText, type Confinement } from "./file-access.js";
+import { clip, modelFromSessionState, offeredKinds, operationForToolKind, selfDriveOptionId, usageFromTurn, usdCost, type OfferedOption } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
-import { createTerminalManager, type TerminalManager } from "./terminals.js";
+import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "./questions.js";
+import type { TerminalManager } from "./terminals.js";
 
-type RunEventInit = MessageInitShape<typeof RunEventSchema>;
-type EventInit = NonNullable<RunEventInit["event"]>;
+export { sessionFolderName } from "./agent-env.js";
 
 /** Why a run is being cancelled (host-internal). */
 type CancelCause = "client" | "deadline" | "caller" | "operator" | "duration" | "link" | "failed";
@@ -70,66 +43,28 @@ export interface EngineOptions {
   onCapacity: () => void;
 }
 
-interface PendingQuestion {
-  id: string;
-  options: OfferedOption[];
-  kinds: OptionKind[];
-  operation: string | undefined;
-  settle: (outcome: acp.RequestPermissionOutcome) => void;
-  timer?: NodeJS.Timeout | undefined;
-}
-
 interface Run {
   id: string;
-  session: SessionEntry;
+  session: Session;
   mode: "self-drive" | "manual";
   state: "starting" | "streaming" | "cancelling" | "done";
-  nextSeq: bigint;
-  lastWrittenSeq: bigint;
-  queue: Array<{ event: RunEvent; bytes: number }>;
-  queuedBytes: number;
-  terminalEmitted: boolean;
+  events: RunEventQueue;
   /** Link broke while streaming (or the core dropped the run): nothing more is sent. */
   detached: boolean;
   /** Paused when the link broke: kept for a grace period and announced in Hello. */
   held: boolean;
   heldTimer?: NodeJS.Timeout | undefined;
-  presented: PendingQuestion | undefined;
-  waiting: PendingQuestion[];
+  questions: QuestionQueue;
   cancelCause: CancelCause | undefined;
   cancelTimer?: NodeJS.Timeout | undefined;
   durationTimer?: NodeJS.Timeout | undefined;
   interactionDeadlineMs: number;
-  escalation: { once: boolean; always: boolean };
+  escalation: EscalationLedger;
   costAtStart: number | undefined;
   model: string | undefined;
 }
 
-interface AgentInstance {
-  channel: AgentChannel;
-  conn: acp.ClientConnection;
-  acpSessionId: string;
-  init: acp.InitializeResponse;
-  toolKinds: Map<string, string>;
-  currentModeId: string | undefined;
-  availableModes: Set<string>;
-  model: string | undefined;
-  lastCost: number | undefined;
-  terminals: TerminalManager;
-  dead: boolean;
-  suppressUpdates: boolean;
-  exitInfo: string | undefined;
-}
-
-interface SessionEntry {
-  key: string;
-  cwd: string;
-  agent: AgentInstance | undefined;
-  starting: Promise<AgentInstance> | undefined;
-  previousAcpSessionId: string | undefined;
-  run: Run | undefined;
-  lastUsed: number;
-}
+type Session = SessionEntry<Run>;
 
 /** Snapshot of a session for diagnostics and tests. */
 export interface SessionInfo {
@@ -156,122 +91,47 @@ export interface HostEngine {
   capacity(): { runningRuns: number; pausedRuns: number; busy: boolean };
   sessions(): SessionInfo[];
   agentName(): string;
+  /** Stops every run and agent process (and its process group); resolves when they are gone. */
   close(): Promise<void>;
-}
-
-const MINIMAL_ENV = ["PATH", "LANG", "LANGUAGE", "TZ", "TERM", "NODE_OPTIONS", "SHELL", "USER", "LOGNAME"];
-
-/** A filesystem-safe folder name for a caller-visible session id. */
-export function sessionFolderName(sessionId: string): string {
-  if (/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/.test(sessionId)) return sessionId;
-  return `h-${createHash("sha256").update(sessionId).digest("hex").slice(0, 32)}`;
-}
-
-function eventBytes(ev: EventInit): number {
-  const v = ev.value as { text?: unknown; message?: unknown } | undefined;
-  const text = typeof v?.text === "string" ? v.text : typeof v?.message === "string" ? v.message : "";
-  return Buffer.byteLength(text) + 48;
-}
-
-function isTerminalCase(c: EventInit["case"]): boolean {
-  return c === "rejected" || c === "turnEnded" || c === "turnFailed" || c === "runEnded";
 }
 
 export function createHostEngine(opts: EngineOptions): HostEngine {
   const { limits, logger, profile } = opts;
-  const launcher = opts.launcher ?? spawnAgentProcess;
-  const sessions = new Map<string, SessionEntry>();
   const runs = new Map<string, Run>();
   let rrCursor = 0;
   let closed = false;
   let linkIsUp = true;
+  const folders = agentFolders({ profile, workRoot: opts.workRoot, runAs: opts.runAs });
+  const pool = createAgentPool<Run>({
+    profile,
+    limits,
+    logger,
+    folders,
+    runAs: opts.runAs,
+    bwrap: opts.bwrap,
+    launcher: opts.launcher ?? spawnAgentProcess,
+    hostVersion: opts.hostVersion,
+    clientApp: buildClientApp,
+  });
 
-  const homeDir = join(opts.workRoot, "home");
-
-  const reaper = setInterval(reapIdleAgents, Math.max(250, Math.min(limits.idleAgentTtlMs / 2, 30_000)));
+  const reaper = setInterval(() => pool.reap(), Math.max(250, Math.min(limits.idleAgentTtlMs / 2, 30_000)));
   reaper.unref();
 
-  // ---------- folders and env ----------
-
-  function ensureDir(dir: string): void {
-    mkdirSync(dir, { recursive: true, mode: 0o750 });
-    if (opts.runAs) {
-      chownSync(dir, opts.runAs.uid, opts.runAs.gid);
-      // Parents must be traversable by the unprivileged user.
-      let p = dirname(dir);
-      const root = resolve(opts.workRoot);
-      while (p.startsWith(root) && p.length >= root.length) {
-        try {
-          chmodSync(p, 0o755);
-        } catch {
-          // best effort
-        }
-        if (p === root) break;
-        p = dirname(p);
-      }
-    }
-  }
-
-  /** With an unprivileged run-as user, every parent of the working folder must be traversable by it. */
-  function checkReachable(dir: string): void {
-    if (!opts.runAs) return;
-    const { uid, gid } = opts.runAs;
-    for (let p = dirname(dir); ; p = dirname(p)) {
-      const st = statSync(p);
-      const ok = st.uid === uid ? (st.mode & 0o100) !== 0 : st.gid === gid ? (st.mode & 0o010) !== 0 : (st.mode & 0o001) !== 0;
-      if (!ok) {
-        throw new Error(`the working folder is not reachable by uid ${uid}: make ${p} traversable (chmod o+x) or choose another work root`);
-      }
-      if (p === dirname(p)) break;
-    }
-  }
-
-  function cwdFor(key: string): string {
-    const strategy = profile.cwd ?? "session";
-    if (strategy === "session") return join(opts.workRoot, "sessions", sessionFolderName(key));
-    if (strategy === "intern") return join(opts.workRoot, "workspace");
-    return strategy.fixed;
-  }
-
-  /** Portico's own connection settings (with credentials) never reach an agent, whatever the profile inherits. */
-  const PORTICO_SECRET_ENV = new Set(["DATABASE_URL", "SHADOW_DATABASE_URL", "REDIS_URL"]);
-
-  function agentEnv(cwd: string): Record<string, string> {
-    const env: Record<string, string> = {};
-    const inherit = profile.inheritEnv ?? "all";
-    for (const [k, v] of Object.entries(process.env)) {
-      if (v === undefined || k.startsWith("PORTICO_") || PORTICO_SECRET_ENV.has(k)) continue;
-      if (inherit === "minimal" && !MINIMAL_ENV.includes(k) && !k.startsWith("LC_")) continue;
-      env[k] = v;
-    }
-    env.HOME = homeDir;
-    env.PWD = cwd;
-    for (const [k, v] of Object.entries(profile.env ?? {})) env[k] = v;
-    return env;
+  function activeRunOf(session: Session): Run | undefined {
+    return session.run && session.run.state !== "done" ? session.run : undefined;
   }
 
   // ---------- events ----------
 
   function emit(run: Run, ev: EventInit): void {
-    if (run.detached || run.terminalEmitted) return;
-    const terminal = isTerminalCase(ev.case);
-    const bytes = eventBytes(ev);
-    if (!terminal && run.queuedBytes + bytes > limits.maxQueuedBytesPerRun) {
-      logger.warn({ runId: run.id, queuedBytes: run.queuedBytes }, "run event queue overflow; failing the run");
-      failRun(run, {
-        code: 410,
-        reason: "attachment_failed",
-        message: "the run produced more output than the intern host retains",
-        retryable: false,
-      });
+    if (run.detached) return;
+    const res = run.events.push(ev);
+    if (res === "overflow") {
+      logger.warn({ runId: run.id, queuedBytes: run.events.queuedBytes }, "run event queue overflow; failing the run");
+      failRun(run, { code: 410, reason: "attachment_failed", message: "the run produced more output than the intern host retains", retryable: false });
       return;
     }
-    const event = create(RunEventSchema, { runId: run.id, seq: run.nextSeq, event: ev });
-    run.nextSeq += 1n;
-    run.queue.push({ event, bytes });
-    run.queuedBytes += bytes;
-    if (terminal) run.terminalEmitted = true;
-    opts.onReadable();
+    if (res === "queued") opts.onReadable();
   }
 
   function failRun(run: Run, f: { code: number; reason: string; message: string; retryable: boolean }): void {
@@ -286,7 +146,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   }
 
   function pausedCount(): number {
-    return activeRuns().filter((r) => r.presented !== undefined).length;
+    return activeRuns().filter((r) => r.questions.presented !== undefined).length;
   }
 
   function capacity(): { runningRuns: number; pausedRuns: number; busy: boolean } {
@@ -295,109 +155,9 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     return { runningRuns: running, pausedRuns: paused, busy: running >= limits.maxConcurrentRuns || paused >= limits.maxPausedRuns };
   }
 
-  // ---------- agents ----------
+  // ---------- ACP client handlers ----------
 
-  async function startAgent(session: SessionEntry, budget: AbortSignal): Promise<AgentInstance> {
-    ensureDir(session.cwd);
-    ensureDir(homeDir);
-    checkReachable(session.cwd);
-    checkReachable(homeDir);
-    const env = agentEnv(session.cwd);
-    const sandboxProcess = profile.sandbox === "process";
-    if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
-    const channel = await launcher({
-      command: profile.command,
-      args: profile.args ?? [],
-      env,
-      cwd: session.cwd,
-      runAs: opts.runAs,
-      bwrap: sandboxProcess && opts.bwrap ? { path: opts.bwrap, writable: [session.cwd, homeDir] } : undefined,
-    });
-    const onBudget = (): void => void channel.dispose(0);
-    budget.addEventListener("abort", onBudget, { once: true });
-    try {
-      const raw = acp.ndJsonStream(channel.output, channel.input, { maxMessageBytes: limits.maxAcpLineBytes });
-      const tap = new TransformStream<acp.AnyMessage, acp.AnyMessage>({
-        transform(msg, c) {
-          if (repairIncomingMessage(msg)) logger.debug({ session: session.key }, "repaired a malformed usage_update from the agent");
-          c.enqueue(msg);
-        },
-      });
-      const stream = { writable: raw.writable, readable: raw.readable.pipeThrough(tap) };
-      // eslint-disable-next-line prefer-const
-      let agent: AgentInstance;
-      const app = buildClientApp(session, () => agent);
-      const conn = app.connect(stream);
-      const partial: Partial<AgentInstance> = {
-        channel,
-        conn,
-        toolKinds: new Map(),
-        availableModes: new Set(),
-        terminals: createTerminalManager({ maxOpen: limits.maxOpenTerminalsPerSession, maxOutputBytes: limits.maxTerminalOutputBytes }),
-        dead: false,
-        suppressUpdates: false,
-      };
-      agent = partial as AgentInstance;
-      void channel.exited.then((exit) => {
-        agent.dead = true;
-        agent.exitInfo = exit.error ? `could not start (${exit.error})` : exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-        agent.terminals.disposeAll();
-        conn.close(new Error("agent process exited"));
-        if (session.agent === agent) session.agent = undefined;
-        logger.debug({ session: session.key, exit, stderrTail: channel.stderrTail() }, "agent process ended");
-      });
-      const offerFs = profile.offerFs ?? true;
-      const init = await conn.agent.request(acp.methods.agent.initialize, {
-        protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: offerFs, writeTextFile: offerFs }, terminal: profile.offerTerminal ?? true },
-        clientInfo: { name: "portico-intern-host", version: opts.hostVersion },
-      });
-      if (init.protocolVersion !== acp.PROTOCOL_VERSION) {
-        throw new Error(`the agent answered protocol version ${String(init.protocolVersion)}; this host speaks ${acp.PROTOCOL_VERSION}`);
-      }
-      agent.init = init;
-      const caps = init.agentCapabilities ?? {};
-      let state: { modes?: acp.SessionModeState | null; configOptions?: unknown; models?: unknown } | undefined;
-      const prev = session.previousAcpSessionId;
-      if (prev && caps.sessionCapabilities?.resume) {
-        state = (await conn.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
-        agent.acpSessionId = prev;
-      } else if (prev && caps.loadSession) {
-        agent.acpSessionId = prev;
-        agent.suppressUpdates = true;
-        try {
-          state = ((await conn.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
-        } finally {
-          agent.suppressUpdates = false;
-        }
-      } else {
-        const res = await conn.agent.request(acp.methods.agent.session.new, { cwd: session.cwd, mcpServers: [] });
-        agent.acpSessionId = res.sessionId;
-        state = res as typeof state;
-        if (prev) logger.info({ session: session.key }, "agent cannot resume sessions; started a new agent session");
-      }
-      if (state?.modes) {
-        agent.currentModeId = state.modes.currentModeId;
-        for (const m of state.modes.availableModes) agent.availableModes.add(m.id);
-      }
-      agent.model = modelFromSessionState(state ?? {});
-      session.previousAcpSessionId = agent.acpSessionId;
-      if (budget.aborted) throw new Error("agent start budget exceeded");
-      return agent;
-    } catch (err) {
-      await channel.dispose(0);
-      throw err;
-    } finally {
-      budget.removeEventListener("abort", onBudget);
-    }
-  }
-
-  function agentFor(session: SessionEntry, acpSessionId: string): AgentInstance | undefined {
-    const a = session.agent;
-    return a && a.acpSessionId === acpSessionId ? a : undefined;
-  }
-
-  function buildClientApp(session: SessionEntry, agentRef: () => AgentInstance): acp.ClientApp {
+  function buildClientApp(session: Session, agentRef: () => AgentInstance): acp.ClientApp {
     const app = acp.client({ name: "portico-intern-host" });
     app.onNotification(acp.methods.client.session.update, ({ params }) => onUpdate(session, agentRef(), params));
     app.onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => onPermission(session, agentRef(), params, signal));
@@ -416,21 +176,25 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       });
     }
     if (profile.offerFs ?? true) {
-      app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => readTextFile(session, params));
+      app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => readConfinedText(confinement(session), params));
       app.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
-        writeTextFile(session, params);
+        writeConfinedText(confinement(session), params, opts.runAs);
         return {};
       });
     }
     return app;
   }
 
-  // ---------- ACP handlers ----------
+  /** fs access is confined to the working folder unless the run is self-drive as a normal user. */
+  function confinement(session: Session): Confinement {
+    const run = activeRunOf(session);
+    return { root: session.cwd, unconfined: run?.mode === "self-drive" && !opts.runAs && profile.sandbox !== "process" };
+  }
 
-  function onUpdate(session: SessionEntry, agent: AgentInstance, params: acp.SessionNotification): void {
+  function onUpdate(session: Session, agent: AgentInstance, params: acp.SessionNotification): void {
     if (agent.suppressUpdates || params.sessionId !== agent.acpSessionId) return;
     const u = params.update;
-    const run = session.run && session.run.state !== "done" ? session.run : undefined;
+    const run = activeRunOf(session);
     switch (u.sessionUpdate) {
       case "agent_message_chunk":
       case "agent_thought_chunk": {
@@ -448,6 +212,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
           const first = agent.toolKinds.keys().next().value;
           if (first !== undefined) agent.toolKinds.delete(first);
         }
+        if (run && (u.status === "completed" || u.status === "failed")) run.escalation.toolCallEnded(u.toolCallId);
         return;
       case "current_mode_update":
         agent.currentModeId = u.currentModeId;
@@ -477,7 +242,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   }
 
   function onPermission(
-    session: SessionEntry,
+    session: Session,
     agent: AgentInstance,
     params: acp.RequestPermissionRequest,
     signal: AbortSignal,
@@ -497,6 +262,8 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     return new Promise<acp.RequestPermissionResponse>((resolveAnswer) => {
       const q: PendingQuestion = {
         id: randomUUID(),
+        toolCallId: tc.toolCallId,
+        rawInput: tc.rawInput,
         options,
         kinds: offeredKinds(options),
         operation: operationForToolKind(kind),
@@ -507,16 +274,11 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
         },
       };
       const onAbort = (): void => {
-        if (run.presented === q) {
-          run.presented = undefined;
-          opts.onCapacity();
-        }
-        run.waiting = run.waiting.filter((w) => w !== q);
+        if (run.questions.remove(q)) opts.onCapacity();
         q.settle({ outcome: "cancelled" });
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      if (run.presented) run.waiting.push(q);
-      else present(run, q);
+      if (run.questions.add(q)) present(run, q);
     });
   }
 
@@ -526,12 +288,8 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       failRun(run, { code: 503, reason: "busy", message: "the intern host holds as many paused runs as it can", retryable: true });
       return;
     }
-    run.presented = q;
-    const value: { interactionId: string; kind: string; options: string[]; operation?: string } = {
-      interactionId: q.id,
-      kind: "permission",
-      options: q.kinds,
-    };
+    run.questions.presented = q;
+    const value: { interactionId: string; kind: string; options: string[]; operation?: string } = { interactionId: q.id, kind: "permission", options: q.kinds };
     if (q.operation !== undefined) value.operation = q.operation;
     emit(run, { case: "question", value });
     q.timer = setTimeout(() => {
@@ -542,26 +300,18 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     opts.onCapacity();
   }
 
-  function createTerminal(session: SessionEntry, agent: AgentInstance, params: acp.CreateTerminalRequest): acp.CreateTerminalResponse {
-    const run = session.run && session.run.state !== "done" ? session.run : undefined;
+  function createTerminal(session: Session, agent: AgentInstance, params: acp.CreateTerminalRequest): acp.CreateTerminalResponse {
+    const run = activeRunOf(session);
     const mode = run?.mode ?? "manual";
     let sandboxed = (profile.sandbox ?? "terminal") !== "none" && mode === "manual";
-    if (sandboxed && run) {
-      if (run.escalation.always) sandboxed = false;
-      else if (run.escalation.once) {
-        run.escalation.once = false;
-        sandboxed = false;
-      }
-    }
+    // Sealed escalation: only the command an approved, still open tool call named runs unsandboxed.
+    if (sandboxed && run && run.escalation.consume(params, session.cwd)) sandboxed = false;
     if (sandboxed && !opts.bwrap) {
-      throw acp.RequestError.internalError(
-        { reason: "sandbox_unavailable" },
-        "manual mode refuses shell commands: bubblewrap (bwrap) is not installed on the intern host",
-      );
+      throw acp.RequestError.internalError({ reason: "sandbox_unavailable" }, "manual mode refuses shell commands: bubblewrap (bwrap) is not installed on the intern host");
     }
     const res = agent.terminals.create(params, {
       cwd: session.cwd,
-      env: agentEnv(session.cwd),
+      env: agentEnvironment(profile, folders.homeDir, session.cwd),
       bwrap: sandboxed ? opts.bwrap : undefined,
       writable: [session.cwd],
       runAs: opts.runAs,
@@ -570,104 +320,29 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     return { terminalId: res.terminalId };
   }
 
-  /** fs access is confined to the working folder unless the run is self-drive as a normal user. */
-  function checkPath(session: SessionEntry, path: string): string {
-    if (!path.startsWith("/")) throw acp.RequestError.invalidParams({ path }, "path must be absolute");
-    const run = session.run && session.run.state !== "done" ? session.run : undefined;
-    const unconfined = run?.mode === "self-drive" && !opts.runAs && profile.sandbox !== "process";
-    const abs = resolve(path);
-    if (unconfined) return abs;
-    const root = realpathSync(session.cwd);
-    let probe = abs;
-    let real: string | undefined;
-    while (real === undefined) {
-      try {
-        real = join(realpathSync(probe), abs.slice(probe.length));
-      } catch {
-        // A name that exists but does not resolve (a dangling symlink) could point anywhere: writing
-        // through it would create a file outside the folder.
-        if (existsNoFollow(probe)) throw outsideWorkingFolder();
-        const up = dirname(probe);
-        if (up === probe) break;
-        probe = up;
-      }
-    }
-    const target = real ?? abs;
-    if (target !== root && !target.startsWith(root + sep)) throw outsideWorkingFolder();
-    return target;
-  }
-
-  function outsideWorkingFolder(): acp.RequestError {
-    return acp.RequestError.internalError({ reason: "outside_working_folder" }, "file access outside the session's working folder is not allowed");
-  }
-
-  function existsNoFollow(path: string): boolean {
-    try {
-      lstatSync(path);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  function readTextFile(session: SessionEntry, params: acp.ReadTextFileRequest): acp.ReadTextFileResponse {
-    const p = checkPath(session, params.path);
-    let content: string;
-    try {
-      content = readFileSync(p, "utf8");
-    } catch {
-      throw acp.RequestError.resourceNotFound(params.path);
-    }
-    if (params.line || params.limit) {
-      const lines = content.split("\n");
-      const start = Math.max(0, (params.line ?? 1) - 1);
-      const end = params.limit ? start + params.limit : lines.length;
-      content = lines.slice(start, end).join("\n");
-    }
-    return { content };
-  }
-
-  function writeTextFile(session: SessionEntry, params: acp.WriteTextFileRequest): void {
-    const p = checkPath(session, params.path);
-    mkdirSync(dirname(p), { recursive: true });
-    // O_NOFOLLOW: a symlink planted after the check is not followed (the host may run as root).
-    const fd = openSync(p, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW, 0o644);
-    try {
-      writeFileSync(fd, params.content);
-      if (opts.runAs) fchownSync(fd, opts.runAs.uid, opts.runAs.gid);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
   // ---------- runs ----------
 
   function reject(runId: string, reason: "busy" | "timeout" | "turn_failed", message: string): void {
-    const session: SessionEntry = { key: "", cwd: "", agent: undefined, starting: undefined, previousAcpSessionId: undefined, run: undefined, lastUsed: 0 };
+    const session: Session = { key: "", cwd: "", agent: undefined, starting: undefined, previousAcpSessionId: undefined, run: undefined, lastUsed: 0 };
     const run = newRun(runId, session, "self-drive", 0);
     runs.set(runId, run);
     emit(run, { case: "rejected", value: { reason, message } });
     run.state = "done";
   }
 
-  function newRun(id: string, session: SessionEntry, mode: Run["mode"], deadlineMs: number): Run {
+  function newRun(id: string, session: Session, mode: Run["mode"], deadlineMs: number): Run {
     return {
       id,
       session,
       mode,
       state: "starting",
-      nextSeq: 1n,
-      lastWrittenSeq: 0n,
-      queue: [],
-      queuedBytes: 0,
-      terminalEmitted: false,
+      events: new RunEventQueue(id, limits.maxQueuedBytesPerRun),
       detached: false,
       held: false,
-      presented: undefined,
-      waiting: [],
+      questions: new QuestionQueue(),
       cancelCause: undefined,
       interactionDeadlineMs: deadlineMs > 0 ? deadlineMs : limits.defaultInteractionDeadlineMs,
-      escalation: { once: false, always: false },
+      escalation: new EscalationLedger(),
       costAtStart: undefined,
       model: undefined,
     };
@@ -682,11 +357,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const cap = capacity();
     if (cap.runningRuns >= limits.maxConcurrentRuns) return reject(msg.runId, "busy", "the intern host runs as many runs as it can");
     if (cap.pausedRuns >= limits.maxPausedRuns) return reject(msg.runId, "busy", "the intern host holds as many paused runs as it can");
-    let session = sessions.get(msg.sessionId);
-    if (!session) {
-      session = { key: msg.sessionId, cwd: cwdFor(msg.sessionId), agent: undefined, starting: undefined, previousAcpSessionId: undefined, run: undefined, lastUsed: Date.now() };
-      sessions.set(msg.sessionId, session);
-    }
+    const session = pool.session(msg.sessionId);
     if (session.run && session.run.state !== "done") return reject(msg.runId, "busy", "the session already has a run");
     const mode = msg.approvalMode === ApprovalMode.MANUAL ? "manual" : "self-drive";
     const run = newRun(msg.runId, session, mode, Number(msg.interactionDeadlineMs));
@@ -701,47 +372,25 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     });
   }
 
-  async function ensureAgent(session: SessionEntry): Promise<AgentInstance> {
-    if (session.agent && !session.agent.dead) return session.agent;
-    if (session.starting) return session.starting;
-    const budget = new AbortController();
-    const timer = setTimeout(() => budget.abort(), limits.agentStartBudgetMs);
-    timer.unref();
-    const p = Promise.race([
-      startAgent(session, budget.signal),
-      new Promise<never>((_, rej) =>
-        budget.signal.addEventListener("abort", () => rej(Object.assign(new Error("the agent did not start in time"), { timeout: true })), { once: true }),
-      ),
-    ]);
-    session.starting = p;
-    try {
-      const agent = await p;
-      session.agent = agent;
-      return agent;
-    } finally {
-      clearTimeout(timer);
-      session.starting = undefined;
-    }
-  }
-
   async function driveRun(run: Run, prompt: string): Promise<void> {
     const session = run.session;
     let agent: AgentInstance;
     try {
-      agent = await ensureAgent(session);
+      agent = await pool.ensureAgent(session);
     } catch (err) {
-      const timeout = (err as { timeout?: boolean }).timeout === true;
-      logger.warn({ runId: run.id, err: timeout ? undefined : err }, timeout ? "agent start budget exceeded" : "agent failed to start");
-      if (!run.detached && !run.terminalEmitted) {
-        if (run.cancelCause) emit(run, { case: "runEnded", value: { cancelled: true, deadline: false } });
-        else
-          emit(run, {
-            case: "rejected",
-            value: timeout
-              ? { reason: "timeout", message: "the agent did not start within its start budget" }
-              : { reason: "turn_failed", message: `the agent could not be started: ${clip((err as Error).message ?? String(err))}` },
-          });
-      }
+      const timeout = err instanceof AgentStartError && err.timeout;
+      const message = clip(err instanceof Error ? err.message : String(err));
+      // The reason (with the tail of the agent's stderr) is logged at info level and sent to the client.
+      logger.info({ runId: run.id, session: session.key, reason: message }, timeout ? "agent start budget exceeded" : "agent failed to start");
+      if (run.cancelCause) emit(run, { case: "runEnded", value: { cancelled: true, deadline: false } });
+      else if (err instanceof AgentCapReached) emit(run, { case: "rejected", value: { reason: "busy", message: err.message } });
+      else
+        emit(run, {
+          case: "rejected",
+          value: timeout
+            ? { reason: "timeout", message: `the agent did not start within its start budget${message.includes("stderr") ? ` (${message})` : ""}` }
+            : { reason: "turn_failed", message: `the agent could not be started: ${message}` },
+        });
       finishRun(run);
       return;
     }
@@ -807,24 +456,18 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     finishRun(run);
   }
 
-  function settleAllQuestions(run: Run): void {
-    const qs = [...(run.presented ? [run.presented] : []), ...run.waiting];
-    run.presented = undefined;
-    run.waiting = [];
-    for (const q of qs) q.settle({ outcome: "cancelled" });
-  }
-
   function finishRun(run: Run): void {
     if (run.state === "done") return;
     run.state = "done";
-    settleAllQuestions(run);
+    run.questions.cancelAll();
     // The held timer stays: a finished run whose events wait for a reconnect is dropped after the grace.
     for (const t of [run.cancelTimer, run.durationTimer]) if (t) clearTimeout(t);
     const session = run.session;
     if (session.run === run) session.run = undefined;
     session.lastUsed = Date.now();
     // Kept until the link has taken its last event (takeEvent deletes it then).
-    if (run.detached || run.queue.length === 0) runs.delete(run.id);
+    run.escalation.clear();
+    if (run.detached || run.events.length === 0) runs.delete(run.id);
     logger.info({ runId: run.id }, "run finished");
     opts.onCapacity();
   }
@@ -837,7 +480,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const agent = run.session.agent;
     // ACP order: session/cancel first, then a "cancelled" outcome for every pending permission.
     if (agent && !agent.dead) agent.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: agent.acpSessionId }).catch(() => {});
-    settleAllQuestions(run);
+    run.questions.cancelAll();
     opts.onCapacity();
     if (!agent || agent.dead) return;
     run.cancelTimer = setTimeout(() => {
@@ -851,22 +494,19 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   function answer(runId: string, interactionId: string, value: string): AnswerOutcome {
     const run = runs.get(runId);
     if (!run || run.state !== "streaming" || run.detached) return AnswerOutcome.NOT_PENDING;
-    const q = run.presented;
+    const q = run.questions.presented;
     if (!q || q.id !== interactionId) return AnswerOutcome.NOT_PENDING;
-    if (value === "cancel") {
+    const judged = judgeAnswer(q, value);
+    if (judged.kind === "cancel") {
       cancel(run, "caller");
       return AnswerOutcome.ACCEPTED;
     }
-    if (!isOptionKind(value) || !q.kinds.includes(value)) return AnswerOutcome.NOT_OFFERED;
-    const optionId = optionIdForKind(q.options, value);
-    if (!optionId) return AnswerOutcome.NOT_OFFERED;
-    if (value.startsWith("allow") && (q.operation === "shell" || q.operation === undefined)) {
-      if (value === "allow_always") run.escalation.always = true;
-      else run.escalation.once = true;
+    if (judged.kind === "not_offered") return AnswerOutcome.NOT_OFFERED;
+    if (escalates(q, judged.option) && !run.escalation.grant(q.toolCallId, q.rawInput, judged.option === "allow_always")) {
+      logger.info({ runId: run.id }, "the approved tool call named no command; its terminals stay sandboxed");
     }
-    run.presented = undefined;
-    q.settle({ outcome: "selected", optionId });
-    const next = run.waiting.shift();
+    const next = run.questions.advance();
+    q.settle({ outcome: "selected", optionId: judged.optionId });
     if (next) present(run, next);
     opts.onCapacity();
     return AnswerOutcome.ACCEPTED;
@@ -881,28 +521,19 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   }
 
   function takeEvent(): RunEvent | undefined {
-    const list = [...runs.values()];
-    if (list.length === 0) return undefined;
-    for (let i = 0; i < list.length; i++) {
-      const run = list[(rrCursor + i) % list.length]!;
-      if (run.held || run.detached) continue;
-      const item = run.queue.shift();
-      if (!item) continue;
-      rrCursor = (rrCursor + i + 1) % Math.max(1, list.length);
-      run.queuedBytes -= item.bytes;
-      run.lastWrittenSeq = item.event.seq;
-      if (run.state === "done" && run.queue.length === 0) runs.delete(run.id);
-      return item.event;
-    }
-    return undefined;
+    const taken = takeRoundRobin([...runs.values()], rrCursor, (r) => (r.held || r.detached ? undefined : r.events));
+    if (!taken) return undefined;
+    rrCursor = taken.cursor;
+    const run = taken.owner;
+    if (run.state === "done" && run.events.length === 0) runs.delete(run.id);
+    return taken.event;
   }
 
   function dropRun(run: Run): void {
     run.detached = true;
     run.held = false;
     if (run.heldTimer) clearTimeout(run.heldTimer);
-    run.queue = [];
-    run.queuedBytes = 0;
+    run.events.clear();
     if (run.state === "done") runs.delete(run.id);
   }
 
@@ -911,8 +542,8 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     linkIsUp = false;
     for (const run of [...runs.values()]) {
       if (run.detached || run.held) continue;
-      const paused = run.presented !== undefined && run.state === "streaming";
-      const finishedWithEvents = run.state === "done" && run.queue.length > 0;
+      const paused = run.questions.presented !== undefined && run.state === "streaming";
+      const finishedWithEvents = run.state === "done" && run.events.length > 0;
       if (paused) {
         run.held = true;
         run.heldTimer = setTimeout(() => {
@@ -934,7 +565,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   function heldRuns(): HeldRun[] {
     return [...runs.values()]
       .filter((r) => r.held && !r.detached)
-      .map((r) => ({ runId: r.id, lastSeq: r.lastWrittenSeq, pendingInteractionId: r.presented?.id ?? "" }) as HeldRun);
+      .map((r) => ({ runId: r.id, lastSeq: r.events.lastTakenSeq, pendingInteractionId: r.questions.presented?.id ?? "" }) as HeldRun);
   }
 
   function linkUp(cancelRunIds: readonly string[]): void {
@@ -953,19 +584,6 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     opts.onCapacity();
   }
 
-  function reapIdleAgents(): void {
-    const now = Date.now();
-    for (const s of sessions.values()) {
-      if (s.run || s.starting || !s.agent) continue;
-      if (now - s.lastUsed < limits.idleAgentTtlMs) continue;
-      const agent = s.agent;
-      s.agent = undefined;
-      logger.debug({ session: s.key }, "stopping idle agent");
-      agent.terminals.disposeAll();
-      void agent.channel.dispose(limits.cancelGraceMs);
-    }
-  }
-
   return {
     startRun,
     answer,
@@ -976,7 +594,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     linkUp,
     capacity,
     sessions: () =>
-      [...sessions.values()].map((s) => ({
+      [...pool.entries()].map((s) => ({
         sessionId: s.key,
         cwd: s.cwd,
         agentPid: s.agent?.channel.pid,
@@ -991,15 +609,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
         if (run.state !== "done") cancel(run, "operator");
         dropRun(run);
       }
-      const waits: Promise<void>[] = [];
-      for (const s of sessions.values()) {
-        const agent = s.agent ?? (s.starting ? await s.starting.catch(() => undefined) : undefined);
-        if (!agent) continue;
-        agent.terminals.disposeAll();
-        waits.push(agent.channel.dispose(500));
-      }
-      await Promise.all(waits);
-      sessions.clear();
+      await pool.closeAll();
     },
   };
 }

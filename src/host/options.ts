@@ -53,6 +53,11 @@ export interface AgentProfile {
   sandbox?: SandboxStrategy;
   /** Display name used before the agent reports its own (Hello.agent_name). */
   name?: string;
+  /**
+   * ACP auth method id the host passes to `authenticate` after initialize and before the first
+   * session/new (e.g. codex-acp "openai-api-key" with OPENAI_API_KEY in env). Default: none.
+   */
+  authMethod?: string;
 }
 
 /** Limits of one host. Every field has a default in {@link defaultInternHostLimits}. */
@@ -75,6 +80,10 @@ export interface InternHostLimits {
   maxTerminalOutputBytes: number;
   /** An agent process without a run for this long (ms) is stopped; the next run restarts it. */
   idleAgentTtlMs: number;
+  /** Agent processes alive at once on this host; at the cap the least recently used idle agent is stopped. */
+  maxAgents: number;
+  /** How long (ms) the host remembers an ended session without an agent (to resume its ACP session). */
+  sessionRecordTtlMs: number;
   /** Backstop for a paused question when StartRun carries no interaction_deadline_ms, in ms. */
   defaultInteractionDeadlineMs: number;
   /** How long paused runs are held after the link breaks, waiting for a reconnect, in ms. */
@@ -102,6 +111,8 @@ export const defaultInternHostLimits: Readonly<InternHostLimits> = Object.freeze
   maxOpenTerminalsPerSession: 8,
   maxTerminalOutputBytes: 1024 * 1024,
   idleAgentTtlMs: 15 * 60 * 1000,
+  maxAgents: 8,
+  sessionRecordTtlMs: 24 * 60 * 60 * 1000,
   defaultInteractionDeadlineMs: 5 * 60 * 1000,
   heldRunGraceMs: 30_000,
   cancelGraceMs: 5_000,
@@ -163,6 +174,8 @@ export function resolveLimits(limits: Partial<InternHostLimits> | undefined): In
  *   PORTICO_HOST_MAX_OPEN_TERMINALS         maxOpenTerminalsPerSession     default 8
  *   PORTICO_HOST_MAX_TERMINAL_OUTPUT_BYTES  maxTerminalOutputBytes         default 1048576
  *   PORTICO_HOST_IDLE_AGENT_TTL_MS          idleAgentTtlMs                 default 900000
+ *   PORTICO_HOST_MAX_AGENTS                 maxAgents                      default 8
+ *   PORTICO_HOST_SESSION_RECORD_TTL_MS      sessionRecordTtlMs             default 86400000
  *   PORTICO_HOST_INTERACTION_DEADLINE_MS    defaultInteractionDeadlineMs   default 300000
  *   PORTICO_HOST_HELD_RUN_GRACE_MS          heldRunGraceMs                 default 30000
  *   PORTICO_HOST_CANCEL_GRACE_MS            cancelGraceMs                  default 5000
@@ -188,6 +201,8 @@ const ENV_LIMITS: Record<string, keyof InternHostLimits> = {
   PORTICO_HOST_MAX_OPEN_TERMINALS: "maxOpenTerminalsPerSession",
   PORTICO_HOST_MAX_TERMINAL_OUTPUT_BYTES: "maxTerminalOutputBytes",
   PORTICO_HOST_IDLE_AGENT_TTL_MS: "idleAgentTtlMs",
+  PORTICO_HOST_MAX_AGENTS: "maxAgents",
+  PORTICO_HOST_SESSION_RECORD_TTL_MS: "sessionRecordTtlMs",
   PORTICO_HOST_INTERACTION_DEADLINE_MS: "defaultInteractionDeadlineMs",
   PORTICO_HOST_HELD_RUN_GRACE_MS: "heldRunGraceMs",
   PORTICO_HOST_CANCEL_GRACE_MS: "cancelGraceMs",
@@ -284,6 +299,10 @@ export function validateAgentProfile(raw: unknown): AgentProfile {
   if (p.sandbox !== undefined) {
     if (p.sandbox !== "terminal" && p.sandbox !== "process" && p.sandbox !== "none") fail("sandbox", '"terminal", "process" or "none"');
     out.sandbox = p.sandbox as SandboxStrategy;
+  }
+  if (p.authMethod !== undefined) {
+    if (typeof p.authMethod !== "string" || !p.authMethod) fail("authMethod", "a non-empty string");
+    out.authMethod = p.authMethod as string;
   }
   if (p.name !== undefined) {
     if (typeof p.name !== "string") fail("name", "a string");

@@ -2,8 +2,8 @@
  * Bubblewrap: finding it and building the command lines that confine a shell command (no network,
  * read-only root, private /tmp, only the working folder writable) or a whole agent process.
  */
-import { accessSync, constants } from "node:fs";
-import { delimiter, join } from "node:path";
+import { accessSync, constants, realpathSync } from "node:fs";
+import { delimiter, join, sep } from "node:path";
 
 /** Finds an executable on PATH; undefined when absent. */
 export function findOnPath(name: string, path = process.env.PATH ?? ""): string | undefined {
@@ -45,7 +45,37 @@ export function bwrapCommandArgs(opts: { cwd: string; writable: string[]; argv: 
  */
 export function bwrapAgentArgs(opts: { cwd: string; writable: string[]; argv: string[] }): string[] {
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"];
+  // The private /tmp would hide an agent installed under /tmp (MODULE_NOT_FOUND): keep it readable.
+  for (const dir of agentInstallDirsUnderTmp(opts.argv)) args.push("--ro-bind", dir, dir);
   for (const dir of new Set(opts.writable)) args.push("--bind", dir, dir);
   args.push("--chdir", opts.cwd, "--unshare-pid", "--die-with-parent", "--", ...opts.argv);
   return args;
+}
+
+/**
+ * Folders under /tmp the agent's own files live in (its executable and absolute-path arguments,
+ * symlinks resolved), as the first folder below /tmp: the private /tmp of the process sandbox must
+ * not hide them.
+ */
+export function agentInstallDirsUnderTmp(argv: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  const [command, ...rest] = argv;
+  const candidates = [command && !command.includes("/") ? findOnPath(command) : command, ...rest.filter((a) => a.startsWith("/"))];
+  for (const c of candidates) {
+    if (!c) continue;
+    for (const p of new Set([c, safeRealpath(c)])) {
+      if (!p || !p.startsWith(`/tmp${sep}`)) continue;
+      const top = p.split(sep).slice(0, 3).join(sep);
+      if (top.length > "/tmp/".length) dirs.add(top);
+    }
+  }
+  return [...dirs];
+}
+
+function safeRealpath(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
 }

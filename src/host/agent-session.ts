@@ -1,0 +1,317 @@
+/**
+ * Agent session lifecycle: the host's sessions (one caller session_id each), the agent process that
+ * serves a session (spawn, initialize, optional authenticate, session/new|resume|load), the cap on
+ * live agents with least-recently-used eviction of idle ones, idle reaping, pruning of ended
+ * sessions, and closing everything.
+ */
+import * as acp from "@agentclientprotocol/sdk";
+import type { Logger } from "pino";
+import type { AgentChannel, AgentLauncher } from "./agent-process.js";
+import { agentEnvironment, type AgentFolders } from "./agent-env.js";
+import { clip, modelFromSessionState, repairIncomingMessage } from "./mapping.js";
+import type { AgentProfile, InternHostLimits } from "./options.js";
+import { createTerminalManager, type TerminalManager } from "./terminals.js";
+
+export interface AgentInstance {
+  channel: AgentChannel;
+  conn: acp.ClientConnection;
+  acpSessionId: string;
+  init: acp.InitializeResponse;
+  toolKinds: Map<string, string>;
+  currentModeId: string | undefined;
+  availableModes: Set<string>;
+  model: string | undefined;
+  lastCost: number | undefined;
+  terminals: TerminalManager;
+  dead: boolean;
+  suppressUpdates: boolean;
+  exitInfo: string | undefined;
+}
+
+export interface SessionEntry<R> {
+  key: string;
+  cwd: string;
+  agent: AgentInstance | undefined;
+  starting: Promise<AgentInstance> | undefined;
+  previousAcpSessionId: string | undefined;
+  run: R | undefined;
+  lastUsed: number;
+}
+
+/** An agent that could not start: the message carries the reason and the tail of its stderr. */
+export class AgentStartError extends Error {
+  constructor(
+    message: string,
+    readonly timeout: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/** No agent slot is free: every live agent serves a run. */
+export class AgentCapReached extends Error {}
+
+export interface AgentPoolOptions<R> {
+  profile: AgentProfile;
+  limits: InternHostLimits;
+  logger: Logger;
+  folders: AgentFolders;
+  runAs: { uid: number; gid: number } | undefined;
+  bwrap: string | undefined;
+  launcher: AgentLauncher;
+  hostVersion: string;
+  /** The ACP client side (handlers) for one session's agent. */
+  clientApp: (session: SessionEntry<R>, agent: () => AgentInstance) => acp.ClientApp;
+}
+
+export interface AgentPool<R> {
+  /** The session for a caller session id (created and remembered on first use). */
+  session(key: string): SessionEntry<R>;
+  /** The live agent of a session, starting (or bringing back) one when needed. */
+  ensureAgent(session: SessionEntry<R>): Promise<AgentInstance>;
+  /** Stops idle agents past their TTL and forgets old ended sessions. */
+  reap(now?: number): void;
+  entries(): IterableIterator<SessionEntry<R>>;
+  liveAgents(): number;
+  /** Stops every agent (and its process group); resolves when they are gone. */
+  closeAll(): Promise<void>;
+}
+
+function exitDescription(exit: { code: number | null; signal: string | null; error?: string | undefined }): string {
+  return exit.error ? `could not start (${exit.error})` : exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+}
+
+export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
+  const { limits, logger, profile, folders } = opts;
+  const sessions = new Map<string, SessionEntry<R>>();
+  /** Slots taken by live or starting agents (a slot is freed when its process has exited). */
+  let slots = 0;
+  const slotWaiters: Array<() => void> = [];
+
+  function releaseSlot(): void {
+    slots -= 1;
+    slotWaiters.shift()?.();
+  }
+
+  async function startAgent(session: SessionEntry<R>, budget: AbortSignal): Promise<AgentInstance> {
+    folders.ensureDir(session.cwd);
+    folders.ensureDir(folders.homeDir);
+    folders.checkReachable(session.cwd);
+    folders.checkReachable(folders.homeDir);
+    const env = agentEnvironment(profile, folders.homeDir, session.cwd);
+    const sandboxProcess = profile.sandbox === "process";
+    if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
+    let channel: AgentChannel;
+    try {
+      channel = await opts.launcher({
+      command: profile.command,
+      args: profile.args ?? [],
+      env,
+      cwd: session.cwd,
+      runAs: opts.runAs,
+      bwrap: sandboxProcess && opts.bwrap ? { path: opts.bwrap, writable: [session.cwd, folders.homeDir] } : undefined,
+      });
+    } catch (err) {
+      releaseSlot();
+      throw err;
+    }
+    const onBudget = (): void => void channel.dispose(0);
+    budget.addEventListener("abort", onBudget, { once: true });
+    let exitInfo: string | undefined;
+    try {
+      const raw = acp.ndJsonStream(channel.output, channel.input, { maxMessageBytes: limits.maxAcpLineBytes });
+      const tap = new TransformStream<acp.AnyMessage, acp.AnyMessage>({
+        transform(msg, c) {
+          if (repairIncomingMessage(msg)) logger.debug({ session: session.key }, "repaired a malformed usage_update from the agent");
+          c.enqueue(msg);
+        },
+      });
+      const stream = { writable: raw.writable, readable: raw.readable.pipeThrough(tap) };
+      // eslint-disable-next-line prefer-const
+      let agent: AgentInstance;
+      const conn = opts.clientApp(session, () => agent).connect(stream);
+      agent = {
+        channel,
+        conn,
+        toolKinds: new Map(),
+        availableModes: new Set(),
+        terminals: createTerminalManager({ maxOpen: limits.maxOpenTerminalsPerSession, maxOutputBytes: limits.maxTerminalOutputBytes }),
+        dead: false,
+        suppressUpdates: false,
+      } as Partial<AgentInstance> as AgentInstance;
+      void channel.exited.then((exit) => {
+        agent.dead = true;
+        agent.exitInfo = exitInfo = exitDescription(exit);
+        agent.terminals.disposeAll();
+        conn.close(new Error("agent process exited"));
+        if (session.agent === agent) session.agent = undefined;
+        releaseSlot();
+        logger.debug({ session: session.key, exit, stderrTail: channel.stderrTail() }, "agent process ended");
+      });
+      const offerFs = profile.offerFs ?? true;
+      const init = await conn.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: offerFs, writeTextFile: offerFs }, terminal: profile.offerTerminal ?? true },
+        clientInfo: { name: "portico-intern-host", version: opts.hostVersion },
+      });
+      if (init.protocolVersion !== acp.PROTOCOL_VERSION) {
+        throw new Error(`the agent answered protocol version ${String(init.protocolVersion)}; this host speaks ${acp.PROTOCOL_VERSION}`);
+      }
+      agent.init = init;
+      if (profile.authMethod) await authenticate(conn, init, profile.authMethod);
+      await openAcpSession(session, agent);
+      if (budget.aborted) throw new Error("agent start budget exceeded");
+      return agent;
+    } catch (err) {
+      const exitedFirst = exitInfo; // the process ended before the error: its exit explains it
+      // Give an exiting agent a moment so its exit status and stderr explain the failure.
+      await Promise.race([channel.exited, new Promise((r) => setTimeout(r, 300).unref())]);
+      const tail = channel.stderrTail().trim();
+      await channel.dispose(0);
+      const base = exitedFirst ? `the agent process ${exitedFirst}` : errorMessage(err);
+      throw new AgentStartError(tail ? `${base}; agent stderr: ${clip(tail.slice(-600))}` : base, budget.aborted);
+    } finally {
+      budget.removeEventListener("abort", onBudget);
+    }
+  }
+
+  async function authenticate(conn: acp.ClientConnection, init: acp.InitializeResponse, methodId: string): Promise<void> {
+    const offered = (init.authMethods ?? []).map((m) => m.id);
+    if (!offered.includes(methodId)) {
+      throw new Error(`the profile's authMethod "${methodId}" is not offered by the agent (offered: ${offered.join(", ") || "none"})`);
+    }
+    await conn.agent.request(acp.methods.agent.authenticate, { methodId });
+  }
+
+  async function openAcpSession(session: SessionEntry<R>, agent: AgentInstance): Promise<void> {
+    const { conn } = agent;
+    const caps = agent.init.agentCapabilities ?? {};
+    let state: { modes?: acp.SessionModeState | null; configOptions?: unknown; models?: unknown } | undefined;
+    const prev = session.previousAcpSessionId;
+    if (prev && caps.sessionCapabilities?.resume) {
+      state = (await conn.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
+      agent.acpSessionId = prev;
+    } else if (prev && caps.loadSession) {
+      agent.acpSessionId = prev;
+      agent.suppressUpdates = true;
+      try {
+        state = ((await conn.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
+      } finally {
+        agent.suppressUpdates = false;
+      }
+    } else {
+      const res = await conn.agent.request(acp.methods.agent.session.new, { cwd: session.cwd, mcpServers: [] });
+      agent.acpSessionId = res.sessionId;
+      state = res as typeof state;
+      if (prev) logger.info({ session: session.key }, "agent cannot resume sessions; started a new agent session");
+    }
+    if (state?.modes) {
+      agent.currentModeId = state.modes.currentModeId;
+      for (const m of state.modes.availableModes) agent.availableModes.add(m.id);
+    }
+    agent.model = modelFromSessionState(state ?? {});
+    session.previousAcpSessionId = agent.acpSessionId;
+  }
+
+  /** Stops an agent and resolves once its process has exited. */
+  async function stopAgent(session: SessionEntry<R>, why: string): Promise<void> {
+    const agent = session.agent;
+    if (!agent) return;
+    session.agent = undefined;
+    logger.debug({ session: session.key, why }, "stopping agent");
+    agent.terminals.disposeAll();
+    await agent.channel.dispose(limits.cancelGraceMs);
+    await agent.channel.exited;
+  }
+
+  /** The least recently used session whose agent is idle (no run, not starting). */
+  function lruIdle(): SessionEntry<R> | undefined {
+    let best: SessionEntry<R> | undefined;
+    for (const s of sessions.values()) {
+      if (!s.agent || s.run || s.starting) continue;
+      if (!best || s.lastUsed < best.lastUsed) best = s;
+    }
+    return best;
+  }
+
+  /** Takes an agent slot: evicts idle agents LRU at the cap, fails when none is idle. */
+  async function takeSlot(): Promise<void> {
+    const cap = Math.max(1, limits.maxAgents);
+    while (slots >= cap) {
+      const victim = lruIdle();
+      if (!victim) throw new AgentCapReached(`every agent process on this host (${cap}) is serving a run`);
+      const freed = new Promise<void>((r) => slotWaiters.push(r));
+      logger.info({ session: victim.key }, "agent cap reached; stopping the least recently used idle agent");
+      await stopAgent(victim, "evicted");
+      await freed;
+    }
+    slots += 1; // released when the agent's process has exited (or could not be launched)
+  }
+
+  async function ensureAgent(session: SessionEntry<R>): Promise<AgentInstance> {
+    if (session.agent && !session.agent.dead) return session.agent;
+    if (session.starting) return session.starting;
+    const p = (async () => {
+      await takeSlot();
+      const budget = new AbortController();
+      const timer = setTimeout(() => budget.abort(), limits.agentStartBudgetMs);
+      timer.unref();
+      try {
+        return await Promise.race([
+          startAgent(session, budget.signal),
+          new Promise<never>((_, rej) =>
+            budget.signal.addEventListener("abort", () => rej(new AgentStartError("the agent did not start in time", true)), { once: true }),
+          ),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    })();
+    session.starting = p;
+    try {
+      const agent = await p;
+      session.agent = agent;
+      return agent;
+    } finally {
+      session.starting = undefined;
+    }
+  }
+
+  function reap(now = Date.now()): void {
+    for (const s of [...sessions.values()]) {
+      if (s.run || s.starting) continue;
+      if (s.agent && now - s.lastUsed >= limits.idleAgentTtlMs) void stopAgent(s, "idle");
+      else if (!s.agent && now - s.lastUsed >= limits.sessionRecordTtlMs) sessions.delete(s.key);
+    }
+  }
+
+  return {
+    session(key) {
+      let s = sessions.get(key);
+      if (!s) {
+        s = { key, cwd: folders.cwdFor(key), agent: undefined, starting: undefined, previousAcpSessionId: undefined, run: undefined, lastUsed: Date.now() };
+        sessions.set(key, s);
+      }
+      return s;
+    },
+    ensureAgent,
+    reap,
+    entries: () => sessions.values(),
+    liveAgents: () => [...sessions.values()].filter((s) => s.agent && !s.agent.dead).length,
+    async closeAll() {
+      const waits: Promise<void>[] = [];
+      for (const s of sessions.values()) {
+        const agent = s.agent ?? (s.starting ? await s.starting.catch(() => undefined) : undefined);
+        if (!agent) continue;
+        agent.terminals.disposeAll();
+        waits.push(agent.channel.dispose(500));
+      }
+      await Promise.all(waits);
+      sessions.clear();
+    },
+  };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
