@@ -1,6 +1,6 @@
 /**
  * Manual mode sandbox: commands the agent runs through client terminals cannot write outside the
- * working folder or reach the network until an allow answer escalates the next one; without
+ * working folder or reach the network unless an allow answer approved that very command; without
  * bubblewrap manual mode refuses shell commands; self-drive runs them unsandboxed.
  */
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -54,9 +54,10 @@ describe.skipIf(!hasBwrap)("manual mode sandbox (bubblewrap)", () => {
         { terminal: { command: `touch ${outside}/sandboxed.txt` } },
         { terminal: { command: connectCmd() } },
         { terminal: { command: "touch inside.txt && echo INSIDE-OK" } },
-        { question: { kind: "execute", title: "escalate" } },
+        { question: { kind: "execute", title: "escalate", rawInput: { command: `touch ${outside}/escalated.txt && ${connectCmd()}` } } },
+        { terminal: { command: `touch ${outside}/unapproved.txt` } },
         { terminal: { command: `touch ${outside}/escalated.txt && ${connectCmd()}` } },
-        { terminal: { command: `touch ${outside}/again.txt` } },
+        { terminal: { command: `touch ${outside}/escalated.txt && ${connectCmd()}`.replace("escalated", "again") } },
       ],
     };
     startRun(link, { runId: "r1", sessionId: "s1", manual: true, prompt: JSON.stringify(script) });
@@ -74,17 +75,19 @@ describe.skipIf(!hasBwrap)("manual mode sandbox (bubblewrap)", () => {
     expect(existsSync(join(outside, "escalated.txt"))).toBe(true);
     expect(text).toContain("CONNECTED");
     expect(connections).toBe(1);
-    // allow_once escalated only the next command
+    // allow_once escalated only the approved command, once: neither another command nor a variant of it
+    expect(existsSync(join(outside, "unapproved.txt"))).toBe(false);
     expect(existsSync(join(outside, "again.txt"))).toBe(false);
   }, 30_000);
 
-  it("allow_always escalates the rest of the run; self-drive runs unsandboxed", async () => {
+  it("allow_always escalates the approved command for the rest of the run; self-drive runs unsandboxed", async () => {
     h = await startHarness({ launcher: scriptedAgentLauncher() });
     const link = await h.core.nextLink(0);
+    const approved = `touch ${outside}/always1.txt ${outside}/always2.txt`;
     const steps: Script["steps"] = [
-      { question: { kind: "execute" } },
-      { terminal: { command: `touch ${outside}/always1.txt` } },
-      { terminal: { command: `touch ${outside}/always2.txt` } },
+      { question: { kind: "execute", rawInput: { command: approved } } },
+      { terminal: { command: approved } },
+      { terminal: { command: `touch ${outside}/other.txt` } },
     ];
     startRun(link, { runId: "r1", sessionId: "s1", manual: true, prompt: JSON.stringify({ steps }) });
     const q = (await link.waitForEvent("r1", "question", 15_000)).event.value as Question;
@@ -92,6 +95,7 @@ describe.skipIf(!hasBwrap)("manual mode sandbox (bubblewrap)", () => {
     await link.waitForEvent("r1", "turnEnded", 15_000);
     expect(existsSync(join(outside, "always1.txt"))).toBe(true);
     expect(existsSync(join(outside, "always2.txt"))).toBe(true);
+    expect(existsSync(join(outside, "other.txt"))).toBe(false);
     // the next manual run is sandboxed again
     startRun(link, { runId: "r2", sessionId: "s1", manual: true, prompt: JSON.stringify({ steps: [{ terminal: { command: `touch ${outside}/next-run.txt` } }] }) });
     await link.waitForEvent("r2", "turnEnded", 15_000);

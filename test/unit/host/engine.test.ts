@@ -149,3 +149,96 @@ describe("host engine", () => {
     expect(sessionFolderName("x".repeat(200))).toMatch(/^h-/);
   });
 });
+
+describe("host engine: agent cap, sealed escalation, authentication, start failures", () => {
+  it("keeps at most maxAgents agents: the least recently used idle one is evicted and comes back with resume", async () => {
+    const e = make({ maxAgents: 2 }, { resume: true });
+    for (const [i, s] of ["a", "b", "c", "a"].entries()) {
+      start(e, `r${i}`, s, "hi");
+      await until(() => e.capacity().runningRuns === 0);
+      expect(e.sessions().filter((x) => x.agentAlive).length).toBeLessThanOrEqual(2);
+    }
+    const alive = e.sessions().filter((x) => x.agentAlive).map((x) => x.sessionId).sort();
+    expect(alive).toEqual(["a", "c"]);
+    // a was evicted when c started, b when a came back; a came back with session/resume
+    expect(seen.filter((t) => t === "new" || t === "resume")).toEqual(["new", "new", "new", "resume"]);
+    expect(drain(e, []).filter((x) => x.event.case === "turnEnded")).toHaveLength(4);
+  });
+
+  it("refuses a run (busy) when every agent at the cap serves a run", async () => {
+    const e = make({ maxAgents: 1 });
+    start(e, "r1", "a", { steps: [{ hang: {} }] });
+    await until(() => drain(e, []).length > 0 || e.sessions()[0]?.agentAlive === true);
+    start(e, "r2", "b", "hi");
+    const events: RunEvent[] = [];
+    await until(() => drain(e, events).some((x) => x.runId === "r2"));
+    expect(events.find((x) => x.runId === "r2")?.event).toMatchObject({ case: "rejected", value: { reason: "busy" } });
+  });
+
+  it("manual mode: an allow answer unseals only the command its tool call named, once", async () => {
+    // bwrap undefined: a sandboxed terminal is refused, so which command ran unsandboxed is visible.
+    const e = make({});
+    const steps = [
+      { question: { kind: "execute", rawInput: { command: "echo APPROVED" } } },
+      { terminal: { command: "echo APPROVED" } },
+      { terminal: { command: "echo APPROVED" } },
+    ];
+    start(e, "r1", "s1", { steps }, true);
+    const events: RunEvent[] = [];
+    await until(() => drain(e, events).some((x) => x.event.case === "question"));
+    const q = events.find((x) => x.event.case === "question")!.event.value as { interactionId: string };
+    e.answer("r1", q.interactionId, "allow_once");
+    await until(() => e.capacity().runningRuns === 0);
+    drain(e, events);
+    const texts = events.flatMap((x) => (x.event.case === "content" ? [x.event.value.text] : []));
+    expect(texts).toContain("APPROVED\n");
+    expect(texts.filter((t) => t === "APPROVED\n")).toHaveLength(1);
+    // the repeat was sandboxed, and without bubblewrap a sandboxed command is refused
+    expect(events.at(-1)!.event.case).toBe("turnFailed");
+  });
+
+  it("a question whose tool call names no command escalates nothing", async () => {
+    const e = make({});
+    start(e, "r1", "s1", { steps: [{ question: { kind: "execute" } }, { terminal: { command: "echo X" } }] }, true);
+    const events: RunEvent[] = [];
+    await until(() => drain(e, events).some((x) => x.event.case === "question"));
+    const q = events.find((x) => x.event.case === "question")!.event.value as { interactionId: string };
+    e.answer("r1", q.interactionId, "allow_always");
+    await until(() => e.capacity().runningRuns === 0);
+    drain(e, events);
+    expect(events.some((x) => x.event.case === "content" && x.event.value.text === "X\n")).toBe(false);
+    expect(events.at(-1)!.event).toMatchObject({ case: "turnFailed" });
+  });
+
+  it("calls ACP authenticate with the profile's auth method before session/new", async () => {
+    const e = make({}, { requireAuth: "openai-api-key" });
+    start(e, "r1", "s1", "hi");
+    await until(() => e.capacity().runningRuns === 0);
+    // without the profile's authMethod the agent answers "Authentication required"
+    const failed = drain(e, []);
+    expect(failed.at(-1)!.event).toMatchObject({ case: "rejected", value: { reason: "turn_failed" } });
+    expect((failed.at(-1)!.event.value as { message: string }).message).toMatch(/Authentication required/);
+    await e.close();
+    engine = undefined;
+
+    const workRoot = mkdtempSync(join(tmpdir(), "portico-engine-"));
+    roots.push(workRoot);
+    seen.length = 0;
+    engine = createHostEngine({
+      profile: { command: "unused", authMethod: "openai-api-key" },
+      workRoot,
+      limits: resolveLimits({}),
+      logger: pino({ level: "silent" }),
+      runAs: undefined,
+      bwrap: undefined,
+      launcher: scriptedAgentLauncher({ requireAuth: "openai-api-key" }, { observe: (ev) => seen.push(ev.type) }),
+      hostVersion: "test",
+      onReadable: () => {},
+      onCapacity: () => {},
+    });
+    start(engine, "r2", "s1", "hi");
+    await until(() => engine!.capacity().runningRuns === 0);
+    expect(drain(engine, []).at(-1)!.event.case).toBe("turnEnded");
+    expect(seen.slice(0, 2)).toEqual(["authenticate", "new"]);
+  });
+});
