@@ -49,6 +49,8 @@ export interface Config {
   httpPort: number;
   /** Port of the core's Connect/gRPC/gRPC-Web listener (PORTICO_GRPC_PORT). */
   grpcPort: number;
+  /** Certificate and key files (PEM) for TLS on the core's listener (PORTICO_GRPC_TLS_CERT_FILE, PORTICO_GRPC_TLS_KEY_FILE); unset: h2c. */
+  grpcTls: { certFile: string; keyFile: string } | undefined;
   /** Core URL the split gateway dials (PORTICO_CORE_URL). */
   coreUrl: string;
   /** pino log level (PORTICO_LOG_LEVEL). */
@@ -97,7 +99,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const grpcPort = int(env, "PORTICO_GRPC_PORT", 50051, 0, 65535);
   const brand = str(env, "PORTICO_BRAND") ?? "service";
   if (!/^[a-z][a-z0-9-]{0,31}$/.test(brand)) throw new ConfigError("PORTICO_BRAND must be a short lowercase word");
+  const certFile = str(env, "PORTICO_GRPC_TLS_CERT_FILE");
+  const keyFile = str(env, "PORTICO_GRPC_TLS_KEY_FILE");
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new ConfigError("PORTICO_GRPC_TLS_CERT_FILE and PORTICO_GRPC_TLS_KEY_FILE must be set together");
   return {
+    grpcTls: certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
     dataDir: resolve(str(env, "PORTICO_DATA_DIR") ?? "./data"),
     databaseUrl: str(env, "DATABASE_URL"),
     redisUrl: str(env, "REDIS_URL"),

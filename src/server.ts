@@ -2,6 +2,7 @@
  * Composition root: builds the processes `portico serve`, `portico core` and `portico gateway` run,
  * from one Config. Nothing below this file reads the environment.
  */
+import { readFileSync } from "node:fs";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -45,8 +46,9 @@ export async function startCoreProcess(config: Config, logger: Logger, metrics: 
     handle.database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, migrate: true });
     logger.info({ provider: handle.database.provider }, "database ready");
     handle.core = await createCore({ database: handle.database, config, logger, metrics });
-    handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger });
-    logger.info({ url: handle.coreServer.url }, "core listening (Connect, gRPC, gRPC-Web over h2c)");
+    const tls = config.grpcTls ? { cert: readFileSync(config.grpcTls.certFile), key: readFileSync(config.grpcTls.keyFile) } : undefined;
+    handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger, tls });
+    logger.info({ url: handle.coreServer.url }, `core listening (Connect, gRPC, gRPC-Web over ${tls ? "TLS" : "h2c"})`);
     return handle;
   } catch (err) {
     await handle.close();

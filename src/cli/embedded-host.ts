@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { RunningProcess } from "../server.js";
@@ -23,6 +24,7 @@ export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logg
   const host = startEmbeddedHost({
     coreUrl: proc.coreServer.url,
     token,
+    ...(cfg.grpcTls ? { coreCert: readFileSync(cfg.grpcTls.certFile) } : {}),
     dataDir: cfg.dataDir,
     internId: intern.id,
     logger,

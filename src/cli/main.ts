@@ -95,18 +95,22 @@ program
 
 program
   .command("intern-host")
-  .description("run an intern host beside an ACP agent: portico intern-host --core <url> --token <t> -- <agent command…>")
-  .option("--core <url>", "core URL (PORTICO_HOST_CORE_URL)")
-  .option("--token <token>", "host token of the intern (PORTICO_HOST_TOKEN)")
+  .description("run an intern host beside an ACP agent: PORTICO_HOST_TOKEN=… portico intern-host --core <url> -- <agent command…>")
+  .option("--core <url>", "core URL, https for TLS (PORTICO_HOST_CORE_URL)")
+  .option("--token-file <file>", "file holding the intern's host token (PORTICO_HOST_TOKEN_FILE; or set PORTICO_HOST_TOKEN)")
+  .option("--core-ca <file>", "CA bundle (PEM) that verifies an https core (PORTICO_HOST_CA_FILE; default: system CAs)")
+  .option("--token <token>", "deprecated: visible in the process list; use PORTICO_HOST_TOKEN or --token-file")
   .option("--profile <file>", "agent profile JSON (PORTICO_HOST_PROFILE)")
   .option("--work-root <dir>", "root of per-session working folders (PORTICO_HOST_WORK_ROOT)")
   .argument("[agent...]", "agent command and arguments, after --")
-  .action(async (agent: string[], opts: { core?: string; token?: string; profile?: string; workRoot?: string }) => {
+  .action(async (agent: string[], opts: { core?: string; token?: string; tokenFile?: string; coreCa?: string; profile?: string; workRoot?: string }) => {
     const cfg = config();
     const logger = createLogger({ level: cfg.logLevel });
     const code = await runInternHostCommand({
       ...(opts.core ? { core: opts.core } : {}),
       ...(opts.token ? { token: opts.token } : {}),
+      ...(opts.tokenFile ? { tokenFile: opts.tokenFile } : {}),
+      ...(opts.coreCa ? { coreCa: opts.coreCa } : {}),
       ...(opts.profile ? { profile: opts.profile } : {}),
       ...(opts.workRoot ? { workRoot: opts.workRoot } : {}),
       agent,

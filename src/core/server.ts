@@ -1,5 +1,6 @@
 /**
- * The core's network listener: Connect, gRPC and gRPC-Web over HTTP/2 cleartext (h2c) on one port.
+ * The core's network listener: Connect, gRPC and gRPC-Web over HTTP/2 on one port: cleartext (h2c),
+ * or TLS when given a certificate and key.
  */
 import { fastify, LogController, type FastifyInstance } from "fastify";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -13,6 +14,8 @@ export interface CoreServerOptions {
   logger: Logger;
   /** Largest accepted message in bytes. */
   readMaxBytes?: number;
+  /** Serve TLS with this certificate chain and key (PEM); without it the listener is h2c. */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
 }
 
 export interface CoreServer {
@@ -25,6 +28,7 @@ export interface CoreServer {
 export async function startCoreServer(core: Core, opts: CoreServerOptions): Promise<CoreServer> {
   const app = fastify({
     http2: true,
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key, minVersion: "TLSv1.2" as const } } : {}),
     loggerInstance: opts.logger.child({ component: "core" }),
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
@@ -51,7 +55,7 @@ export async function startCoreServer(core: Core, opts: CoreServerOptions): Prom
   return {
     app,
     port,
-    url: `http://${hostForUrl === "0.0.0.0" ? "127.0.0.1" : hostForUrl}:${port}`,
+    url: `${opts.tls ? "https" : "http"}://${hostForUrl === "0.0.0.0" ? "127.0.0.1" : hostForUrl}:${port}`,
     close: async () => {
       await app.close();
     },

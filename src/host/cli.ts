@@ -1,7 +1,9 @@
 /**
- * `portico intern-host --core <url> --token <t> [--profile file.json] [--work-root dir] -- <agent command…>`
- * The lead's CLI parses argv and calls runInternHostCommand.
+ * `portico intern-host --core <url> [--token-file f] [--core-ca ca.pem] [--profile file.json] [--work-root dir] -- <agent command…>`
+ * The token comes from PORTICO_HOST_TOKEN or a file (argv would show it in `ps`); `--token` still
+ * works with a warning. The lead's CLI parses argv and calls runInternHostCommand.
  */
+import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
@@ -11,8 +13,12 @@ import { internHostOptionsFromEnv, loadAgentProfile, type AgentProfile } from ".
 export interface InternHostCommandOptions {
   /** Core URL, e.g. http://core:50051 (falls back to PORTICO_HOST_CORE_URL). */
   core?: string;
-  /** Host token (falls back to PORTICO_HOST_TOKEN). Never logged. */
+  /** Host token given on the command line (deprecated: visible in `ps`; a warning is logged). Never logged. */
   token?: string;
+  /** File holding the host token (falls back to PORTICO_HOST_TOKEN_FILE, then PORTICO_HOST_TOKEN). */
+  tokenFile?: string;
+  /** CA bundle (PEM) that verifies an https core (falls back to PORTICO_HOST_CA_FILE; default: system CAs). */
+  coreCa?: string;
   /** Agent profile JSON file (falls back to PORTICO_HOST_PROFILE). */
   profile?: string;
   /** Agent command and arguments after `--`; override the profile's command/args. */
@@ -36,9 +42,10 @@ export async function runInternHostCommand(opts: InternHostCommandOptions): Prom
   const env = opts.env ?? process.env;
   const fromEnv = internHostOptionsFromEnv(env);
   const core = opts.core ?? fromEnv.coreUrl;
-  const token = opts.token ?? fromEnv.token;
   if (!core) throw new Error("intern-host: --core <url> is required");
-  if (!token) throw new Error("intern-host: --token <host token> is required (or PORTICO_HOST_TOKEN)");
+  const token = resolveToken(opts, env);
+  const caFile = opts.coreCa ?? env.PORTICO_HOST_CA_FILE;
+  const ca = caFile ? readFileSync(resolve(caFile), "utf8") : undefined;
   let profile: AgentProfile | undefined = opts.profile ? loadAgentProfile(resolve(opts.profile)) : fromEnv.profile;
   const agent = opts.agent ?? [];
   if (agent.length > 0) {
@@ -53,6 +60,7 @@ export async function runInternHostCommand(opts: InternHostCommandOptions): Prom
   const host = createInternHost({
     coreUrl: core,
     token,
+    ...(ca ? { tls: { ca } } : {}),
     profile,
     workRoot,
     limits: fromEnv.limits,
@@ -73,4 +81,26 @@ export async function runInternHostCommand(opts: InternHostCommandOptions): Prom
   });
   await host.close();
   return 0;
+}
+
+/** The host token: --token-file / PORTICO_HOST_TOKEN_FILE, PORTICO_HOST_TOKEN, or (deprecated) --token. */
+function resolveToken(opts: InternHostCommandOptions, env: NodeJS.ProcessEnv): string {
+  const file = opts.tokenFile ?? env.PORTICO_HOST_TOKEN_FILE;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(resolve(file), "utf8");
+    } catch (err) {
+      throw new Error(`intern-host: cannot read the token file ${file}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+    const token = text.trim();
+    if (!token) throw new Error(`intern-host: the token file ${file} is empty`);
+    return token;
+  }
+  if (opts.token) {
+    opts.logger?.warn("--token puts the host token in the process list; use PORTICO_HOST_TOKEN or --token-file instead");
+    return opts.token;
+  }
+  if (env.PORTICO_HOST_TOKEN) return env.PORTICO_HOST_TOKEN;
+  throw new Error("intern-host: the host token is required: PORTICO_HOST_TOKEN, or --token-file <file> (PORTICO_HOST_TOKEN_FILE)");
 }

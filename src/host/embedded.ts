@@ -42,6 +42,8 @@ export interface EmbeddedHostOptions {
   runAs?: { uid: number; gid: number } | null;
   /** bwrap path override (null disables). */
   bwrapPath?: string | null;
+  /** The core's own certificate (PEM) when it serves TLS: the embedded host pins it. */
+  coreCert?: string | Buffer;
 }
 
 /** Starts the embedded intern host for `portico serve` (or `npm start`). */
@@ -61,6 +63,7 @@ export function startEmbeddedHost(opts: EmbeddedHostOptions): InternHost {
     ...(opts.coreUrl !== undefined ? { coreUrl: opts.coreUrl } : {}),
     ...(opts.transport !== undefined ? { transport: opts.transport } : {}),
     token: opts.token,
+    ...(opts.coreCert ? { tls: { pinnedCert: opts.coreCert } } : {}),
     profile: builtinAgentProfile(),
     workRoot,
     ...(opts.limits ? { limits: opts.limits } : {}),

@@ -7,6 +7,7 @@
 import { EventEmitter } from "node:events";
 import { createClient, ConnectError, Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { coreSessionOptions } from "./tls.js";
 import { create } from "@bufbuild/protobuf";
 import { pino, type Logger } from "pino";
 import {
@@ -92,6 +93,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export function createInternHost(options: InternHostOptions): InternHost {
   if (!options.transport && !options.coreUrl) throw new Error("createInternHost needs coreUrl or transport");
+  const sessionOptions = options.transport ? undefined : coreSessionOptions(options.coreUrl!, options.tls);
   const limits = resolveLimits(options.limits);
   const logger = (options.logger ?? pino({ level: "silent" })).child({ component: "intern-host" });
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
@@ -186,7 +188,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
     let transport: Transport;
     if (options.transport) transport = options.transport;
     else {
-      sessionManager = new Http2SessionManager(options.coreUrl!);
+      sessionManager = new Http2SessionManager(options.coreUrl!, undefined, sessionOptions);
       transport = createGrpcTransport({ baseUrl: options.coreUrl!, sessionManager });
     }
     const client = createClient(InternLinkService, transport);

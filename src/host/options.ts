@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Transport } from "@connectrpc/connect";
 import type { AgentLauncher } from "./agent-process.js";
+import type { HostTlsOptions } from "./tls.js";
 
 /** How the host confines shell commands and the agent process. */
 export type SandboxStrategy = "terminal" | "process" | "none";
@@ -128,6 +129,8 @@ export interface InternHostOptions {
   coreUrl?: string;
   /** A ready Connect transport (tests, in-process embedding). */
   transport?: Transport;
+  /** TLS settings for an https core URL: a CA bundle (default: system CAs) or a pinned certificate. */
+  tls?: HostTlsOptions;
   /** Host token, sent as "Authorization: Bearer <token>". Never logged. */
   token: string;
   /** The agent to drive. */
@@ -186,6 +189,8 @@ export function resolveLimits(limits: Partial<InternHostLimits> | undefined): In
  * Non-limit settings:
  *   PORTICO_HOST_CORE_URL                   coreUrl
  *   PORTICO_HOST_TOKEN                      token (never logged)
+ *   PORTICO_HOST_TOKEN_FILE                 file holding the token (read by the CLI)
+ *   PORTICO_HOST_CA_FILE                    CA bundle (PEM) that verifies an https core (read by the CLI)
  *   PORTICO_HOST_WORK_ROOT                  workRoot
  *   PORTICO_HOST_PROFILE                    path of an agent profile JSON file
  *   PORTICO_HOST_BWRAP                      bwrap path, or "off" to disable bubblewrap
