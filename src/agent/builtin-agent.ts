@@ -15,7 +15,7 @@ export const BUILTIN_HELP = [
   "$ ls -la",
   "$ echo hello > notes.txt",
   "",
-  "I ask for permission before each command; in manual mode commands run sandboxed until you allow them.",
+  "In manual mode you approve each command, and only the command you allow runs outside the sandbox; in self-drive I run them directly.",
 ].join("\n");
 
 /** Commands in a prompt: the text after `$ ` on each line that starts with it. */
@@ -85,7 +85,7 @@ export function createBuiltinAgent(opts: { version?: string } = {}): acp.AgentAp
           return finish("end_turn");
         }
         const plan = commands.map((c, i) => `${i + 1}. \`${c}\``).join("\n");
-        await say(`Plan: run ${commands.length} command${commands.length === 1 ? "" : "s"} in ${session.cwd}, asking before each:\n${plan}\n`, "agent_thought_chunk");
+        await say(`Plan: run ${commands.length} command${commands.length === 1 ? "" : "s"} in the session's working folder:\n${plan}\n`, "agent_thought_chunk");
         if (!terminalOffered) {
           await say("This client does not offer terminals, so I cannot run commands here.");
           return finish("end_turn");

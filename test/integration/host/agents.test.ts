@@ -45,6 +45,10 @@ describe("built-in agent through the embedded host", () => {
     expect(text).toContain(cwd);
     expect(text).toContain("[exit 0]");
     expect(contentOf(link, "r1", "reasoning")).toMatch(/^Plan: run 2 commands/);
+    // self-drive does not claim to ask, and only the output of `pwd` (asked for) names the folder
+    expect(contentOf(link, "r1", "reasoning")).not.toMatch(/ask/i);
+    expect(contentOf(link, "r1", "reasoning")).not.toContain(dataDir);
+    expect(text.split(cwd).length - 1).toBe(1);
     const usage = link.runEvents("r1").find((e) => e.event.case === "usage")!.event.value as { promptTokens: bigint; totalTokens: bigint };
     expect(usage.promptTokens).toBe(6n);
     expect(usage.totalTokens).toBeGreaterThan(6n);
