@@ -118,6 +118,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     const onBudget = (): void => void channel.dispose(0);
     budget.addEventListener("abort", onBudget, { once: true });
     let exitInfo: string | undefined;
+    let connection: acp.ClientConnection | undefined;
     try {
       const raw = acp.ndJsonStream(channel.output, channel.input, { maxMessageBytes: limits.maxAcpLineBytes });
       const tap = new TransformStream<acp.AnyMessage, acp.AnyMessage>({
@@ -130,6 +131,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       // eslint-disable-next-line prefer-const
       let agent: AgentInstance;
       const conn = opts.clientApp(session, () => agent).connect(stream);
+      connection = conn;
       agent = {
         channel,
         conn,
@@ -164,11 +166,14 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       return agent;
     } catch (err) {
       const exitedFirst = exitInfo; // the process ended before the error: its exit explains it
+      const connectionLost = connection?.signal.aborted === true;
       // Give an exiting agent a moment so its exit status and stderr explain the failure.
       await Promise.race([channel.exited, new Promise((r) => setTimeout(r, 300).unref())]);
       const tail = channel.stderrTail().trim();
       await channel.dispose(0);
-      const base = exitedFirst ? `the agent process ${exitedFirst}` : errorMessage(err);
+      // The connection closed because the process ended: its exit status is the reason.
+      const exit = exitedFirst ?? (connectionLost ? exitInfo : undefined);
+      const base = exit ? `the agent process ${exit}` : errorMessage(err);
       throw new AgentStartError(tail ? `${base}; agent stderr: ${clip(tail.slice(-600))}` : base, budget.aborted);
     } finally {
       budget.removeEventListener("abort", onBudget);

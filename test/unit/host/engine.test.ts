@@ -242,3 +242,43 @@ describe("host engine: agent cap, sealed escalation, authentication, start failu
     expect(seen.slice(0, 2)).toEqual(["authenticate", "new"]);
   });
 });
+
+describe("host engine: an agent that cannot start", () => {
+  it("rejects the run with the reason and the tail of the agent's stderr, logged at info level", async () => {
+    const workRoot = mkdtempSync(join(tmpdir(), "portico-engine-"));
+    roots.push(workRoot);
+    const lines: string[] = [];
+    const script = "process.stderr.write(\"Error: Cannot find module '/opt/agent/dist/index.js'\\n  code: 'MODULE_NOT_FOUND'\\n\"); process.exit(1)";
+    engine = createHostEngine({
+      profile: { command: process.execPath, args: ["-e", script] },
+      workRoot,
+      limits: resolveLimits({}),
+      logger: pino({ level: "info" }, { write: (l: string) => void lines.push(l) }),
+      runAs: undefined,
+      bwrap: undefined,
+      hostVersion: "test",
+      onReadable: () => {},
+      onCapacity: () => {},
+    });
+    start(engine, "r1", "s1", "hi");
+    const events: RunEvent[] = [];
+    await until(() => drain(engine!, events).length > 0, 20_000);
+    const ev = events[0]!.event;
+    expect(ev.case).toBe("rejected");
+    const message = (ev.value as { message: string }).message;
+    expect(message).toMatch(/exited with code 1/);
+    expect(message).toContain("MODULE_NOT_FOUND");
+    const logged = lines.map((l) => JSON.parse(l) as { level: number; msg: string; reason?: string }).find((l) => l.msg === "agent failed to start");
+    expect(logged?.level).toBe(30);
+    expect(logged?.reason).toContain("MODULE_NOT_FOUND");
+    expect(engine.sessions()[0]!.agentAlive).toBe(false);
+  });
+
+  it("forgets an ended session without an agent after the session record TTL", async () => {
+    const e = make({ idleAgentTtlMs: 250, sessionRecordTtlMs: 400 });
+    start(e, "r1", "s1", "one");
+    await until(() => e.capacity().runningRuns === 0);
+    expect(e.sessions()).toHaveLength(1);
+    await until(() => e.sessions().length === 0, 10_000);
+  });
+});
