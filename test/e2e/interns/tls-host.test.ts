@@ -58,11 +58,12 @@ describe("TLS host link", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  function host(ca: string | undefined, logs?: string[]): InternHost {
+  function host(ca: string | undefined, logs?: string[], pin?: string): InternHost {
     const created = createInternHost({
       coreUrl: tlsCore.url,
       token,
       ...(ca ? { tls: { ca: readFileSync(join(dir, ca)) } } : {}),
+      ...(pin ? { tls: { pinnedCert: readFileSync(join(dir, pin)) } } : {}),
       profile: { command: "scripted", name: "scripted" },
       workRoot: mkdtempSync(join(dir, "work-")),
       runAs: null,
@@ -94,6 +95,16 @@ describe("TLS host link", () => {
       expect(logs.join("\n")).toMatch(/certificate|self.signed|issuer/i);
       await bad.close();
     }
+  }, 30_000);
+
+  it("the embedded host pins the core's own certificate: that one attaches, another is refused", async () => {
+    const logs: string[] = [];
+    const wrong = host(undefined, logs, "other.pem");
+    await waitForLog(logs, /pinned|certificate/i);
+    await wrong.close();
+    const pinned = host(undefined, [], "server.pem");
+    expect(await pinned.ready).toBe(internId);
+    await pinned.close();
   }, 30_000);
 
   it("the CLI reads the token from a file or PORTICO_HOST_TOKEN; --token still works with a warning", async () => {
