@@ -52,9 +52,9 @@ export class EscalationLedger {
     return true;
   }
 
-  /** The tool call completed or failed: its grant ends. */
+  /** The tool call completed or failed: its allow_once grant ends (allow_always lasts the run). */
   toolCallEnded(toolCallId: string): void {
-    this.grants = this.grants.filter((g) => g.toolCallId !== toolCallId);
+    this.grants = this.grants.filter((g) => g.always || g.toolCallId !== toolCallId);
   }
 
   /**

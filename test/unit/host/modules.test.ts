@@ -97,14 +97,18 @@ describe("sealed escalation", () => {
     expect(l.consume({ command: "/bin/sh", args: ["-c", "make build"] }, cwd)).toBe(true);
   });
 
-  it("allow_always repeats the approved command until its tool call ends; clear() ends everything", () => {
+  it("allow_once ends with its tool call; allow_always repeats only its command until the run ends (clear)", () => {
+    const once = new EscalationLedger();
+    once.grant("call-0", { command: "make" }, false);
+    once.toolCallEnded("call-0");
+    expect(once.consume({ command: "make" }, cwd)).toBe(false);
     const l = new EscalationLedger();
     l.grant("call-1", { command: "pytest" }, true);
     expect(l.consume({ command: "pytest" }, cwd)).toBe(true);
     expect(l.consume({ command: "pytest" }, cwd)).toBe(true);
     expect(l.consume({ command: "pytest -x" }, cwd)).toBe(false);
     l.toolCallEnded("call-1");
-    expect(l.consume({ command: "pytest" }, cwd)).toBe(false);
+    expect(l.consume({ command: "pytest" }, cwd)).toBe(true);
     l.grant("call-2", { command: "ls" }, true);
     l.clear();
     expect(l.consume({ command: "ls" }, cwd)).toBe(false);
