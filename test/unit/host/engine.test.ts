@@ -150,6 +150,17 @@ describe("host engine", () => {
   });
 });
 
+/** Runs a manual script, answers its first question and returns every event of the finished run. */
+async function runAnswering(e: HostEngine, steps: unknown[], value: string): Promise<RunEvent[]> {
+  start(e, "r1", "s1", { steps }, true);
+  const events: RunEvent[] = [];
+  await until(() => drain(e, events).some((x) => x.event.case === "question"));
+  const q = events.find((x) => x.event.case === "question")!.event.value as { interactionId: string };
+  e.answer("r1", q.interactionId, value);
+  await until(() => e.capacity().runningRuns === 0);
+  return drain(e, events);
+}
+
 describe("host engine: agent cap, sealed escalation, authentication, start failures", () => {
   it("keeps at most maxAgents agents: the least recently used idle one is evicted and comes back with resume", async () => {
     const e = make({ maxAgents: 2 }, { resume: true });
@@ -183,13 +194,7 @@ describe("host engine: agent cap, sealed escalation, authentication, start failu
       { terminal: { command: "echo APPROVED" } },
       { terminal: { command: "echo APPROVED" } },
     ];
-    start(e, "r1", "s1", { steps }, true);
-    const events: RunEvent[] = [];
-    await until(() => drain(e, events).some((x) => x.event.case === "question"));
-    const q = events.find((x) => x.event.case === "question")!.event.value as { interactionId: string };
-    e.answer("r1", q.interactionId, "allow_once");
-    await until(() => e.capacity().runningRuns === 0);
-    drain(e, events);
+    const events = await runAnswering(e, steps, "allow_once");
     const texts = events.flatMap((x) => (x.event.case === "content" ? [x.event.value.text] : []));
     expect(texts).toContain("APPROVED\n");
     expect(texts.filter((t) => t === "APPROVED\n")).toHaveLength(1);
@@ -199,13 +204,7 @@ describe("host engine: agent cap, sealed escalation, authentication, start failu
 
   it("a question whose tool call names no command escalates nothing", async () => {
     const e = make({});
-    start(e, "r1", "s1", { steps: [{ question: { kind: "execute" } }, { terminal: { command: "echo X" } }] }, true);
-    const events: RunEvent[] = [];
-    await until(() => drain(e, events).some((x) => x.event.case === "question"));
-    const q = events.find((x) => x.event.case === "question")!.event.value as { interactionId: string };
-    e.answer("r1", q.interactionId, "allow_always");
-    await until(() => e.capacity().runningRuns === 0);
-    drain(e, events);
+    const events = await runAnswering(e, [{ question: { kind: "execute" } }, { terminal: { command: "echo X" } }], "allow_always");
     expect(events.some((x) => x.event.case === "content" && x.event.value.text === "X\n")).toBe(false);
     expect(events.at(-1)!.event).toMatchObject({ case: "turnFailed" });
   });
