@@ -8,7 +8,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import type { Logger } from "pino";
 import type { AgentChannel, AgentLauncher } from "./agent-process.js";
 import { agentEnvironment, type AgentFolders } from "./agent-env.js";
-import { clip, modelFromSessionState, repairIncomingMessage } from "./mapping.js";
+import { modelFromSessionState, repairIncomingMessage } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { createTerminalManager, type TerminalManager } from "./terminals.js";
 
@@ -169,12 +169,12 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       const connectionLost = connection?.signal.aborted === true;
       // Give an exiting agent a moment so its exit status and stderr explain the failure.
       await Promise.race([channel.exited, new Promise((r) => setTimeout(r, 300).unref())]);
-      const tail = channel.stderrTail().trim();
+      const tail = stderrSummary(channel.stderrTail());
       await channel.dispose(0);
       // The connection closed because the process ended: its exit status is the reason.
       const exit = exitedFirst ?? (connectionLost ? exitInfo : undefined);
       const base = exit ? `the agent process ${exit}` : errorMessage(err);
-      throw new AgentStartError(tail ? `${base}; agent stderr: ${clip(tail.slice(-600))}` : base, budget.aborted);
+      throw new AgentStartError(tail ? `${base}; agent stderr: ${tail}` : base, budget.aborted);
     } finally {
       budget.removeEventListener("abort", onBudget);
     }
@@ -315,6 +315,16 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       sessions.clear();
     },
   };
+}
+
+/** The end of an agent's stderr without stack frames or blank lines (the part that names the cause). */
+export function stderrSummary(stderr: string, max = 400): string {
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== "" && !/^\s+at\s/.test(l) && !/^\s*\^+\s*$/.test(l));
+  const text = lines.join("\n");
+  return text.length <= max ? text : `…${text.slice(-max)}`;
 }
 
 function errorMessage(err: unknown): string {

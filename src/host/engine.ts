@@ -379,7 +379,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       agent = await pool.ensureAgent(session);
     } catch (err) {
       const timeout = err instanceof AgentStartError && err.timeout;
-      const message = clip(err instanceof Error ? err.message : String(err));
+      const message = clip(err instanceof Error ? err.message : String(err), 800);
       // The reason (with the tail of the agent's stderr) is logged at info level and sent to the client.
       logger.info({ runId: run.id, session: session.key, reason: message }, timeout ? "agent start budget exceeded" : "agent failed to start");
       if (run.cancelCause) emit(run, { case: "runEnded", value: { cancelled: true, deadline: false } });

@@ -26,4 +26,11 @@ describe("configuration", () => {
     const c = loadConfig({ HOST: "0.0.0.0", PORT: "9000", PORTICO_PRODUCTION: "true", DATABASE_URL: "postgresql://x@y/z" });
     expect(c).toMatchObject({ host: "0.0.0.0", httpPort: 9000, production: true, databaseUrl: "postgresql://x@y/z" });
   });
+
+  it("serves the core over TLS only with both a certificate and a key file", () => {
+    expect(loadConfig({}).grpcTls).toBeUndefined();
+    expect(() => loadConfig({ PORTICO_GRPC_TLS_CERT_FILE: "/etc/c.pem" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORTICO_GRPC_TLS_KEY_FILE: "/etc/k.pem" })).toThrow(ConfigError);
+    expect(loadConfig({ PORTICO_GRPC_TLS_CERT_FILE: "/etc/c.pem", PORTICO_GRPC_TLS_KEY_FILE: "/etc/k.pem" }).grpcTls).toEqual({ certFile: "/etc/c.pem", keyFile: "/etc/k.pem" });
+  });
 });

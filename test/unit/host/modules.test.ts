@@ -12,6 +12,7 @@ import { RunEventQueue, takeRoundRobin } from "../../../src/host/event-queue.js"
 import { confinePath, readConfinedText, writeConfinedText } from "../../../src/host/file-access.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "../../../src/host/questions.js";
 import { agentInstallDirsUnderTmp } from "../../../src/host/sandbox.js";
+import { stderrSummary } from "../../../src/host/agent-session.js";
 
 const roots: string[] = [];
 afterEach(() => {
@@ -221,5 +222,16 @@ describe("agent environment", () => {
     const dirs = agentInstallDirsUnderTmp([process.execPath, inst]);
     if (root.startsWith("/tmp/")) expect(dirs).toEqual([root]);
     else expect(dirs).toEqual([]);
+  });
+});
+
+describe("agent stderr summary", () => {
+  it("keeps the lines that name the cause, without stack frames, bounded from the end", () => {
+    const stderr = "node:internal/modules/cjs/loader:1210\n  throw err;\n  ^\n\nError: Cannot find module '/x'\n    at Module._resolveFilename (node:internal)\n    at Module._load (node:internal) {\n  code: 'MODULE_NOT_FOUND'\n}\n\nNode.js v20\n";
+    const s = stderrSummary(stderr);
+    expect(s).toContain("Cannot find module '/x'");
+    expect(s).toContain("MODULE_NOT_FOUND");
+    expect(s).not.toContain("_resolveFilename");
+    expect(stderrSummary("y".repeat(1000), 100)).toBe(`…${"y".repeat(100)}`);
   });
 });
