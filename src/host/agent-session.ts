@@ -94,15 +94,15 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
   }
 
   async function startAgent(session: SessionEntry<R>, budget: AbortSignal): Promise<AgentInstance> {
-    folders.ensureDir(session.cwd);
-    folders.ensureDir(folders.homeDir);
-    folders.checkReachable(session.cwd);
-    folders.checkReachable(folders.homeDir);
-    const env = agentEnvironment(profile, folders.homeDir, session.cwd);
     const sandboxProcess = profile.sandbox === "process";
-    if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
     let channel: AgentChannel;
     try {
+      folders.ensureDir(session.cwd);
+      folders.ensureDir(folders.homeDir);
+      folders.checkReachable(session.cwd);
+      folders.checkReachable(folders.homeDir);
+      if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
+      const env = agentEnvironment(profile, folders.homeDir, session.cwd);
       channel = await opts.launcher({
       command: profile.command,
       args: profile.args ?? [],
@@ -112,7 +112,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       bwrap: sandboxProcess && opts.bwrap ? { path: opts.bwrap, writable: [session.cwd, folders.homeDir] } : undefined,
       });
     } catch (err) {
-      releaseSlot();
+      releaseSlot(); // no process: the slot taken for it is free again
       throw err;
     }
     const onBudget = (): void => void channel.dispose(0);

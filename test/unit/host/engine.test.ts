@@ -273,6 +273,30 @@ describe("host engine: an agent that cannot start", () => {
     expect(engine.sessions()[0]!.agentAlive).toBe(false);
   });
 
+  it("a start that fails before any process exists frees its agent slot", async () => {
+    const workRoot = mkdtempSync(join(tmpdir(), "portico-engine-"));
+    roots.push(workRoot);
+    engine = createHostEngine({
+      profile: { command: "unused", sandbox: "process" },
+      workRoot,
+      limits: resolveLimits({ maxAgents: 1 }),
+      logger: pino({ level: "silent" }),
+      runAs: undefined,
+      bwrap: undefined,
+      launcher: scriptedAgentLauncher(),
+      hostVersion: "test",
+      onReadable: () => {},
+      onCapacity: () => {},
+    });
+    const events: RunEvent[] = [];
+    for (const runId of ["r1", "r2", "r3"]) {
+      start(engine, runId, `s-${runId}`, "hi");
+      await until(() => drain(engine!, events).some((x) => x.runId === runId));
+      expect(events.find((x) => x.runId === runId)!.event).toMatchObject({ case: "rejected", value: { reason: "turn_failed" } });
+      expect((events.find((x) => x.runId === runId)!.event.value as { message: string }).message).toMatch(/bubblewrap/);
+    }
+  });
+
   it("forgets an ended session without an agent after the session record TTL", async () => {
     const e = make({ idleAgentTtlMs: 250, sessionRecordTtlMs: 400 });
     start(e, "r1", "s1", "one");
