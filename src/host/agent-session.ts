@@ -205,7 +205,9 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
         agent.suppressUpdates = false;
       }
     } else {
-      const res = await conn.agent.request(acp.methods.agent.session.new, { cwd: session.cwd, mcpServers: [] });
+      const res = await conn.agent.request(acp.methods.agent.session.new, { cwd: session.cwd, mcpServers: [] }).catch((err: unknown) => {
+        throw authHint(err, agent.init);
+      });
       agent.acpSessionId = res.sessionId;
       state = res as typeof state;
       if (prev) logger.info({ session: session.key }, "agent cannot resume sessions; started a new agent session");
@@ -315,6 +317,15 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       sessions.clear();
     },
   };
+}
+
+/** An "Authentication required" answer (ACP -32000) names the profile setting and the methods the agent offers. */
+function authHint(err: unknown, init: acp.InitializeResponse): unknown {
+  if ((err as { code?: unknown }).code !== -32000) return err;
+  const offered = (init.authMethods ?? []).map((m) => m.id);
+  return new Error(
+    `${errorMessage(err)}: the agent requires ACP authenticate; set the profile's "authMethod" to one of: ${offered.join(", ") || "(the agent offers none)"}`,
+  );
 }
 
 /** The end of an agent's stderr without stack frames or blank lines (the part that names the cause). */

@@ -216,7 +216,7 @@ describe("host engine: agent cap, sealed escalation, authentication, start failu
     // without the profile's authMethod the agent answers "Authentication required"
     const failed = drain(e, []);
     expect(failed.at(-1)!.event).toMatchObject({ case: "rejected", value: { reason: "turn_failed" } });
-    expect((failed.at(-1)!.event.value as { message: string }).message).toMatch(/Authentication required/);
+    expect((failed.at(-1)!.event.value as { message: string }).message).toMatch(/Authentication required.*"authMethod" to one of: openai-api-key/);
     await e.close();
     engine = undefined;
 

@@ -11,7 +11,7 @@ import { commandOfToolCall, EscalationLedger, terminalCommandLines } from "../..
 import { RunEventQueue, takeRoundRobin } from "../../../src/host/event-queue.js";
 import { confinePath, readConfinedText, writeConfinedText } from "../../../src/host/file-access.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "../../../src/host/questions.js";
-import { agentInstallDirsUnderTmp } from "../../../src/host/sandbox.js";
+import { agentInstallDirsUnderTmp, bwrapAgentArgs } from "../../../src/host/sandbox.js";
 import { stderrSummary } from "../../../src/host/agent-session.js";
 
 const roots: string[] = [];
@@ -220,8 +220,14 @@ describe("agent environment", () => {
     mkdirSync(join(root, "node_modules"));
     writeFileSync(inst, "");
     const dirs = agentInstallDirsUnderTmp([process.execPath, inst]);
-    if (root.startsWith("/tmp/")) expect(dirs).toEqual([root]);
-    else expect(dirs).toEqual([]);
+    if (root.startsWith("/tmp/")) {
+      expect(dirs).toEqual([root]);
+      // bound read-only after the private /tmp, so the agent's own files stay visible
+      const args = bwrapAgentArgs({ cwd: "/w/s", writable: ["/w/s"], argv: [process.execPath, inst] });
+      const at = args.indexOf(root);
+      expect(args.slice(at - 1, at + 2)).toEqual(["--ro-bind", root, root]);
+      expect(at).toBeGreaterThan(args.indexOf("--tmpfs"));
+    } else expect(dirs).toEqual([]);
   });
 });
 
