@@ -55,6 +55,8 @@ export interface Config {
   coreUrl: string;
   /** pino log level (PORTICO_LOG_LEVEL). */
   logLevel: string;
+  /** Time a graceful stop may take after SIGTERM/SIGINT before the process exits anyway (PORTICO_SHUTDOWN_TIMEOUT_MS). */
+  shutdownTimeoutMs: number;
   /** Production mode: refuse unsafe defaults such as a generated master key (PORTICO_PRODUCTION). */
   production: boolean;
   /** Largest accepted HTTP request body in bytes (PORTICO_BODY_LIMIT_BYTES). */
@@ -112,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     grpcPort,
     coreUrl: str(env, "PORTICO_CORE_URL") ?? `http://127.0.0.1:${grpcPort}`,
     logLevel: str(env, "PORTICO_LOG_LEVEL") ?? "info",
+    shutdownTimeoutMs: int(env, "PORTICO_SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
     production: bool(env, "PORTICO_PRODUCTION", false),
     bodyLimitBytes: int(env, "PORTICO_BODY_LIMIT_BYTES", 1_048_576, 1024),
     brand,

@@ -42,7 +42,7 @@ export interface CreateLoggerOptions {
   level?: string;
   name?: string;
   /** Where lines go; default stdout. Tests pass a stream to capture output. */
-  destination?: NodeJS.WritableStream;
+  destination?: { write(line: string): unknown };
 }
 
 export function createLogger(opts: CreateLoggerOptions = {}): Logger {

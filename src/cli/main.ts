@@ -3,7 +3,9 @@
  */
 import { Command, Option } from "commander";
 import { loadConfig, ConfigError, type Config } from "../config.js";
-import { createLogger } from "../log.js";
+import { createLogger, type Logger } from "../log.js";
+import { createLogSink, type LogSink } from "../lib/log-sink.js";
+import { installShutdown } from "./shutdown.js";
 import { registerAdminCommands } from "./admin.js";
 import { withDatabase } from "./shared.js";
 import { startCoreProcess, startServe, startSplitGateway, type RunningProcess } from "../server.js";
@@ -26,25 +28,15 @@ function config(): Config {
   }
 }
 
-/** Keeps a process running until SIGTERM/SIGINT, then shuts it down gracefully. */
-function holdUntilSignal(proc: RunningProcess, logger: ReturnType<typeof createLogger>): void {
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    const force = setTimeout(() => process.exit(1), 10_000);
-    force.unref();
-    proc
-      .close()
-      .then(() => process.exit(0))
-      .catch((err) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      });
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+/** The logger of a long-running command: lines go through a sink that never blocks the process. */
+function serverLogger(cfg: Config): { logger: Logger; sink: LogSink } {
+  const sink = createLogSink(process.stdout);
+  return { logger: createLogger({ level: cfg.logLevel, destination: sink }), sink };
+}
+
+/** Keeps a process running until SIGTERM/SIGINT, then stops it within the configured bound. */
+function holdUntilSignal(proc: RunningProcess, cfg: Config, logger: Logger, sink: LogSink): void {
+  installShutdown({ logger, sink, graceMs: cfg.shutdownTimeoutMs, close: () => proc.close() });
 }
 
 const program = new Command();
@@ -55,11 +47,11 @@ program
   .description("run core and gateway (and the embedded intern host) in one process")
   .action(async () => {
     const cfg = config();
-    const logger = createLogger({ level: cfg.logLevel });
+    const { logger, sink } = serverLogger(cfg);
     const proc = await startServe(cfg, logger);
     await firstRunBootstrap(proc, cfg, logger);
     await attachEmbeddedHost(proc, cfg, logger);
-    holdUntilSignal(proc, logger);
+    holdUntilSignal(proc, cfg, logger, sink);
   });
 
 program
@@ -67,9 +59,9 @@ program
   .description("run the core alone (Connect, gRPC and gRPC-Web on PORTICO_GRPC_PORT)")
   .action(async () => {
     const cfg = config();
-    const logger = createLogger({ level: cfg.logLevel });
+    const { logger, sink } = serverLogger(cfg);
     const proc = await startCoreProcess(cfg, logger);
-    holdUntilSignal(proc, logger);
+    holdUntilSignal(proc, cfg, logger, sink);
   });
 
 program
@@ -78,9 +70,9 @@ program
   .addOption(new Option("--core <url>", "core URL").env("PORTICO_CORE_URL"))
   .action(async (opts: { core?: string }) => {
     const cfg = config();
-    const logger = createLogger({ level: cfg.logLevel });
+    const { logger, sink } = serverLogger(cfg);
     const proc = await startSplitGateway(cfg, logger, opts.core ?? cfg.coreUrl);
-    holdUntilSignal(proc, logger);
+    holdUntilSignal(proc, cfg, logger, sink);
   });
 
 program
@@ -105,8 +97,21 @@ program
   .argument("[agent...]", "agent command and arguments, after --")
   .action(async (agent: string[], opts: { core?: string; token?: string; tokenFile?: string; coreCa?: string; profile?: string; workRoot?: string }) => {
     const cfg = config();
-    const logger = createLogger({ level: cfg.logLevel });
-    const code = await runInternHostCommand({
+    const { logger, sink } = serverLogger(cfg);
+    const stopper = new AbortController();
+    let running: Promise<number> | undefined;
+    installShutdown({
+      logger,
+      sink,
+      graceMs: cfg.shutdownTimeoutMs,
+      close: async () => {
+        stopper.abort();
+        const code = await running;
+        if (code) throw new Error(`intern host stopped with status ${code}`);
+      },
+    });
+    running = runInternHostCommand({
+      signal: stopper.signal,
       ...(opts.core ? { core: opts.core } : {}),
       ...(opts.token ? { token: opts.token } : {}),
       ...(opts.tokenFile ? { tokenFile: opts.tokenFile } : {}),
@@ -116,7 +121,8 @@ program
       agent,
       logger,
     });
-    process.exit(code);
+    const code = await running;
+    if (!stopper.signal.aborted) process.exit(code);
   });
 
 registerAdminCommands(program, config);

@@ -4,6 +4,7 @@
  * byte-level ACP framing without a process.
  */
 import { spawn } from "node:child_process";
+import { trackProcessGroup, untrackProcessGroup } from "../lib/process-groups.js";
 import { Readable, Writable } from "node:stream";
 import { bwrapAgentArgs } from "./sandbox.js";
 
@@ -84,6 +85,11 @@ export const spawnAgentProcess: AgentLauncher = (spec) => {
     detached: true,
     stdio: ["pipe", "pipe", "pipe"],
     ...(spec.runAs ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {}),
+  });
+  trackProcessGroup(child.pid);
+  // The group may outlive its leader (the agent's own children); it stays tracked until it is empty.
+  child.once("exit", () => {
+    if (!groupExists(child.pid)) untrackProcessGroup(child.pid);
   });
   let tail = Buffer.alloc(0);
   child.stderr?.on("data", (d: Buffer) => {

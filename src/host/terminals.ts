@@ -4,6 +4,7 @@
  * within a byte limit, cut at a character boundary.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { trackProcessGroup, untrackProcessGroup } from "../lib/process-groups.js";
 import { randomUUID } from "node:crypto";
 import { RequestError } from "@agentclientprotocol/sdk";
 import { bwrapCommandArgs } from "./sandbox.js";
@@ -115,6 +116,7 @@ export function createTerminalManager(opts: { maxOpen: number; maxOutputBytes: n
         stdio: ["ignore", "pipe", "pipe"],
         ...(launch.runAs ? { uid: launch.runAs.uid, gid: launch.runAs.gid } : {}),
       });
+      trackProcessGroup(child.pid);
       const limit = Math.max(1, Math.min(opts.maxOutputBytes, params.outputByteLimit ?? opts.maxOutputBytes));
       const id = `term-${randomUUID()}`;
       const t: Terminal = { id, child, chunks: [], bytes: 0, limit, truncated: false, sandboxed: Boolean(launch.bwrap), exited: Promise.resolve({ exitCode: null, signal: null }) };
@@ -126,6 +128,7 @@ export function createTerminalManager(opts: { maxOpen: number; maxOutputBytes: n
           t.exit = exit;
           // The command may have left children in its group; they go with it.
           killGroup(child);
+          untrackProcessGroup(child.pid);
           resolveExit(exit);
         };
         child.on("error", (err) => {

@@ -1,0 +1,75 @@
+/**
+ * A log destination that never blocks the process and never grows without bound.
+ *
+ * pino's default destination (sonic-boom) writes synchronously and, at exit, flushes in a loop that
+ * retries forever on EPIPE or a full pipe. This sink hands lines to the process's own stdout stream
+ * (asynchronous for pipes and sockets on Linux) and:
+ * - drops lines while more than `maxPendingBytes` are waiting for a slow reader, then reports how many
+ *   were dropped once the reader catches up;
+ * - drops everything, silently, after the stream fails (EPIPE: the reader went away);
+ * - registers no exit hook, so `process.exit()` never waits for it.
+ */
+import type { Writable } from "node:stream";
+
+export interface LogSink {
+  write(line: string): void;
+  /** Lines dropped so far (stalled or vanished reader). */
+  readonly dropped: number;
+  /** Bytes accepted but not yet written to the reader. */
+  readonly pendingBytes: number;
+  /** Resolves when pending output is written, the stream fails, or `timeoutMs` passes. */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+export const DEFAULT_MAX_PENDING_LOG_BYTES = 4 * 1024 * 1024;
+
+export function createLogSink(stream: Writable = process.stdout, maxPendingBytes = DEFAULT_MAX_PENDING_LOG_BYTES): LogSink {
+  let dropped = 0;
+  let unreported = 0;
+  let broken = false;
+  stream.on("error", () => {
+    broken = true;
+  });
+  stream.on("close", () => {
+    broken = true;
+  });
+  stream.on("drain", () => {
+    if (unreported === 0 || broken) return;
+    const line = JSON.stringify({ level: 40, time: Date.now(), dropped: unreported, msg: "log reader stalled; lines were dropped" });
+    unreported = 0;
+    stream.write(line + "\n");
+  });
+  return {
+    write(line: string) {
+      if (broken || stream.destroyed || stream.writableLength > maxPendingBytes) {
+        dropped++;
+        if (!broken) unreported++;
+        return;
+      }
+      stream.write(line);
+    },
+    get dropped() {
+      return dropped;
+    },
+    get pendingBytes() {
+      return broken ? 0 : stream.writableLength;
+    },
+    drain(timeoutMs: number) {
+      if (broken || stream.writableLength === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          stream.off("drain", done);
+          stream.off("error", done);
+          stream.off("close", done);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        timer.unref();
+        stream.once("drain", done);
+        stream.once("error", done);
+        stream.once("close", done);
+      });
+    },
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * Every long-running command exits within its bound after SIGTERM, whatever its stdout does: a reader
+ * that stops reading (pipe full), a reader that goes away (EPIPE), during an open intern stream and
+ * during a paused run. The bound is PORTICO_SHUTDOWN_TIMEOUT_MS + the watchdog's 2 s; the assertions
+ * allow a further margin for a loaded machine. Tests wait for the `exit` event, never sleep.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { PORTICO_BIN } from "../../helpers/cli.js";
+import { WATCHDOG_EXTRA_MS } from "../../../src/cli/shutdown.js";
+
+const GRACE_MS = 3_000;
+/** The documented bound plus room for a loaded 2-core machine to schedule the exit. */
+const LIMIT_MS = GRACE_MS + WATCHDOG_EXTRA_MS + 4_000;
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface Served {
+  child: ChildProcess;
+  base: string;
+  key: string;
+  intern: string;
+  dataDir: string;
+}
+
+/** `portico serve` on a fresh folder, its stdout and stderr read through pipes by this process. */
+async function serve(extraEnv: Record<string, string> = {}): Promise<Served> {
+  const dataDir = mkdtempSync(join(tmpdir(), "portico-stop-"));
+  dirs.push(dataDir);
+  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
+    env: {
+      ...process.env,
+      PORTICO_DATA_DIR: dataDir,
+      PORT: "0",
+      PORTICO_GRPC_PORT: "0",
+      PORTICO_SHUTDOWN_TIMEOUT_MS: String(GRACE_MS),
+      ...extraEnv,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  return await new Promise<Served>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d;
+      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
+      const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
+      const intern = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
+      if (base && key && intern && out.includes("embedded intern host started")) {
+        child.stdout!.off("data", onData);
+        child.stderr!.off("data", onData);
+        resolve({ child, base, key, intern, dataDir });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`serve exited ${code} before ready:\n${out}`)));
+  });
+}
+
+/** Sends SIGTERM and resolves with the exit and the time it took. */
+function stop(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
+  const t0 = Date.now();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal, ms: Date.now() - t0 })),
+  );
+  child.kill("SIGTERM");
+  return exited;
+}
+
+async function traffic(s: Served, n: number): Promise<void> {
+  const auth = { authorization: `Bearer ${s.key}`, "content-type": "application/json" };
+  for (let i = 0; i < n; i += 20) {
+    await Promise.all(
+      Array.from({ length: 20 }, (_, j) =>
+        fetch(`${s.base}/presets/stop-test-${(i + j) % 7}/chat/completions`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }] }),
+        }).then((r) => r.arrayBuffer()),
+      ),
+    );
+  }
+}
+
+/** Processes whose working folder lies under `dir` (agents and their commands). */
+function processesUnder(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(dir)) pids.push(Number(entry));
+    } catch {
+      // gone or not ours to read
+    }
+  }
+  return pids;
+}
+
+function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
+}
+
+/** Reads an SSE response until `until(text)` holds; returns the text so far (the stream stays open). */
+async function readUntil(res: Response, until: (text: string) => boolean): Promise<string> {
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let text = "";
+  while (!until(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+  }
+  return text;
+}
+
+describe("shutdown ends within its bound", () => {
+  it("when the stdout reader has stopped reading (pipe full); the server keeps answering meanwhile", async () => {
+    const s = await serve({ PORTICO_LOG_LEVEL: "debug" });
+    s.child.stdout!.pause();
+    s.child.stderr!.pause();
+    await traffic(s, 600);
+    // Not frozen: it still answers while nobody reads its logs.
+    expect((await fetch(s.base.replace(/\/api\/v1$/, "/healthz"))).status).toBe(200);
+    const exit = await stop(s.child);
+    expect(exit.ms).toBeLessThan(LIMIT_MS);
+    expect(exit.signal).toBeNull();
+  });
+
+  it("when the stdout reader has gone away (EPIPE)", async () => {
+    const s = await serve({ PORTICO_LOG_LEVEL: "debug" });
+    await traffic(s, 100);
+    s.child.stdout!.destroy();
+    s.child.stderr!.destroy();
+    await traffic(s, 200);
+    const exit = await stop(s.child);
+    expect(exit.ms).toBeLessThan(LIMIT_MS);
+    expect(exit.signal).toBeNull();
+  });
+
+  it("during an open intern stream, taking the agent and its command along", async () => {
+    const s = await serve();
+    const res = await chat(s, { stream: true, messages: [{ role: "user", content: "$ sleep 600" }] });
+    expect(res.status).toBe(200);
+    await readUntil(res, (t) => t.includes("sleep"));
+    expect(processesUnder(s.dataDir).length).toBeGreaterThan(0);
+    const exit = await stop(s.child);
+    expect(exit.ms).toBeLessThan(LIMIT_MS);
+    await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
+  });
+
+  it("during a paused run", async () => {
+    const s = await serve();
+    const res = await chat(s, { stream: true, approval_mode: "manual", messages: [{ role: "user", content: "$ echo paused" }] });
+    expect(res.status).toBe(200);
+    const text = await readUntil(res, (t) => t.includes("provide_input") && t.includes("[DONE]"));
+    expect(text).toContain("provide_input");
+    const exit = await stop(s.child);
+    expect(exit.ms).toBeLessThan(LIMIT_MS);
+    expect(exit.signal).toBeNull();
+    await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
+  });
+
+  it("a second signal exits at once, naming what was pending on stderr", async () => {
+    const s = await serve();
+    let err = "";
+    let out = "";
+    s.child.stderr!.on("data", (d) => (err += d));
+    s.child.stdout!.on("data", (d) => (out += d));
+    // An open stream keeps the graceful stop busy.
+    const res = await chat(s, { stream: true, messages: [{ role: "user", content: "$ sleep 600" }] });
+    await readUntil(res, (t) => t.includes("sleep"));
+    const exited = new Promise<{ code: number | null; ms: number }>((resolve) => {
+      const t0 = Date.now();
+      s.child.once("exit", (code) => resolve({ code, ms: Date.now() - t0 }));
+    });
+    s.child.kill("SIGTERM");
+    await expect.poll(() => out.includes("shutting down"), { timeout: 10_000, interval: 5 }).toBe(true);
+    s.child.kill("SIGTERM");
+    const exit = await exited;
+    expect(exit.code).toBe(1);
+    expect(exit.ms).toBeLessThan(LIMIT_MS);
+    await new Promise((r) => s.child.stderr!.once("close", r));
+    expect(err).toContain("exiting before the graceful stop finished");
+    await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
+  });
+});

@@ -1,0 +1,55 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createLogSink } from "../../../src/lib/log-sink.js";
+
+/** A stream whose reader has stalled: nothing it accepts is ever written. */
+function stalledStream(): Writable {
+  return new Writable({ highWaterMark: 1024, write: () => undefined });
+}
+
+describe("log sink", () => {
+  it("bounds what waits for a stalled reader and counts the lines it drops", () => {
+    const stream = stalledStream();
+    const sink = createLogSink(stream, 64 * 1024);
+    const line = JSON.stringify({ msg: "x".repeat(200) }) + "\n";
+    for (let i = 0; i < 10_000; i++) sink.write(line);
+    expect(stream.writableLength).toBeLessThanOrEqual(64 * 1024 + line.length);
+    expect(sink.dropped).toBeGreaterThan(9_000);
+    expect(sink.pendingBytes).toBe(stream.writableLength);
+  });
+
+  it("drops everything after the stream fails (reader gone) without throwing", async () => {
+    const stream = new Writable({
+      write: (_chunk, _enc, cb) => cb(Object.assign(new Error("write EPIPE"), { code: "EPIPE" })),
+    });
+    const sink = createLogSink(stream);
+    sink.write("first\n");
+    await new Promise((r) => stream.once("error", r));
+    expect(() => sink.write("second\n")).not.toThrow();
+    expect(sink.dropped).toBeGreaterThanOrEqual(1);
+    await expect(sink.drain(10_000)).resolves.toBeUndefined();
+  });
+
+  it("reports dropped lines once the reader catches up", async () => {
+    const seen: string[] = [];
+    let release: (() => void) | undefined;
+    const stream = new Writable({
+      highWaterMark: 16,
+      write: (chunk, _enc, cb) => {
+        seen.push(String(chunk));
+        if (!release) release = cb;
+        else cb();
+      },
+    });
+    const sink = createLogSink(stream, 32);
+    for (let i = 0; i < 20; i++) sink.write(`line-${i}-${"y".repeat(20)}\n`);
+    expect(sink.dropped).toBeGreaterThan(0);
+    const drained = new Promise((r) => stream.once("drain", r));
+    release!();
+    await drained;
+    await new Promise((r) => setImmediate(r));
+    const report = seen.map((s) => s.trim()).find((s) => s.includes("lines were dropped"));
+    expect(report).toBeDefined();
+    expect(JSON.parse(report!).dropped).toBe(sink.dropped);
+  });
+});
