@@ -15,6 +15,10 @@ import type { Metrics } from "../lib/metrics.js";
 import type { GatewayContext } from "./context.js";
 import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
 import { registerGatewayRoutes } from "./routes/index.js";
+import { checkJsonInput } from "./json-input.js";
+
+/** Fastify error code of a body that breaks the JSON input limits (depth, Unicode). */
+const JSON_INPUT_ERROR = "PORTICO_JSON_INPUT";
 
 export interface GatewayOptions {
   transport: Transport;
@@ -62,7 +66,12 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
-    return parseJson(req, text, done);
+    return parseJson(req, text, (err, value) => {
+      if (err) return done(err, undefined);
+      const problem = checkJsonInput(value);
+      if (problem) return done(Object.assign(new Error(problem.message), { statusCode: 400, code: JSON_INPUT_ERROR, field: problem.field }), undefined);
+      return done(null, value);
+    });
   });
 
   await app.register(fastifySwagger, {
@@ -107,7 +116,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     const withMetadata = req.routeOptions.config?.errorMetadata === true;
     const authorizeFirst = req.routeOptions.config?.authorizeFirst;
     const connectErr = asConnectError(error);
-    const isInputError = error.validation !== undefined || connectErr?.code === Code.InvalidArgument;
+    const isInputError = error.validation !== undefined || error.code === JSON_INPUT_ERROR || connectErr?.code === Code.InvalidArgument;
     if (authorizeFirst && isInputError) {
       try {
         await identity.authorize({ requireManagement: authorizeFirst.management }, callOptionsFor(req));
@@ -129,6 +138,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     if (status >= 500) {
       req.log.error({ err: error }, "unhandled gateway error");
       return send(reply, publicError(500, "Internal Server Error"));
+    }
+    if (error.code === JSON_INPUT_ERROR) {
+      const field = (error as FastifyError & { field?: string }).field ?? "body";
+      return send(reply, publicError(400, error.message, { reason: "bad_request", retryable: false, field }));
     }
     const message = gatewayMessage(error, status, opts.bodyLimitBytes);
     const metadata = withMetadata ? { reason: reasonForStatus(status), retryable: false } : undefined;

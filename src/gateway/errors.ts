@@ -70,7 +70,7 @@ export function publicErrorFromConnect(err: ConnectError): PublicError {
 export function publicError(
   status: number,
   message: string,
-  metadata?: { reason: string; retryable: boolean },
+  metadata?: { reason: string; retryable: boolean; field?: string },
 ): PublicError {
   const body: PublicError["body"] = { error: { code: status, message } };
   if (metadata) body.error.metadata = metadata;
