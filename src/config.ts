@@ -61,6 +61,8 @@ export interface Config {
   production: boolean;
   /** Largest accepted HTTP request body in bytes (PORTICO_BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** Time a client has to send a whole request, headers and body, before 408 (PORTICO_REQUEST_TIMEOUT_MS). Responses, SSE streams included, are not limited. */
+  requestTimeoutMs: number;
   /** Word used in place of a brand in public identifiers such as `service.provide_input` (PORTICO_BRAND). */
   brand: string;
   /** Whether `portico serve` attaches the embedded intern host with the built-in agent (PORTICO_EMBEDDED_HOST). */
@@ -117,6 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: int(env, "PORTICO_SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
     production: bool(env, "PORTICO_PRODUCTION", false),
     bodyLimitBytes: int(env, "PORTICO_BODY_LIMIT_BYTES", 1_048_576, 1024),
+    requestTimeoutMs: int(env, "PORTICO_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
     brand,
     embeddedHost: bool(env, "PORTICO_EMBEDDED_HOST", true),
     instanceId: str(env, "PORTICO_INSTANCE_ID") ?? `core-${process.pid}`,

@@ -67,6 +67,7 @@ export async function startGateway(
     logger,
     metrics,
     bodyLimitBytes: config.bodyLimitBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
     brand: config.brand,
   });
   await app.listen({ host: config.host, port: config.httpPort });

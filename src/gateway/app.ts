@@ -4,6 +4,7 @@
  * buildGateway() returns the app without listening; server code owns listen and shutdown.
  */
 import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
 import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
 import fastifySwagger from "@fastify/swagger";
 import { Code, createClient, type Transport } from "@connectrpc/connect";
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   metrics: Metrics;
   bodyLimitBytes: number;
   brand: string;
+  /** Time to receive a whole request (headers and body) before 408; default 30 s. */
+  requestTimeoutMs?: number;
 }
 
 declare module "fastify" {
@@ -43,6 +46,11 @@ declare module "fastify" {
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
+  const requestTimeoutMs = opts.requestTimeoutMs ?? 30_000;
+  const send = (reply: import("fastify").FastifyReply, err: PublicError) => {
+    if (err.retryAfterSeconds > 0) reply.header("retry-after", String(err.retryAfterSeconds));
+    return reply.code(err.status).type("application/json; charset=utf-8").send(err.body);
+  };
   const app = fastify({
     loggerInstance: opts.logger.child({ component: "gateway" }),
     bodyLimit: opts.bodyLimitBytes,
@@ -57,6 +65,17 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     ajv: { customOptions: { allowUnionTypes: true, coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
     forceCloseConnections: true,
     return503OnClosing: true,
+    // A client must deliver its whole request in time (a slow or stalled body is cut with 408); only
+    // receiving is limited, so long SSE responses are unaffected. Node checks every `connectionsCheckingInterval`.
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: Math.min(requestTimeoutMs, 60_000), connectionsCheckingInterval: Math.min(1_000, requestTimeoutMs) },
+    frameworkErrors: (error, req, reply) => {
+      // Malformed percent-encoding and over-long path parameters: the envelope, never the path echoed.
+      const status = error.code === "FST_ERR_MAX_PARAM_LENGTH" ? 414 : 400;
+      const message = status === 414 ? "Request path is too long" : "Request path is not valid percent-encoded UTF-8";
+      return send(reply, publicError(status, message, metadataFor(req.url, status)));
+    },
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => writeClientError(err, socket),
   });
   // Only JSON bodies: anything else is 415 in the envelope. An empty JSON body is "no body" (clients
   // that always send Content-Type can still DELETE); routes that need a body say so in their schema.
@@ -106,11 +125,6 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     );
   });
 
-  const send = (reply: import("fastify").FastifyReply, err: PublicError) => {
-    if (err.retryAfterSeconds > 0) reply.header("retry-after", String(err.retryAfterSeconds));
-    return reply.code(err.status).type("application/json; charset=utf-8").send(err.body);
-  };
-
   const identity = createClient(IdentityService, opts.transport);
   app.setErrorHandler(async (error: FastifyError, req, reply) => {
     const withMetadata = req.routeOptions.config?.errorMetadata === true;
@@ -148,9 +162,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     return send(reply, publicError(status, message, metadata));
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    send(reply, publicError(404, `No route for ${req.method} ${req.url.split("?")[0]}`)),
-  );
+  app.setNotFoundHandler((req, reply) => send(reply, publicError(404, `No route for ${req.method} on this path`, metadataFor(req.url, 404))));
 
   const health = createClient(HealthService, opts.transport);
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
@@ -182,6 +194,36 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     { prefix: "/api/v1" },
   );
   return app as unknown as FastifyInstance;
+}
+
+/** Intern routes carry {reason, retryable} on every error, also those raised before routing. */
+function metadataFor(url: string, status: number): { reason: string; retryable: boolean } | undefined {
+  return url.startsWith("/api/v1/interns/") ? { reason: reasonForStatus(status), retryable: false } : undefined;
+}
+
+/**
+ * Errors Node's HTTP parser raises before a request exists (oversized headers, malformed requests,
+ * a request not received in time), answered in the envelope when the socket can still take it.
+ */
+function writeClientError(err: NodeJS.ErrnoException, socket: import("node:stream").Duplex): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, message] =
+    err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "Request not received in time"]
+      : err.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request headers are too large"]
+        : err.code === "HPE_URI_TOO_LONG"
+          ? [414, "Request path is too long"]
+          : [400, "Malformed HTTP request"];
+  const body = JSON.stringify(publicError(status, message).body);
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function gatewayMessage(error: FastifyError, status: number, bodyLimit: number): string {

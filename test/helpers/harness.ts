@@ -87,6 +87,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     metrics,
     bodyLimitBytes: config.bodyLimitBytes,
     brand: config.brand,
+    requestTimeoutMs: config.requestTimeoutMs,
   });
   await gateway.listen({ host: "127.0.0.1", port: 0 });
   const address = gateway.server.address();
