@@ -451,6 +451,16 @@ export function createRunManager(deps: RunManagerDeps) {
     run.deadlineTimer.unref();
   }
 
+  /**
+   * The error for a question that is no longer pending while its run has not (yet) ended. Per the
+   * description, 409 interaction_not_pending is for a run that has ended: a question expired by its
+   * deadline or voided/cancelled with its run. One answered (or being answered) while the run lives on
+   * is simply no pending question: 404 interaction_unknown.
+   */
+  function notPending(state: string): Error {
+    return state === "answered" || state === "delivering" ? interactionUnknown() : interactionNotPending();
+  }
+
   async function answer(input: AnswerInput): Promise<ActiveRun> {
     const now = new Date();
     const inter = await repo.findInteraction(input.interactionId);
@@ -461,10 +471,11 @@ export function createRunManager(deps: RunManagerDeps) {
       await expireInteraction(inter.id, row.id);
       throw interactionNotPending();
     }
-    if (inter.state !== "pending" || TERMINAL_RUN_STATES.includes(row.state as RunState)) {
+    if (TERMINAL_RUN_STATES.includes(row.state as RunState)) {
       if (row.endReason === "attachment_failed") throw attachmentFailed();
       throw interactionNotPending();
     }
+    if (inter.state !== "pending") throw notPending(inter.state);
     const options = Array.isArray(inter.options) ? (inter.options as string[]) : [];
     if (input.answer !== "cancel" && !options.includes(input.answer)) throw answerNotAccepted();
     const link = links.get(input.intern.id);
@@ -473,11 +484,11 @@ export function createRunManager(deps: RunManagerDeps) {
     // This process holds the intern's link, so every live run of it is in memory: a missing one is ending.
     if (!run || run.state === "done") throw interactionNotPending();
     if (run.link !== link) throw internUnreachable();
-    if (run.attached) throw interactionNotPending();
-    if (!(await repo.claimInteraction(inter.id, now))) throw interactionNotPending();
+    if (run.attached) throw notPending("delivering");
+    if (!(await repo.claimInteraction(inter.id, now))) throw notPending((await repo.findInteraction(inter.id))?.state ?? "void");
     if (run.attached || run.state !== "paused") {
       await repo.setInteractionState(inter.id, ["delivering"], "pending");
-      throw interactionNotPending();
+      throw notPending("delivering");
     }
     run.attached = true;
     const outcome = await link.deliverAnswer(run.id, inter.id, input.answer, config.startTimeoutMs);

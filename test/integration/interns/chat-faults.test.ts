@@ -130,16 +130,16 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
     expect(contentOf(r.chunks)).toBe("rejected");
   });
 
-  it("two answers at once: one is delivered, the other gets 409", async () => {
+  it("two answers at once: one is delivered, the other gets 404 (the run is alive, the question no longer pending)", async () => {
     const { call, sessionId } = await pause(h, internId, key);
     const [a, b] = await Promise.all([
       chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key }),
       chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key }),
     ]);
     const statuses = [a.status, b.status].sort();
-    expect(statuses).toEqual([200, 409]);
-    const loser = a.status === 409 ? a : b;
-    expect(loser.json.error.metadata.reason).toBe("interaction_not_pending");
+    expect(statuses).toEqual([200, 404]);
+    const loser = a.status === 404 ? a : b;
+    expect(loser.json.error.metadata.reason).toBe("interaction_unknown");
     const winner = a.status === 200 ? a : b;
     expect(contentOf(winner.chunks)).toBe("after");
     expect(host.answers.filter((x) => x.interactionId === call.id)).toHaveLength(1);
