@@ -1,13 +1,14 @@
 /**
- * BYOK credential: proto → public JSON. Exactly the description's fields plus `declared_zdr`, every
- * key present (null where the value is absent), so strict clients such as @openrouter/sdk accept it.
+ * BYOK credential: proto → public JSON. Exactly the description's fields plus `declared_zdr`. `name` is
+ * "string or absent" (the key is left out when no name was given); every other key is present (null
+ * where the value is absent), so strict clients such as @openrouter/sdk accept it.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ByokCredential, StringList } from "../../gen/portico/byok/v1/byok_credential_pb.js";
 
 export interface PublicByokCredential {
   id: string;
-  name: string | null;
+  name?: string;
   provider: string;
   label: string;
   workspace_id: string;
@@ -30,7 +31,7 @@ function list(value: StringList | undefined): string[] | null {
 export function presentByokCredential(c: ByokCredential): PublicByokCredential {
   return {
     id: c.id,
-    name: c.name ?? null,
+    ...(c.name !== undefined ? { name: c.name } : {}),
     provider: c.provider,
     label: c.label,
     workspace_id: c.workspaceId,
@@ -54,7 +55,6 @@ export const byokCredentialSchema = {
   type: "object",
   required: [
     "id",
-    "name",
     "provider",
     "label",
     "workspace_id",
@@ -71,7 +71,7 @@ export const byokCredentialSchema = {
   ],
   properties: {
     id: { type: "string", format: "uuid" },
-    name: { type: ["string", "null"] },
+    name: { type: "string", description: "Absent when the credential was stored without a name." },
     provider: { type: "string", description: "Provider slug." },
     label: { type: "string", description: "Masked rendering of the key; the key itself is never returned." },
     workspace_id: { type: "string", format: "uuid" },

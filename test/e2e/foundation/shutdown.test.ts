@@ -180,6 +180,7 @@ describe("shutdown ends within its bound", () => {
     // An open stream keeps the graceful stop busy.
     const res = await chat(s, { stream: true, messages: [{ role: "user", content: "$ sleep 600" }] });
     await readUntil(res, (t) => t.includes("sleep"));
+    const stderrClosed = new Promise((r) => s.child.stderr!.once("close", r));
     const exited = new Promise<{ code: number | null; ms: number }>((resolve) => {
       const t0 = Date.now();
       s.child.once("exit", (code) => resolve({ code, ms: Date.now() - t0 }));
@@ -190,7 +191,7 @@ describe("shutdown ends within its bound", () => {
     const exit = await exited;
     expect(exit.code).toBe(1);
     expect(exit.ms).toBeLessThan(LIMIT_MS);
-    await new Promise((r) => s.child.stderr!.once("close", r));
+    await stderrClosed;
     expect(err).toContain("exiting before the graceful stop finished");
     await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
   });

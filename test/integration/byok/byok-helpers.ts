@@ -22,6 +22,14 @@ export const CREDENTIAL_KEYS = [
   "created_at",
 ].sort();
 
+/** The keys of a credential stored without a name: `name` is "string or absent", never null. */
+export const UNNAMED_CREDENTIAL_KEYS = CREDENTIAL_KEYS.filter((k) => k !== "name");
+
+/** The keys a credential response must have, given whether it has a name. */
+export function credentialKeysFor(c: { name?: unknown }): string[] {
+  return "name" in c ? CREDENTIAL_KEYS : UNNAMED_CREDENTIAL_KEYS;
+}
+
 /** A random provider-looking key that is easy to search for. */
 export function canaryKey(prefix = "sk-proj-"): string {
   return `${prefix}CANARY${randomBytes(24).toString("hex")}`;
