@@ -110,6 +110,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     {
       config: { authorizeFirst: { management: true } },
       schema: {
+        operationId: "createByokKey",
         summary: "Create a BYOK provider credential",
         description: "Stores an upstream provider key, encrypted at rest. Answers 200 with the credential and its masked label.",
         tags,
@@ -138,6 +139,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     {
       config: { authorizeFirst: { management: true } },
       schema: {
+        operationId: "listByokKeys",
         summary: "List BYOK provider credentials",
         tags,
         querystring: {
@@ -179,6 +181,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     {
       config: { authorizeFirst: { management: true } },
       schema: {
+        operationId: "getByokKey",
         summary: "Get a BYOK provider credential",
         tags,
         params: idParams,
@@ -197,6 +200,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     {
       config: { authorizeFirst: { management: true } },
       schema: {
+        operationId: "updateByokKey",
         summary: "Update a BYOK provider credential",
         description: "Omitted fields stay unchanged; null clears a nullable field. A new key rotates the key material.",
         tags,
@@ -228,6 +232,7 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     {
       config: { authorizeFirst: { management: true } },
       schema: {
+        operationId: "deleteByokKey",
         summary: "Delete a BYOK provider credential",
         description: "Wipes the key material and marks the credential deleted.",
         tags,

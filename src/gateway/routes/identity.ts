@@ -12,6 +12,7 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
     "/key",
     {
       schema: {
+        operationId: "getCurrentKey",
         summary: "Describe the calling API key",
         tags: ["identity"],
         response: {

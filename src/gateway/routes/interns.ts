@@ -91,6 +91,42 @@ const chatBodySchema = {
   },
 } as const;
 
+/** One `data:` payload of the intern stream (chat.completion.chunk plus the service's final-chunk fields). */
+const chatCompletionChunkSchema = {
+  type: "object",
+  required: ["id", "object", "created", "model", "choices"],
+  properties: {
+    id: { type: "string" },
+    object: { type: "string", const: "chat.completion.chunk" },
+    created: { type: "integer" },
+    model: { type: "string" },
+    choices: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          index: { type: "integer" },
+          delta: {
+            type: "object",
+            properties: {
+              role: { type: "string" },
+              content: { type: ["string", "null"] },
+              reasoning: { type: ["string", "null"] },
+              tool_calls: { type: "array", items: { type: "object", additionalProperties: true } },
+            },
+            additionalProperties: true,
+          },
+          finish_reason: { type: ["string", "null"] },
+        },
+      },
+    },
+    usage: { type: ["object", "null"], additionalProperties: true },
+    session_id: { type: "string", description: "On the final chunk: the session to continue or answer in." },
+    error: { type: "object", additionalProperties: true, description: "On an error ending: {code, message, metadata}." },
+  },
+  additionalProperties: true,
+} as const;
+
 export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(InternsService, ctx.transport);
 
@@ -99,12 +135,17 @@ export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayCon
     {
       config: { errorMetadata: true },
       schema: {
+        operationId: "createInternChatCompletion",
         summary: "Stream a chat completion with an intern",
         tags: ["interns"],
         params: { type: "object", properties: { internId: { type: "string", description: "The intern (UUID)." } } },
         body: chatBodySchema,
         response: {
-          200: { description: "Server-sent events: chat.completion.chunk data lines, then data: [DONE].", type: "string" },
+          200: {
+            description:
+              "Server-sent events: each `data:` line holds one chat.completion.chunk (this schema); the stream ends with `data: [DONE]`. Lines starting with `:` are keepalive comments.",
+            content: { "text/event-stream": { schema: chatCompletionChunkSchema } },
+          },
           ...errorResponses(400, 401, 403, 404, 409, 410, 413, 429, 502, 503, 504),
         },
       },

@@ -69,6 +69,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     {
       validatorCompiler: passThrough,
       schema: {
+        operationId: "createPresetVersion",
         summary: "Create a preset, or a new version of it, from a chat-completions request",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
@@ -96,6 +97,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     "/presets",
     {
       schema: {
+        operationId: "listPresets",
         summary: "List the workspace's presets, most recently updated first",
         tags: ["presets"],
         querystring: paginationQuerySchema,
@@ -120,6 +122,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     "/presets/:slug",
     {
       schema: {
+        operationId: "getPreset",
         summary: "Get a preset with its designated version",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
@@ -139,6 +142,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     "/presets/:slug/versions",
     {
       schema: {
+        operationId: "listPresetVersions",
         summary: "List a preset's versions, oldest first",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
@@ -164,6 +168,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     "/presets/:slug/versions/:version",
     {
       schema: {
+        operationId: "getPresetVersion",
         summary: "Get one version of a preset",
         tags: ["presets"],
         params: {

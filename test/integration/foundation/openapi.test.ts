@@ -17,6 +17,26 @@ describe("OpenAPI document", () => {
     expect(Object.keys(doc.paths).every((p) => p.startsWith("/api/v1/"))).toBe(true);
   });
 
+  it("gives every operation a unique operationId", () => {
+    const ids: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops as Record<string, { operationId?: string }>)) {
+        expect(op.operationId, `${method.toUpperCase()} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+        ids.push(op.operationId!);
+      }
+    }
+    expect(ids.length).toBeGreaterThanOrEqual(12);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("declares the intern 200 as an event stream of chat.completion.chunk payloads", async () => {
+    const op = (doc.paths["/api/v1/interns/{internId}/chat/completions"] as any).post;
+    const ok = op.responses["200"];
+    expect(Object.keys(ok.content)).toEqual(["text/event-stream"]);
+    expect(ok.content["text/event-stream"].schema.properties.object.enum).toEqual(["chat.completion.chunk"]);
+    expect(op.responses["400"].content["application/json"]).toBeDefined();
+  });
+
   it("describes real responses, success and error", async () => {
     const samples = [
       ["GET", "/key", await api(h, "GET", "/key", { key: h.tenant.apiKey })],
