@@ -5,16 +5,19 @@
 import { RuleViolation, fail, isPlainObject } from "./json-rules.js";
 
 /**
- * Slug rule: 1 to 100 characters of lowercase a-z, digits, ".", "_" and "-", starting with a letter
- * or digit. Every character is URL-unreserved, so a slug never needs escaping in a path.
+ * Slug rule: "URL-safe" read as RFC 3986's unreserved characters (A-Z, a-z, 0-9, "-", ".", "_", "~"),
+ * 1 to 100 of them, so a slug never needs escaping in a path. "." and ".." are refused: clients and
+ * proxies collapse them as dot-segments. Slugs are case-sensitive, like URL paths: "Bot" and "bot"
+ * are two presets.
  */
-export const SLUG_PATTERN = /^[a-z0-9][a-z0-9._-]{0,99}$/;
+export const SLUG_PATTERN = /^[A-Za-z0-9._~-]{1,100}$/;
+export const SLUG_MAX_LENGTH = 100;
 
 export function checkSlug(slug: string): string {
-  if (!SLUG_PATTERN.test(slug)) {
+  if (!SLUG_PATTERN.test(slug) || slug === "." || slug === "..") {
     throw new RuleViolation(
       "slug",
-      "slug must be 1 to 100 characters of lowercase a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
+      `slug must be 1 to ${SLUG_MAX_LENGTH} URL-unreserved characters (A-Z, a-z, 0-9, '-', '.', '_', '~'), and not '.' or '..'`,
     );
   }
   return slug;

@@ -23,7 +23,7 @@ import { errorResponses, paginationQuerySchema } from "../schemas.js";
 const slugParam = {
   type: "string",
   minLength: 1,
-  description: "Preset slug: 1 to 100 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.",
+  description: "Preset slug: 1 to 100 URL-unreserved characters (A-Z, a-z, 0-9, '-', '.', '_', '~'), not '.' or '..'; case-sensitive.",
 } as const;
 
 /** Documentation of the ChatRequest body. Not enforced here: the core validates (and names the field). */

@@ -160,11 +160,19 @@ describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (prov
     // router stops it first (maxParamLength 100, a 414 outside the envelope), reported to the lead.
     const longest = await create("x".repeat(100), docBody);
     expect(longest.status).toBe(200);
-    for (const slug of ["Upper", "a%20b", "-lead", "a%2Fb", "%C3%A9"]) {
+    for (const slug of ["a%20b", "a%2Fb", "%C3%A9", "x".repeat(101)]) {
       const res = await create(slug, docBody);
       expect(res.status, slug).toBe(400);
       expect(res.json.error.metadata.field).toBe("slug");
     }
+    // "URL-safe" is every unreserved character, upper case and "~" included; slugs are case-sensitive.
+    for (const slug of ["Upper", "-lead", "~team.Bot_1"]) {
+      const res = await create(slug, docBody);
+      expect(res.status, slug).toBe(200);
+      expect(res.json.data.slug).toBe(slug);
+    }
+    const lower = await create("upper", docBody);
+    expect(lower.json.data.id).not.toBe((await create("Upper", docBody)).json.data.id);
     const arr = await create("arr", [docBody]);
     expect(arr.status).toBe(400);
     expect(arr.json.error.code).toBe(400);

@@ -23,10 +23,10 @@ import { conflict } from "../../../src/core/errors.js";
 import type { Db } from "../../../src/db/client.js";
 
 describe("slug rule", () => {
-  it.each(["a", "my-preset", "v1.2_beta", "0abc", "a".repeat(100)])("accepts %j", (slug) => {
+  it.each(["a", "my-preset", "v1.2_beta", "0abc", "a".repeat(100), "A", "My-Preset", "~user", "-a", ".a", "_a", "a..b"])("accepts %j", (slug) => {
     expect(checkSlug(slug)).toBe(slug);
   });
-  it.each(["", "-a", ".a", "_a", "A", "My-Preset", "a b", "a/b", "a%20", "é", "a".repeat(101), "a?b", "a#b"])(
+  it.each(["", ".", "..", "a b", "a/b", "a%20", "é", "a".repeat(101), "a?b", "a#b", "a:b", "a@b", "a+b"])(
     "rejects %j",
     (slug) => {
       expect(() => checkSlug(slug)).toThrow(RuleViolation);
