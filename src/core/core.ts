@@ -71,7 +71,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
         },
       }),
     );
-    router.service(IdentityService, createIdentityHandler());
+    router.service(
+      IdentityService,
+      createIdentityHandler({
+        rateLimitRequests: config.interns.rateLimitTurns,
+        rateLimitIntervalSeconds: config.interns.rateLimitWindowSeconds,
+      }),
+    );
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
     router.service(ByokService, byok.handler);

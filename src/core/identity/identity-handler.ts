@@ -2,7 +2,13 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
 
-export function createIdentityHandler(): ServiceImpl<typeof IdentityService> {
+/** The limits the core enforces per key, reported by GetCaller. */
+export interface KeyLimits {
+  rateLimitRequests: number;
+  rateLimitIntervalSeconds: number;
+}
+
+export function createIdentityHandler(limits: KeyLimits): ServiceImpl<typeof IdentityService> {
   return {
     getCaller(_req, ctx) {
       const c = callerOf(ctx);
@@ -14,6 +20,8 @@ export function createIdentityHandler(): ServiceImpl<typeof IdentityService> {
         isManagementKey: c.isManagement,
         internsProgramme: c.internsProgramme,
         keyHash: c.keyHash,
+        rateLimitRequests: limits.rateLimitRequests,
+        rateLimitIntervalSeconds: limits.rateLimitIntervalSeconds,
       };
     },
     authorize(req, ctx) {

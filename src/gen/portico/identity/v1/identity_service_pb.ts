@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/identity/v1/identity_service.proto.
  */
 export const file_portico_identity_v1_identity_service: GenFile = /*@__PURE__*/
-  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCKuAQoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCTLJAQoPSWRlbnRpdHlTZXJ2aWNlEloKCUdldENhbGxlchIlLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVxdWVzdBomLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVzcG9uc2USWgoJQXV0aG9yaXplEiUucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCLwAQoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCRIbChNyYXRlX2xpbWl0X3JlcXVlc3RzGAggASgFEiMKG3JhdGVfbGltaXRfaW50ZXJ2YWxfc2Vjb25kcxgJIAEoBTLJAQoPSWRlbnRpdHlTZXJ2aWNlEloKCUdldENhbGxlchIlLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVxdWVzdBomLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVzcG9uc2USWgoJQXV0aG9yaXplEiUucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * AuthorizeRequest says what the operation being checked requires.
@@ -117,6 +117,21 @@ export type GetCallerResponse = Message<"portico.identity.v1.GetCallerResponse">
    * @generated from field: string key_hash = 7;
    */
   keyHash: string;
+
+  /**
+   * Request rate limit enforced on this key: at most rate_limit_requests intern turns per
+   * rate_limit_interval_seconds.
+   *
+   * @generated from field: int32 rate_limit_requests = 8;
+   */
+  rateLimitRequests: number;
+
+  /**
+   * Window of the rate limit, in seconds.
+   *
+   * @generated from field: int32 rate_limit_interval_seconds = 9;
+   */
+  rateLimitIntervalSeconds: number;
 };
 
 /**
