@@ -1,6 +1,7 @@
 /**
  * The `portico` command line: serve, core, gateway, migrate, intern-host and admin tasks.
  */
+import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { loadConfig, ConfigError, type Config } from "../config.js";
 import { createLogger, type Logger } from "../log.js";
@@ -15,6 +16,12 @@ import { runInternHostCommand } from "../host/cli.js";
 
 // Files Portico creates (database, master key, working folders) are private to its user by default.
 process.umask(0o077);
+
+/** The version in package.json (read at run time, so it cannot drift from the release). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
 
 function config(): Config {
   try {
@@ -40,7 +47,11 @@ function holdUntilSignal(proc: RunningProcess, cfg: Config, logger: Logger, sink
 }
 
 const program = new Command();
-program.name("portico").description("Portico: presets, intern runs and BYOK credentials behind one API").showHelpAfterError();
+program
+  .name("portico")
+  .description("Portico: presets, intern runs and BYOK credentials behind one API")
+  .version(packageVersion(), "-V, --version", "print the version of Portico")
+  .showHelpAfterError();
 
 program
   .command("serve")
