@@ -53,8 +53,25 @@ export function statusFor(code: Code, reason: string | undefined): number {
   return STATUS_BY_CODE[code] ?? 500;
 }
 
+/**
+ * Codes a ConnectError carries when the core could not be reached or the connection to it broke
+ * (refused, reset, closed mid-call). The core attaches an ErrorDetail to every error it raises
+ * itself, so such a code WITHOUT a detail comes from the transport.
+ */
+const TRANSPORT_FAILURE_CODES = new Set<Code>([Code.Unavailable, Code.Aborted, Code.Unknown, Code.Internal]);
+
+/** An unreachable or vanished core: 503, retryable, without the transport's own words. */
+export const CORE_UNAVAILABLE_REASON = "core_unavailable";
+
 export function publicErrorFromConnect(err: ConnectError): PublicError {
   const detail = errorDetailOf(err);
+  if (!detail && TRANSPORT_FAILURE_CODES.has(err.code) && isTransportFailure(err)) {
+    return {
+      status: 503,
+      body: { error: { code: 503, message: "The service is temporarily unavailable; retry shortly.", metadata: { reason: CORE_UNAVAILABLE_REASON, retryable: true } } },
+      retryAfterSeconds: 1,
+    };
+  }
   const status = statusFor(err.code, detail?.reason);
   const message = status >= 500 && !detail ? "Internal Server Error" : err.rawMessage;
   const body: PublicError["body"] = { error: { code: status, message } };
@@ -88,4 +105,11 @@ export function reasonForStatus(status: number): string {
 
 export function asConnectError(err: unknown): ConnectError | undefined {
   return err instanceof ConnectError ? err : undefined;
+}
+
+/** True when a detail-less ConnectError describes a connection problem rather than a core answer. */
+function isTransportFailure(err: ConnectError): boolean {
+  if (err.code === Code.Unavailable) return true;
+  const text = `${err.rawMessage} ${String((err.cause as Error | undefined)?.message ?? "")}`;
+  return /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up|session closed|GOAWAY|stream closed|NGHTTP2|premature close|other side closed/i.test(text);
 }
