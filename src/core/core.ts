@@ -69,6 +69,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
           await db.$queryRawUnsafe("SELECT 1");
           return true;
         },
+        ...(config.redisUrl ? { dependencies: { redis: () => interns.limiter.healthy() } } : {}),
       }),
     );
     router.service(

@@ -170,6 +170,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     try {
       const res = await health.check({}, { timeoutMs: 2000 });
       if (res.ready) return { status: "ready" };
+      if (res.unavailable.length > 0) return send(reply, publicError(503, `Not ready: ${res.unavailable.join(", ")} unreachable`));
     } catch {
       // fall through
     }

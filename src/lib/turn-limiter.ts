@@ -4,10 +4,13 @@
  */
 import { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import type { Logger } from "../log.js";
 
 export interface TurnLimiter {
   /** Resolves when a turn is allowed; otherwise resolves the seconds to wait. */
   take(key: string): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }>;
+  /** false while the shared store (Redis) is unreachable; true without one. */
+  healthy(): boolean;
   close(): Promise<void>;
 }
 
@@ -15,21 +18,53 @@ export interface TurnLimiterOptions {
   points: number;
   durationSeconds: number;
   redisUrl?: string | undefined;
+  logger?: Logger;
 }
+
+/** Bounds on every Redis call, so an outage costs a request at most this long, not seconds. */
+const REDIS_CONNECT_TIMEOUT_MS = 1_000;
+const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 export function createTurnLimiter(opts: TurnLimiterOptions): TurnLimiter {
   let redis: Redis | undefined;
   let limiter: RateLimiterAbstract;
+  let reachable = true;
   if (opts.redisUrl) {
-    // The offline queue holds calls made while the connection is still opening; one retry bounds an outage.
-    redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
-    // Errors are reported per call; a dropped connection reconnects on its own.
-    redis.on("error", () => undefined);
+    // No offline queue and no retries: while Redis is unreachable a call fails at once and the
+    // per-process insurance bucket decides; the connection keeps reconnecting in the background.
+    redis = new Redis(opts.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
+    });
+    reachable = false;
+    let everReady = false;
+    redis.on("ready", () => {
+      if (everReady && !reachable) opts.logger?.info({ component: "turn-limiter" }, "redis reachable again; the turn limit is shared again");
+      everReady = true;
+      reachable = true;
+    });
+    redis.on("error", (err: Error) => {
+      if (reachable || !everReady) {
+        opts.logger?.warn(
+          { component: "turn-limiter", err: { message: err.message } },
+          "redis unreachable; intern turns are limited per process until it is back",
+        );
+      }
+      reachable = false;
+      everReady = true;
+    });
+    redis.on("end", () => {
+      reachable = false;
+    });
     limiter = new RateLimiterRedis({
       storeClient: redis,
       keyPrefix: "portico:intern-turns",
       points: opts.points,
       duration: opts.durationSeconds,
+      rejectIfRedisNotReady: true,
       // While Redis is unreachable, fall back to a per-process bucket rather than refusing every turn.
       insuranceLimiter: new RateLimiterMemory({ points: opts.points, duration: opts.durationSeconds }),
     });
@@ -48,6 +83,7 @@ export function createTurnLimiter(opts: TurnLimiterOptions): TurnLimiter {
         throw res;
       }
     },
+    healthy: () => reachable,
     async close() {
       if (redis) await redis.quit().catch(() => redis?.disconnect());
     },

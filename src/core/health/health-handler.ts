@@ -5,18 +5,21 @@ export interface HealthDeps {
   instanceId: string;
   /** Resolves true when the database answers. */
   ping(): Promise<boolean>;
+  /** Other dependencies: name → whether it answers now (e.g. redis). */
+  dependencies?: Record<string, () => boolean>;
 }
 
 export function createHealthHandler(deps: HealthDeps): ServiceImpl<typeof HealthService> {
   return {
     async check() {
-      let ready = false;
+      const unavailable: string[] = [];
       try {
-        ready = await deps.ping();
+        if (!(await deps.ping())) unavailable.push("database");
       } catch {
-        ready = false;
+        unavailable.push("database");
       }
-      return { ready, instanceId: deps.instanceId };
+      for (const [name, up] of Object.entries(deps.dependencies ?? {})) if (!up()) unavailable.push(name);
+      return { ready: unavailable.length === 0, instanceId: deps.instanceId, unavailable };
     },
   };
 }

@@ -44,6 +44,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
     points: deps.config.interns.rateLimitTurns,
     durationSeconds: deps.config.interns.rateLimitWindowSeconds,
     redisUrl: deps.config.redisUrl,
+    logger: deps.logger,
   });
   const internsHandler = createInternsHandler({
     repo,
@@ -54,6 +55,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
   });
   return {
     repo,
+    limiter,
     links,
     manager,
     linkHandler,

@@ -25,6 +25,8 @@ describe("intern turn limiter", () => {
     const a = createTurnLimiter({ points: 3, durationSeconds: 30, redisUrl: REDIS_URL });
     const b = createTurnLimiter({ points: 3, durationSeconds: 30, redisUrl: REDIS_URL });
     open.push(a, b);
+    // Until its connection is up, a limiter counts per process (it never waits on Redis).
+    await expect.poll(() => a.healthy() && b.healthy(), { timeout: 10_000, interval: 10 }).toBe(true);
     const key = `test-${randomUUID()}`;
     expect((await a.take(key)).allowed).toBe(true);
     expect((await b.take(key)).allowed).toBe(true);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/health/v1/health_service.proto.
  */
 export const file_portico_health_v1_health_service: GenFile = /*@__PURE__*/
-  fileDesc("CiZwb3J0aWNvL2hlYWx0aC92MS9oZWFsdGhfc2VydmljZS5wcm90bxIRcG9ydGljby5oZWFsdGgudjEiDgoMQ2hlY2tSZXF1ZXN0IjMKDUNoZWNrUmVzcG9uc2USDQoFcmVhZHkYASABKAgSEwoLaW5zdGFuY2VfaWQYAiABKAkyWwoNSGVhbHRoU2VydmljZRJKCgVDaGVjaxIfLnBvcnRpY28uaGVhbHRoLnYxLkNoZWNrUmVxdWVzdBogLnBvcnRpY28uaGVhbHRoLnYxLkNoZWNrUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiZwb3J0aWNvL2hlYWx0aC92MS9oZWFsdGhfc2VydmljZS5wcm90bxIRcG9ydGljby5oZWFsdGgudjEiDgoMQ2hlY2tSZXF1ZXN0IkgKDUNoZWNrUmVzcG9uc2USDQoFcmVhZHkYASABKAgSEwoLaW5zdGFuY2VfaWQYAiABKAkSEwoLdW5hdmFpbGFibGUYAyADKAkyWwoNSGVhbHRoU2VydmljZRJKCgVDaGVjaxIfLnBvcnRpY28uaGVhbHRoLnYxLkNoZWNrUmVxdWVzdBogLnBvcnRpY28uaGVhbHRoLnYxLkNoZWNrUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * CheckRequest has no fields.
@@ -46,6 +46,13 @@ export type CheckResponse = Message<"portico.health.v1.CheckResponse"> & {
    * @generated from field: string instance_id = 2;
    */
   instanceId: string;
+
+  /**
+   * Dependencies that do not answer ("database", "redis"); ready is false when this is not empty.
+   *
+   * @generated from field: repeated string unavailable = 3;
+   */
+  unavailable: string[];
 };
 
 /**

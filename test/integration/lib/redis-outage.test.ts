@@ -1,0 +1,83 @@
+/**
+ * Redis going away: intern turns keep being limited (per process) without waiting on Redis, the
+ * outage and the recovery are logged once each, and /readyz names redis while it is unreachable.
+ * Uses a private redis-server on a free port (the shared one on 6379 is never touched).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { afterAll, describe, expect, it } from "vitest";
+import { createTurnLimiter } from "../../../src/lib/turn-limiter.js";
+import { api, startHarness, type Harness } from "../../helpers/harness.js";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "ignore"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      if (out.includes("Ready to accept connections")) resolve(child);
+    });
+    child.once("exit", (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
+  });
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+describe("Redis outage", () => {
+  let h: Harness | undefined;
+  let redis: ChildProcess | undefined;
+  afterAll(async () => {
+    await h?.close();
+    if (redis && redis.exitCode === null) await stopRedis(redis);
+  });
+
+  it("a limiter whose Redis is unreachable answers from its per-process bucket", async () => {
+    const port = await freePort(); // nothing listens here
+    const limiter = createTurnLimiter({ points: 2, durationSeconds: 60, redisUrl: `redis://127.0.0.1:${port}` });
+    try {
+      expect(limiter.healthy()).toBe(false);
+      expect(await limiter.take("k")).toEqual({ allowed: true });
+      expect(await limiter.take("k")).toEqual({ allowed: true });
+      expect((await limiter.take("k")).allowed).toBe(false);
+      expect(await limiter.take("other")).toEqual({ allowed: true });
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  it("/readyz reports redis while it is down and recovers; the outage is logged once", async () => {
+    const port = await freePort();
+    redis = await startRedis(port);
+    h = await startHarness({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    const ready = async () => (await fetch(`${h!.baseUrl}/readyz`)).status;
+    await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(200);
+
+    await stopRedis(redis);
+    await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(503);
+    const down = await fetch(`${h.baseUrl}/readyz`);
+    expect(((await down.json()) as any).error.message).toContain("redis");
+    // Authenticated traffic still flows while Redis is down.
+    expect((await api(h, "GET", "/key", { key: h.tenant.apiKey })).status).toBe(200);
+    await expect.poll(() => h!.logs.filter((l) => l.includes("redis unreachable")).length, { timeout: 10_000 }).toBe(1);
+
+    redis = await startRedis(port);
+    await expect.poll(ready, { timeout: 15_000, interval: 100 }).toBe(200);
+    await expect.poll(() => h!.logs.some((l) => l.includes("redis reachable again")), { timeout: 5_000 }).toBe(true);
+    expect(h.logs.filter((l) => l.includes("redis unreachable")).length).toBe(1);
+  });
+});
