@@ -3,6 +3,8 @@
  * from one Config. Nothing below this file reads the environment.
  */
 import { readFileSync } from "node:fs";
+import { FolderError } from "./lib/dirs.js";
+import { redactDatabaseUrl } from "./db/client.js";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -21,12 +23,15 @@ export interface RunningProcess {
   core?: Core;
   /** Extra things to stop first (embedded intern host). */
   onClose: Array<() => Promise<void>>;
+  /** False until start-up (including first-run setup) has finished: /readyz answers 503 until then. */
+  startupComplete: boolean;
   close(): Promise<void>;
 }
 
 function processHandle(): RunningProcess {
   const handle: RunningProcess = {
     onClose: [],
+    startupComplete: false,
     async close() {
       for (const fn of handle.onClose.splice(0).reverse()) {
         await fn().catch(() => undefined);
@@ -43,11 +48,15 @@ function processHandle(): RunningProcess {
 export async function startCoreProcess(config: Config, logger: Logger, metrics: Metrics = createMetrics()) {
   const handle = processHandle();
   try {
-    handle.database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, migrate: true });
+    handle.database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, migrate: true }).catch((err: unknown) => {
+      throw startupError(err, config);
+    });
     logger.info({ provider: handle.database.provider }, "database ready");
     handle.core = await createCore({ database: handle.database, config, logger, metrics });
     const tls = config.grpcTls ? { cert: readFileSync(config.grpcTls.certFile), key: readFileSync(config.grpcTls.keyFile) } : undefined;
-    handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger, tls });
+    handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger, tls }).catch((err: unknown) => {
+      throw listenError(err, "PORTICO_GRPC_PORT", config.host, config.grpcPort);
+    });
     logger.info({ url: handle.coreServer.url }, `core listening (Connect, gRPC, gRPC-Web over ${tls ? "TLS" : "h2c"})`);
     return handle;
   } catch (err) {
@@ -61,8 +70,10 @@ export async function startGateway(
   logger: Logger,
   transport: import("@connectrpc/connect").Transport,
   metrics: Metrics,
+  startupComplete: () => boolean = () => true,
 ): Promise<{ app: FastifyInstance; url: string }> {
   const app = await buildGateway({
+    startupComplete,
     transport,
     logger,
     metrics,
@@ -70,7 +81,10 @@ export async function startGateway(
     requestTimeoutMs: config.requestTimeoutMs,
     brand: config.brand,
   });
-  await app.listen({ host: config.host, port: config.httpPort });
+  await app.listen({ host: config.host, port: config.httpPort }).catch(async (err: unknown) => {
+    await app.close().catch(() => undefined);
+    throw listenError(err, "PORT", config.host, config.httpPort);
+  });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : config.httpPort;
   const url = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}`;
@@ -83,7 +97,7 @@ export async function startServe(config: Config, logger: Logger): Promise<Runnin
   const metrics = createMetrics();
   const handle = await startCoreProcess(config, logger, metrics);
   try {
-    const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics);
+    const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics, () => handle.startupComplete);
     handle.gateway = app;
     handle.gatewayUrl = url;
     return handle;
@@ -102,4 +116,28 @@ export async function startSplitGateway(config: Config, logger: Logger, coreUrl:
   handle.gateway = app;
   handle.gatewayUrl = url;
   return handle;
+}
+
+/** A listen failure, naming the setting that chose the address. */
+function listenError(err: unknown, setting: string, host: string, port: number): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") return new Error(`${setting}=${port}: ${host}:${port} is already in use (set ${setting} to a free port)`, { cause: err });
+  if (code === "EACCES") return new Error(`${setting}=${port}: not permitted to listen on ${host}:${port}`, { cause: err });
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") return new Error(`HOST=${host}: no such local address to listen on`, { cause: err });
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** A database failure at start-up, naming the setting at fault (DATABASE_URL redacted). */
+function startupError(err: unknown, config: Config): Error {
+  if (err instanceof FolderError) return err;
+  const code = (err as NodeJS.ErrnoException).code ?? (err as { cause?: { code?: string } }).cause?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  if (config.databaseUrl) {
+    const where = `DATABASE_URL (${redactDatabaseUrl(config.databaseUrl)})`;
+    if (code === "ECONNREFUSED" || /ECONNREFUSED/.test(message)) return new Error(`${where}: connection refused; is PostgreSQL running there?`, { cause: err });
+    if (code === "ENOTFOUND" || /ENOTFOUND/.test(message)) return new Error(`${where}: unknown host`, { cause: err });
+    if (code === "28P01" || code === "28000") return new Error(`${where}: authentication failed`, { cause: err });
+    return new Error(`${where}: ${message}`, { cause: err });
+  }
+  return new Error(`PORTICO_DATA_DIR (${config.dataDir}): ${message}`, { cause: err });
 }

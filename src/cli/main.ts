@@ -62,6 +62,7 @@ program
     const proc = await startServe(cfg, logger);
     await firstRunBootstrap(proc, cfg, logger);
     await attachEmbeddedHost(proc, cfg, logger);
+    proc.startupComplete = true;
     holdUntilSignal(proc, cfg, logger, sink);
   });
 
@@ -72,6 +73,7 @@ program
     const cfg = config();
     const { logger, sink } = serverLogger(cfg);
     const proc = await startCoreProcess(cfg, logger);
+    proc.startupComplete = true;
     holdUntilSignal(proc, cfg, logger, sink);
   });
 
@@ -83,6 +85,7 @@ program
     const cfg = config();
     const { logger, sink } = serverLogger(cfg);
     const proc = await startSplitGateway(cfg, logger, opts.core ?? cfg.coreUrl);
+    proc.startupComplete = true;
     holdUntilSignal(proc, cfg, logger, sink);
   });
 

@@ -8,7 +8,9 @@
  * both. The PostgreSQL client is cast with `as unknown as Db`. Keep provider-specific features out of
  * shared code: Json `path` filters (different syntax) and `mode: "insensitive"` (PG only).
  */
-import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { ensureDir } from "../lib/dirs.js";
+import { ensurePostgresDatabase } from "./ensure-database.js";
 import { dirname, resolve } from "node:path";
 import type { PrismaClient } from "../generated/sqlite/client.js";
 import { runMigrations, sqlitePathFromUrl } from "./migrate.js";
@@ -71,13 +73,13 @@ export function resolveDatabaseUrl(opts: ResolveDatabaseUrlOptions): { provider:
 
 function ensurePrivateDir(dir: string): void {
   if (existsSync(dir)) return;
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700); // mkdir's mode is masked by the umask
+  ensureDir(dir, { mode: 0o700, setting: "PORTICO_DATA_DIR" });
 }
 
 /** Opens (and by default migrates) the database selected by `databaseUrl`. */
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<DatabaseHandle> {
   const { provider, url } = resolveDatabaseUrl(opts);
+  if (provider === "postgresql" && (opts.migrate ?? true)) await ensurePostgresDatabase(url);
   if (opts.migrate ?? true) await runMigrations({ provider, url });
 
   const db =

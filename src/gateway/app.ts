@@ -29,6 +29,8 @@ export interface GatewayOptions {
   brand: string;
   /** Time to receive a whole request (headers and body) before 408; default 30 s. */
   requestTimeoutMs?: number;
+  /** False while the process is still setting up (first-run bootstrap): /readyz answers 503. */
+  startupComplete?: () => boolean;
 }
 
 declare module "fastify" {
@@ -167,6 +169,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const health = createClient(HealthService, opts.transport);
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   app.get("/readyz", { schema: { hide: true } }, async (_req, reply) => {
+    if (opts.startupComplete && !opts.startupComplete()) return send(reply, publicError(503, "Not ready: start-up is not finished"));
     try {
       const res = await health.check({}, { timeoutMs: 2000 });
       if (res.ready) return { status: "ready" };

@@ -3,6 +3,7 @@
  * bootstrap intern, with working folders under the data folder.
  */
 import { chmodSync, mkdirSync, statSync } from "node:fs";
+import { ensureDir } from "../lib/dirs.js";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Transport } from "@connectrpc/connect";
@@ -49,7 +50,7 @@ export interface EmbeddedHostOptions {
 /** Starts the embedded intern host for `portico serve` (or `npm start`). */
 export function startEmbeddedHost(opts: EmbeddedHostOptions): InternHost {
   const workRoot = join(opts.dataDir, "interns", opts.internId);
-  mkdirSync(workRoot, { recursive: true, mode: 0o750 });
+  ensureDir(workRoot, { mode: 0o750, setting: "PORTICO_DATA_DIR" });
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   if (isRoot && opts.runAs !== null) {
     // The unprivileged agent user must be able to traverse down to its working folder

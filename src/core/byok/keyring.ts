@@ -10,6 +10,7 @@
  * from a file is re-read when the file changes, so `portico admin byok rotate-keys` can introduce a
  * new primary while servers keep running. Key material never appears in errors, logs or JSON.
  */
+import { ensureDir } from "../../lib/dirs.js";
 import {
   createCipheriv,
   createDecipheriv,
@@ -329,10 +330,7 @@ export function writeKeyringFile(path: string, state: KeyringState): void {
 /** Creates the key file if nobody else did (atomic link), returning whether this call created it. */
 function createKeyringFileIfMissing(path: string): boolean {
   const dir = dirname(path);
-  if (!existsSync(dir)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700);
-  }
+  if (!existsSync(dir)) ensureDir(dir, { mode: 0o700, setting: "the BYOK master key file's folder" });
   if (existsSync(path)) return false;
   const id = generateKeyId();
   const tmp = tempPathFor(path);
