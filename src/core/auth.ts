@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { bearerToken, digestsEqual, hashSecret } from "./identity/keys.js";
-import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, permissionDenied, unauthenticated } from "./errors.js";
+import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, invalidArgument, permissionDenied, unauthenticated } from "./errors.js";
 
 export interface Caller {
   keyId: string;
@@ -98,6 +98,10 @@ export function createErrorBoundaryInterceptor(
 }
 
 function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {
+  // A request message that is not valid protobuf (connect-es says Internal) is the caller's fault.
+  if (err instanceof ConnectError && err.code === Code.Internal && err.rawMessage.startsWith("parse binary:")) {
+    return invalidArgument("request", "the request message is not valid protobuf");
+  }
   if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
   if (err instanceof ConnectError && err.rawMessage === "Internal Server Error") return err;
   onUnexpected(err, procedure);
