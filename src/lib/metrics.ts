@@ -2,7 +2,7 @@
  * Prometheus metrics of one process. Each process builds one registry in its composition root and
  * passes it to the parts that record; /metrics renders it.
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export function createMetrics() {
   const registry = new Registry();
@@ -21,13 +21,7 @@ export function createMetrics() {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
     registers: [registry],
   });
-  const internChunks = new Counter({
-    name: "portico_intern_chunks_total",
-    help: "Intern stream events relayed to clients, by kind.",
-    labelNames: ["kind"] as const,
-    registers: [registry],
-  });
-  return { registry, rpcDuration, httpDuration, internChunks };
+  return { registry, rpcDuration, httpDuration };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
