@@ -1,11 +1,14 @@
 /**
  * Errors the core raises on purpose: a ConnectError carrying an ErrorDetail (reason, retryable,
- * Retry-After, field). The gateway turns (code, reason) into the public HTTP status with one table.
+ * Retry-After, field). Each reason's Connect code and HTTP status come from the one reason table
+ * (src/contract/reasons.ts), which the gateway also reads.
  */
-import { Code, type ConnectError } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
+import { Reason } from "../contract/reasons.js";
 import { serviceError } from "../lib/service-error.js";
 
 export { serviceError, errorDetailOf, type ServiceErrorOptions } from "../lib/service-error.js";
+export { Reason } from "../contract/reasons.js";
 
 export const MANAGEMENT_REQUIRED = "Only management keys can perform this operation";
 export const CREATOR_DEPARTED =
@@ -13,26 +16,26 @@ export const CREATOR_DEPARTED =
 
 /** 400 naming the offending field. */
 export function invalidArgument(field: string, message: string): ConnectError {
-  return serviceError(Code.InvalidArgument, "bad_request", message, { field });
+  return serviceError(Reason.BAD_REQUEST, message, { field });
 }
 
-export function notFound(message = "Resource not found", reason = "not_found"): ConnectError {
-  return serviceError(Code.NotFound, reason, message);
+export function notFound(message = "Resource not found"): ConnectError {
+  return serviceError(Reason.NOT_FOUND, message);
 }
 
-export function conflict(message = "Resource conflict. Please try again later.", reason = "conflict"): ConnectError {
-  return serviceError(Code.Aborted, reason, message, { retryable: true });
+export function conflict(message = "Resource conflict. Please try again later."): ConnectError {
+  return serviceError(Reason.CONFLICT, message);
 }
 
 export function unauthenticated(message: string): ConnectError {
-  return serviceError(Code.Unauthenticated, "unauthenticated", message, { hideMetadata: true });
+  return serviceError(Reason.UNAUTHENTICATED, message);
 }
 
 export function permissionDenied(message: string): ConnectError {
-  return serviceError(Code.PermissionDenied, "forbidden", message, { hideMetadata: true });
+  return serviceError(Reason.FORBIDDEN, message);
 }
 
 /** Wraps anything unexpected so no internal message, path or stack leaves the core. */
 export function internalError(): ConnectError {
-  return serviceError(Code.Internal, "internal_error", "Internal Server Error");
+  return serviceError(Reason.INTERNAL_ERROR, "Internal Server Error");
 }

@@ -3,27 +3,13 @@
  * `{error: {code, message, metadata?}}` where code equals the HTTP status.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { Reason, reasonFromWire, reasonForStatus as gatewayReasonFor, ruleOf } from "../contract/reasons.js";
 import { errorDetailOf } from "../lib/service-error.js";
 
-/** Reasons whose status does not follow from the Connect code alone. Checked first. */
-const STATUS_BY_REASON: Record<string, number> = {
-  bad_request: 400,
-  interaction_unknown: 404,
-  not_found: 404,
-  interaction_not_pending: 409,
-  conflict: 409,
-  attachment_failed: 410,
-  run_ended: 410,
-  payload_too_large: 413,
-  rate_limited: 429,
-  intern_unreachable: 502,
-  intern_rejected: 502,
-  stream_severed: 502,
-  turn_failed: 502,
-  timeout: 504,
-};
-
-/** Status for each Connect code when the reason does not decide. */
+/**
+ * Status for each Connect code of an error that carries no reason the table knows (errors Connect
+ * raises itself, or a reason from a newer core).
+ */
 const STATUS_BY_CODE: Partial<Record<Code, number>> = {
   [Code.Canceled]: 499,
   [Code.InvalidArgument]: 400,
@@ -46,10 +32,10 @@ export interface PublicError {
   retryAfterSeconds: number;
 }
 
+/** The public status of a core error: the reason table's, else the code's. */
 export function statusFor(code: Code, reason: string | undefined): number {
-  // "busy" is 409 when the session's own run holds the turn (Aborted) and 503 when capacity is short.
-  if (reason === "busy") return code === Code.Aborted ? 409 : 503;
-  if (reason && STATUS_BY_REASON[reason] !== undefined) return STATUS_BY_REASON[reason];
+  const known = reason ? reasonFromWire(reason, code) : undefined;
+  if (known !== undefined) return ruleOf(known).status;
   return STATUS_BY_CODE[code] ?? 500;
 }
 
@@ -61,14 +47,20 @@ export function statusFor(code: Code, reason: string | undefined): number {
 const TRANSPORT_FAILURE_CODES = new Set<Code>([Code.Unavailable, Code.Aborted, Code.Unknown, Code.Internal]);
 
 /** An unreachable or vanished core: 503, retryable, without the transport's own words. */
-export const CORE_UNAVAILABLE_REASON = "core_unavailable";
+const CORE_UNAVAILABLE = ruleOf(Reason.CORE_UNAVAILABLE);
 
 export function publicErrorFromConnect(err: ConnectError): PublicError {
   const detail = errorDetailOf(err);
   if (!detail && TRANSPORT_FAILURE_CODES.has(err.code) && isTransportFailure(err)) {
     return {
-      status: 503,
-      body: { error: { code: 503, message: "The service is temporarily unavailable; retry shortly.", metadata: { reason: CORE_UNAVAILABLE_REASON, retryable: true } } },
+      status: CORE_UNAVAILABLE.status,
+      body: {
+        error: {
+          code: CORE_UNAVAILABLE.status,
+          message: "The service is temporarily unavailable; retry shortly.",
+          metadata: { reason: CORE_UNAVAILABLE.wire, retryable: CORE_UNAVAILABLE.retryable },
+        },
+      },
       retryAfterSeconds: 1,
     };
   }
@@ -94,13 +86,9 @@ export function publicError(
   return { status, body, retryAfterSeconds: 0 };
 }
 
-/** Reason used in intern-route metadata for gateway-level errors of a given status. */
+/** Wire reason for errors of a given status the gateway raises itself (from the reason table). */
 export function reasonForStatus(status: number): string {
-  if (status === 413) return "payload_too_large";
-  if (status === 404) return "not_found";
-  if (status === 429) return "rate_limited";
-  if (status >= 500) return "internal_error";
-  return "bad_request";
+  return ruleOf(gatewayReasonFor(status)).wire;
 }
 
 export function asConnectError(err: unknown): ConnectError | undefined {

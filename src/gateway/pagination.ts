@@ -1,4 +1,5 @@
-import { ConnectError, Code } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
+import { Reason } from "../contract/reasons.js";
 import { serviceError } from "../lib/service-error.js";
 
 export interface Page {
@@ -16,7 +17,7 @@ function parseIntParam(name: string, raw: unknown, fallback: number, min: number
 }
 
 function badParam(field: string, message: string): ConnectError {
-  return serviceError(Code.InvalidArgument, "bad_request", message, { field });
+  return serviceError(Reason.BAD_REQUEST, message, { field });
 }
 
 /** offset (>= 0, default 0) and limit (1..100, default 50) from a query string. */

@@ -1,32 +1,37 @@
 /**
  * The error-detail contract shared by core and gateway: a ConnectError carrying an ErrorDetail
  * (reason, retryable, Retry-After, field). The core raises these; the gateway reads them (and raises
- * them for its own HTTP-level checks so one table renders every error).
+ * them for its own HTTP-level checks so one table renders every error). The Connect code, the default
+ * retryability and whether metadata is hidden all come from the reason table (src/contract/reasons.ts).
  */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema, type ErrorDetail } from "../gen/portico/errors/v1/error_detail_pb.js";
+import { ruleOf, type Reason } from "../contract/reasons.js";
 
 export interface ServiceErrorOptions {
+  /** Overrides the reason's default retryability. */
   retryable?: boolean;
   retryAfterSeconds?: number;
   field?: string;
+  /** Overrides the reason's default (hide the envelope's metadata). */
   hideMetadata?: boolean;
 }
 
-export function serviceError(code: Code, reason: string, message: string, opts: ServiceErrorOptions = {}): ConnectError {
+/** An error for `reason`, raised with the reason's Connect code from the one table. */
+export function serviceError(reason: Reason, message: string, opts: ServiceErrorOptions = {}): ConnectError {
+  const rule = ruleOf(reason);
   const detail = create(ErrorDetailSchema, {
-    reason,
-    retryable: opts.retryable ?? false,
+    reason: rule.wire,
+    retryable: opts.retryable ?? rule.retryable,
     retryAfterSeconds: opts.retryAfterSeconds ?? 0,
     field: opts.field ?? "",
-    hideMetadata: opts.hideMetadata ?? false,
+    hideMetadata: opts.hideMetadata ?? rule.hideMetadata ?? false,
   });
-  return new ConnectError(message, code, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+  return new ConnectError(message, rule.code, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }
 
 /** Reads the ErrorDetail of a ConnectError, if it has one. */
 export function errorDetailOf(err: ConnectError): ErrorDetail | undefined {
   return err.findDetails(ErrorDetailSchema)[0];
 }
-

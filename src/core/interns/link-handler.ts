@@ -4,11 +4,10 @@
  * per intern in this process: a newer link replaces an older one.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import { InternLinkService, type AttachRequest, type Hello } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
-import { serviceError, unauthenticated } from "../errors.js";
+import { Reason, serviceError, unauthenticated } from "../errors.js";
 import { bearerToken, digestsEqual, hashSecret } from "../identity/keys.js";
 import type { InternRepository } from "./intern-repository.js";
 import { InternLink, type LinkRegistry } from "./link-registry.js";
@@ -88,7 +87,7 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
         link.close(link.closed ? link.closeReason : "link handler ended");
       }
       if (link.closeReason === "liveness timeout") {
-        throw serviceError(Code.DeadlineExceeded, "timeout", "The host was silent past the liveness timeout.", { retryable: true });
+        throw serviceError(Reason.TIMEOUT, "The host was silent past the liveness timeout.");
       }
     },
   };
@@ -101,16 +100,16 @@ async function firstHello(it: AsyncIterator<AttachRequest>, signal: AbortSignal)
       it.next(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(serviceError(Code.DeadlineExceeded, "timeout", "The host did not send Hello in time.")),
+          () => reject(serviceError(Reason.TIMEOUT, "The host did not send Hello in time.", { retryable: false })),
           HELLO_TIMEOUT_MS,
         );
-        signal.addEventListener("abort", () => reject(serviceError(Code.Canceled, "cancelled", "The host went away.")), {
+        signal.addEventListener("abort", () => reject(serviceError(Reason.CANCELLED, "The host went away.")), {
           once: true,
         });
       }),
     ]);
     if (first.done || first.value.message.case !== "hello") {
-      throw serviceError(Code.InvalidArgument, "bad_request", "The first message on a link must be Hello.");
+      throw serviceError(Reason.BAD_REQUEST, "The first message on a link must be Hello.");
     }
     return first.value.message.value;
   } finally {

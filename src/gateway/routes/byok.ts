@@ -7,8 +7,8 @@
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ByokService } from "../../gen/portico/byok/v1/byok_service_pb.js";
+import { Reason } from "../../contract/reasons.js";
 import { serviceError } from "../../lib/service-error.js";
-import { Code } from "@connectrpc/connect";
 import type { GatewayContext } from "../context.js";
 import { parsePage } from "../pagination.js";
 import { byokCredentialSchema, presentByokCredential } from "../presenters/byok.js";
@@ -76,7 +76,7 @@ function wellFormedKey(body: Body): void {
   const key = body.key;
   // A lone surrogate would be silently replaced on the wire, storing a key the caller never sent.
   if (typeof key === "string" && /\p{Cs}/u.test(key)) {
-    throw serviceError(Code.InvalidArgument, "bad_request", "key must be a well-formed Unicode string", { field: "key" });
+    throw serviceError(Reason.BAD_REQUEST, "key must be a well-formed Unicode string", { field: "key" });
   }
 }
 

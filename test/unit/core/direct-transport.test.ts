@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { createDirectTransport } from "../../../src/core/direct-transport.js";
 import { serviceError, errorDetailOf } from "../../../src/lib/service-error.js";
+import { Reason } from "../../../src/contract/reasons.js";
 import { HealthService } from "../../../src/gen/portico/health/v1/health_service_pb.js";
 import { IdentityService } from "../../../src/gen/portico/identity/v1/identity_service_pb.js";
 import { InternsService } from "../../../src/gen/portico/interns/v1/interns_service_pb.js";
@@ -16,7 +17,7 @@ describe("direct in-process transport", () => {
     router.service(HealthService, { check: () => ({ ready: true, instanceId: "x" }) });
     router.service(IdentityService, {
       getCaller: () => {
-        throw serviceError(Code.PermissionDenied, "forbidden", "nope", { field: "f" });
+        throw serviceError(Reason.FORBIDDEN, "nope", { field: "f" });
       },
     });
     router.service(InternsService, {

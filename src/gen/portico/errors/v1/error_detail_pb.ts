@@ -21,7 +21,8 @@ export const file_portico_errors_v1_error_detail: GenFile = /*@__PURE__*/
  */
 export type ErrorDetail = Message<"portico.errors.v1.ErrorDetail"> & {
   /**
-   * Machine-readable reason in snake_case, for example "bad_request", "busy" or "interaction_unknown".
+   * Machine-readable reason in snake_case, for example "bad_request", "busy" or "interaction_unknown":
+   * the wire form of a portico.errors.v1.Reason value (kept a string so clients need no enum).
    *
    * @generated from field: string reason = 1;
    */
