@@ -2,7 +2,7 @@
  * Pure preset rules: the slug rule, the declarative allow-list of request fields a preset keeps,
  * system prompt derivation, version-number and page parsing. No I/O.
  */
-import { RuleViolation, fail, isPlainObject } from "./json-rules.js";
+import { RuleViolation, fail, isPlainObject } from "../../contract/requests/kit.js";
 
 /**
  * Slug rule: "URL-safe" read as RFC 3986's unreserved characters (A-Z, a-z, 0-9, "-", ".", "_", "~"),

@@ -1,6 +1,6 @@
 /**
  * PresetsService: proto ⇄ domain only. Authentication comes from the interceptor (callerOf),
- * validation from the pure rule tables, storage from the repository.
+ * validation from the contract's request definitions and pure preset rules, storage from the repository.
  */
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -14,8 +14,8 @@ import {
 } from "../../gen/portico/presets/v1/presets_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
 import { conflict, invalidArgument, notFound } from "../errors.js";
-import { createChatRequestValidator, type ChatRequestValidator } from "./chat-request-rules.js";
-import { RuleViolation } from "./json-rules.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "../../contract/requests/chat-request.js";
+import { RuleViolation } from "../../contract/requests/kit.js";
 import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
 

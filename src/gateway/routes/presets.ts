@@ -1,7 +1,8 @@
 /**
  * Preset routes: create a preset (or a new version) from a chat-completions body, and the reads.
  * The body is handed to the core untouched (as a Struct), so the core alone decides validity and
- * stores values exactly as sent; the JSON schema below documents the body for the OpenAPI document.
+ * stores values exactly as sent; the OpenAPI document's body schema is derived from the same
+ * ChatRequest definition the core validates with (src/contract/requests/chat-request.ts).
  */
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
@@ -19,41 +20,12 @@ import {
 } from "../presenters/presets.js";
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema } from "../schemas.js";
+import { requestSchemas } from "../../contract/requests/index.js";
 
 const slugParam = {
   type: "string",
   minLength: 1,
   description: "Preset slug: 1 to 100 URL-unreserved characters (A-Z, a-z, 0-9, '-', '.', '_', '~'), not '.' or '..'; case-sensitive.",
-} as const;
-
-/** Documentation of the ChatRequest body. Not enforced here: the core validates (and names the field). */
-const chatRequestBodySchema = {
-  type: "object",
-  required: ["messages"],
-  additionalProperties: true,
-  description:
-    "An OpenAI-compatible chat-completions request. Only fields overlapping the preset configuration are stored " +
-    "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored.",
-  properties: {
-    messages: { type: "array", minItems: 1, items: { type: "object", additionalProperties: true } },
-    model: { type: "string" },
-    models: { type: "array", items: { type: "string" } },
-    temperature: { type: ["number", "null"], minimum: 0, maximum: 2 },
-    top_p: { type: ["number", "null"], minimum: 0, maximum: 1 },
-    top_k: { type: ["integer", "null"] },
-    frequency_penalty: { type: ["number", "null"], minimum: -2, maximum: 2 },
-    presence_penalty: { type: ["number", "null"], minimum: -2, maximum: 2 },
-    max_tokens: { type: ["integer", "null"] },
-    max_completion_tokens: { type: ["integer", "null"] },
-    seed: { type: ["integer", "null"] },
-    stop: { type: ["string", "array", "null"], maxItems: 4 },
-    provider: { type: ["object", "null"], additionalProperties: true },
-    plugins: { type: "array", items: { type: "object", additionalProperties: true } },
-    tools: { type: "array", items: { type: "object", additionalProperties: true } },
-    reasoning: { type: "object", additionalProperties: true },
-    response_format: { type: "object", additionalProperties: true },
-    stream: { type: "boolean" },
-  },
 } as const;
 
 /** Hands the body to the handler unchanged (the core owns validation). */
@@ -71,9 +43,13 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
       schema: {
         operationId: "createPresetVersion",
         summary: "Create a preset, or a new version of it, from a chat-completions request",
+        description:
+          "The body is a chat-completions request, validated in full. Only fields overlapping the preset configuration are stored " +
+          "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored, " +
+          "except that the first system (else developer) message becomes the version's system prompt.",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        body: chatRequestBodySchema,
+        body: requestSchemas(ctx.brand).createPresetVersion,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 409, 500),

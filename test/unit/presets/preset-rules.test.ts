@@ -9,9 +9,9 @@ import {
   parseVersionNumber,
   pickPresetConfig,
 } from "../../../src/core/presets/preset-rules.js";
-import { RuleViolation } from "../../../src/core/presets/json-rules.js";
+import { RuleViolation } from "../../../src/contract/requests/kit.js";
 import { chatRequestJson } from "../../../src/core/presets/presets-handler.js";
-import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/contract/requests/chat-request.js";
 import {
   PresetConflictError,
   createPresetsRepository,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/core/presets/chat-request-rules.js";
-import { RuleViolation } from "../../../src/core/presets/json-rules.js";
+import { createChatRequestValidator, type ChatRequestValidator } from "../../../src/contract/requests/chat-request.js";
+import { RuleViolation } from "../../../src/contract/requests/kit.js";
 
 const validate: ChatRequestValidator = createChatRequestValidator({ brand: "service" });
 const base = { messages: [{ role: "user", content: "Hello" }] };

@@ -1,0 +1,373 @@
+/**
+ * The chat-completions request (`ChatRequest`), defined once: its validation (with the service's
+ * messages and wire field paths) and its JSON Schema in the OpenAPI document both come from this
+ * definition. Built from the API description's ChatRequest, plugins and ProviderPreferences tables,
+ * with the "not shown" sub-shapes filled from the API fact sheet §1.8. Unknown top-level fields are
+ * accepted (and kept); ProviderPreferences rejects unknown properties.
+ *
+ * Decisions (see docs/presets.md):
+ * - `reasoning_effort` and `reasoning.effort` must be equal when both are given and non-null.
+ * - `service_tier` also accepts "fast", the documented alias of "priority".
+ * - Server tool types use the configured brand word as prefix (`service:web_search`).
+ *
+ * Use: `ChatRequest.parse(body, { brand })` gives a typed request or throws RuleViolation naming the
+ * first broken field; `ChatRequest.schema(brand)` is the zod schema (for the OpenAPI document).
+ */
+import {
+  anything,
+  array,
+  boolean,
+  byType,
+  closedObject,
+  discriminated,
+  fail,
+  integer,
+  isPlainObject,
+  nullable,
+  number,
+  object,
+  oneOf,
+  record,
+  string,
+  validate,
+  z,
+} from "./kit.js";
+
+export const MESSAGE_ROLES = ["system", "developer", "user", "assistant", "tool"] as const;
+export const REASONING_EFFORTS = ["max", "xhigh", "high", "medium", "low", "minimal", "none"] as const;
+export const REASONING_SUMMARIES = ["auto", "concise", "detailed"] as const;
+export const SERVICE_TIERS = ["auto", "default", "fast", "flex", "priority", "scale"] as const;
+export const MODALITIES = ["text", "image", "audio"] as const;
+export const QUANTIZATIONS = [
+  "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown",
+] as const;
+export const PROVIDER_SORTS = ["price", "throughput", "latency", "exacto"] as const;
+export const WEB_ENGINES = ["native", "exa", "firecrawl", "parallel", "perplexity"] as const;
+export const PDF_ENGINES = ["mistral-ocr", "native", "cloudflare-ai", "pdf-text"] as const;
+export const COST_TIERS = ["low", "medium", "high", "xhigh", "max"] as const;
+export const FUSION_PRESETS = ["general-high", "general-budget", "general-fast"] as const;
+export const SWITCHYARD_ALGORITHMS = ["capability", "stage", "auto", "random", "composite", "passthrough"] as const;
+export const SERVER_TOOL_KINDS = [
+  "advisor", "bash", "datetime", "files", "fusion", "image_generation", "experimental__search_models",
+  "subagent", "web_fetch", "web_search",
+] as const;
+export const WEB_SEARCH_SHORTHANDS = [
+  "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+] as const;
+export const TRACE_STRING_KEYS = ["trace_id", "trace_name", "span_name", "generation_name", "parent_span_id"] as const;
+export const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const FUNCTION_NAME_TEXT = "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -";
+
+const str = () => string();
+const strings = () => array(str());
+const nullableBool = () => nullable(boolean());
+const plainObject = () => object({});
+/** The discriminator of one variant of a discriminated object. */
+const tag = <const T extends string>(value: T) => z.literal(value);
+
+const cacheControl = () => object({ type: oneOf(["ephemeral"]), ttl: oneOf(["5m", "1h"]) }, { required: ["type"] });
+
+const textPart = object(
+  { type: oneOf(["text"]), text: str(), cache_control: cacheControl(), prompt_cache_breakpoint: anything() },
+  { required: ["type", "text"] },
+);
+const textContent = () => byType([str(), array(textPart)], "must be a string or an array of text parts");
+
+/** User and tool content parts: `type` is a string; a text part also needs `text`. */
+const contentPart = object({ type: str() }, { required: ["type"] }).superRefine((part, ctx) => {
+  if (part.type !== "text") return;
+  const res = textPart.safeParse(part);
+  if (!res.success) for (const issue of res.error.issues) ctx.addIssue({ ...issue, code: "custom", input: part } as never);
+});
+const richContent = () => byType([str(), array(contentPart)], "must be a string or an array of content parts");
+
+const toolCall = object(
+  {
+    id: str(),
+    type: oneOf(["function"]),
+    function: object({ name: str(), arguments: str() }, { required: ["name"] }),
+  },
+  { required: ["function"] },
+);
+
+const instructionMessage = { content: textContent(), name: str() };
+const message = discriminated("role", [
+  object({ role: tag("system"), ...instructionMessage }, { required: ["role", "content"] }),
+  object({ role: tag("developer"), ...instructionMessage }, { required: ["role", "content"] }),
+  object({ role: tag("user"), content: richContent(), name: str() }, { required: ["role", "content"] }),
+  object({
+    role: tag("assistant"),
+    content: nullable(richContent()),
+    name: str(),
+    tool_calls: array(toolCall),
+    refusal: nullable(str()),
+    reasoning: nullable(str()),
+  }, { required: ["role"] }),
+  object({ role: tag("tool"), content: richContent(), tool_call_id: string({ min: 1 }) }, { required: ["role", "content", "tool_call_id"] }),
+]);
+
+const modelPatterns = () => array(string({ max: 1024 }), { max: 1024 });
+const routerFields = () => ({
+  enabled: boolean(),
+  allowed_models: modelPatterns(),
+  excluded_models: modelPatterns(),
+  cost_quality_tradeoff: integer({ min: 0, max: 10 }),
+  cost_tier: oneOf(COST_TIERS),
+});
+const fusionTool = object({ type: string({ min: 1 }), parameters: plainObject() }, { required: ["type"] });
+const fusionFields = () => ({
+  analysis_models: array(str(), { min: 1, max: 8 }),
+  model: str(),
+  max_tool_calls: integer({ min: 1, max: 16 }),
+  tools: array(fusionTool, { max: 8 }),
+});
+const userLocation = nullable(
+  object(
+    { type: oneOf(["approximate"]), city: nullable(str()), country: nullable(str()), region: nullable(str()), timezone: nullable(str()) },
+    { required: ["type"] },
+  ),
+);
+
+/** plugins[] variants, by id. */
+const plugin = discriminated("id", [
+  object({ id: tag("auto-router"), ...routerFields(), pin_model: boolean() }, { required: ["id"] }),
+  object({ id: tag("auto-beta-router"), ...routerFields() }, { required: ["id"] }),
+  object({ id: tag("moderation") }, { required: ["id"] }),
+  object({
+    id: tag("web"),
+    enabled: boolean(),
+    engine: oneOf(WEB_ENGINES),
+    mode: str(),
+    exclude_domains: strings(),
+    include_domains: strings(),
+    max_results: integer({ min: 1 }),
+    max_uses: integer({ min: 1 }),
+    search_prompt: str(),
+    user_location: userLocation,
+    x_search: plainObject(),
+  }, { required: ["id"] }),
+  object({
+    id: tag("web-fetch"),
+    allowed_domains: strings(),
+    blocked_domains: strings(),
+    max_content_tokens: integer({ min: 1 }),
+    max_uses: integer({ min: 1 }),
+  }, { required: ["id"] }),
+  object({ id: tag("file-parser"), enabled: boolean(), pdf: object({ engine: oneOf(PDF_ENGINES) }) }, { required: ["id"] }),
+  object({ id: tag("response-healing"), enabled: boolean() }, { required: ["id"] }),
+  object({ id: tag("context-compression"), enabled: boolean(), engine: oneOf(["middle-out"]) }, { required: ["id"] }),
+  object({
+    id: tag("pareto-router"),
+    enabled: boolean(),
+    min_coding_score: number({ min: 0, max: 1 }),
+    price_source: oneOf(["prompt", "weighted_avg"]),
+    max_price: number({ min: 0 }),
+  }, { required: ["id"] }),
+  object({ id: tag("fusion"), enabled: boolean(), preset: oneOf(FUSION_PRESETS), ...fusionFields() }, { required: ["id"] }),
+  object({ id: tag("switchyard-router"), algorithm: oneOf(SWITCHYARD_ALGORITHMS) }, { required: ["id"] }),
+]);
+
+const PRICE = /^(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
+const price = () =>
+  byType([string({ pattern: PRICE, patternText: "must be a non-negative decimal number (USD)" }), number({ min: 0 })], "must be a decimal string (USD)");
+const percentiles = () =>
+  nullable(
+    byType(
+      [
+        number({ min: 0 }),
+        object({
+          p50: nullable(number({ min: 0 })),
+          p75: nullable(number({ min: 0 })),
+          p90: nullable(number({ min: 0 })),
+          p99: nullable(number({ min: 0 })),
+        }),
+      ],
+      "must be a number or an object of percentiles (p50, p75, p90, p99)",
+    ),
+  );
+const providerSort = byType(
+  [oneOf(PROVIDER_SORTS), object({ by: nullable(oneOf(PROVIDER_SORTS)), partition: nullable(oneOf(["model", "none"])) })],
+  `must be one of ${PROVIDER_SORTS.join(", ")} or an object {by, partition}`,
+);
+
+/** ProviderPreferences: no additional properties. */
+const providerPreferences = closedObject({
+  allow_fallbacks: nullableBool(),
+  data_collection: nullable(oneOf(["allow", "deny"])),
+  enforce_distillable_text: nullableBool(),
+  ignore: nullable(strings()),
+  only: nullable(strings()),
+  order: nullable(strings()),
+  max_price: object({ prompt: price(), completion: price(), request: price(), image: price(), audio: price() }),
+  preferred_max_latency: percentiles(),
+  preferred_min_throughput: percentiles(),
+  quantizations: nullable(array(oneOf(QUANTIZATIONS))),
+  require_parameters: nullableBool(),
+  sort: nullable(providerSort),
+  zdr: nullableBool(),
+});
+
+const responseFormat = discriminated("type", [
+  object({ type: tag("text") }, { required: ["type"] }),
+  object({ type: tag("json_object") }, { required: ["type"] }),
+  object(
+    {
+      type: tag("json_schema"),
+      json_schema: object(
+        { name: string({ min: 1 }), description: str(), schema: plainObject(), strict: nullableBool() },
+        { required: ["name"] },
+      ),
+    },
+    { required: ["type", "json_schema"] },
+  ),
+  object({ type: tag("grammar"), grammar: str() }, { required: ["type", "grammar"] }),
+  object({ type: tag("python") }, { required: ["type"] }),
+]);
+
+const stopCondition = discriminated("type", [
+  object({ type: tag("step_count_is"), step_count: integer({ min: 1 }) }, { required: ["type", "step_count"] }),
+  object({ type: tag("max_cost"), max_cost_in_dollars: number({ min: 0 }) }, { required: ["type", "max_cost_in_dollars"] }),
+  object({ type: tag("max_tokens_used"), max_tokens: integer({ min: 1 }) }, { required: ["type", "max_tokens"] }),
+  object({ type: tag("has_tool_call"), tool_name: string({ min: 1 }) }, { required: ["type", "tool_name"] }),
+  object({ type: tag("finish_reason_is"), reason: string({ min: 1 }) }, { required: ["type", "reason"] }),
+]);
+
+const stop = byType([str(), array(str(), { max: 4 })], "must be a string, an array of at most 4 strings, or null");
+
+const imageConfigValue = byType([str(), number(), z.array(z.unknown())], "values must be strings, numbers or arrays");
+
+/** The server tool types of a deployment: `<brand>:<kind>` and the web-search shorthands. */
+function serverToolTypes(brand: string): [string, ...string[]] {
+  return [...SERVER_TOOL_KINDS.map((k) => `${brand}:${k}`), ...WEB_SEARCH_SHORTHANDS] as unknown as [string, ...string[]];
+}
+
+function buildChatRequest(brand: string) {
+  const types = serverToolTypes(brand);
+  const fusionType = `${brand}:fusion`;
+  const plainServerTypes = types.filter((t) => t !== fusionType) as [string, ...string[]];
+  const functionName = string({ pattern: FUNCTION_NAME, patternText: FUNCTION_NAME_TEXT });
+
+  const tool = discriminated("type", [
+    object(
+      {
+        type: tag("function"),
+        function: object({ name: functionName, description: str(), parameters: plainObject(), strict: nullableBool() }, { required: ["name"] }),
+        cache_control: cacheControl(),
+      },
+      { required: ["type", "function"] },
+    ),
+    object({ type: z.enum(plainServerTypes), parameters: plainObject(), cache_control: cacheControl() }, { required: ["type"] }),
+    object({ type: z.literal(fusionType), parameters: object(fusionFields()), cache_control: cacheControl() }, { required: ["type"] }),
+  ]);
+
+  const toolChoice = byType(
+    [
+      oneOf(["none", "auto", "required"]),
+      discriminated("type", [
+        object({ type: tag("function"), function: object({ name: functionName }, { required: ["name"] }) }, { required: ["type", "function"] }),
+        object({ type: z.enum(types) }, { required: ["type"] }),
+      ]),
+    ],
+    'must be "none", "auto", "required", a named-tool choice or a server-tool choice object',
+  );
+
+  return object(
+    {
+      messages: array(message, { min: 1 }),
+      model: str(),
+      models: strings(),
+      cache_control: cacheControl(),
+      debug: object({ echo_upstream_body: boolean() }),
+      frequency_penalty: nullable(number({ min: -2, max: 2 })),
+      presence_penalty: nullable(number({ min: -2, max: 2 })),
+      image_config: record(imageConfigValue),
+      logit_bias: nullable(record(number())),
+      logprobs: nullableBool(),
+      top_logprobs: nullable(integer({ min: 0, max: 20 })),
+      max_completion_tokens: nullable(integer({ min: 1 })),
+      max_tokens: nullable(integer({ min: 1 })),
+      metadata: record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 }),
+      min_p: nullable(number()),
+      modalities: array(oneOf(MODALITIES)),
+      parallel_tool_calls: nullableBool(),
+      plugins: array(plugin),
+      prediction: nullable(object({ type: oneOf(["content"]), content: textContent() }, { required: ["type", "content"] })),
+      prompt_cache_key: nullable(str()),
+      prompt_cache_options: nullable(object({ mode: oneOf(["explicit"]), ttl: nullable(str()) }, { required: ["mode"] })),
+      provider: nullable(providerPreferences),
+      reasoning: object({ effort: nullable(oneOf(REASONING_EFFORTS)), summary: nullable(oneOf(REASONING_SUMMARIES)) }),
+      reasoning_effort: nullable(oneOf(REASONING_EFFORTS)),
+      repetition_penalty: nullable(number()),
+      response_format: responseFormat,
+      route: nullable(oneOf(["fallback", "sort"])),
+      seed: nullable(integer()),
+      service_tier: nullable(oneOf(SERVICE_TIERS)),
+      session_id: string({ max: 256 }),
+      stop: nullable(stop),
+      stop_server_tools_when: array(stopCondition, { min: 1 }),
+      stream: boolean(),
+      stream_options: nullable(object({ include_usage: boolean() })),
+      temperature: nullable(number({ min: 0, max: 2 })),
+      top_p: nullable(number({ min: 0, max: 1 })),
+      top_k: nullable(integer({ min: 0 })),
+      top_a: nullable(number()),
+      tool_choice: toolChoice,
+      tools: array(tool),
+      trace: object(Object.fromEntries(TRACE_STRING_KEYS.map((k) => [k, str()])) as Record<(typeof TRACE_STRING_KEYS)[number], z.ZodString>),
+      user: str(),
+    },
+    { required: ["messages"] },
+  ).meta({
+    description:
+      "An OpenAI-compatible chat-completions request. Unknown top-level fields are accepted; provider rejects unknown properties.",
+  });
+}
+
+/** The zod schema of a chat request. */
+export type ChatRequestSchema = ReturnType<typeof buildChatRequest>;
+/** A validated chat request (unknown top-level fields kept). */
+export type ChatRequest = z.output<ChatRequestSchema>;
+
+/** Rules that relate two fields. */
+function crossFieldRules(body: Record<string, unknown>): void {
+  const shorthand = body.reasoning_effort;
+  const reasoning = body.reasoning;
+  const effort = isPlainObject(reasoning) ? reasoning.effort : undefined;
+  if (shorthand != null && effort != null && shorthand !== effort) {
+    fail("reasoning_effort", `must not differ from reasoning.effort (${JSON.stringify(shorthand)} vs ${JSON.stringify(effort)})`);
+  }
+}
+
+const schemas = new Map<string, ChatRequestSchema>();
+
+export const ChatRequest = {
+  /** The zod schema for a deployment whose server tool types are prefixed with `brand` (built once per brand). */
+  schema(brand: string): ChatRequestSchema {
+    let s = schemas.get(brand);
+    if (!s) schemas.set(brand, (s = buildChatRequest(brand)));
+    return s;
+  },
+  /**
+   * Validates a parsed JSON body into a typed ChatRequest. Throws RuleViolation (field = wire path,
+   * e.g. `messages[0].role`; message a sentence naming it) for the first broken rule, including the
+   * cross-field rule on reasoning_effort. The result is a copy; callers that must keep the body
+   * exactly as sent (key order, unknown fields) keep using the body they validated.
+   */
+  parse(body: unknown, opts: { brand: string }): ChatRequest {
+    if (!isPlainObject(body)) fail("body", "must be a JSON object");
+    const parsed = validate(ChatRequest.schema(opts.brand), body);
+    crossFieldRules(body);
+    return parsed;
+  },
+};
+
+/** Throws RuleViolation for the first broken rule of a chat request body. */
+export type ChatRequestValidator = (body: unknown) => asserts body is Record<string, unknown>;
+
+/** A validator bound to a brand. */
+export function createChatRequestValidator(opts: { brand: string }): ChatRequestValidator {
+  ChatRequest.schema(opts.brand);
+  return (body: unknown): asserts body is Record<string, unknown> => {
+    ChatRequest.parse(body, opts);
+  };
+}
