@@ -1,4 +1,9 @@
 /** Shared JSON schemas for route declarations (and so for the OpenAPI document). */
+import type { FastifySchemaCompiler } from "fastify";
+import type { z } from "zod";
+import { Reason } from "../contract/reasons.js";
+import { violationOf } from "../contract/requests/kit.js";
+import { serviceError } from "../lib/service-error.js";
 
 export const errorEnvelopeSchema = {
   type: "object",
@@ -29,3 +34,27 @@ export const paginationQuerySchema = {
     limit: { type: ["integer", "string", "null"], description: "Page size, 1 to 100 (default 50)." },
   },
 } as const;
+
+/**
+ * A route's validator compiler for a body defined in the contract (src/contract/requests): the body is
+ * checked with that definition (the same the core uses, so messages and `field` agree), a violation
+ * being a 400 bad_request naming the field; other parts (path parameters) pass unchanged. The body is
+ * never changed.
+ */
+export function contractBodyValidator(definition: z.ZodType): FastifySchemaCompiler<unknown> {
+  return ({ httpPart }) =>
+    (data) => {
+      if (httpPart !== "body") return { value: data };
+      const res = definition.safeParse(data);
+      if (res.success) return { value: data };
+      const v = violationOf(res.error);
+      return { error: serviceError(Reason.BAD_REQUEST, v.message, { field: v.field }) as unknown as Error };
+    };
+}
+
+/**
+ * A route's validator compiler that hands every part over unchanged: for routes whose body the core
+ * checks (after authenticating the caller) with the contract's definition, the OpenAPI body schema
+ * being derived from that definition.
+ */
+export const passThroughValidator: FastifySchemaCompiler<unknown> = () => (data) => ({ value: data });

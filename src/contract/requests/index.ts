@@ -4,14 +4,21 @@
  * drift; a test checks the served document against this map.
  */
 import { ChatRequest } from "./chat-request.js";
+import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
+import { InternChatRequest } from "./intern-chat.js";
 import { requestJsonSchema } from "./kit.js";
 
 export { ChatRequest } from "./chat-request.js";
+export { InternChatRequest } from "./intern-chat.js";
+export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
 
 /** The JSON Schema of each operation's request body, by operationId, for a deployment's brand. */
 export function requestSchemas(brand: string): Record<string, Record<string, unknown>> {
   return {
     createPresetVersion: requestJsonSchema(ChatRequest.schema(brand)),
+    createInternChatCompletion: requestJsonSchema(InternChatRequest),
+    createByokKey: requestJsonSchema(CreateByokKeyRequest),
+    updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
   };
 }

@@ -199,22 +199,29 @@ function decisive(issue: Issue): Issue {
   return decisive({ ...inner, path: [...issue.path, ...inner.path] } as Issue);
 }
 
-/** The first issue of a failed parse as a RuleViolation (`body` names the top level). */
-export function violationOf(error: z.ZodError): RuleViolation {
+/**
+ * The first issue of a failed parse as a RuleViolation; `root` names the value itself (`body` for a
+ * request body, the field's name when one field is checked alone). A message starting with `[`
+ * names an entry of the field (`allowed_models[3] must …`) while the field stays the list.
+ */
+export function violationOf(error: z.ZodError, root = "body"): RuleViolation {
   const issue = decisive(error.issues[0]!);
-  const path = wirePath(issue.path);
+  const inner = wirePath(issue.path);
+  // Paths inside a request body start at its keys; inside a named field they continue its name.
+  const under = (base: string, rest: string) => (base === "body" ? rest : rest.startsWith("[") ? `${base}${rest}` : `${base}.${rest}`);
+  const path = inner === "" ? root : under(root, inner);
   if (issue.code === "unrecognized_keys") {
-    const field = path === "" ? issue.keys[0]! : `${path}.${issue.keys[0]!}`;
+    const field = under(path, issue.keys[0]!);
     return new RuleViolation(field, `${field} is not a recognised property`);
   }
-  const field = path === "" ? "body" : path;
-  return new RuleViolation(field, `${field} ${issue.message}`);
+  const sep = issue.message.startsWith("[") ? "" : " ";
+  return new RuleViolation(path, `${path}${sep}${issue.message}`);
 }
 
 /** Validates `body` against `schema`: the parsed value, or a RuleViolation for the first broken rule. */
-export function validate<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+export function validate<T extends z.ZodType>(schema: T, body: unknown, root = "body"): z.output<T> {
   const res = schema.safeParse(body);
-  if (!res.success) throw violationOf(res.error);
+  if (!res.success) throw violationOf(res.error, root);
   return res.data;
 }
 
@@ -224,7 +231,20 @@ export function validate<T extends z.ZodType>(schema: T, body: unknown): z.outpu
  */
 export function requestJsonSchema(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  return rest;
+  return constAsEnum(rest) as Record<string, unknown>;
+}
+
+/** `{const: x}` written as `{enum: [x]}`, the form the OpenAPI document uses (as @fastify/swagger writes it). */
+function constAsEnum(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(constAsEnum);
+  if (!isPlainObject(node)) return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === "const") out.enum = [v];
+    else if (k === "properties" && isPlainObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([name, p]) => [name, constAsEnum(p)]));
+    else out[k] = k === "enum" || k === "default" || k === "examples" ? v : constAsEnum(v);
+  }
+  return out;
 }
 
 export { z };

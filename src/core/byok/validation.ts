@@ -1,18 +1,14 @@
 /**
- * Pure validation rules for BYOK credentials (no I/O). Every failure names the field. Messages never
- * repeat a submitted value: a key pasted into the wrong field must not come back in an error.
- * Ownership checks (workspace, API key hashes) need the database and live in the service.
+ * Validation of BYOK credential fields in the core (gRPC callers meet it too), with the contract's
+ * field definitions (src/contract/requests/byok.ts), which the gateway and the OpenAPI document use
+ * as well. Every failure names the field; messages never repeat a submitted value. Ownership checks
+ * (workspace, API key hashes) need the database and live in the service.
  */
+import { ByokFields } from "../../contract/requests/byok.js";
+import { RuleViolation, validate } from "../../contract/requests/kit.js";
 import { invalidArgument } from "../errors.js";
-import { isByokProvider } from "./providers.js";
 
-/** Longest accepted provider key, in UTF-8 bytes. */
-export const MAX_KEY_BYTES = 32 * 1024;
-export const MAX_NAME_CHARS = 255;
-export const MAX_LIST_ITEMS = 100;
-/** Longest accepted entry of allowed_models / allowed_user_ids. */
-export const MAX_LIST_ENTRY_CHARS = 256;
-export const KEY_HASH = /^[a-f0-9]{64}$/;
+export { KEY_HASH, MAX_KEY_BYTES, MAX_LIST_ENTRY_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS } from "../../contract/requests/byok.js";
 
 /** PostgreSQL text and jsonb cannot hold U+0000, so stored strings never contain it (on every backend). */
 const NUL = "\u0000";
@@ -25,52 +21,41 @@ export function isLookupId(id: string): boolean {
   return id !== "" && !id.includes(NUL);
 }
 
-export function validateKey(key: string | undefined, field = "key"): string {
-  if (key === undefined || key.length === 0) throw invalidArgument(field, `${field} is required and must be a non-empty string`);
-  if (key.trim().length === 0) throw invalidArgument(field, `${field} must not be blank`);
-  if (Buffer.byteLength(key, "utf8") > MAX_KEY_BYTES) {
-    throw invalidArgument(field, `${field} must be at most ${MAX_KEY_BYTES} bytes`);
+/** Checks one field with its definition; a violation becomes 400 bad_request naming `field`. */
+function check<K extends keyof typeof ByokFields>(name: K, value: unknown, field: string = name): void {
+  try {
+    validate(ByokFields[name], value, field);
+  } catch (err) {
+    if (err instanceof RuleViolation) throw invalidArgument(field, err.message);
+    throw err;
   }
-  return key;
+}
+
+export function validateKey(key: string | undefined, field = "key"): string {
+  check("key", key, field);
+  return key!;
 }
 
 export function validateProvider(provider: string | undefined, field = "provider"): string {
-  if (provider === undefined || provider === "") throw invalidArgument(field, `${field} is required`);
-  if (!isByokProvider(provider)) {
-    throw invalidArgument(field, `${field} must be one of the supported provider slugs (lowercase, e.g. "openai")`);
-  }
-  return provider;
+  check("provider", provider, field);
+  return provider!;
 }
 
 export function validateName(name: string | null | undefined): string | null {
   if (name === undefined || name === null) return null;
-  if (Array.from(name).length > MAX_NAME_CHARS) throw invalidArgument("name", `name must be at most ${MAX_NAME_CHARS} characters`);
-  if (name.includes(NUL)) throw invalidArgument("name", "name must not contain the NUL character (U+0000)");
+  check("name", name);
   return name;
 }
 
 /** Shape of allowed_api_key_hashes (ownership is checked separately): null, or 1..100 × 64 lowercase hex. */
 export function validateKeyHashes(hashes: string[] | null): string[] | null {
-  const field = "allowed_api_key_hashes";
-  if (hashes === null) return null;
-  if (hashes.length === 0) throw invalidArgument(field, `${field} must contain at least one hash, or be null for no restriction`);
-  if (hashes.length > MAX_LIST_ITEMS) throw invalidArgument(field, `${field} must contain at most ${MAX_LIST_ITEMS} hashes`);
-  hashes.forEach((h, i) => {
-    if (!KEY_HASH.test(h)) throw invalidArgument(field, `${field}[${i}] must be 64 lowercase hexadecimal characters`);
-  });
+  check("allowed_api_key_hashes", hashes);
   return hashes;
 }
 
 /** allowed_models / allowed_user_ids: null, or at most 100 non-empty strings of at most 256 characters. */
 export function validateStringList(field: "allowed_models" | "allowed_user_ids", values: string[] | null): string[] | null {
-  if (values === null) return null;
-  if (values.length > MAX_LIST_ITEMS) throw invalidArgument(field, `${field} must contain at most ${MAX_LIST_ITEMS} entries`);
-  values.forEach((v, i) => {
-    if (v.length === 0 || v.length > MAX_LIST_ENTRY_CHARS) {
-      throw invalidArgument(field, `${field}[${i}] must be a string of 1 to ${MAX_LIST_ENTRY_CHARS} characters`);
-    }
-    if (v.includes(NUL)) throw invalidArgument(field, `${field}[${i}] must not contain the NUL character (U+0000)`);
-  });
+  check(field, values);
   return values;
 }
 
@@ -82,7 +67,7 @@ export interface CredentialFlags {
 
 /**
  * The description's flag rules: a fallback credential can be neither byok-only nor required
- * (is_required is valid only on non-fallback credentials).
+ * (is_required is valid only on non-fallback credentials). Checked on the merged state of an update.
  */
 export function validateFlags(flags: CredentialFlags): void {
   if (flags.isFallback && flags.isByokOnly) {

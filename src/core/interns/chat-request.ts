@@ -1,14 +1,15 @@
 /**
  * Validation of the intern chat request (the description's "Intern chat request" plus api-facts §3.2),
- * in the core so gRPC callers meet the same rules as HTTP callers. Pure: no I/O.
+ * in the core so gRPC callers meet the same rules as HTTP callers. The field rules are the contract's
+ * InternChatRequest definition (src/contract/requests/intern-chat.ts); what the last message asks for
+ * is decided here. Pure: no I/O.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { StreamChatRequest } from "../../gen/portico/interns/v1/interns_service_pb.js";
+import { checkInternChatRequest } from "../../contract/requests/intern-chat.js";
+import { RuleViolation } from "../../contract/requests/kit.js";
 import { badRequest } from "./intern-errors.js";
-
-export const KNOWN_ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
-export const APPROVAL_MODES = new Set(["manual", "self-drive"]);
 
 export interface ChatLimits {
   maxPromptChars: number;
@@ -73,23 +74,21 @@ export function textOf(content: JsonValue | undefined): string | undefined {
  */
 export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, headerSessionId?: string): ChatIntent {
   if (req.malformedField) throw badRequest(`Invalid request parameters: ${req.malformedField} has the wrong type`, req.malformedField);
-  if (!req.stream) throw badRequest("stream must be true: this endpoint only streams", "stream");
-  if (req.messages.length === 0) throw badRequest("messages must contain at least 1 item", "messages");
-  req.messages.forEach((m, i) => {
-    if (!KNOWN_ROLES.has(m.role)) {
-      throw badRequest(`messages[${i}].role must be one of system, developer, user, assistant, tool`, `messages[${i}].role`);
-    }
-  });
-  const approvalMode = req.approvalMode === "" ? "self-drive" : req.approvalMode;
-  if (!APPROVAL_MODES.has(approvalMode)) throw badRequest("approval_mode must be manual or self-drive", "approval_mode");
-  if (req.model !== undefined && !lengthBetween(req.model, 1, 256)) {
-    throw badRequest("model must be 1 to 256 characters", "model");
-  }
   let sessionKey = req.sessionId;
   if (sessionKey === undefined && headerSessionId !== undefined && headerSessionId !== "") sessionKey = headerSessionId;
-  if (sessionKey !== undefined && (!lengthBetween(sessionKey, 1, 256) || hasNul(sessionKey))) {
-    throw badRequest("session_id must be 1 to 256 characters without NUL characters", "session_id");
+  try {
+    checkInternChatRequest({
+      stream: req.stream,
+      messages: req.messages.map((m) => ({ role: m.role })),
+      ...(req.approvalMode !== "" ? { approval_mode: req.approvalMode } : {}),
+      ...(req.model !== undefined ? { model: req.model } : {}),
+      ...(sessionKey !== undefined ? { session_id: sessionKey } : {}),
+    });
+  } catch (err) {
+    if (err instanceof RuleViolation) throw badRequest(err.message, err.field);
+    throw err;
   }
+  const approvalMode = req.approvalMode === "" ? "self-drive" : req.approvalMode;
   const lastIndex = req.messages.length - 1;
   const last = req.messages[lastIndex]!;
   const content = last.content ? valueToJson(last.content) : null;

@@ -1,66 +1,23 @@
 /**
  * BYOK provider credentials under /api/v1/byok: create (200, per the description), list, get,
- * update and delete. All five need a management key (the core checks it). Request schemas describe
- * types only; the core decides validity so gRPC callers meet the same rules. The raw key passes
+ * update and delete. All five need a management key (the core checks it). Bodies are checked with the
+ * contract's definitions (src/contract/requests/byok.ts), which the core applies too (so gRPC callers
+ * meet the same rules) and from which the OpenAPI body schemas are derived. The raw key passes
  * through to the core and nowhere else: it is not logged and never appears in a response.
  */
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ByokService } from "../../gen/portico/byok/v1/byok_service_pb.js";
-import { Reason } from "../../contract/reasons.js";
-import { serviceError } from "../../lib/service-error.js";
+import { BYOK_SETTINGS, CreateByokKeyRequest, UpdateByokKeyRequest } from "../../contract/requests/byok.js";
+import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { parsePage } from "../pagination.js";
 import { byokCredentialSchema, presentByokCredential } from "../presenters/byok.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, paginationQuerySchema } from "../schemas.js";
-
-const stringList = (description: string) =>
-  ({ type: ["array", "null"], items: { type: "string" }, description }) as const;
-
-const credentialFields = {
-  name: { type: ["string", "null"], description: "Display name, at most 255 characters." },
-  allowed_api_key_hashes: stringList(
-    "1 to 100 hashes (64 lowercase hex) of this account's API keys allowed to use the credential; null = no restriction.",
-  ),
-  allowed_models: stringList("At most 100 model slugs the credential applies to; null = no restriction."),
-  allowed_user_ids: stringList("At most 100 user identifiers allowed to use the credential; null = no restriction."),
-  disabled: { type: "boolean", description: "Default false." },
-  is_required: {
-    type: "boolean",
-    description: "Remove shared endpoints on this provider for every model; only on non-fallback credentials. Default false.",
-  },
-  is_fallback: {
-    type: "boolean",
-    description: "Used only after non-fallback keys of the provider; cannot be combined with is_byok_only. Default false.",
-  },
-  is_byok_only: { type: "boolean", description: "The models the credential applies to run only on your keys. Default false." },
-  declared_zdr: { type: ["boolean", "null"], description: "Self-declared zero data retention; null inherits the platform policy." },
-} as const;
-
-const keyField = {
-  type: "string",
-  description: "Raw provider key, 1 character to 32 KiB. Write-only: encrypted at rest and never returned.",
-} as const;
-
-const createBodySchema = {
-  type: "object",
-  required: ["key", "provider"],
-  properties: {
-    key: keyField,
-    provider: { type: "string", description: "Lowercase provider slug from the published provider list." },
-    workspace_id: { type: "string", description: "Workspace (UUID); omitted = the default workspace." },
-    ...credentialFields,
-  },
-} as const;
-
-const updateBodySchema = {
-  type: "object",
-  properties: { key: { ...keyField, description: "New raw key: rotates the key material and regenerates the label." }, ...credentialFields },
-} as const;
+import { contractBodyValidator, errorResponses, paginationQuerySchema } from "../schemas.js";
 
 /** Body fields an update may name, in update-mask order. */
-const UPDATABLE = Object.keys(credentialFields) as Array<keyof typeof credentialFields>;
+const UPDATABLE = BYOK_SETTINGS;
 
 const idParams = {
   type: "object",
@@ -71,14 +28,6 @@ const idParams = {
 const single = { type: "object", required: ["data"], properties: { data: byokCredentialSchema } } as const;
 
 type Body = Record<string, unknown>;
-
-function wellFormedKey(body: Body): void {
-  const key = body.key;
-  // A lone surrogate would be silently replaced on the wire, storing a key the caller never sent.
-  if (typeof key === "string" && /\p{Cs}/u.test(key)) {
-    throw serviceError(Reason.BAD_REQUEST, "key must be a well-formed Unicode string", { field: "key" });
-  }
-}
 
 const listInit = (v: unknown) => (Array.isArray(v) ? { values: v as string[] } : undefined);
 
@@ -109,18 +58,18 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     "/byok",
     {
       config: { authorizeFirst: { management: true } },
+      validatorCompiler: contractBodyValidator(CreateByokKeyRequest),
       schema: {
         operationId: "createByokKey",
         summary: "Create a BYOK provider credential",
         description: "Stores an upstream provider key, encrypted at rest. Answers 200 with the credential and its masked label.",
         tags,
-        body: createBodySchema,
+        body: requestSchemas(ctx.brand).createByokKey,
         response: { 200: single, ...errorResponses(400, 401, 403, 500) },
       },
     },
     async (req) => {
       const b = req.body as Body;
-      wellFormedKey(b);
       const res = await client.createByokCredential(
         {
           key: b.key as string,
@@ -199,20 +148,20 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     "/byok/:id",
     {
       config: { authorizeFirst: { management: true } },
+      validatorCompiler: contractBodyValidator(UpdateByokKeyRequest),
       schema: {
         operationId: "updateByokKey",
         summary: "Update a BYOK provider credential",
         description: "Omitted fields stay unchanged; null clears a nullable field. A new key rotates the key material.",
         tags,
         params: idParams,
-        body: updateBodySchema,
+        body: requestSchemas(ctx.brand).updateByokKey,
         response: { 200: single, ...errorResponses(400, 401, 403, 404, 500) },
       },
     },
     async (req) => {
       const { id } = req.params as { id: string };
       const b = (req.body ?? {}) as Body;
-      wellFormedKey(b);
       const paths = UPDATABLE.filter((f) => Object.hasOwn(b, f));
       const res = await client.updateByokCredential(
         {

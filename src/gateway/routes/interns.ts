@@ -21,75 +21,40 @@ import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
+import { errorResponses, passThroughValidator } from "../schemas.js";
+import { requestSchemas } from "../../contract/requests/index.js";
+import { wrongTypeField } from "../../contract/requests/intern-chat.js";
 import { SseWriter } from "../sse.js";
 
 const DONE = "data: [DONE]\n\n";
 
-/** Builds the RPC request from the JSON body; a field of the wrong JSON type is named, not guessed. */
+/**
+ * Builds the RPC request from the JSON body. A field of the wrong JSON type (by the InternChatRequest
+ * definition) is named in malformed_field, never guessed; the core checks every other rule.
+ */
 export function toStreamChatRequest(internId: string, body: unknown): StreamChatRequest {
   const req = create(StreamChatRequestSchema, { internId });
-  const bad = (field: string) => {
-    if (!req.malformedField) req.malformedField = field;
-  };
-  if (!body || typeof body !== "object" || Array.isArray(body)) {
-    bad("body");
+  const wrong = wrongTypeField(body);
+  if (wrong) {
+    req.malformedField = wrong;
     return req;
   }
   const b = body as Record<string, unknown>;
-  if (b.stream !== undefined && typeof b.stream !== "boolean") bad("stream");
-  else req.stream = b.stream === true;
-  if (b.approval_mode !== undefined && b.approval_mode !== null) {
-    if (typeof b.approval_mode !== "string") bad("approval_mode");
-    else req.approvalMode = b.approval_mode === "" ? "invalid" : b.approval_mode;
-  }
-  for (const [key, target] of [
-    ["model", "model"],
-    ["session_id", "sessionId"],
-  ] as const) {
-    const v = b[key];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== "string") bad(key);
-    else req[target] = v;
-  }
-  if (b.messages !== undefined) {
-    if (!Array.isArray(b.messages)) bad("messages");
-    else {
-      b.messages.forEach((m: unknown, i: number) => {
-        if (!m || typeof m !== "object" || Array.isArray(m)) {
-          bad(`messages[${i}]`);
-          return;
-        }
-        const msg = m as Record<string, unknown>;
-        const out: ChatMessage = create(ChatMessageSchema, {});
-        if (typeof msg.role !== "string") bad(`messages[${i}].role`);
-        else out.role = msg.role;
-        if (msg.content !== undefined) out.content = fromJson(ValueSchema, msg.content as JsonValue);
-        if (msg.tool_call_id !== undefined && msg.tool_call_id !== null) {
-          if (typeof msg.tool_call_id !== "string") bad(`messages[${i}].tool_call_id`);
-          else out.toolCallId = msg.tool_call_id;
-        }
-        if (Array.isArray(msg.tool_calls)) out.toolCalls = fromJson(ListValueSchema, msg.tool_calls as JsonValue);
-        req.messages.push(out);
-      });
+  req.stream = b.stream === true;
+  if (typeof b.approval_mode === "string") req.approvalMode = b.approval_mode === "" ? "invalid" : b.approval_mode;
+  if (typeof b.model === "string") req.model = b.model;
+  if (typeof b.session_id === "string") req.sessionId = b.session_id;
+  if (Array.isArray(b.messages)) {
+    for (const m of b.messages as Array<Record<string, unknown>>) {
+      const out: ChatMessage = create(ChatMessageSchema, { role: m.role as string });
+      if (m.content !== undefined) out.content = fromJson(ValueSchema, m.content as JsonValue);
+      if (typeof m.tool_call_id === "string") out.toolCallId = m.tool_call_id;
+      if (Array.isArray(m.tool_calls)) out.toolCalls = fromJson(ListValueSchema, m.tool_calls as JsonValue);
+      req.messages.push(out);
     }
   }
   return req;
 }
-
-const chatBodySchema = {
-  type: "object",
-  description:
-    "Intern chat request: messages (only the last is read; role user starts a run, role tool answers a question), " +
-    "stream (must be true), approval_mode (manual | self-drive), model (ignored), session_id. The core validates it.",
-  properties: {
-    messages: { description: "At least 1 chat message; only the last one is read." },
-    stream: { description: "Must be true." },
-    approval_mode: { description: "manual or self-drive (default self-drive); applies to the run this request starts." },
-    model: { description: "1 to 256 characters; accepted and ignored." },
-    session_id: { description: "1 to 256 characters; required when the last message has role tool." },
-  },
-} as const;
 
 /** One `data:` payload of the intern stream (chat.completion.chunk plus the service's final-chunk fields). */
 const chatCompletionChunkSchema = {
@@ -134,12 +99,14 @@ export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayCon
     "/interns/:internId/chat/completions",
     {
       config: { errorMetadata: true },
+      // The core checks the body (after the caller) with the InternChatRequest definition.
+      validatorCompiler: passThroughValidator,
       schema: {
         operationId: "createInternChatCompletion",
         summary: "Stream a chat completion with an intern",
         tags: ["interns"],
         params: { type: "object", properties: { internId: { type: "string", description: "The intern (UUID)." } } },
-        body: chatBodySchema,
+        body: requestSchemas(ctx.brand).createInternChatCompletion,
         response: {
           200: {
             description:

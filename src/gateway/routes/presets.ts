@@ -5,7 +5,7 @@
  * ChatRequest definition the core validates with (src/contract/requests/chat-request.ts).
  */
 import { createClient } from "@connectrpc/connect";
-import type { FastifyInstance, FastifySchemaCompiler } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { PresetsService } from "../../gen/portico/presets/v1/presets_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicError } from "../errors.js";
@@ -19,7 +19,7 @@ import {
   presetWithVersionSchema,
 } from "../presenters/presets.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, paginationQuerySchema } from "../schemas.js";
+import { errorResponses, paginationQuerySchema, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 
 const slugParam = {
@@ -27,9 +27,6 @@ const slugParam = {
   minLength: 1,
   description: "Preset slug: 1 to 100 URL-unreserved characters (A-Z, a-z, 0-9, '-', '.', '_', '~'), not '.' or '..'; case-sensitive.",
 } as const;
-
-/** Hands the body to the handler unchanged (the core owns validation). */
-const passThrough: FastifySchemaCompiler<unknown> = () => (data) => ({ value: data });
 
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
 
@@ -39,7 +36,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
   api.post<{ Params: { slug: string }; Body: unknown }>(
     "/presets/:slug/chat/completions",
     {
-      validatorCompiler: passThrough,
+      validatorCompiler: passThroughValidator,
       schema: {
         operationId: "createPresetVersion",
         summary: "Create a preset, or a new version of it, from a chat-completions request",
