@@ -1,8 +1,10 @@
 /**
- * The one typed configuration module. Every environment variable Portico reads is parsed here
- * (the composition root passes the result down); no other module reads process.env.
+ * The one typed configuration module. Every environment variable Portico reads is parsed here, with
+ * one zod definition of the variables (the composition root passes the result down); no other module
+ * reads process.env. Errors name the variable at fault.
  */
 import { resolve } from "node:path";
+import { boolSetting, intSetting, settingsMessage, textSetting, z } from "./lib/settings.js";
 
 export interface InternChatConfig {
   /** How long a paused run waits for the caller's answer (PORTICO_INTERACTION_DEADLINE_MS). */
@@ -75,67 +77,83 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
-  }
-  return value;
-}
+/** The variables Portico reads, their defaults and rules. */
+const Env = z
+  .looseObject({
+    HOST: textSetting(),
+    PORT: intSetting(8080, 0, 65535),
+    PORTICO_GRPC_PORT: intSetting(50051, 0, 65535),
+    PORTICO_BRAND: z.preprocess(
+      (v) => (v === "" ? undefined : v),
+      z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, { error: () => "must be a short lowercase word" }).default("service"),
+    ),
+    PORTICO_GRPC_TLS_CERT_FILE: textSetting(),
+    PORTICO_GRPC_TLS_KEY_FILE: textSetting(),
+    PORTICO_DATA_DIR: textSetting(),
+    DATABASE_URL: textSetting(),
+    REDIS_URL: textSetting(),
+    PORTICO_CORE_URL: textSetting(),
+    PORTICO_LOG_LEVEL: textSetting(),
+    PORTICO_SHUTDOWN_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
+    PORTICO_PRODUCTION: boolSetting(false),
+    PORTICO_BODY_LIMIT_BYTES: intSetting(1_048_576, 1024),
+    PORTICO_REQUEST_TIMEOUT_MS: intSetting(30_000, 100, 3_600_000),
+    PORTICO_EMBEDDED_HOST: boolSetting(true),
+    PORTICO_INSTANCE_ID: textSetting(),
+    PORTICO_INTERACTION_DEADLINE_MS: intSetting(300_000, 100),
+    PORTICO_HEARTBEAT_INTERVAL_MS: intSetting(30_000, 50),
+    PORTICO_INTERN_RATE_LIMIT: intSetting(60, 1),
+    PORTICO_INTERN_RATE_WINDOW_S: intSetting(60, 1),
+    PORTICO_INTERN_START_TIMEOUT_MS: intSetting(30_000, 100),
+    PORTICO_INTERN_MAX_PROMPT_CHARS: intSetting(32_000, 1),
+    PORTICO_LINK_PING_INTERVAL_MS: intSetting(1_000, 50),
+    PORTICO_LINK_LIVENESS_TIMEOUT_MS: intSetting(4_000, 200),
+    PORTICO_MASTER_KEY: textSetting(),
+    PORTICO_MASTER_KEY_FILE: textSetting(),
+  })
+  .superRefine((env, ctx) => {
+    if (Boolean(env.PORTICO_GRPC_TLS_CERT_FILE) !== Boolean(env.PORTICO_GRPC_TLS_KEY_FILE)) {
+      ctx.addIssue({ code: "custom", path: ["PORTICO_GRPC_TLS_CERT_FILE"], message: "and PORTICO_GRPC_TLS_KEY_FILE must be set together" });
+    }
+  });
 
-function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  if (/^(1|true|yes|on)$/i.test(raw)) return true;
-  if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ConfigError(`${name} must be true or false`);
-}
-
-function str(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw === "" ? undefined : raw;
-}
-
+/** Parses the environment; a malformed value is a ConfigError naming the variable, never a guess. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const host = str(env, "HOST") ?? "127.0.0.1";
-  const grpcPort = int(env, "PORTICO_GRPC_PORT", 50051, 0, 65535);
-  const brand = str(env, "PORTICO_BRAND") ?? "service";
-  if (!/^[a-z][a-z0-9-]{0,31}$/.test(brand)) throw new ConfigError("PORTICO_BRAND must be a short lowercase word");
-  const certFile = str(env, "PORTICO_GRPC_TLS_CERT_FILE");
-  const keyFile = str(env, "PORTICO_GRPC_TLS_KEY_FILE");
-  if (Boolean(certFile) !== Boolean(keyFile)) throw new ConfigError("PORTICO_GRPC_TLS_CERT_FILE and PORTICO_GRPC_TLS_KEY_FILE must be set together");
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) throw new ConfigError(settingsMessage(parsed.error));
+  const e = parsed.data;
+  const certFile = e.PORTICO_GRPC_TLS_CERT_FILE;
+  const keyFile = e.PORTICO_GRPC_TLS_KEY_FILE;
   return {
     grpcTls: certFile && keyFile ? { certFile: resolve(certFile), keyFile: resolve(keyFile) } : undefined,
-    dataDir: resolve(str(env, "PORTICO_DATA_DIR") ?? "./data"),
-    databaseUrl: str(env, "DATABASE_URL"),
-    redisUrl: str(env, "REDIS_URL"),
-    host,
-    httpPort: int(env, "PORT", 8080, 0, 65535),
-    grpcPort,
-    coreUrl: str(env, "PORTICO_CORE_URL") ?? `http://127.0.0.1:${grpcPort}`,
-    logLevel: str(env, "PORTICO_LOG_LEVEL") ?? "info",
-    shutdownTimeoutMs: int(env, "PORTICO_SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
-    production: bool(env, "PORTICO_PRODUCTION", false),
-    bodyLimitBytes: int(env, "PORTICO_BODY_LIMIT_BYTES", 1_048_576, 1024),
-    requestTimeoutMs: int(env, "PORTICO_REQUEST_TIMEOUT_MS", 30_000, 100, 3_600_000),
-    brand,
-    embeddedHost: bool(env, "PORTICO_EMBEDDED_HOST", true),
-    instanceId: str(env, "PORTICO_INSTANCE_ID") ?? `core-${process.pid}`,
+    dataDir: resolve(e.PORTICO_DATA_DIR ?? "./data"),
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    host: e.HOST ?? "127.0.0.1",
+    httpPort: e.PORT,
+    grpcPort: e.PORTICO_GRPC_PORT,
+    coreUrl: e.PORTICO_CORE_URL ?? `http://127.0.0.1:${e.PORTICO_GRPC_PORT}`,
+    logLevel: e.PORTICO_LOG_LEVEL ?? "info",
+    shutdownTimeoutMs: e.PORTICO_SHUTDOWN_TIMEOUT_MS,
+    production: e.PORTICO_PRODUCTION,
+    bodyLimitBytes: e.PORTICO_BODY_LIMIT_BYTES,
+    requestTimeoutMs: e.PORTICO_REQUEST_TIMEOUT_MS,
+    brand: e.PORTICO_BRAND,
+    embeddedHost: e.PORTICO_EMBEDDED_HOST,
+    instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
     interns: {
-      interactionDeadlineMs: int(env, "PORTICO_INTERACTION_DEADLINE_MS", 300_000, 100),
-      heartbeatIntervalMs: int(env, "PORTICO_HEARTBEAT_INTERVAL_MS", 30_000, 50),
-      rateLimitTurns: int(env, "PORTICO_INTERN_RATE_LIMIT", 60, 1),
-      rateLimitWindowSeconds: int(env, "PORTICO_INTERN_RATE_WINDOW_S", 60, 1),
-      startTimeoutMs: int(env, "PORTICO_INTERN_START_TIMEOUT_MS", 30_000, 100),
-      maxPromptChars: int(env, "PORTICO_INTERN_MAX_PROMPT_CHARS", 32_000, 1),
-      linkPingIntervalMs: int(env, "PORTICO_LINK_PING_INTERVAL_MS", 1_000, 50),
-      linkLivenessTimeoutMs: int(env, "PORTICO_LINK_LIVENESS_TIMEOUT_MS", 4_000, 200),
+      interactionDeadlineMs: e.PORTICO_INTERACTION_DEADLINE_MS,
+      heartbeatIntervalMs: e.PORTICO_HEARTBEAT_INTERVAL_MS,
+      rateLimitTurns: e.PORTICO_INTERN_RATE_LIMIT,
+      rateLimitWindowSeconds: e.PORTICO_INTERN_RATE_WINDOW_S,
+      startTimeoutMs: e.PORTICO_INTERN_START_TIMEOUT_MS,
+      maxPromptChars: e.PORTICO_INTERN_MAX_PROMPT_CHARS,
+      linkPingIntervalMs: e.PORTICO_LINK_PING_INTERVAL_MS,
+      linkLivenessTimeoutMs: e.PORTICO_LINK_LIVENESS_TIMEOUT_MS,
     },
     byok: {
-      masterKey: str(env, "PORTICO_MASTER_KEY"),
-      masterKeyFile: str(env, "PORTICO_MASTER_KEY_FILE"),
+      masterKey: e.PORTICO_MASTER_KEY,
+      masterKeyFile: e.PORTICO_MASTER_KEY_FILE,
     },
   };
 }

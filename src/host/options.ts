@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { Transport } from "@connectrpc/connect";
 import type { AgentLauncher } from "./agent-process.js";
 import type { HostTlsOptions } from "./tls.js";
+import { optionalCount, settingsMessage, textSetting, z } from "../lib/settings.js";
 
 /** How the host confines shell commands and the agent process. */
 export type SandboxStrategy = "terminal" | "process" | "none";
@@ -217,32 +218,42 @@ const ENV_LIMITS: Record<string, keyof InternHostLimits> = {
   PORTICO_HOST_LIVENESS_TIMEOUT_MS: "livenessTimeoutMs",
 };
 
+/** The PORTICO_HOST_* variables (listed above), with their rules. */
+const HostEnv = z.looseObject({
+  ...(Object.fromEntries(Object.keys(ENV_LIMITS).map((name) => [name, optionalCount()])) as Record<string, ReturnType<typeof optionalCount>>),
+  PORTICO_HOST_CORE_URL: textSetting(),
+  PORTICO_HOST_TOKEN: textSetting(),
+  PORTICO_HOST_WORK_ROOT: textSetting(),
+  PORTICO_HOST_PROFILE: textSetting(),
+  PORTICO_HOST_BWRAP: textSetting(),
+  PORTICO_HOST_RUN_AS: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z.string().regex(/^(\d+:\d+|off)$/, { error: () => "must be uid:gid or off" }).optional(),
+  ),
+});
+
 /**
  * Reads the PORTICO_HOST_* variables (listed above) into a partial InternHostOptions. Throws on a
- * malformed number so a typo never silently falls back to a default.
+ * malformed value, naming the variable, so a typo never silently falls back to a default.
  */
 export function internHostOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } {
+  const parsed = HostEnv.safeParse(env);
+  if (!parsed.success) throw new Error(settingsMessage(parsed.error));
+  const e = parsed.data as Record<string, unknown> & z.output<typeof HostEnv>;
   const limits: Partial<InternHostLimits> = {};
   for (const [name, key] of Object.entries(ENV_LIMITS)) {
-    const raw = env[name];
-    if (raw === undefined || raw === "") continue;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer`);
-    limits[key] = n;
+    const n = e[name];
+    if (typeof n === "number") limits[key] = n;
   }
   const out: Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } = { limits };
-  if (env.PORTICO_HOST_CORE_URL) out.coreUrl = env.PORTICO_HOST_CORE_URL;
-  if (env.PORTICO_HOST_TOKEN) out.token = env.PORTICO_HOST_TOKEN;
-  if (env.PORTICO_HOST_WORK_ROOT) out.workRoot = env.PORTICO_HOST_WORK_ROOT;
-  if (env.PORTICO_HOST_PROFILE) out.profile = loadAgentProfile(env.PORTICO_HOST_PROFILE);
-  if (env.PORTICO_HOST_BWRAP) out.bwrapPath = env.PORTICO_HOST_BWRAP === "off" ? null : env.PORTICO_HOST_BWRAP;
-  if (env.PORTICO_HOST_RUN_AS) {
-    if (env.PORTICO_HOST_RUN_AS === "off") out.runAs = null;
-    else {
-      const m = /^(\d+):(\d+)$/.exec(env.PORTICO_HOST_RUN_AS);
-      if (!m) throw new Error("PORTICO_HOST_RUN_AS must be uid:gid or off");
-      out.runAs = { uid: Number(m[1]), gid: Number(m[2]) };
-    }
+  if (e.PORTICO_HOST_CORE_URL) out.coreUrl = e.PORTICO_HOST_CORE_URL;
+  if (e.PORTICO_HOST_TOKEN) out.token = e.PORTICO_HOST_TOKEN;
+  if (e.PORTICO_HOST_WORK_ROOT) out.workRoot = e.PORTICO_HOST_WORK_ROOT;
+  if (e.PORTICO_HOST_PROFILE) out.profile = loadAgentProfile(e.PORTICO_HOST_PROFILE);
+  if (e.PORTICO_HOST_BWRAP) out.bwrapPath = e.PORTICO_HOST_BWRAP === "off" ? null : e.PORTICO_HOST_BWRAP;
+  if (e.PORTICO_HOST_RUN_AS) {
+    const [uid, gid] = e.PORTICO_HOST_RUN_AS.split(":");
+    out.runAs = e.PORTICO_HOST_RUN_AS === "off" ? null : { uid: Number(uid), gid: Number(gid) };
   }
   return out;
 }
@@ -253,65 +264,53 @@ export function loadAgentProfile(file: string): AgentProfile {
   return validateAgentProfile(raw);
 }
 
+const must = (what: string) => ({ error: () => `must be ${what}` });
+const strings = must("an array of strings");
+const envStrings = must("an object of strings");
+const cwdForms = must('"session", "intern" or {"fixed": "/absolute/path"}');
+
+/** The agent profile file, field by field (unknown fields are ignored). Every message names the field. */
+const AgentProfileFile = z.looseObject({
+  command: z.string(must("a non-empty string")).min(1, must("a non-empty string")),
+  args: z.array(z.string(strings), strings).optional(),
+  env: z.record(z.string(), z.string(envStrings), envStrings).optional(),
+  inheritEnv: z.enum(["all", "minimal"], must('"all" or "minimal"')).optional(),
+  cwd: z.union([z.enum(["session", "intern"]), z.object({ fixed: z.string().startsWith("/") })], cwdForms).optional(),
+  modes: z
+    .object({ selfDrive: z.string(must("a string")).optional(), manual: z.string(must("a string")).optional() }, must("an object"))
+    .optional(),
+  offerTerminal: z.boolean(must("a boolean")).optional(),
+  offerFs: z.boolean(must("a boolean")).optional(),
+  sandbox: z.enum(["terminal", "process", "none"], must('"terminal", "process" or "none"')).optional(),
+  authMethod: z.string(must("a non-empty string")).min(1, must("a non-empty string")).optional(),
+  name: z.string(must("a string")).optional(),
+});
+
 /** Validates an agent profile object (from JSON); throws with a message naming the bad field. */
 export function validateAgentProfile(raw: unknown): AgentProfile {
-  if (typeof raw !== "object" || raw === null) throw new Error("agent profile must be a JSON object");
-  const p = raw as Record<string, unknown>;
-  const fail = (f: string, what: string): never => {
-    throw new Error(`agent profile: ${f} must be ${what}`);
-  };
-  if (typeof p.command !== "string" || !p.command) fail("command", "a non-empty string");
-  const out: AgentProfile = { command: p.command as string };
-  if (p.args !== undefined) {
-    if (!Array.isArray(p.args) || !p.args.every((a) => typeof a === "string")) fail("args", "an array of strings");
-    out.args = p.args as string[];
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new Error("agent profile must be a JSON object");
+  const parsed = AgentProfileFile.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    // The field is the profile key (modes.<key> inside modes); list indexes and env names stay out.
+    const field = issue.path[0] === "modes" ? issue.path.slice(0, 2).join(".") : String(issue.path[0]);
+    throw new Error(`agent profile: ${field} ${issue.message}`);
   }
-  if (p.env !== undefined) {
-    if (typeof p.env !== "object" || p.env === null || !Object.values(p.env).every((v) => typeof v === "string")) {
-      fail("env", "an object of strings");
-    }
-    out.env = p.env as Record<string, string>;
-  }
-  if (p.inheritEnv !== undefined) {
-    if (p.inheritEnv !== "all" && p.inheritEnv !== "minimal") fail("inheritEnv", '"all" or "minimal"');
-    out.inheritEnv = p.inheritEnv as "all" | "minimal";
-  }
-  if (p.cwd !== undefined) {
-    if (p.cwd === "session" || p.cwd === "intern") out.cwd = p.cwd;
-    else if (typeof p.cwd === "object" && p.cwd !== null && typeof (p.cwd as { fixed?: unknown }).fixed === "string" && (p.cwd as { fixed: string }).fixed.startsWith("/")) {
-      out.cwd = { fixed: (p.cwd as { fixed: string }).fixed };
-    } else fail("cwd", '"session", "intern" or {"fixed": "/absolute/path"}');
-  }
-  if (p.modes !== undefined) {
-    const m = p.modes as Record<string, unknown>;
-    if (typeof m !== "object" || m === null) fail("modes", "an object");
+  const { command, args, env, inheritEnv, cwd, modes, offerTerminal, offerFs, sandbox, authMethod, name } = parsed.data;
+  const out: AgentProfile = { command };
+  if (args !== undefined) out.args = args;
+  if (env !== undefined) out.env = env;
+  if (inheritEnv !== undefined) out.inheritEnv = inheritEnv;
+  if (cwd !== undefined) out.cwd = typeof cwd === "string" ? cwd : { fixed: cwd.fixed };
+  if (modes !== undefined) {
     out.modes = {};
-    if (m.selfDrive !== undefined) {
-      if (typeof m.selfDrive !== "string") fail("modes.selfDrive", "a string");
-      out.modes.selfDrive = m.selfDrive as string;
-    }
-    if (m.manual !== undefined) {
-      if (typeof m.manual !== "string") fail("modes.manual", "a string");
-      out.modes.manual = m.manual as string;
-    }
+    if (modes.selfDrive !== undefined) out.modes.selfDrive = modes.selfDrive;
+    if (modes.manual !== undefined) out.modes.manual = modes.manual;
   }
-  for (const f of ["offerTerminal", "offerFs"] as const) {
-    if (p[f] !== undefined) {
-      if (typeof p[f] !== "boolean") fail(f, "a boolean");
-      out[f] = p[f] as boolean;
-    }
-  }
-  if (p.sandbox !== undefined) {
-    if (p.sandbox !== "terminal" && p.sandbox !== "process" && p.sandbox !== "none") fail("sandbox", '"terminal", "process" or "none"');
-    out.sandbox = p.sandbox as SandboxStrategy;
-  }
-  if (p.authMethod !== undefined) {
-    if (typeof p.authMethod !== "string" || !p.authMethod) fail("authMethod", "a non-empty string");
-    out.authMethod = p.authMethod as string;
-  }
-  if (p.name !== undefined) {
-    if (typeof p.name !== "string") fail("name", "a string");
-    out.name = p.name as string;
-  }
+  if (offerTerminal !== undefined) out.offerTerminal = offerTerminal;
+  if (offerFs !== undefined) out.offerFs = offerFs;
+  if (sandbox !== undefined) out.sandbox = sandbox;
+  if (authMethod !== undefined) out.authMethod = authMethod;
+  if (name !== undefined) out.name = name;
   return out;
 }

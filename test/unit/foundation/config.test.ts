@@ -22,6 +22,19 @@ describe("configuration", () => {
     expect(() => loadConfig({ PORTICO_BRAND: "Not A Word" })).toThrow(ConfigError);
   });
 
+  it("names the variable at fault and its rule", () => {
+    expect(() => loadConfig({ PORT: "eighty" })).toThrow(/^PORT must be an integer between 0 and 65535$/);
+    expect(() => loadConfig({ PORTICO_GRPC_PORT: "1.5" })).toThrow(/^PORTICO_GRPC_PORT must be an integer between 0 and 65535$/);
+    expect(() => loadConfig({ PORTICO_EMBEDDED_HOST: "maybe" })).toThrow(/^PORTICO_EMBEDDED_HOST must be true or false$/);
+    expect(() => loadConfig({ PORTICO_BRAND: "Not A Word" })).toThrow(/^PORTICO_BRAND must be a short lowercase word$/);
+    expect(() => loadConfig({ PORTICO_INTERN_RATE_LIMIT: "0" })).toThrow(/^PORTICO_INTERN_RATE_LIMIT must be an integer between 1 and /);
+  });
+
+  it("treats an empty variable as unset and accepts the usual boolean words", () => {
+    const c = loadConfig({ PORT: "", PORTICO_BRAND: "", PORTICO_PRODUCTION: "YES", PORTICO_EMBEDDED_HOST: "off" });
+    expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });
+  });
+
   it("reads overrides", () => {
     const c = loadConfig({ HOST: "0.0.0.0", PORT: "9000", PORTICO_PRODUCTION: "true", DATABASE_URL: "postgresql://x@y/z" });
     expect(c).toMatchObject({ host: "0.0.0.0", httpPort: 9000, production: true, databaseUrl: "postgresql://x@y/z" });

@@ -34,6 +34,9 @@ describe("internHostOptionsFromEnv", () => {
   it("rejects malformed numbers", () => {
     expect(() => internHostOptionsFromEnv({ PORTICO_HOST_MAX_PAUSED_RUNS: "lots" })).toThrow(/PORTICO_HOST_MAX_PAUSED_RUNS/);
     expect(() => internHostOptionsFromEnv({ PORTICO_HOST_RUN_AS: "nobody" })).toThrow(/RUN_AS/);
+    expect(() => internHostOptionsFromEnv({ PORTICO_HOST_MAX_AGENTS: "-1" })).toThrow(/^PORTICO_HOST_MAX_AGENTS must be a non-negative integer$/);
+    expect(() => internHostOptionsFromEnv({ PORTICO_HOST_RUN_AS: "1:x" })).toThrow(/^PORTICO_HOST_RUN_AS must be uid:gid or off$/);
+    expect(internHostOptionsFromEnv({ PORTICO_HOST_RUN_AS: "10:20", PORTICO_HOST_MAX_AGENTS: "" })).toMatchObject({ runAs: { uid: 10, gid: 20 }, limits: {} });
   });
 });
 
@@ -44,6 +47,19 @@ describe("agent profile", () => {
     expect(() => validateAgentProfile({ command: "x", sandbox: "docker" })).toThrow(/sandbox/);
     expect(() => validateAgentProfile({ command: "x", cwd: { fixed: "relative" } })).toThrow(/cwd/);
     expect(() => validateAgentProfile({ command: "x", env: { A: 1 } })).toThrow(/env/);
+    // Exact messages: the field and its rule, never a library's wording.
+    expect(() => validateAgentProfile({ command: "x", env: { A: 1 } })).toThrow(/^agent profile: env must be an object of strings$/);
+    expect(() => validateAgentProfile({ command: "x", args: ["a", 2] })).toThrow(/^agent profile: args must be an array of strings$/);
+    expect(() => validateAgentProfile({ command: "x", cwd: "home" })).toThrow(/^agent profile: cwd must be "session", "intern" or \{"fixed": "\/absolute\/path"\}$/);
+    expect(() => validateAgentProfile({ command: "x", modes: { manual: 3 } })).toThrow(/^agent profile: modes\.manual must be a string$/);
+    expect(() => validateAgentProfile({ command: "" })).toThrow(/^agent profile: command must be a non-empty string$/);
+    expect(() => validateAgentProfile([])).toThrow(/^agent profile must be a JSON object$/);
+    expect(validateAgentProfile({ command: "x", cwd: { fixed: "/w" }, modes: { manual: "m" }, sandbox: "none", extra: 1 })).toEqual({
+      command: "x",
+      cwd: { fixed: "/w" },
+      modes: { manual: "m" },
+      sandbox: "none",
+    });
     expect(() => loadAgentProfile("/nonexistent/profile.json")).toThrow();
   });
 });
