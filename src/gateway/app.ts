@@ -157,7 +157,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     }
     if (error.code === JSON_INPUT_ERROR) {
       const field = (error as FastifyError & { field?: string }).field ?? "body";
-      return send(reply, publicError(400, error.message, { reason: "bad_request", retryable: false, field }));
+      return send(reply, publicError(400, error.message, { reason: reasonForStatus(400), retryable: false, field }));
     }
     const message = gatewayMessage(error, status, opts.bodyLimitBytes);
     const metadata = withMetadata ? { reason: reasonForStatus(status), retryable: false } : undefined;

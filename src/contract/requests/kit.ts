@@ -63,21 +63,22 @@ export function string(opts: { min?: number; max?: number; pattern?: RegExp; pat
   return s;
 }
 
-export function number(opts: { min?: number; max?: number } = {}) {
-  const wrong = (v: unknown) => `must be a number${rangeText(opts.min, opts.max)}, got ${typeof v === "number" ? v : describeValue(v)}`;
-  let n = z.number(says(wrong));
-  if (opts.min !== undefined) n = n.min(opts.min, says(wrong));
-  if (opts.max !== undefined) n = n.max(opts.max, says(wrong));
+/** A number schema in [min, max] whose every failure reads "must be <a number|an integer> <range>, got <value>". */
+function ranged(base: (params: ReturnType<typeof says>) => z.ZodNumber, what: string, opts: { min?: number; max?: number }) {
+  const wrong = says((v) => `must be ${what}${rangeText(opts.min, opts.max)}, got ${typeof v === "number" ? v : describeValue(v)}`);
+  let n = base(wrong);
+  if (opts.min !== undefined) n = n.min(opts.min, wrong);
+  if (opts.max !== undefined) n = n.max(opts.max, wrong);
   return n;
+}
+
+export function number(opts: { min?: number; max?: number } = {}) {
+  return ranged((p) => z.number(p), "a number", opts);
 }
 
 /** A JSON number with no fractional part within the safe-integer range (1.0 parses to 1 and so passes). */
 export function integer(opts: { min?: number; max?: number } = {}) {
-  const wrong = (v: unknown) => `must be an integer${rangeText(opts.min, opts.max)}, got ${typeof v === "number" ? v : describeValue(v)}`;
-  let n = z.int(says(wrong));
-  if (opts.min !== undefined) n = n.min(opts.min, says(wrong));
-  if (opts.max !== undefined) n = n.max(opts.max, says(wrong));
-  return n;
+  return ranged((p) => z.int(p), "an integer", opts);
 }
 
 export const boolean = () => z.boolean(says((v) => `must be a boolean, got ${describeValue(v)}`));

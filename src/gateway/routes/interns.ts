@@ -19,6 +19,7 @@ import {
 } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
+import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
@@ -27,6 +28,7 @@ import { wrongTypeField } from "../../contract/requests/intern-chat.js";
 import { SseWriter } from "../sse.js";
 
 const DONE = "data: [DONE]\n\n";
+const SEVERED = ruleOf(Reason.STREAM_SEVERED);
 
 /**
  * Builds the RPC request from the JSON body. A field of the wrong JSON type (by the InternChatRequest
@@ -181,16 +183,16 @@ async function streamChat(
     } else {
       const ce = ConnectError.from(err);
       const pub = publicErrorFromConnect(ce);
-      const reason = (pub.body.error.metadata?.reason as string | undefined) ?? (ce.code === Code.Unavailable ? "stream_severed" : "internal_error");
+      const reason = (pub.body.error.metadata?.reason as string | undefined) ?? ruleOf(ce.code === Code.Unavailable ? Reason.STREAM_SEVERED : Reason.INTERNAL_ERROR).wire;
       const severed = ce.code === Code.Unavailable || ce.code === Code.Internal || ce.code === Code.Unknown;
       if (pub.status >= 500) req.log.warn({ code: Code[ce.code] }, "intern stream broke after it opened");
       if (!finished) {
         const chunk = severed
           ? errorChunk(chunkCtx, defaultModel(ctx.brand), {
-              code: 502,
+              code: SEVERED.status,
               message: "The connection to the intern broke without its confirmation.",
-              reason: "stream_severed",
-              retryable: true,
+              reason: SEVERED.wire,
+              retryable: SEVERED.retryable,
             })
           : errorChunk(chunkCtx, defaultModel(ctx.brand), {
               code: pub.status,
