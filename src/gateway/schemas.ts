@@ -45,7 +45,8 @@ export function contractBodyValidator(definition: z.ZodType): FastifySchemaCompi
   return ({ httpPart }) =>
     (data) => {
       if (httpPart !== "body") return { value: data };
-      const res = definition.safeParse(data);
+      // No body (an empty JSON body included) is an empty object: its required fields are then named.
+      const res = definition.safeParse(data ?? {});
       if (res.success) return { value: data };
       const v = violationOf(res.error);
       return { error: serviceError(Reason.BAD_REQUEST, v.message, { field: v.field }) as unknown as Error };

@@ -304,6 +304,9 @@ describe.each(["sqlite", "postgresql"] as const)("BYOK credentials (%s)", (provi
       const empty = await api(h, "PATCH", `/byok/${id}`, { key: t.managementKey, body: {} });
       expect(empty.status).toBe(200);
       expect(empty.json.data).toEqual(rotated.json.data);
+      const bodiless = await api(h, "PATCH", `/byok/${id}`, { key: t.managementKey });
+      expect(bodiless.status).toBe(200);
+      expect(bodiless.json.data).toEqual(rotated.json.data);
     });
 
     it.each([
