@@ -34,8 +34,3 @@ export function unauthenticated(message: string): ConnectError {
 export function permissionDenied(message: string): ConnectError {
   return serviceError(Reason.FORBIDDEN, message);
 }
-
-/** Wraps anything unexpected so no internal message, path or stack leaves the core. */
-export function internalError(): ConnectError {
-  return serviceError(Reason.INTERNAL_ERROR, "Internal Server Error");
-}
