@@ -36,6 +36,8 @@ export interface Core {
   interceptors: Interceptor[];
   /** A transport that calls this core in-process, without encoding messages (the one-process gateway, tests). */
   createInMemoryTransport(): Transport;
+  /** The core's listener is up at `url` (other core processes may forward intern calls there). */
+  listening(url: string): void;
   /** Stops background work (timers, links). The database is closed by its owner. */
   close(): Promise<void>;
 }
@@ -89,6 +91,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     routes,
     interceptors,
     createInMemoryTransport: () => createDirectTransport(routes, interceptors),
+    listening: (url) => interns.listening(url),
     async close() {
       for (const close of closers.reverse()) await close();
     },

@@ -4,28 +4,37 @@
  * events in wire order: role, content/reasoning, then one finish (stop | tool_calls | error) and the
  * final event. Heartbeats fill idle gaps. gRPC callers and the HTTP gateway share this code.
  */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { TurnLimiter } from "../../lib/turn-limiter.js";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import {
   InternsService,
+  type StreamChatRequest,
   type StreamChatResponse,
   type Usage as ChatUsage,
 } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import { callerOf, type Caller } from "../auth.js";
 import { parseChatRequest } from "./chat-request.js";
-import { internNotFound, outsideProgramme, rateLimited } from "./intern-errors.js";
+import { internNotFound, internUnreachable, outsideProgramme, rateLimited } from "./intern-errors.js";
+import type { InternCluster, LinkOwner } from "./cluster.js";
+import { errorDetailOf } from "../errors.js";
+import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
+import { FORWARDED_HEADER, type Forwarder } from "./forwarder.js";
 import type { InternRepository, UsageRecord } from "./intern-repository.js";
 import { usageFromProto, type ActiveRun, type RunManager } from "./run-manager.js";
 
 export interface InternsHandlerDeps {
   repo: InternRepository;
   manager: RunManager;
+  /** Where an intern's link is when this process does not hold it. */
+  cluster: InternCluster;
+  forwarder: Forwarder;
   config: InternChatConfig;
   logger: Logger;
   /** Per-key token bucket for turns (in memory, or shared through Redis). */
   limiter: TurnLimiter;
+  instanceId: string;
 }
 
 type Event = StreamChatResponse["event"];
@@ -51,9 +60,15 @@ function usageToProto(u: UsageRecord | undefined): ChatUsage | undefined {
 }
 
 function finalEvent(run: ActiveRun, withUsage: boolean): Event {
-  const usage = withUsage ? usageToProto(run.usage) : undefined;
-  return { case: "final", value: { $typeName: "portico.interns.v1.FinalEvent", sessionId: run.sessionKey, ...(usage ? { usage } : {}) } };
+  return finalOf(run.sessionKey, withUsage ? run.usage : undefined);
 }
+
+function finalOf(sessionId: string, usageRecord: UsageRecord | undefined): Event {
+  const usage = usageToProto(usageRecord);
+  return { case: "final", value: { $typeName: "portico.interns.v1.FinalEvent", sessionId, ...(usage ? { usage } : {}) } };
+}
+
+const FORWARDED_REQUEST_HEADERS = ["authorization", "x-session-id", "x-request-id"] as const;
 
 function errorFinish(code: number, reason: string, message: string, retryable: boolean): Event {
   return {
@@ -178,6 +193,47 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     }
   }
 
+  /**
+   * Relays the call to the core process that holds the intern's link. Before the first message its
+   * errors are this call's errors (a dead owner: 502 intern_unreachable); after it, a broken relay
+   * ends the response with stream_severed like a broken link.
+   */
+  async function* forward(owner: LinkOwner, req: StreamChatRequest, ctx: HandlerContext, sessionHint: string): AsyncGenerator<StreamChatResponse> {
+    const headers = new Headers();
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const v = ctx.requestHeader.get(name);
+      if (v) headers.set(name, v);
+    }
+    headers.set(FORWARDED_HEADER, deps.instanceId);
+    let opened = false;
+    let finished = false;
+    let model = "";
+    try {
+      for await (const msg of deps.forwarder.client(owner.url).streamChat(req, { headers, signal: ctx.signal })) {
+        opened = true;
+        model = msg.model;
+        if (msg.event.case === "finish") finished = true;
+        yield msg;
+        if (msg.event.case === "final") return;
+      }
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      const ce = ConnectError.from(err);
+      if (!opened) {
+        if (ce.code === Code.Unavailable && ce.details.length === 0) {
+          deps.logger.warn({ owner: owner.instanceId, internId: req.internId }, "the core holding the intern's link is unreachable");
+          throw internUnreachable();
+        }
+        // The owner's answer, as it gave it (its ErrorDetail re-attached; transport metadata dropped).
+        const detail = errorDetailOf(ce);
+        throw new ConnectError(ce.rawMessage, ce.code, undefined, detail ? [{ desc: ErrorDetailSchema, value: detail }] : []);
+      }
+      deps.logger.warn({ owner: owner.instanceId, internId: req.internId, code: Code[ce.code] }, "forwarded intern stream broke");
+      if (!finished) yield message(model, errorFinish(502, "stream_severed", "The connection to the intern broke without its confirmation.", true));
+      yield message(model, finalOf(sessionHint, undefined));
+    }
+  }
+
   return {
     async *streamChat(req, ctx) {
       const caller = callerOf(ctx);
@@ -188,6 +244,14 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
         throw internNotFound();
       }
+      if (!manager.holdsLink(intern.id) && !ctx.requestHeader.has(FORWARDED_HEADER)) {
+        const owner = await deps.cluster.ownerOf(intern.id);
+        if (owner) {
+          // The owner checks the turn limit and everything else as for its own callers.
+          yield* forward(owner, req, ctx, intent.sessionKey ?? "");
+          return;
+        }
+      }
       await consumeTurn(caller);
       const run =
         intent.kind === "prompt"
@@ -196,6 +260,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
               sessionKey: intent.sessionKey,
               prompt: intent.prompt,
               approvalMode: intent.approvalMode,
+              callerKey: caller.keyHash,
               signal: ctx.signal,
             })
           : await manager.answer({

@@ -12,6 +12,8 @@ import { LinkRegistry } from "./link-registry.js";
 import { createRunManager } from "./run-manager.js";
 import { createBackground } from "./background.js";
 import { createTurnLimiter } from "../../lib/turn-limiter.js";
+import { createLocalCluster, createRedisCluster, type InternCluster } from "./cluster.js";
+import { createForwarder } from "./forwarder.js";
 
 export interface InternsModuleDeps {
   db: Db;
@@ -22,11 +24,25 @@ export interface InternsModuleDeps {
 export function createInternsModule(deps: InternsModuleDeps) {
   const repo = createInternRepository(deps.db);
   const links = new LinkRegistry();
+  const cfg = deps.config.interns;
+  // Several core processes share interns through Redis; one process keeps everything in memory.
+  const cluster: InternCluster = deps.config.redisUrl
+    ? createRedisCluster({
+        redisUrl: deps.config.redisUrl,
+        prefix: cfg.redisPrefix,
+        instanceId: deps.config.instanceId,
+        advertiseUrl: cfg.advertiseUrl,
+        leaseTtlMs: Math.max(3_000, 2 * cfg.linkLivenessTimeoutMs),
+        logger: deps.logger,
+      })
+    : createLocalCluster();
+  const forwarder = createForwarder();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
   const manager = createRunManager({
     repo,
     background,
     links,
+    cluster,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
@@ -36,6 +52,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
     background,
     links,
     manager: () => manager,
+    cluster,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
@@ -49,9 +66,12 @@ export function createInternsModule(deps: InternsModuleDeps) {
   const internsHandler = createInternsHandler({
     repo,
     manager,
+    cluster,
+    forwarder,
     config: deps.config.interns,
     logger: deps.logger,
     limiter,
+    instanceId: deps.config.instanceId,
   });
   return {
     repo,
@@ -60,6 +80,11 @@ export function createInternsModule(deps: InternsModuleDeps) {
     manager,
     linkHandler,
     internsHandler,
+    cluster,
+    /** The core listens at `url`: other processes may forward intern calls there. */
+    listening(url: string): void {
+      cluster.setUrl(url);
+    },
     /** Stops timers and closes every host link (their streaming runs end as stream_severed). */
     async close(): Promise<void> {
       manager.close();
@@ -68,6 +93,8 @@ export function createInternsModule(deps: InternsModuleDeps) {
       await Promise.all(open.map((l) => repo.markDetached(l.internId, deps.config.instanceId).catch(() => undefined)));
       await background.drain();
       await limiter.close();
+      await cluster.close();
+      forwarder.close();
     },
   };
 }

@@ -14,12 +14,14 @@ import type { InternRepository } from "./intern-repository.js";
 import { InternLink, type LinkRegistry } from "./link-registry.js";
 import type { RunManager } from "./run-manager.js";
 import type { Background } from "./background.js";
+import type { InternCluster } from "./cluster.js";
 
 export interface LinkHandlerDeps {
   repo: InternRepository;
   background: Background;
   links: LinkRegistry;
   manager: () => RunManager;
+  cluster: InternCluster;
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
@@ -53,12 +55,14 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
           onClosed: (l, reason) => {
             manager.onLinkClosed(l, reason);
             if (deps.links.remove(l)) {
+              deps.cluster.dropLink(l.internId);
               deps.background.run(() => deps.repo.markDetached(l.internId, deps.instanceId));
             }
           },
         },
       );
       deps.links.register(link);
+      deps.cluster.holdLink(intern.id);
       const onAbort = () => link.close("host disconnected");
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       try {

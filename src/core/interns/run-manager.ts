@@ -44,6 +44,8 @@ import {
 import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRecord } from "./intern-repository.js";
 import type { InternLink, LinkRegistry } from "./link-registry.js";
 import type { Background } from "./background.js";
+import type { InternCluster } from "./cluster.js";
+import { serviceError } from "../errors.js";
 
 /** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
 export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
@@ -69,6 +71,8 @@ export class ActiveRun {
   lastSeq = 0;
   /** A client (StreamChat call) is consuming the queue. */
   attached = false;
+  /** Hash of the API key that started the run (unknown for runs taken over after a reconnect). */
+  callerKey: string | undefined;
   interaction: { id: string; deadlineAt: Date } | undefined;
   deadlineTimer: NodeJS.Timeout | undefined;
   startWaiter: { resolve(): void; reject(err: ConnectError): void } | undefined;
@@ -134,6 +138,7 @@ export interface RunManagerDeps {
   repo: InternRepository;
   background: Background;
   links: LinkRegistry;
+  cluster: InternCluster;
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
@@ -144,6 +149,8 @@ export interface StartRunInput {
   sessionKey: string | undefined;
   prompt: string;
   approvalMode: "manual" | "self-drive";
+  /** Hash of the caller's API key: the per-key share of runs held across a question. */
+  callerKey?: string;
   signal: AbortSignal;
 }
 
@@ -175,6 +182,14 @@ function eventBytes(e: RunEvent["event"]): number {
   return 64;
 }
 
+/** 503 busy for one key: it holds its share of runs open across a question. */
+function keyShareUsed(retryAfterSeconds: number): ConnectError {
+  return serviceError(Code.Unavailable, "busy", "This API key holds as many runs open across a question as it may on this intern. Answer or let one end, then retry.", {
+    retryable: true,
+    retryAfterSeconds,
+  });
+}
+
 function rejectedError(r: RunRejected): ConnectError {
   if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S);
   if (r.reason === "timeout") return internTimeout();
@@ -182,7 +197,7 @@ function rejectedError(r: RunRejected): ConnectError {
 }
 
 export function createRunManager(deps: RunManagerDeps) {
-  const { repo, links, config, logger, background } = deps;
+  const { repo, links, config, logger, background, cluster } = deps;
   const later = (work: () => Promise<unknown>) => background.run(work);
   const runs = new Map<string, ActiveRun>();
   const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
@@ -356,10 +371,16 @@ export function createRunManager(deps: RunManagerDeps) {
     if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
     let running = 0;
     let paused = 0;
+    let heldByKey = 0;
     for (const r of runs.values()) {
       if (r.link !== link) continue;
       running++;
       if (r.state === "paused") paused++;
+      if (input.callerKey !== undefined && r.callerKey === input.callerKey && r.approvalMode === "manual") heldByKey++;
+    }
+    if (input.approvalMode === "manual" && config.maxPausedRunsPerKey > 0 && heldByKey >= config.maxPausedRunsPerKey) {
+      // This key's share of runs held across a question is used up; other keys keep theirs.
+      throw keyShareUsed(HOST_BUSY_RETRY_AFTER_S);
     }
     if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
     if (input.approvalMode === "manual" && link.hello.maxPausedRuns > 0 && paused >= link.hello.maxPausedRuns) {
@@ -382,6 +403,7 @@ export function createRunManager(deps: RunManagerDeps) {
       throw err;
     }
     const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
+    run.callerKey = input.callerKey;
     run.link = link;
     run.attached = true;
     run.model = intern.model ?? "";
@@ -437,8 +459,23 @@ export function createRunManager(deps: RunManagerDeps) {
     if (await repo.transitionRun(runId, ["paused", "streaming"], "cancelled", { endReason: "deadline" })) {
       await repo.unlockSession(row.sessionId, runId);
     }
-    links.get(row.internId)?.cancelRun(runId, CancelReason.DEADLINE);
+    const link = links.get(row.internId);
+    if (link) link.cancelRun(runId, CancelReason.DEADLINE);
+    // The run's link is on another core process (or on none: the host's own deadline then ends it).
+    else await cluster.cancelRemote(row.internId, runId, CancelReason.DEADLINE).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
   }
+
+  /** Another process decided to cancel a run (its deadline passed there) whose link may be here. */
+  cluster.onCancel((internId, runId, reason) => {
+    const run = runs.get(runId);
+    if (run && run.internId === internId) {
+      const link = run.link;
+      later(() => finishRun(run, "cancelled", "deadline"));
+      link?.cancelRun(runId, reason);
+      return;
+    }
+    links.get(internId)?.cancelRun(runId, reason);
+  });
 
   function scheduleDeadline(run: ActiveRun): void {
     if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
@@ -655,6 +692,8 @@ export function createRunManager(deps: RunManagerDeps) {
   sweeper.unref();
 
   return {
+    /** This process holds the intern's live link. */
+    holdsLink: (internId: string) => links.get(internId) !== undefined,
     startRun,
     answer,
     pause,
