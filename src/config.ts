@@ -21,7 +21,11 @@ export interface InternChatConfig {
   linkPingIntervalMs: number;
   /** Silence after which a host link counts as broken (PORTICO_LINK_LIVENESS_TIMEOUT_MS). */
   linkLivenessTimeoutMs: number;
-  /** Paused runs one caller key may hold per intern; 0 = no per-key share, only the host's limit (PORTICO_INTERN_MAX_PAUSED_PER_KEY). */
+  /**
+   * Manual-mode runs (those that may pause on a question) one caller key may hold open on an intern
+   * at once (PORTICO_INTERN_MAX_PAUSED_PER_KEY); 0, the default, means half of what the intern's host
+   * holds (at least 1), so one key never fills the host for the others.
+   */
   maxPausedRunsPerKey: number;
   /** URL other core processes use to reach this one for intern calls (PORTICO_CORE_ADVERTISE_URL); default the listener's URL. */
   advertiseUrl: string | undefined;
@@ -138,7 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPromptChars: int(env, "PORTICO_INTERN_MAX_PROMPT_CHARS", 32_000, 1),
       linkPingIntervalMs: int(env, "PORTICO_LINK_PING_INTERVAL_MS", 1_000, 50),
       linkLivenessTimeoutMs: int(env, "PORTICO_LINK_LIVENESS_TIMEOUT_MS", 4_000, 200),
-      maxPausedRunsPerKey: int(env, "PORTICO_INTERN_MAX_PAUSED_PER_KEY", 2, 0, 10_000),
+      maxPausedRunsPerKey: int(env, "PORTICO_INTERN_MAX_PAUSED_PER_KEY", 0, 0, 10_000),
       advertiseUrl: str(env, "PORTICO_CORE_ADVERTISE_URL"),
       redisPrefix: str(env, "PORTICO_REDIS_PREFIX") ?? "portico:",
     },

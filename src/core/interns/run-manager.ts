@@ -344,6 +344,12 @@ export function createRunManager(deps: RunManagerDeps) {
 
   // ---------- starting a run ----------
 
+  /** Manual runs one key may hold open on a host that holds `hostPaused` paused runs (0: unbounded). */
+  function keyShare(hostPaused: number): number {
+    if (config.maxPausedRunsPerKey > 0) return config.maxPausedRunsPerKey;
+    return hostPaused > 0 ? Math.max(1, Math.floor(hostPaused / 2)) : Number.POSITIVE_INFINITY;
+  }
+
   async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
     if (await repo.lockSession(sessionRowId, runId)) return;
     const session = await repo.findSession(sessionRowId);
@@ -378,7 +384,7 @@ export function createRunManager(deps: RunManagerDeps) {
       if (r.state === "paused") paused++;
       if (input.callerKey !== undefined && r.callerKey === input.callerKey && r.approvalMode === "manual") heldByKey++;
     }
-    if (input.approvalMode === "manual" && config.maxPausedRunsPerKey > 0 && heldByKey >= config.maxPausedRunsPerKey) {
+    if (input.approvalMode === "manual" && heldByKey >= keyShare(link.hello.maxPausedRuns)) {
       // This key's share of runs held across a question is used up; other keys keep theirs.
       throw keyShareUsed(HOST_BUSY_RETRY_AFTER_S);
     }
