@@ -38,6 +38,8 @@ export interface Core {
   createInMemoryTransport(): Transport;
   /** The core's listener is up at `url` (other core processes may forward intern calls there). */
   listening(url: string): void;
+  /** A host token for an intern valid only on this process (the embedded host of `portico serve`). */
+  issueLocalHostToken(internId: string): string;
   /** Stops background work (timers, links). The database is closed by its owner. */
   close(): Promise<void>;
 }
@@ -92,6 +94,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     interceptors,
     createInMemoryTransport: () => createDirectTransport(routes, interceptors),
     listening: (url) => interns.listening(url),
+    issueLocalHostToken: (internId) => interns.issueLocalHostToken(internId),
     async close() {
       for (const close of closers.reverse()) await close();
     },

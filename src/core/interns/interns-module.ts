@@ -14,6 +14,7 @@ import { createBackground } from "./background.js";
 import { createTurnLimiter } from "../../lib/turn-limiter.js";
 import { createLocalCluster, createRedisCluster, type InternCluster } from "./cluster.js";
 import { createForwarder } from "./forwarder.js";
+import { generateHostToken, hashSecret } from "../identity/keys.js";
 
 export interface InternsModuleDeps {
   db: Db;
@@ -37,6 +38,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
       })
     : createLocalCluster();
   const forwarder = createForwarder();
+  const localTokens = new Map<string, string>();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
   const manager = createRunManager({
     repo,
@@ -53,6 +55,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
     links,
     manager: () => manager,
     cluster,
+    localTokens,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
@@ -81,6 +84,15 @@ export function createInternsModule(deps: InternsModuleDeps) {
     linkHandler,
     internsHandler,
     cluster,
+    /**
+     * A host token valid only on this process, for the embedded host of `portico serve`: nothing is
+     * written to the database, so the intern's stored token (and another serve's host) stay valid.
+     */
+    issueLocalHostToken(internId: string): string {
+      const token = generateHostToken();
+      localTokens.set(hashSecret(token), internId);
+      return token;
+    },
     /** The core listens at `url`: other processes may forward intern calls there. */
     listening(url: string): void {
       cluster.setUrl(url);

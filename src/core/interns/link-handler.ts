@@ -22,6 +22,8 @@ export interface LinkHandlerDeps {
   links: LinkRegistry;
   manager: () => RunManager;
   cluster: InternCluster;
+  /** Tokens this process issued to its own embedded host (hash → intern id), never stored. */
+  localTokens: ReadonlyMap<string, string>;
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
@@ -37,8 +39,9 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
       const token = bearerToken(ctx.requestHeader.get("authorization"));
       if (!token) throw unauthenticated("Missing host token");
       const hash = hashSecret(token);
-      const intern = await deps.repo.findInternByTokenHash(hash);
-      if (!intern || !intern.hostTokenHash || !digestsEqual(intern.hostTokenHash, hash)) {
+      const localIntern = deps.localTokens.get(hash);
+      const intern = localIntern ? await deps.repo.findIntern(localIntern) : await deps.repo.findInternByTokenHash(hash);
+      if (!intern || (!localIntern && (!intern.hostTokenHash || !digestsEqual(intern.hostTokenHash, hash)))) {
         throw unauthenticated("Invalid host token");
       }
       const it = requests[Symbol.asyncIterator]();
