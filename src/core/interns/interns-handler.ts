@@ -22,7 +22,7 @@ import { errorDetailOf } from "../errors.js";
 import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
 import { FORWARDED_HEADER, type Forwarder } from "./forwarder.js";
 import type { InternRepository, UsageRecord } from "./intern-repository.js";
-import { usageFromProto, type ActiveRun, type RunManager } from "./run-manager.js";
+import { causeOfEvent, endingOf, usageFromProto, type ActiveRun, type RunEnding, type RunManager } from "./run-manager.js";
 
 export interface InternsHandlerDeps {
   repo: InternRepository;
@@ -92,6 +92,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     if (!turn.allowed) throw rateLimited(turn.retryAfterSeconds);
   }
 
+  /** Renders a run's ending (from the manager's transition table): the finish chunk and the final one. */
+  function* ending(run: ActiveRun, end: RunEnding): Generator<StreamChatResponse> {
+    const f = end.finish;
+    yield message(run.model, f.kind === "stop" ? stopFinish("stop") : errorFinish(f.code, f.reason, f.message, f.retryable));
+    yield message(run.model, finalEvent(run, true));
+  }
+
   /** Relays a run's events to the client until the response ends (stop, pause, error). */
   async function* relay(run: ActiveRun, ctx: HandlerContext): AsyncGenerator<StreamChatResponse> {
     let released = false;
@@ -113,16 +120,8 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           continue;
         }
         if (item.kind === "aborted") return;
-        if (item.kind === "severed") {
-          await manager.finishRun(run, "ended", "stream_severed");
-          yield message(run.model, errorFinish(502, "stream_severed", "The connection to the intern broke without its confirmation.", true));
-          yield message(run.model, finalEvent(run, true));
-          return;
-        }
-        if (item.kind === "overflow") {
-          await manager.finishRun(run, "failed", "attachment_failed");
-          yield message(run.model, errorFinish(410, "attachment_failed", "The run produced more output than the intern retains for replay.", false));
-          yield message(run.model, finalEvent(run, true));
+        if (item.kind === "severed" || item.kind === "overflow") {
+          yield* ending(run, await manager.end(run, { on: item.kind }));
           return;
         }
         const e = item.event;
@@ -143,8 +142,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             await manager.pause(run, e.value);
             if (run.state === "done") {
               // The pause could not be recorded (the run ended meanwhile).
-              yield message(run.model, errorFinish(410, "run_ended", "The intern ended the run.", false));
-              yield message(run.model, finalEvent(run, true));
+              yield* ending(run, endingOf({ on: "runEnded", deadline: false }));
               return;
             }
             const q = e.value;
@@ -166,22 +164,9 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             return;
           }
           case "turnEnded":
-            await manager.finishRun(run, "finished", e.value.stopReason || "end_turn");
-            yield message(run.model, stopFinish("stop"));
-            yield message(run.model, finalEvent(run, true));
-            return;
           case "turnFailed":
-            await manager.finishRun(run, "failed", e.value.reason || "turn_failed");
-            yield message(
-              run.model,
-              errorFinish(e.value.code || 502, e.value.reason || "turn_failed", e.value.message || "The intern failed the turn.", e.value.retryable),
-            );
-            yield message(run.model, finalEvent(run, true));
-            return;
           case "runEnded":
-            await manager.finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended");
-            yield message(run.model, errorFinish(410, "run_ended", "The intern ended the run.", false));
-            yield message(run.model, finalEvent(run, true));
+            yield* ending(run, await manager.end(run, causeOfEvent(e)!));
             return;
           default:
             continue;
@@ -229,7 +214,8 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
         throw new ConnectError(ce.rawMessage, ce.code, undefined, detail ? [{ desc: ErrorDetailSchema, value: detail }] : []);
       }
       deps.logger.warn({ owner: owner.instanceId, internId: req.internId, code: Code[ce.code] }, "forwarded intern stream broke");
-      if (!finished) yield message(model, errorFinish(502, "stream_severed", "The connection to the intern broke without its confirmation.", true));
+      const f = endingOf({ on: "severed" }).finish;
+      if (!finished && f.kind === "error") yield message(model, errorFinish(f.code, f.reason, f.message, f.retryable));
       yield message(model, finalOf(sessionHint, undefined));
     }
   }

@@ -62,6 +62,103 @@ export type RunItem =
 
 type TerminalCase = "turnEnded" | "turnFailed" | "runEnded";
 
+/** How the response of a run that ends is finished: `stop`, or an error chunk. */
+export type RunFinish = { kind: "stop" } | { kind: "error"; code: number; reason: string; message: string; retryable: boolean };
+
+/** A run's end: the state recorded, its end reason and what the client's stream shows. */
+export interface RunEnding {
+  state: RunState;
+  endReason: string;
+  finish: RunFinish;
+}
+
+/** What ends a live run: a terminal event from the host, or something the core sees on its own. */
+export type EndingCause =
+  | { on: "turnEnded"; stopReason: string }
+  | { on: "turnFailed"; code: number; reason: string; message: string; retryable: boolean }
+  | { on: "runEnded"; deadline: boolean }
+  | { on: "severed" }
+  | { on: "overflow" }
+  | { on: "deadline" }
+  | { on: "clientGone" }
+  | { on: "notPending" }
+  | { on: "hostLost" }
+  | { on: "startFailed"; reason: string; clientGone: boolean };
+
+/**
+ * The run state machine's one transition table (the description's "Intern run" table):
+ *
+ *   streaming ──question──► paused            (pause)
+ *   paused ──answer accepted──► streaming      (answer)
+ *   streaming | paused ──cause──► RUN_ENDINGS[cause]
+ *
+ * The relay (interns-handler.ts) only renders an ending; the manager records it.
+ */
+export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, { on: K }>) => RunEnding } = {
+  turnEnded: (c) => ({ state: "finished", endReason: c.stopReason || "end_turn", finish: { kind: "stop" } }),
+  turnFailed: (c) => ({
+    state: "failed",
+    endReason: c.reason || "turn_failed",
+    finish: { kind: "error", code: c.code || 502, reason: c.reason || "turn_failed", message: c.message || "The intern failed the turn.", retryable: c.retryable },
+  }),
+  runEnded: (c) => ({
+    state: c.deadline ? "cancelled" : "ended",
+    endReason: c.deadline ? "deadline" : "run_ended",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+  severed: () => ({
+    state: "ended",
+    endReason: "stream_severed",
+    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+  }),
+  overflow: () => ({
+    state: "failed",
+    endReason: "attachment_failed",
+    finish: { kind: "error", code: 410, reason: "attachment_failed", message: "The run produced more output than the intern retains for replay.", retryable: false },
+  }),
+  deadline: () => ({
+    state: "cancelled",
+    endReason: "deadline",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+  clientGone: () => ({ state: "cancelled", endReason: "client_disconnected", finish: { kind: "stop" } }),
+  hostLost: () => ({
+    state: "ended",
+    endReason: "host_lost",
+    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+  }),
+  // Before the stream opened: the client gets an error response, not a finish chunk.
+  startFailed: (c) => ({
+    state: c.clientGone ? "cancelled" : c.reason === "stream_severed" ? "ended" : "failed",
+    endReason: c.reason,
+    finish: { kind: "error", code: 502, reason: c.reason, message: "The run did not start.", retryable: true },
+  }),
+  notPending: () => ({
+    state: "ended",
+    endReason: "not_pending",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+};
+
+/** The ending a cause leads to (one lookup in RUN_ENDINGS). */
+export function endingOf(cause: EndingCause): RunEnding {
+  return (RUN_ENDINGS[cause.on] as (c: EndingCause) => RunEnding)(cause);
+}
+
+/** The ending cause of a terminal host event; undefined for any other event. */
+export function causeOfEvent(e: RunEvent["event"]): EndingCause | undefined {
+  switch (e.case) {
+    case "turnEnded":
+      return { on: "turnEnded", stopReason: e.value.stopReason };
+    case "turnFailed":
+      return { on: "turnFailed", code: e.value.code, reason: e.value.reason, message: e.value.message, retryable: e.value.retryable };
+    case "runEnded":
+      return { on: "runEnded", deadline: e.value.deadline };
+    default:
+      return undefined;
+  }
+}
+
 /** A run this process is relaying (streaming, or paused on a link of this process). */
 export class ActiveRun {
   state: "starting" | "streaming" | "paused" | "done" = "starting";
@@ -230,35 +327,17 @@ export function createRunManager(deps: RunManagerDeps) {
     }
   }
 
-  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
-  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
-    switch (e.case) {
-      case "turnEnded":
-        later(() => finishRun(run, "finished", e.value.stopReason || "end_turn"));
-        return;
-      case "turnFailed":
-        later(() => finishRun(run, "failed", e.value.reason || "turn_failed"));
-        return;
-      case "runEnded":
-        later(() => finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended"));
-        return;
-      default:
-        return;
-    }
+  /** Ends a run the way `cause` ends it per the transition table; returns the ending for the relay to render. */
+  async function end(run: ActiveRun, cause: EndingCause): Promise<RunEnding> {
+    const ending = endingOf(cause);
+    await finishRun(run, ending.state, ending.endReason);
+    return ending;
   }
 
-  /** The terminal state and reason for a terminal event seen by a connected client. */
-  function terminalOf(e: RunEvent["event"]): { state: RunState; reason: string } | undefined {
-    switch (e.case) {
-      case "turnEnded":
-        return { state: "finished", reason: e.value.stopReason || "end_turn" };
-      case "turnFailed":
-        return { state: "failed", reason: e.value.reason || "turn_failed" };
-      case "runEnded":
-        return { state: "ended", reason: e.value.deadline ? "deadline" : "run_ended" };
-      default:
-        return undefined;
-    }
+  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
+  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
+    const cause = causeOfEvent(e);
+    if (cause) later(() => end(run, cause));
   }
 
   function overflow(run: ActiveRun): void {
@@ -266,7 +345,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.clearQueue();
     run.link?.cancelRun(run.id, CancelReason.OPERATOR);
     if (run.attached) run.push({ kind: "overflow" });
-    else later(() => finishRun(run, "failed", "attachment_failed"));
+    else later(() => end(run, { on: "overflow" }));
   }
 
   // ---------- events from links ----------
@@ -336,7 +415,7 @@ export function createRunManager(deps: RunManagerDeps) {
       } else if (run.attached) {
         run.push({ kind: "severed" });
       } else {
-        later(() => finishRun(run, "ended", "stream_severed"));
+        later(() => end(run, { on: "severed" }));
       }
     }
     log.info({ internId: link.internId, reason }, "intern link closed");
@@ -437,7 +516,7 @@ export function createRunManager(deps: RunManagerDeps) {
       const reason = ce.code === Code.Canceled ? "client_disconnected" : (errorDetailOf(ce)?.reason ?? "turn_failed");
       if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
       else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
-      await finishRun(run, ce.code === Code.Canceled ? "cancelled" : reason === "stream_severed" ? "ended" : "failed", reason);
+      await end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
       throw ce;
     } finally {
       clearTimeout(timer);
@@ -456,7 +535,7 @@ export function createRunManager(deps: RunManagerDeps) {
     const run = runs.get(runId);
     if (run) {
       const link = run.link;
-      await finishRun(run, "cancelled", "deadline");
+      await end(run, { on: "deadline" });
       link?.cancelRun(runId, CancelReason.DEADLINE);
       return;
     }
@@ -476,7 +555,7 @@ export function createRunManager(deps: RunManagerDeps) {
     const run = runs.get(runId);
     if (run && run.internId === internId) {
       const link = run.link;
-      later(() => finishRun(run, "cancelled", "deadline"));
+      later(() => end(run, { on: "deadline" }));
       link?.cancelRun(runId, reason);
       return;
     }
@@ -549,7 +628,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.attached = false;
     if (outcome === AnswerOutcome.NOT_PENDING) {
       await repo.setInteractionState(inter.id, ["delivering"], "void");
-      await finishRun(run, "ended", "not_pending");
+      await end(run, { on: "notPending" });
       throw interactionNotPending();
     }
     await repo.setInteractionState(inter.id, ["delivering"], "pending");
@@ -601,7 +680,7 @@ export function createRunManager(deps: RunManagerDeps) {
         continue;
       }
       if (item.kind === "overflow") {
-        later(() => finishRun(run, "failed", "attachment_failed"));
+        later(() => end(run, { on: "overflow" }));
         return;
       }
       if (item.kind === "event") {
@@ -619,7 +698,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.link?.cancelRun(run.id, CancelReason.CLIENT_DISCONNECTED);
     run.clearQueue();
     run.push({ kind: "aborted" });
-    later(() => finishRun(run, "cancelled", "client_disconnected"));
+    later(() => end(run, { on: "clientGone" }));
   }
 
   // ---------- links opening ----------
@@ -644,7 +723,7 @@ export function createRunManager(deps: RunManagerDeps) {
         if (!pending || (h.pendingInteractionId && h.pendingInteractionId !== pending.id) || Number(h.lastSeq) > row.lastSeq) {
           // The host moved on (or sent output we never got): the pause cannot be resumed.
           cancel.push(row.id);
-          if (inMemory) await finishRun(inMemory, "failed", "attachment_failed");
+          if (inMemory) await end(inMemory, { on: "overflow" });
           else if (await repo.transitionRun(row.id, ["paused"], "failed", { endReason: "attachment_failed" })) {
             await repo.voidInteractionsOfRun(row.id);
             await repo.unlockSession(row.sessionId, row.id);
@@ -667,7 +746,7 @@ export function createRunManager(deps: RunManagerDeps) {
       const reason = row.state === "paused" ? "host_lost" : "stream_severed";
       if (inMemory) {
         if (inMemory.attached && inMemory.state !== "paused") inMemory.push({ kind: "severed" });
-        else await finishRun(inMemory, "ended", reason);
+        else await end(inMemory, row.state === "paused" ? { on: "hostLost" } : { on: "severed" });
       } else if (await repo.transitionRun(row.id, ["streaming", "paused"], "ended", { endReason: reason })) {
         await repo.voidInteractionsOfRun(row.id);
         await repo.unlockSession(row.sessionId, row.id);
@@ -706,7 +785,7 @@ export function createRunManager(deps: RunManagerDeps) {
     detach,
     clientGone,
     finishRun,
-    terminalOf,
+    end,
     onRunEvent,
     onLinkClosed,
     reconcile,
