@@ -120,6 +120,11 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           continue;
         }
         if (item.kind === "aborted") return;
+        if (item.kind === "startFailed") {
+          yield message(run.model, errorFinish(item.code, item.reason, item.message, item.retryable));
+          yield message(run.model, finalEvent(run, true));
+          return;
+        }
         if (item.kind === "severed" || item.kind === "overflow") {
           yield* ending(run, await manager.end(run, { on: item.kind }));
           return;
@@ -133,7 +138,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             yield message(run.model, { case: "reasoning", value: { $typeName: "portico.interns.v1.ReasoningEvent", text: e.value.text } });
             continue;
           case "model":
-            run.model = e.value.model;
+            // Every chunk of one response names one model: a change shows from the next response.
             continue;
           case "usage":
             run.usage = usageFromProto(e.value);

@@ -58,7 +58,12 @@ export type RunItem =
   | { kind: "event"; event: RunEvent["event"]; bytes: number }
   | { kind: "severed" }
   | { kind: "overflow" }
-  | { kind: "aborted" };
+  | { kind: "aborted" }
+  /** The host refused or never started the run after the response opened (role chunk sent). */
+  | { kind: "startFailed"; code: number; reason: string; message: string; retryable: boolean };
+
+/** HTTP status of a start failure reason in the finish chunk. */
+const START_FAILURE_STATUS: Record<string, number> = { busy: 503, timeout: 504, rate_limited: 429 };
 
 type TerminalCase = "turnEnded" | "turnFailed" | "runEnded";
 
@@ -163,7 +168,10 @@ export function causeOfEvent(e: RunEvent["event"]): EndingCause | undefined {
 export class ActiveRun {
   state: "starting" | "streaming" | "paused" | "done" = "starting";
   link: InternLink | undefined;
+  /** The model every chunk of the current response names (fixed when the response opens). */
   model = "";
+  /** The latest model the intern reported; the next response of this run names it. */
+  reportedModel = "";
   usage: UsageRecord | undefined;
   lastSeq = 0;
   /** A client (StreamChat call) is consuming the queue. */
@@ -390,6 +398,7 @@ export function createRunManager(deps: RunManagerDeps) {
       if (e.value.model && e.value.model !== run.model) {
         later(() => repo.setInternModel(run.internId, e.value.model));
       }
+      run.reportedModel = e.value.model;
       if (!run.attached) run.model = e.value.model;
     }
     if (e.case === "usage" && !run.attached) run.usage = usageFromProto(e.value);
@@ -508,21 +517,28 @@ export function createRunManager(deps: RunManagerDeps) {
       interactionDeadlineMs: BigInt(config.interactionDeadlineMs + config.linkLivenessTimeoutMs + HOST_BACKSTOP_GRACE_MS),
     });
     if (!sent) run.startWaiter?.reject(internUnreachable());
-    try {
-      await started;
-      return run;
-    } catch (err) {
-      const ce = ConnectError.from(err);
-      const reason = ce.code === Code.Canceled ? "client_disconnected" : (errorDetailOf(ce)?.reason ?? "turn_failed");
-      if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
-      else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
-      await end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
-      throw ce;
-    } finally {
-      clearTimeout(timer);
-      input.signal.removeEventListener("abort", onAbort);
-      run.startWaiter = undefined;
-    }
+    // The run is accepted: the response opens now (role chunk) while the host starts the agent; a
+    // start failure from here on reaches the client as an error finish on the open stream.
+    void (async () => {
+      try {
+        await started;
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        const detail = errorDetailOf(ce);
+        const reason = ce.code === Code.Canceled ? "client_disconnected" : (detail?.reason ?? "turn_failed");
+        if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
+        else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
+        await end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
+        if (ce.code !== Code.Canceled) {
+          run.push({ kind: "startFailed", code: START_FAILURE_STATUS[reason] ?? 502, reason, message: ce.rawMessage, retryable: detail?.retryable ?? true });
+        }
+      } finally {
+        clearTimeout(timer);
+        input.signal.removeEventListener("abort", onAbort);
+        run.startWaiter = undefined;
+      }
+    })().catch((err: unknown) => log.error({ err, runId }, "could not record a run's failed start"));
+    return run;
   }
 
   // ---------- answering a question ----------
@@ -668,6 +684,7 @@ export function createRunManager(deps: RunManagerDeps) {
   /** The client read the final chunk of a paused response: the run no longer follows it. */
   function detach(run: ActiveRun): void {
     run.attached = false;
+    if (run.reportedModel) run.model = run.reportedModel;
     for (;;) {
       const item = run.take();
       if (!item) break;
