@@ -77,7 +77,9 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
     commandTimeout: 1_000,
     retryStrategy: (attempt: number) => Math.min(100 * attempt, 2_000),
   };
-  const redis = new Redis(opts.redisUrl, redisOptions);
+  // Commands fail at once while Redis is unreachable (a request never waits on it); the lease refresher
+  // rewrites held leases when it is back. The subscriber queues its SUBSCRIBE until connected.
+  const redis = new Redis(opts.redisUrl, { ...redisOptions, enableOfflineQueue: false });
   const sub = new Redis(opts.redisUrl, redisOptions);
   let reachable = true;
   const onError = (err: Error) => {
