@@ -88,7 +88,7 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
   };
   redis.on("error", onError);
   sub.on("error", onError);
-  redis.on("ready", () => (reachable = true));
+
 
   const leaseKey = (internId: string) => `${opts.prefix}intern-link:${internId}`;
   const cancelChannel = `${opts.prefix}intern-cancel`;
@@ -103,6 +103,10 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
     for (const id of ids) pipe.set(leaseKey(id), leaseValue(), "PX", opts.leaseTtlMs);
     await pipe.exec();
   }
+  redis.on("ready", () => {
+    reachable = true;
+    if (held.size > 0) writeLeases(held).catch((err: unknown) => onError(err as Error));
+  });
   const refresher = setInterval(() => {
     if (held.size > 0) writeLeases(held).catch((err: unknown) => onError(err as Error));
   }, Math.max(100, Math.floor(opts.leaseTtlMs / 3)));
