@@ -102,6 +102,18 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(finalOf(won.chunks).session_id).toBe(sessionId);
   });
 
+  it("a turn that fails after the agent reported its cost ends with that usage on the final chunk", async () => {
+    const r = await chat(
+      h,
+      internId,
+      chatBody(script({ steps: [{ content: "partial" }, { usageUpdate: { used: 10, cost: { amount: 0.25, currency: "USD" } } }, { fail: { message: "boom" } }] })),
+      { key: h.tenant.apiKey },
+    );
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("error");
+    expect(finishOf(r.chunks).error.metadata.reason).toBe("turn_failed");
+    expect(finalOf(r.chunks).usage).toMatchObject({ cost: 0.25 });
+  });
+
   it("self-drive never pauses", async () => {
     const r = await chat(h, internId, chatBody(QUESTION), { key: h.tenant.apiKey });
     expect(toolCallOf(r.chunks)).toBeUndefined();
