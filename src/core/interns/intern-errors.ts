@@ -94,3 +94,11 @@ export function streamSeveredBeforeStart(): ConnectError {
     retryable: true,
   });
 }
+
+/** 503 busy for one key: it holds its share of runs open across a question. */
+export function keyShareUsed(retryAfterSeconds: number): ConnectError {
+  return serviceError(Code.Unavailable, "busy", "This API key holds as many runs open across a question as it may on this intern. Answer or let one end, then retry.", {
+    retryable: true,
+    retryAfterSeconds,
+  });
+}

@@ -37,6 +37,7 @@ import {
   interactionNotPending,
   interactionUnknown,
   internTimeout,
+  keyShareUsed,
   internUnreachable,
   sessionBusy,
   streamSeveredBeforeStart,
@@ -45,7 +46,6 @@ import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRe
 import type { InternLink, LinkRegistry } from "./link-registry.js";
 import type { Background } from "./background.js";
 import type { InternCluster } from "./cluster.js";
-import { serviceError } from "../errors.js";
 
 /** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
 export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
@@ -285,14 +285,6 @@ function isTerminal(c: RunEvent["event"]["case"]): c is TerminalCase {
 function eventBytes(e: RunEvent["event"]): number {
   if (e.case === "content" || e.case === "reasoning") return e.value.text.length + 64;
   return 64;
-}
-
-/** 503 busy for one key: it holds its share of runs open across a question. */
-function keyShareUsed(retryAfterSeconds: number): ConnectError {
-  return serviceError(Code.Unavailable, "busy", "This API key holds as many runs open across a question as it may on this intern. Answer or let one end, then retry.", {
-    retryable: true,
-    retryAfterSeconds,
-  });
 }
 
 function rejectedError(r: RunRejected): ConnectError {
