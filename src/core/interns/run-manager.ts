@@ -544,7 +544,9 @@ export function createRunManager(deps: RunManagerDeps) {
     if (run) {
       const link = run.link;
       await end(run, { on: "deadline" });
-      link?.cancelRun(runId, CancelReason.DEADLINE);
+      if (link) link.cancelRun(runId, CancelReason.DEADLINE);
+      // Paused without a link here: the host may have re-attached to another core.
+      else await cancelElsewhere(run.internId, runId);
       return;
     }
     const row = await repo.findRun(runId);
@@ -554,8 +556,12 @@ export function createRunManager(deps: RunManagerDeps) {
     }
     const link = links.get(row.internId);
     if (link) link.cancelRun(runId, CancelReason.DEADLINE);
-    // The run's link is on another core process (or on none: the host's own deadline then ends it).
-    else await cluster.cancelRemote(row.internId, runId, CancelReason.DEADLINE).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
+    else await cancelElsewhere(row.internId, runId);
+  }
+
+  /** The run's link is on another core process (or on none: the host's own deadline then ends it). */
+  async function cancelElsewhere(internId: string, runId: string): Promise<void> {
+    await cluster.cancelRemote(internId, runId, CancelReason.DEADLINE).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
   }
 
   /** Another process decided to cancel a run (its deadline passed there) whose link may be here. */
