@@ -2,7 +2,7 @@
  * Several instances on PostgreSQL + Redis, as real processes: two `portico core`, two `portico
  * gateway` (gateway 1 dials core 1 then core 2, gateway 2 dials core 2) and one `portico
  * intern-host --core core1,core2` driving the scripted ACP agent. The host attaches to core 1;
- * prompts through gateway 2 reach core 2, which forwards them to core 1 (the link's holder, per its
+ * prompts and answers through gateway 2 reach core 2, which forwards them to core 1 (the link's holder, per its
  * Redis lease). Core 1 is SIGKILLed while one run streams and two are paused: the streaming run ends
  * with stream_severed, the host re-attaches to core 2, the answer through gateway 1 continues its run
  * to `stop`, and the other paused run's deadline fires exactly once although core 1, which set it,
@@ -151,6 +151,13 @@ describe("interns across two cores and two gateways (PostgreSQL + Redis, real pr
     // Core 2 never held the link: it forwarded both prompts.
     expect(core1.output()).toContain("intern host attached");
     expect(core2.output()).not.toContain("intern host attached");
+
+    // A question asked through gateway 1 is answered through gateway 2 (forwarded to core 1).
+    const d = await chat(via(gw1), internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: apiKey });
+    const dAnswer = await chat(via(gw2), internId, answerBody(finalOf(d.chunks).session_id, toolCallOf(d.chunks).id, "allow_once"), { key: apiKey });
+    expect(dAnswer.status, dAnswer.raw).toBe(200);
+    expect(contentOf(dAnswer.chunks)).toBe("[answer allow] done");
+    expect(finishOf(dAnswer.chunks).choices[0].finish_reason).toBe("stop");
 
     // A run streaming through core 2 → core 1 when core 1 dies ends with stream_severed.
     const died = new Promise((r) => core1.child.once("exit", r));
