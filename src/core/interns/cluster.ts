@@ -83,7 +83,7 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
   const sub = new Redis(opts.redisUrl, redisOptions);
   let reachable = true;
   const onError = (err: Error) => {
-    if (reachable) log.warn({ err: { message: err.message } }, "redis unreachable; interns are served only by the core holding their link");
+    if (reachable) log.warn({ err: { message: err.message } }, "intern cluster: Redis is not reachable; each core serves only the interns whose link it holds");
     reachable = false;
   };
   redis.on("error", onError);
