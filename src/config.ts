@@ -23,6 +23,16 @@ export interface InternChatConfig {
   linkPingIntervalMs: number;
   /** Silence after which a host link counts as broken (PORTICO_LINK_LIVENESS_TIMEOUT_MS). */
   linkLivenessTimeoutMs: number;
+  /**
+   * Manual-mode runs (those that may pause on a question) one caller key may hold open on an intern
+   * at once (PORTICO_INTERN_MAX_PAUSED_PER_KEY); 0, the default, means half of what the intern's host
+   * holds (at least 1), so one key never fills the host for the others.
+   */
+  maxPausedRunsPerKey: number;
+  /** URL other core processes use to reach this one for intern calls (PORTICO_CORE_ADVERTISE_URL); default the listener's URL. */
+  advertiseUrl: string | undefined;
+  /** Prefix of the Redis keys and channels of the intern cross-instance path (PORTICO_REDIS_PREFIX). */
+  redisPrefix: string;
 }
 
 export interface ByokConfig {
@@ -108,6 +118,9 @@ const Env = z
     PORTICO_INTERN_MAX_PROMPT_CHARS: intSetting(32_000, 1),
     PORTICO_LINK_PING_INTERVAL_MS: intSetting(1_000, 50),
     PORTICO_LINK_LIVENESS_TIMEOUT_MS: intSetting(4_000, 200),
+    PORTICO_INTERN_MAX_PAUSED_PER_KEY: intSetting(0, 0, 10_000),
+    PORTICO_CORE_ADVERTISE_URL: textSetting(),
+    PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
   })
@@ -150,6 +163,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPromptChars: e.PORTICO_INTERN_MAX_PROMPT_CHARS,
       linkPingIntervalMs: e.PORTICO_LINK_PING_INTERVAL_MS,
       linkLivenessTimeoutMs: e.PORTICO_LINK_LIVENESS_TIMEOUT_MS,
+      maxPausedRunsPerKey: e.PORTICO_INTERN_MAX_PAUSED_PER_KEY,
+      advertiseUrl: e.PORTICO_CORE_ADVERTISE_URL,
+      redisPrefix: e.PORTICO_REDIS_PREFIX ?? "portico:",
     },
     byok: {
       masterKey: e.PORTICO_MASTER_KEY,

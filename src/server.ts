@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { FolderError } from "./lib/dirs.js";
 import { redactDatabaseUrl } from "./db/client.js";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createCoreTransport } from "./gateway/core-transport.js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
@@ -57,6 +57,7 @@ export async function startCoreProcess(config: Config, logger: Logger, metrics: 
     handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger, tls }).catch((err: unknown) => {
       throw listenError(err, "PORTICO_GRPC_PORT", config.host, config.grpcPort);
     });
+    handle.core.listening(handle.coreServer.url);
     logger.info({ url: handle.coreServer.url }, `core listening (Connect, gRPC, gRPC-Web over ${tls ? "TLS" : "h2c"})`);
     return handle;
   } catch (err) {
@@ -111,7 +112,7 @@ export async function startServe(config: Config, logger: Logger): Promise<Runnin
 export async function startSplitGateway(config: Config, logger: Logger, coreUrl: string): Promise<RunningProcess> {
   const handle = processHandle();
   const metrics = createMetrics();
-  const transport = createGrpcTransport({ baseUrl: coreUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
+  const transport = createCoreTransport(coreUrl);
   const { app, url } = await startGateway(config, logger, transport, metrics);
   handle.gateway = app;
   handle.gatewayUrl = url;

@@ -80,7 +80,7 @@ program
 program
   .command("gateway")
   .description("run the public HTTP gateway alone, dialing a core over gRPC")
-  .addOption(new Option("--core <url>", "core URL").env("PORTICO_CORE_URL"))
+  .addOption(new Option("--core <url>", "core URL, or several separated by commas (failover in order)").env("PORTICO_CORE_URL"))
   .action(async (opts: { core?: string }) => {
     const cfg = config();
     const { logger, sink } = serverLogger(cfg);
@@ -102,7 +102,7 @@ program
 program
   .command("intern-host")
   .description("run an intern host beside an ACP agent: PORTICO_HOST_TOKEN=… portico intern-host --core <url> -- <agent command…>")
-  .option("--core <url>", "core URL, https for TLS (PORTICO_HOST_CORE_URL)")
+  .option("--core <url>", "core URL, https for TLS, or several separated by commas: the host fails over in order (PORTICO_HOST_CORE_URL)")
   .option("--token-file <file>", "file holding the intern's host token (PORTICO_HOST_TOKEN_FILE; or set PORTICO_HOST_TOKEN)")
   .option("--core-ca <file>", "CA bundle (PEM) that verifies an https core (PORTICO_HOST_CA_FILE; default: system CAs)")
   .option("--token <token>", "deprecated: visible in the process list; use PORTICO_HOST_TOKEN or --token-file")

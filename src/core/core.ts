@@ -36,6 +36,10 @@ export interface Core {
   interceptors: Interceptor[];
   /** A transport that calls this core in-process, without encoding messages (the one-process gateway, tests). */
   createInMemoryTransport(): Transport;
+  /** The core's listener is up at `url` (other core processes may forward intern calls there). */
+  listening(url: string): void;
+  /** A host token for an intern valid only on this process (the embedded host of `portico serve`). */
+  issueLocalHostToken(internId: string): string;
   /** Stops background work (timers, links). The database is closed by its owner. */
   close(): Promise<void>;
 }
@@ -89,6 +93,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     routes,
     interceptors,
     createInMemoryTransport: () => createDirectTransport(routes, interceptors),
+    listening: (url) => interns.listening(url),
+    issueLocalHostToken: (internId) => interns.issueLocalHostToken(internId),
     async close() {
       for (const close of closers.reverse()) await close();
     },

@@ -1,5 +1,5 @@
 /**
- * `portico intern-host --core <url> [--token-file f] [--core-ca ca.pem] [--profile file.json] [--work-root dir] -- <agent command…>`
+ * `portico intern-host --core <url>[,<url>…] [--token-file f] [--core-ca ca.pem] [--profile file.json] [--work-root dir] -- <agent command…>`
  * The token comes from PORTICO_HOST_TOKEN or a file (argv would show it in `ps`); `--token` still
  * works with a warning. The lead's CLI parses argv and calls runInternHostCommand.
  */
@@ -11,7 +11,7 @@ import { createInternHost, type InternHost } from "./link.js";
 import { internHostOptionsFromEnv, loadAgentProfile, type AgentProfile } from "./options.js";
 
 export interface InternHostCommandOptions {
-  /** Core URL, e.g. http://core:50051 (falls back to PORTICO_HOST_CORE_URL). */
+  /** Core URL, e.g. http://core:50051, or several comma-separated for failover (falls back to PORTICO_HOST_CORE_URL). */
   core?: string;
   /** Host token given on the command line (deprecated: visible in `ps`; a warning is logged). Never logged. */
   token?: string;

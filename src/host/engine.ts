@@ -427,16 +427,16 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     try {
       const res = await promptDone;
       const deadline = run.cancelCause === "deadline" || run.cancelCause === "duration";
+      // Every ending carries the usage the agent reported for the turn (tokens, or its cost so far).
+      reportTurnUsage(run, agent, (res as { usage?: unknown }).usage);
       if (res.stopReason === "cancelled" || run.cancelCause) {
         emit(run, { case: "runEnded", value: { cancelled: true, deadline } });
       } else {
-        const costDelta = agent.lastCost !== undefined ? agent.lastCost - (run.costAtStart ?? 0) : undefined;
-        const usage = usageFromTurn((res as { usage?: unknown }).usage, costDelta);
-        if (usage) emit(run, { case: "usage", value: usage });
         emit(run, { case: "turnEnded", value: { stopReason: res.stopReason } });
       }
     } catch (err) {
       const deadline = run.cancelCause === "deadline" || run.cancelCause === "duration";
+      reportTurnUsage(run, agent, undefined);
       if (run.cancelCause) {
         emit(run, { case: "runEnded", value: { cancelled: true, deadline } });
       } else if (agent.dead || agent.conn.signal.aborted) {
@@ -454,6 +454,12 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       }
     }
     finishRun(run);
+  }
+
+  function reportTurnUsage(run: Run, agent: AgentInstance, responseUsage: unknown): void {
+    const costDelta = agent.lastCost !== undefined ? agent.lastCost - (run.costAtStart ?? 0) : undefined;
+    const usage = usageFromTurn(responseUsage, costDelta);
+    if (usage) emit(run, { case: "usage", value: usage });
   }
 
   function finishRun(run: Run): void {

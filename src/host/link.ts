@@ -8,6 +8,7 @@ import { EventEmitter } from "node:events";
 import { createClient, ConnectError, Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { coreSessionOptions } from "./tls.js";
+import { parseCoreUrls } from "../lib/core-urls.js";
 import { create } from "@bufbuild/protobuf";
 import { pino, type Logger } from "pino";
 import {
@@ -93,7 +94,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export function createInternHost(options: InternHostOptions): InternHost {
   if (!options.transport && !options.coreUrl) throw new Error("createInternHost needs coreUrl or transport");
-  const sessionOptions = options.transport ? undefined : coreSessionOptions(options.coreUrl!, options.tls);
+  const coreUrls = options.transport ? [] : parseCoreUrls(options.coreUrl!, "intern-host --core");
+  const sessionOptions = coreUrls.map((url) => coreSessionOptions(url, options.tls));
+  /** Index of the core the next attach dials (several URLs: failover in order). */
+  let coreIndex = 0;
   const limits = resolveLimits(options.limits);
   const logger = (options.logger ?? pino({ level: "silent" })).child({ component: "intern-host" });
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
@@ -152,7 +156,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
         if (m.value.livenessTimeoutMs > 0) livenessTimeoutMs = m.value.livenessTimeoutMs;
         engine.linkUp(m.value.cancelRunIds);
         capacityDirty = true;
-        logger.info({ internId }, "link established");
+        logger.info({ internId, core: coreUrls[coreIndex] }, "link established");
         resolveReady(internId);
         events.emit("connected", internId);
         box.notify();
@@ -186,10 +190,11 @@ export function createInternHost(options: InternHostOptions): InternHost {
   async function attachOnce(): Promise<boolean> {
     let sessionManager: Http2SessionManager | undefined;
     let transport: Transport;
+    const coreUrl = coreUrls[coreIndex];
     if (options.transport) transport = options.transport;
     else {
-      sessionManager = new Http2SessionManager(options.coreUrl!, undefined, sessionOptions);
-      transport = createGrpcTransport({ baseUrl: options.coreUrl!, sessionManager });
+      sessionManager = new Http2SessionManager(coreUrl!, undefined, sessionOptions[coreIndex]);
+      transport = createGrpcTransport({ baseUrl: coreUrl!, sessionManager });
     }
     const client = createClient(InternLinkService, transport);
     const ac = new AbortController();
@@ -245,7 +250,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
       if (ce.code === Code.Unauthenticated || ce.code === Code.PermissionDenied) {
         logger.error({ code: Code[ce.code] }, "the core refused the host token");
       } else if (!closeCtl.signal.aborted) {
-        logger.warn({ code: Code[ce.code], reason: ce.rawMessage }, "link broke");
+        logger.warn({ code: Code[ce.code], reason: ce.rawMessage, core: coreUrl }, "link broke");
       }
     } finally {
       clearInterval(tick);
@@ -263,10 +268,22 @@ export function createInternHost(options: InternHostOptions): InternHost {
 
   const loop = (async () => {
     let attempt = 0;
+    /** Cores tried since the last link, or since the last backoff. */
+    let tried = 0;
     while (!closeCtl.signal.aborted) {
       const ok = await attachOnce();
       if (closeCtl.signal.aborted) break;
-      if (ok) attempt = 0;
+      if (ok) {
+        attempt = 0;
+        tried = 0;
+      }
+      if (coreUrls.length > 1) {
+        // Failover: the next core at once; back off only after every core failed in turn.
+        coreIndex = (coreIndex + 1) % coreUrls.length;
+        tried++;
+        if (ok || tried < coreUrls.length) continue;
+        tried = 0;
+      }
       const base = Math.min(limits.reconnectMaxMs, limits.reconnectInitialMs * 2 ** Math.min(attempt, 20));
       const delay = Math.round(base / 2 + Math.random() * (base / 2));
       attempt++;

@@ -126,7 +126,11 @@ export const defaultInternHostLimits: Readonly<InternHostLimits> = Object.freeze
 
 /** Everything createInternHost needs. */
 export interface InternHostOptions {
-  /** Core base URL, e.g. http://core:50051 (HTTP/2, gRPC). Ignored when `transport` is given. */
+  /**
+   * Core base URL, e.g. http://core:50051 (HTTP/2, gRPC), or several separated by commas: the host
+   * holds one link, to the first core that answers, and moves on to the next when it breaks.
+   * Ignored when `transport` is given.
+   */
   coreUrl?: string;
   /** A ready Connect transport (tests, in-process embedding). */
   transport?: Transport;

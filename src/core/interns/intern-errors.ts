@@ -77,3 +77,11 @@ export function internTimeout(): ConnectError {
 export function streamSeveredBeforeStart(): ConnectError {
   return serviceError(Reason.STREAM_SEVERED, "The connection to the intern broke before the turn started.");
 }
+
+/** 503 busy for one key: it holds its share of runs open across a question. */
+export function keyShareUsed(retryAfterSeconds: number): ConnectError {
+  return serviceError(Reason.HOST_BUSY, "This API key holds as many runs open across a question as it may on this intern. Answer or let one end, then retry.", {
+    retryable: true,
+    retryAfterSeconds,
+  });
+}

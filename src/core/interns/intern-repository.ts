@@ -95,7 +95,8 @@ export function createInternRepository(db: Db) {
     },
 
     async setInternModel(id: string, model: string) {
-      await db.intern.updateMany({ where: { id, NOT: { model } }, data: { model, updatedAt: new Date() } });
+      // SQL's NOT (model = x) is not true for a NULL model: name that case.
+      await db.intern.updateMany({ where: { id, OR: [{ model: null }, { NOT: { model } }] }, data: { model, updatedAt: new Date() } });
     },
 
     // ---------- sessions and the turn lock ----------

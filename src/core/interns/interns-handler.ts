@@ -4,28 +4,37 @@
  * events in wire order: role, content/reasoning, then one finish (stop | tool_calls | error) and the
  * final event. Heartbeats fill idle gaps. gRPC callers and the HTTP gateway share this code.
  */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { TurnLimiter } from "../../lib/turn-limiter.js";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import {
   InternsService,
+  type StreamChatRequest,
   type StreamChatResponse,
   type Usage as ChatUsage,
 } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import { callerOf, type Caller } from "../auth.js";
 import { parseChatRequest } from "./chat-request.js";
-import { internNotFound, outsideProgramme, rateLimited } from "./intern-errors.js";
+import { internNotFound, internUnreachable, outsideProgramme, rateLimited } from "./intern-errors.js";
+import type { InternCluster, LinkOwner } from "./cluster.js";
+import { errorDetailOf } from "../errors.js";
+import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
+import { FORWARDED_HEADER, type Forwarder } from "./forwarder.js";
 import type { InternRepository, UsageRecord } from "./intern-repository.js";
-import { usageFromProto, type ActiveRun, type RunManager } from "./run-manager.js";
+import { causeOfEvent, endingOf, usageFromProto, type ActiveRun, type RunEnding, type RunManager } from "./run-manager.js";
 
 export interface InternsHandlerDeps {
   repo: InternRepository;
   manager: RunManager;
+  /** Where an intern's link is when this process does not hold it. */
+  cluster: InternCluster;
+  forwarder: Forwarder;
   config: InternChatConfig;
   logger: Logger;
   /** Per-key token bucket for turns (in memory, or shared through Redis). */
   limiter: TurnLimiter;
+  instanceId: string;
 }
 
 type Event = StreamChatResponse["event"];
@@ -51,9 +60,15 @@ function usageToProto(u: UsageRecord | undefined): ChatUsage | undefined {
 }
 
 function finalEvent(run: ActiveRun, withUsage: boolean): Event {
-  const usage = withUsage ? usageToProto(run.usage) : undefined;
-  return { case: "final", value: { $typeName: "portico.interns.v1.FinalEvent", sessionId: run.sessionKey, ...(usage ? { usage } : {}) } };
+  return finalOf(run.sessionKey, withUsage ? run.usage : undefined);
 }
+
+function finalOf(sessionId: string, usageRecord: UsageRecord | undefined): Event {
+  const usage = usageToProto(usageRecord);
+  return { case: "final", value: { $typeName: "portico.interns.v1.FinalEvent", sessionId, ...(usage ? { usage } : {}) } };
+}
+
+const FORWARDED_REQUEST_HEADERS = ["authorization", "x-session-id", "x-request-id"] as const;
 
 function errorFinish(code: number, reason: string, message: string, retryable: boolean): Event {
   return {
@@ -77,6 +92,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     if (!turn.allowed) throw rateLimited(turn.retryAfterSeconds);
   }
 
+  /** Renders a run's ending (from the manager's transition table): the finish chunk and the final one. */
+  function* ending(run: ActiveRun, end: RunEnding): Generator<StreamChatResponse> {
+    const f = end.finish;
+    yield message(run.model, f.kind === "stop" ? stopFinish("stop") : errorFinish(f.code, f.reason, f.message, f.retryable));
+    yield message(run.model, finalEvent(run, true));
+  }
+
   /** Relays a run's events to the client until the response ends (stop, pause, error). */
   async function* relay(run: ActiveRun, ctx: HandlerContext): AsyncGenerator<StreamChatResponse> {
     let released = false;
@@ -98,16 +120,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           continue;
         }
         if (item.kind === "aborted") return;
-        if (item.kind === "severed") {
-          await manager.finishRun(run, "ended", "stream_severed");
-          yield message(run.model, errorFinish(502, "stream_severed", "The connection to the intern broke without its confirmation.", true));
+        if (item.kind === "startFailed") {
+          yield message(run.model, errorFinish(item.code, item.reason, item.message, item.retryable));
           yield message(run.model, finalEvent(run, true));
           return;
         }
-        if (item.kind === "overflow") {
-          await manager.finishRun(run, "failed", "attachment_failed");
-          yield message(run.model, errorFinish(410, "attachment_failed", "The run produced more output than the intern retains for replay.", false));
-          yield message(run.model, finalEvent(run, true));
+        if (item.kind === "severed" || item.kind === "overflow") {
+          yield* ending(run, await manager.end(run, { on: item.kind }));
           return;
         }
         const e = item.event;
@@ -119,7 +138,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             yield message(run.model, { case: "reasoning", value: { $typeName: "portico.interns.v1.ReasoningEvent", text: e.value.text } });
             continue;
           case "model":
-            run.model = e.value.model;
+            // Every chunk of one response names one model: a change shows from the next response.
             continue;
           case "usage":
             run.usage = usageFromProto(e.value);
@@ -128,8 +147,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             await manager.pause(run, e.value);
             if (run.state === "done") {
               // The pause could not be recorded (the run ended meanwhile).
-              yield message(run.model, errorFinish(410, "run_ended", "The intern ended the run.", false));
-              yield message(run.model, finalEvent(run, true));
+              yield* ending(run, endingOf({ on: "runEnded", deadline: false }));
               return;
             }
             const q = e.value;
@@ -151,22 +169,9 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             return;
           }
           case "turnEnded":
-            await manager.finishRun(run, "finished", e.value.stopReason || "end_turn");
-            yield message(run.model, stopFinish("stop"));
-            yield message(run.model, finalEvent(run, true));
-            return;
           case "turnFailed":
-            await manager.finishRun(run, "failed", e.value.reason || "turn_failed");
-            yield message(
-              run.model,
-              errorFinish(e.value.code || 502, e.value.reason || "turn_failed", e.value.message || "The intern failed the turn.", e.value.retryable),
-            );
-            yield message(run.model, finalEvent(run, true));
-            return;
           case "runEnded":
-            await manager.finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended");
-            yield message(run.model, errorFinish(410, "run_ended", "The intern ended the run.", false));
-            yield message(run.model, finalEvent(run, true));
+            yield* ending(run, await manager.end(run, causeOfEvent(e)!));
             return;
           default:
             continue;
@@ -175,6 +180,48 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
       if (!released) manager.clientGone(run);
+    }
+  }
+
+  /**
+   * Relays the call to the core process that holds the intern's link. Before the first message its
+   * errors are this call's errors (a dead owner: 502 intern_unreachable); after it, a broken relay
+   * ends the response with stream_severed like a broken link.
+   */
+  async function* forward(owner: LinkOwner, req: StreamChatRequest, ctx: HandlerContext, sessionHint: string): AsyncGenerator<StreamChatResponse> {
+    const headers = new Headers();
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const v = ctx.requestHeader.get(name);
+      if (v) headers.set(name, v);
+    }
+    headers.set(FORWARDED_HEADER, deps.instanceId);
+    let opened = false;
+    let finished = false;
+    let model = "";
+    try {
+      for await (const msg of deps.forwarder.client(owner.url).streamChat(req, { headers, signal: ctx.signal })) {
+        opened = true;
+        model = msg.model;
+        if (msg.event.case === "finish") finished = true;
+        yield msg;
+        if (msg.event.case === "final") return;
+      }
+    } catch (err) {
+      if (ctx.signal.aborted) return;
+      const ce = ConnectError.from(err);
+      if (!opened) {
+        if (ce.code === Code.Unavailable && ce.details.length === 0) {
+          deps.logger.warn({ owner: owner.instanceId, internId: req.internId }, "the core holding the intern's link is unreachable");
+          throw internUnreachable();
+        }
+        // The owner's answer, as it gave it (its ErrorDetail re-attached; transport metadata dropped).
+        const detail = errorDetailOf(ce);
+        throw new ConnectError(ce.rawMessage, ce.code, undefined, detail ? [{ desc: ErrorDetailSchema, value: detail }] : []);
+      }
+      deps.logger.warn({ owner: owner.instanceId, internId: req.internId, code: Code[ce.code] }, "forwarded intern stream broke");
+      const f = endingOf({ on: "severed" }).finish;
+      if (!finished && f.kind === "error") yield message(model, errorFinish(f.code, f.reason, f.message, f.retryable));
+      yield message(model, finalOf(sessionHint, undefined));
     }
   }
 
@@ -188,6 +235,14 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
         throw internNotFound();
       }
+      if (!manager.holdsLink(intern.id) && !ctx.requestHeader.has(FORWARDED_HEADER)) {
+        const owner = await deps.cluster.ownerOf(intern.id);
+        if (owner) {
+          // The owner checks the turn limit and everything else as for its own callers.
+          yield* forward(owner, req, ctx, intent.sessionKey ?? "");
+          return;
+        }
+      }
       await consumeTurn(caller);
       const run =
         intent.kind === "prompt"
@@ -196,6 +251,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
               sessionKey: intent.sessionKey,
               prompt: intent.prompt,
               approvalMode: intent.approvalMode,
+              callerKey: caller.keyHash,
               signal: ctx.signal,
             })
           : await manager.answer({

@@ -12,6 +12,9 @@ import { LinkRegistry } from "./link-registry.js";
 import { createRunManager } from "./run-manager.js";
 import { createBackground } from "./background.js";
 import { createTurnLimiter } from "../../lib/turn-limiter.js";
+import { createLocalCluster, createRedisCluster, type InternCluster } from "./cluster.js";
+import { createForwarder } from "./forwarder.js";
+import { generateHostToken, hashSecret } from "../identity/keys.js";
 
 export interface InternsModuleDeps {
   db: Db;
@@ -22,11 +25,26 @@ export interface InternsModuleDeps {
 export function createInternsModule(deps: InternsModuleDeps) {
   const repo = createInternRepository(deps.db);
   const links = new LinkRegistry();
+  const cfg = deps.config.interns;
+  // Several core processes share interns through Redis; one process keeps everything in memory.
+  const cluster: InternCluster = deps.config.redisUrl
+    ? createRedisCluster({
+        redisUrl: deps.config.redisUrl,
+        prefix: cfg.redisPrefix,
+        instanceId: deps.config.instanceId,
+        advertiseUrl: cfg.advertiseUrl,
+        leaseTtlMs: Math.max(3_000, 2 * cfg.linkLivenessTimeoutMs),
+        logger: deps.logger,
+      })
+    : createLocalCluster();
+  const forwarder = createForwarder();
+  const localTokens = new Map<string, string>();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
   const manager = createRunManager({
     repo,
     background,
     links,
+    cluster,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
@@ -36,6 +54,8 @@ export function createInternsModule(deps: InternsModuleDeps) {
     background,
     links,
     manager: () => manager,
+    cluster,
+    localTokens,
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
@@ -49,9 +69,12 @@ export function createInternsModule(deps: InternsModuleDeps) {
   const internsHandler = createInternsHandler({
     repo,
     manager,
+    cluster,
+    forwarder,
     config: deps.config.interns,
     logger: deps.logger,
     limiter,
+    instanceId: deps.config.instanceId,
   });
   return {
     repo,
@@ -60,6 +83,20 @@ export function createInternsModule(deps: InternsModuleDeps) {
     manager,
     linkHandler,
     internsHandler,
+    cluster,
+    /**
+     * A host token valid only on this process, for the embedded host of `portico serve`: nothing is
+     * written to the database, so the intern's stored token (and another serve's host) stay valid.
+     */
+    issueLocalHostToken(internId: string): string {
+      const token = generateHostToken();
+      localTokens.set(hashSecret(token), internId);
+      return token;
+    },
+    /** The core listens at `url`: other processes may forward intern calls there. */
+    listening(url: string): void {
+      cluster.setUrl(url);
+    },
     /** Stops timers and closes every host link (their streaming runs end as stream_severed). */
     async close(): Promise<void> {
       manager.close();
@@ -68,6 +105,8 @@ export function createInternsModule(deps: InternsModuleDeps) {
       await Promise.all(open.map((l) => repo.markDetached(l.internId, deps.config.instanceId).catch(() => undefined)));
       await background.drain();
       await limiter.close();
+      await cluster.close();
+      forwarder.close();
     },
   };
 }

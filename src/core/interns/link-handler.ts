@@ -13,12 +13,16 @@ import type { InternRepository } from "./intern-repository.js";
 import { InternLink, type LinkRegistry } from "./link-registry.js";
 import type { RunManager } from "./run-manager.js";
 import type { Background } from "./background.js";
+import type { InternCluster } from "./cluster.js";
 
 export interface LinkHandlerDeps {
   repo: InternRepository;
   background: Background;
   links: LinkRegistry;
   manager: () => RunManager;
+  cluster: InternCluster;
+  /** Tokens this process issued to its own embedded host (hash → intern id), never stored. */
+  localTokens: ReadonlyMap<string, string>;
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
@@ -34,8 +38,9 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
       const token = bearerToken(ctx.requestHeader.get("authorization"));
       if (!token) throw unauthenticated("Missing host token");
       const hash = hashSecret(token);
-      const intern = await deps.repo.findInternByTokenHash(hash);
-      if (!intern || !intern.hostTokenHash || !digestsEqual(intern.hostTokenHash, hash)) {
+      const localIntern = deps.localTokens.get(hash);
+      const intern = localIntern ? await deps.repo.findIntern(localIntern) : await deps.repo.findInternByTokenHash(hash);
+      if (!intern || (!localIntern && (!intern.hostTokenHash || !digestsEqual(intern.hostTokenHash, hash)))) {
         throw unauthenticated("Invalid host token");
       }
       const it = requests[Symbol.asyncIterator]();
@@ -52,12 +57,14 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
           onClosed: (l, reason) => {
             manager.onLinkClosed(l, reason);
             if (deps.links.remove(l)) {
+              deps.cluster.dropLink(l.internId);
               deps.background.run(() => deps.repo.markDetached(l.internId, deps.instanceId));
             }
           },
         },
       );
       deps.links.register(link);
+      deps.cluster.holdLink(intern.id);
       const onAbort = () => link.close("host disconnected");
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       try {

@@ -37,6 +37,7 @@ import {
   interactionNotPending,
   interactionUnknown,
   internTimeout,
+  keyShareUsed,
   internUnreachable,
   sessionBusy,
   streamSeveredBeforeStart,
@@ -44,6 +45,7 @@ import {
 import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRecord } from "./intern-repository.js";
 import type { InternLink, LinkRegistry } from "./link-registry.js";
 import type { Background } from "./background.js";
+import type { InternCluster } from "./cluster.js";
 
 /** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
 export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
@@ -56,19 +58,126 @@ export type RunItem =
   | { kind: "event"; event: RunEvent["event"]; bytes: number }
   | { kind: "severed" }
   | { kind: "overflow" }
-  | { kind: "aborted" };
+  | { kind: "aborted" }
+  /** The host refused or never started the run after the response opened (role chunk sent). */
+  | { kind: "startFailed"; code: number; reason: string; message: string; retryable: boolean };
+
+/** HTTP status of a start failure reason in the finish chunk. */
+const START_FAILURE_STATUS: Record<string, number> = { busy: 503, timeout: 504, rate_limited: 429 };
 
 type TerminalCase = "turnEnded" | "turnFailed" | "runEnded";
+
+/** How the response of a run that ends is finished: `stop`, or an error chunk. */
+export type RunFinish = { kind: "stop" } | { kind: "error"; code: number; reason: string; message: string; retryable: boolean };
+
+/** A run's end: the state recorded, its end reason and what the client's stream shows. */
+export interface RunEnding {
+  state: RunState;
+  endReason: string;
+  finish: RunFinish;
+}
+
+/** What ends a live run: a terminal event from the host, or something the core sees on its own. */
+export type EndingCause =
+  | { on: "turnEnded"; stopReason: string }
+  | { on: "turnFailed"; code: number; reason: string; message: string; retryable: boolean }
+  | { on: "runEnded"; deadline: boolean }
+  | { on: "severed" }
+  | { on: "overflow" }
+  | { on: "deadline" }
+  | { on: "clientGone" }
+  | { on: "notPending" }
+  | { on: "hostLost" }
+  | { on: "startFailed"; reason: string; clientGone: boolean };
+
+/**
+ * The run state machine's one transition table (the description's "Intern run" table):
+ *
+ *   streaming ──question──► paused            (pause)
+ *   paused ──answer accepted──► streaming      (answer)
+ *   streaming | paused ──cause──► RUN_ENDINGS[cause]
+ *
+ * The relay (interns-handler.ts) only renders an ending; the manager records it.
+ */
+export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, { on: K }>) => RunEnding } = {
+  turnEnded: (c) => ({ state: "finished", endReason: c.stopReason || "end_turn", finish: { kind: "stop" } }),
+  turnFailed: (c) => ({
+    state: "failed",
+    endReason: c.reason || "turn_failed",
+    finish: { kind: "error", code: c.code || 502, reason: c.reason || "turn_failed", message: c.message || "The intern failed the turn.", retryable: c.retryable },
+  }),
+  runEnded: (c) => ({
+    state: c.deadline ? "cancelled" : "ended",
+    endReason: c.deadline ? "deadline" : "run_ended",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+  severed: () => ({
+    state: "ended",
+    endReason: "stream_severed",
+    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+  }),
+  overflow: () => ({
+    state: "failed",
+    endReason: "attachment_failed",
+    finish: { kind: "error", code: 410, reason: "attachment_failed", message: "The run produced more output than the intern retains for replay.", retryable: false },
+  }),
+  deadline: () => ({
+    state: "cancelled",
+    endReason: "deadline",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+  clientGone: () => ({ state: "cancelled", endReason: "client_disconnected", finish: { kind: "stop" } }),
+  hostLost: () => ({
+    state: "ended",
+    endReason: "host_lost",
+    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+  }),
+  // Before the stream opened: the client gets an error response, not a finish chunk.
+  startFailed: (c) => ({
+    state: c.clientGone ? "cancelled" : c.reason === "stream_severed" ? "ended" : "failed",
+    endReason: c.reason,
+    finish: { kind: "error", code: 502, reason: c.reason, message: "The run did not start.", retryable: true },
+  }),
+  notPending: () => ({
+    state: "ended",
+    endReason: "not_pending",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+  }),
+};
+
+/** The ending a cause leads to (one lookup in RUN_ENDINGS). */
+export function endingOf(cause: EndingCause): RunEnding {
+  return (RUN_ENDINGS[cause.on] as (c: EndingCause) => RunEnding)(cause);
+}
+
+/** The ending cause of a terminal host event; undefined for any other event. */
+export function causeOfEvent(e: RunEvent["event"]): EndingCause | undefined {
+  switch (e.case) {
+    case "turnEnded":
+      return { on: "turnEnded", stopReason: e.value.stopReason };
+    case "turnFailed":
+      return { on: "turnFailed", code: e.value.code, reason: e.value.reason, message: e.value.message, retryable: e.value.retryable };
+    case "runEnded":
+      return { on: "runEnded", deadline: e.value.deadline };
+    default:
+      return undefined;
+  }
+}
 
 /** A run this process is relaying (streaming, or paused on a link of this process). */
 export class ActiveRun {
   state: "starting" | "streaming" | "paused" | "done" = "starting";
   link: InternLink | undefined;
+  /** The model every chunk of the current response names (fixed when the response opens). */
   model = "";
+  /** The latest model the intern reported; the next response of this run names it. */
+  reportedModel = "";
   usage: UsageRecord | undefined;
   lastSeq = 0;
   /** A client (StreamChat call) is consuming the queue. */
   attached = false;
+  /** Hash of the API key that started the run (unknown for runs taken over after a reconnect). */
+  callerKey: string | undefined;
   interaction: { id: string; deadlineAt: Date } | undefined;
   deadlineTimer: NodeJS.Timeout | undefined;
   startWaiter: { resolve(): void; reject(err: ConnectError): void } | undefined;
@@ -134,6 +243,7 @@ export interface RunManagerDeps {
   repo: InternRepository;
   background: Background;
   links: LinkRegistry;
+  cluster: InternCluster;
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
@@ -144,6 +254,8 @@ export interface StartRunInput {
   sessionKey: string | undefined;
   prompt: string;
   approvalMode: "manual" | "self-drive";
+  /** Hash of the caller's API key: the per-key share of runs held across a question. */
+  callerKey?: string;
   signal: AbortSignal;
 }
 
@@ -182,7 +294,7 @@ function rejectedError(r: RunRejected): ConnectError {
 }
 
 export function createRunManager(deps: RunManagerDeps) {
-  const { repo, links, config, logger, background } = deps;
+  const { repo, links, config, logger, background, cluster } = deps;
   const later = (work: () => Promise<unknown>) => background.run(work);
   const runs = new Map<string, ActiveRun>();
   const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
@@ -215,35 +327,17 @@ export function createRunManager(deps: RunManagerDeps) {
     }
   }
 
-  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
-  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
-    switch (e.case) {
-      case "turnEnded":
-        later(() => finishRun(run, "finished", e.value.stopReason || "end_turn"));
-        return;
-      case "turnFailed":
-        later(() => finishRun(run, "failed", e.value.reason || "turn_failed"));
-        return;
-      case "runEnded":
-        later(() => finishRun(run, e.value.deadline ? "cancelled" : "ended", e.value.deadline ? "deadline" : "run_ended"));
-        return;
-      default:
-        return;
-    }
+  /** Ends a run the way `cause` ends it per the transition table; returns the ending for the relay to render. */
+  async function end(run: ActiveRun, cause: EndingCause): Promise<RunEnding> {
+    const ending = endingOf(cause);
+    await finishRun(run, ending.state, ending.endReason);
+    return ending;
   }
 
-  /** The terminal state and reason for a terminal event seen by a connected client. */
-  function terminalOf(e: RunEvent["event"]): { state: RunState; reason: string } | undefined {
-    switch (e.case) {
-      case "turnEnded":
-        return { state: "finished", reason: e.value.stopReason || "end_turn" };
-      case "turnFailed":
-        return { state: "failed", reason: e.value.reason || "turn_failed" };
-      case "runEnded":
-        return { state: "ended", reason: e.value.deadline ? "deadline" : "run_ended" };
-      default:
-        return undefined;
-    }
+  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
+  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
+    const cause = causeOfEvent(e);
+    if (cause) later(() => end(run, cause));
   }
 
   function overflow(run: ActiveRun): void {
@@ -251,7 +345,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.clearQueue();
     run.link?.cancelRun(run.id, CancelReason.OPERATOR);
     if (run.attached) run.push({ kind: "overflow" });
-    else later(() => finishRun(run, "failed", "attachment_failed"));
+    else later(() => end(run, { on: "overflow" }));
   }
 
   // ---------- events from links ----------
@@ -296,6 +390,7 @@ export function createRunManager(deps: RunManagerDeps) {
       if (e.value.model && e.value.model !== run.model) {
         later(() => repo.setInternModel(run.internId, e.value.model));
       }
+      run.reportedModel = e.value.model;
       if (!run.attached) run.model = e.value.model;
     }
     if (e.case === "usage" && !run.attached) run.usage = usageFromProto(e.value);
@@ -321,13 +416,19 @@ export function createRunManager(deps: RunManagerDeps) {
       } else if (run.attached) {
         run.push({ kind: "severed" });
       } else {
-        later(() => finishRun(run, "ended", "stream_severed"));
+        later(() => end(run, { on: "severed" }));
       }
     }
     log.info({ internId: link.internId, reason }, "intern link closed");
   }
 
   // ---------- starting a run ----------
+
+  /** Manual runs one key may hold open on a host that holds `hostPaused` paused runs (0: unbounded). */
+  function keyShare(hostPaused: number): number {
+    if (config.maxPausedRunsPerKey > 0) return config.maxPausedRunsPerKey;
+    return hostPaused > 0 ? Math.max(1, Math.floor(hostPaused / 2)) : Number.POSITIVE_INFINITY;
+  }
 
   async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
     if (await repo.lockSession(sessionRowId, runId)) return;
@@ -356,10 +457,16 @@ export function createRunManager(deps: RunManagerDeps) {
     if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
     let running = 0;
     let paused = 0;
+    let heldByKey = 0;
     for (const r of runs.values()) {
       if (r.link !== link) continue;
       running++;
       if (r.state === "paused") paused++;
+      if (input.callerKey !== undefined && r.callerKey === input.callerKey && r.approvalMode === "manual") heldByKey++;
+    }
+    if (input.approvalMode === "manual" && heldByKey >= keyShare(link.hello.maxPausedRuns)) {
+      // This key's share of runs held across a question is used up; other keys keep theirs.
+      throw keyShareUsed(HOST_BUSY_RETRY_AFTER_S);
     }
     if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
     if (input.approvalMode === "manual" && link.hello.maxPausedRuns > 0 && paused >= link.hello.maxPausedRuns) {
@@ -382,6 +489,7 @@ export function createRunManager(deps: RunManagerDeps) {
       throw err;
     }
     const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
+    run.callerKey = input.callerKey;
     run.link = link;
     run.attached = true;
     run.model = intern.model ?? "";
@@ -401,21 +509,28 @@ export function createRunManager(deps: RunManagerDeps) {
       interactionDeadlineMs: BigInt(config.interactionDeadlineMs + config.linkLivenessTimeoutMs + HOST_BACKSTOP_GRACE_MS),
     });
     if (!sent) run.startWaiter?.reject(internUnreachable());
-    try {
-      await started;
-      return run;
-    } catch (err) {
-      const ce = ConnectError.from(err);
-      const reason = ce.code === Code.Canceled ? "client_disconnected" : (errorDetailOf(ce)?.reason ?? "turn_failed");
-      if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
-      else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
-      await finishRun(run, ce.code === Code.Canceled ? "cancelled" : reason === "stream_severed" ? "ended" : "failed", reason);
-      throw ce;
-    } finally {
-      clearTimeout(timer);
-      input.signal.removeEventListener("abort", onAbort);
-      run.startWaiter = undefined;
-    }
+    // The run is accepted: the response opens now (role chunk) while the host starts the agent; a
+    // start failure from here on reaches the client as an error finish on the open stream.
+    void (async () => {
+      try {
+        await started;
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        const detail = errorDetailOf(ce);
+        const reason = ce.code === Code.Canceled ? "client_disconnected" : (detail?.reason ?? "turn_failed");
+        if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
+        else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
+        await end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
+        if (ce.code !== Code.Canceled) {
+          run.push({ kind: "startFailed", code: START_FAILURE_STATUS[reason] ?? 502, reason, message: ce.rawMessage, retryable: detail?.retryable ?? true });
+        }
+      } finally {
+        clearTimeout(timer);
+        input.signal.removeEventListener("abort", onAbort);
+        run.startWaiter = undefined;
+      }
+    })().catch((err: unknown) => log.error({ err, runId }, "could not record a run's failed start"));
+    return run;
   }
 
   // ---------- answering a question ----------
@@ -428,8 +543,10 @@ export function createRunManager(deps: RunManagerDeps) {
     const run = runs.get(runId);
     if (run) {
       const link = run.link;
-      await finishRun(run, "cancelled", "deadline");
-      link?.cancelRun(runId, CancelReason.DEADLINE);
+      await end(run, { on: "deadline" });
+      if (link) link.cancelRun(runId, CancelReason.DEADLINE);
+      // Paused without a link here: the host may have re-attached to another core.
+      else await cancelElsewhere(run.internId, runId);
       return;
     }
     const row = await repo.findRun(runId);
@@ -437,8 +554,27 @@ export function createRunManager(deps: RunManagerDeps) {
     if (await repo.transitionRun(runId, ["paused", "streaming"], "cancelled", { endReason: "deadline" })) {
       await repo.unlockSession(row.sessionId, runId);
     }
-    links.get(row.internId)?.cancelRun(runId, CancelReason.DEADLINE);
+    const link = links.get(row.internId);
+    if (link) link.cancelRun(runId, CancelReason.DEADLINE);
+    else await cancelElsewhere(row.internId, runId);
   }
+
+  /** The run's link is on another core process (or on none: the host's own deadline then ends it). */
+  async function cancelElsewhere(internId: string, runId: string): Promise<void> {
+    await cluster.cancelRemote(internId, runId, CancelReason.DEADLINE).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
+  }
+
+  /** Another process decided to cancel a run (its deadline passed there) whose link may be here. */
+  cluster.onCancel((internId, runId, reason) => {
+    const run = runs.get(runId);
+    if (run && run.internId === internId) {
+      const link = run.link;
+      later(() => end(run, { on: "deadline" }));
+      link?.cancelRun(runId, reason);
+      return;
+    }
+    links.get(internId)?.cancelRun(runId, reason);
+  });
 
   function scheduleDeadline(run: ActiveRun): void {
     if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
@@ -506,7 +642,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.attached = false;
     if (outcome === AnswerOutcome.NOT_PENDING) {
       await repo.setInteractionState(inter.id, ["delivering"], "void");
-      await finishRun(run, "ended", "not_pending");
+      await end(run, { on: "notPending" });
       throw interactionNotPending();
     }
     await repo.setInteractionState(inter.id, ["delivering"], "pending");
@@ -546,6 +682,7 @@ export function createRunManager(deps: RunManagerDeps) {
   /** The client read the final chunk of a paused response: the run no longer follows it. */
   function detach(run: ActiveRun): void {
     run.attached = false;
+    if (run.reportedModel) run.model = run.reportedModel;
     for (;;) {
       const item = run.take();
       if (!item) break;
@@ -558,7 +695,7 @@ export function createRunManager(deps: RunManagerDeps) {
         continue;
       }
       if (item.kind === "overflow") {
-        later(() => finishRun(run, "failed", "attachment_failed"));
+        later(() => end(run, { on: "overflow" }));
         return;
       }
       if (item.kind === "event") {
@@ -576,7 +713,7 @@ export function createRunManager(deps: RunManagerDeps) {
     run.link?.cancelRun(run.id, CancelReason.CLIENT_DISCONNECTED);
     run.clearQueue();
     run.push({ kind: "aborted" });
-    later(() => finishRun(run, "cancelled", "client_disconnected"));
+    later(() => end(run, { on: "clientGone" }));
   }
 
   // ---------- links opening ----------
@@ -601,7 +738,7 @@ export function createRunManager(deps: RunManagerDeps) {
         if (!pending || (h.pendingInteractionId && h.pendingInteractionId !== pending.id) || Number(h.lastSeq) > row.lastSeq) {
           // The host moved on (or sent output we never got): the pause cannot be resumed.
           cancel.push(row.id);
-          if (inMemory) await finishRun(inMemory, "failed", "attachment_failed");
+          if (inMemory) await end(inMemory, { on: "overflow" });
           else if (await repo.transitionRun(row.id, ["paused"], "failed", { endReason: "attachment_failed" })) {
             await repo.voidInteractionsOfRun(row.id);
             await repo.unlockSession(row.sessionId, row.id);
@@ -624,7 +761,7 @@ export function createRunManager(deps: RunManagerDeps) {
       const reason = row.state === "paused" ? "host_lost" : "stream_severed";
       if (inMemory) {
         if (inMemory.attached && inMemory.state !== "paused") inMemory.push({ kind: "severed" });
-        else await finishRun(inMemory, "ended", reason);
+        else await end(inMemory, row.state === "paused" ? { on: "hostLost" } : { on: "severed" });
       } else if (await repo.transitionRun(row.id, ["streaming", "paused"], "ended", { endReason: reason })) {
         await repo.voidInteractionsOfRun(row.id);
         await repo.unlockSession(row.sessionId, row.id);
@@ -655,13 +792,15 @@ export function createRunManager(deps: RunManagerDeps) {
   sweeper.unref();
 
   return {
+    /** This process holds the intern's live link. */
+    holdsLink: (internId: string) => links.get(internId) !== undefined,
     startRun,
     answer,
     pause,
     detach,
     clientGone,
     finishRun,
-    terminalOf,
+    end,
     onRunEvent,
     onLinkClosed,
     reconcile,

@@ -1,5 +1,5 @@
 /**
- * An agent that cannot start: the client's 502 and the host's info-level log carry the reason, the
+ * An agent that cannot start: the client's 502 error chunk and the host's info-level log carry the reason, the
  * exit status and the tail of the agent's stderr (here a Node MODULE_NOT_FOUND), through the real
  * core, link and gateway with a real agent process.
  */
@@ -43,10 +43,15 @@ describe("agent start failure", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("answers 502 with the agent's exit and stderr tail, and logs it at info level", async () => {
+  it("ends the stream with a 502 error chunk naming the agent's exit and stderr tail, and logs it at info level", async () => {
+    // The response opened (role chunk) when the core accepted the run; the failed start ends it.
     const r = await chat(h, internId, chatBody("hello"), { key: h.tenant.apiKey });
-    expect(r.status).toBe(502);
-    const err = (r.json as { error: { message: string } }).error;
+    expect(r.status).toBe(200);
+    expect(r.chunks[0].choices[0].delta).toEqual({ role: "assistant" });
+    const finish = r.chunks.find((c) => c.choices?.[0]?.finish_reason === "error");
+    expect(finish.error).toMatchObject({ code: 502, metadata: { reason: "turn_failed" } });
+    expect(r.done).toBe(true);
+    const err = finish.error as { message: string };
     expect(err.message).toMatch(/exited with code 1/);
     expect(err.message).toContain("MODULE_NOT_FOUND");
     const entry = logs.map((l) => JSON.parse(l) as { level: number; msg: string; reason?: string }).find((l) => l.msg === "agent failed to start");

@@ -71,7 +71,10 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(contentOf(r.chunks)).toBe("Hello world");
     expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
     expect(finalOf(r.chunks).usage).toMatchObject({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 });
-    expect(r.chunks.find((c) => c.choices[0]?.delta?.content)?.model).toBe("scripted-1");
+    // One model per response; the next response names the model the agent reported.
+    expect(new Set(r.chunks.map((c) => c.model)).size).toBe(1);
+    const next = await chat(h, internId, chatBody(script({ steps: [{ content: "again" }] })), { key: h.tenant.apiKey });
+    expect(new Set(next.chunks.map((c) => c.model))).toEqual(new Set(["scripted-1"]));
     expect(r.done).toBe(true);
   });
 
@@ -97,6 +100,18 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(contentOf(won.chunks)).toBe("[answer allow] done");
     expect(finishOf(won.chunks).choices[0].finish_reason).toBe("stop");
     expect(finalOf(won.chunks).session_id).toBe(sessionId);
+  });
+
+  it("a turn that fails after the agent reported its cost ends with that usage on the final chunk", async () => {
+    const r = await chat(
+      h,
+      internId,
+      chatBody(script({ steps: [{ content: "partial" }, { usageUpdate: { used: 10, cost: { amount: 0.25, currency: "USD" } } }, { fail: { message: "boom" } }] })),
+      { key: h.tenant.apiKey },
+    );
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("error");
+    expect(finishOf(r.chunks).error.metadata.reason).toBe("turn_failed");
+    expect(finalOf(r.chunks).usage).toMatchObject({ cost: 0.25 });
   });
 
   it("self-drive never pauses", async () => {

@@ -50,7 +50,10 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(new Set(r.chunks.map((c) => c.id)).size).toBe(1);
     expect(Number.isInteger(role.created)).toBe(true);
     expect(rest[0].choices[0].delta).toEqual({ reasoning: "thinking" });
-    expect(rest[0].model).toBe(MODEL);
+    // One model per response: the intern's first response names the default, the next its model.
+    expect(new Set(r.chunks.map((c) => c.model)).size).toBe(1);
+    const next = await chat(h, internId, chatBody("hello"), { key });
+    expect(new Set(next.chunks.map((c) => c.model))).toEqual(new Set([MODEL]));
     expect(contentOf(r.chunks)).toBe("Hello world");
     const finish = finishOf(r.chunks);
     expect(finish.choices[0]).toEqual({ index: 0, delta: {}, finish_reason: "stop" });
@@ -155,21 +158,24 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(Date.now() - stoppedAt).toBeLessThan(1000);
   });
 
-  it("errors before streaming: 502 without a host, 503 busy, 504 timeout", async () => {
+  it("errors: 502 before streaming without a host; 503 busy and 504 timeout from the host after the role chunk", async () => {
     const other = await createTestIntern(h);
     const unreachable = await chat(h, other.internId, chatBody("hello"), { key });
     expect(unreachable.status).toBe(502);
     expect(unreachable.json.error).toMatchObject({ code: 502, metadata: { reason: "intern_unreachable", retryable: true } });
 
+    // Once the core accepted the run the response is open (role chunk at once): the host's refusal
+    // and a start that never comes end it with an error finish.
     const busy = await chat(h, internId, chatBody("busy"), { key });
-    expect(busy.status).toBe(503);
-    expect(busy.json.error.metadata).toEqual({ reason: "busy", retryable: true });
-    expect(busy.headers.get("retry-after")).toBeTruthy();
+    expect(busy.status).toBe(200);
+    expect(busy.chunks[0].choices[0].delta).toEqual({ role: "assistant" });
+    expect(finishOf(busy.chunks).error).toMatchObject({ code: 503, metadata: { reason: "busy", retryable: true } });
+    expect(busy.done).toBe(true);
 
     const before = host.cancels.length;
     const timeout = await chat(h, internId, chatBody("nostart"), { key });
-    expect(timeout.status).toBe(504);
-    expect(timeout.json.error.metadata).toEqual({ reason: "timeout", retryable: true });
+    expect(timeout.chunks[0].choices[0].delta).toEqual({ role: "assistant" });
+    expect(finishOf(timeout.chunks).error).toMatchObject({ code: 504, metadata: { reason: "timeout", retryable: true } });
     await host.waitFor(() => host.cancels.length > before);
   });
 });

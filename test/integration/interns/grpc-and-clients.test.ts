@@ -64,7 +64,10 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat for gRPC and OpenA
     expect(r.error).toBeUndefined();
     expect(r.events.map((e) => e.event)).toEqual(["role", "reasoning", "content", "content", "finish", "final"]);
     expect(r.events[0].role.role).toBe("assistant");
-    expect(r.events[2].model).toBe(MODEL);
+    // One model per response; the intern's next response names the model it reported.
+    expect(new Set(r.events.map((e) => e.model)).size).toBe(1);
+    const next = await streamChat(client, { intern_id: internId, stream: true, messages: [userMsg("hello")] }, key);
+    expect(new Set(next.events.map((e) => e.model))).toEqual(new Set([MODEL]));
     expect(r.events[4].finish.reason).toBe("stop");
     expect(r.events[5].final.usage).toMatchObject({ prompt_tokens: "3", completion_tokens: "2", total_tokens: "5", cost: 0.001 });
   });
