@@ -4,6 +4,7 @@
  * events in wire order: role, content/reasoning, then one finish (stop | tool_calls | error) and the
  * final event. Heartbeats fill idle gaps. gRPC callers and the HTTP gateway share this code.
  */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { TurnLimiter } from "../../lib/turn-limiter.js";
 import type { Logger } from "pino";
@@ -141,6 +142,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
                 kind: q.kind || "permission",
                 ...(q.operation !== undefined ? { operation: q.operation } : {}),
                 options: q.options,
+                ...(run.interaction ? { deadline: timestampFromDate(run.interaction.deadlineAt) } : {}),
               },
             });
             yield message(run.model, stopFinish("tool_calls"));
