@@ -1,0 +1,89 @@
+// DOM helpers. Every text reaches the page through text nodes (never parsed as HTML), so nothing the API
+// returns can become markup; no inline style is ever set (the Content-Security-Policy forbids it).
+
+/**
+ * h("p", {class: "x", onclick: fn, "aria-live": "polite"}, "text", child, …)
+ * Props starting with "on" add listeners; `hidden`, `disabled`, `checked`, `selected`, `required`,
+ * `value` set properties; everything else is an attribute (false/null/undefined omit it).
+ */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(props ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") el.addEventListener(name.slice(2), value);
+    else if (["hidden", "disabled", "checked", "selected", "required", "value", "readOnly"].includes(name)) el[name] = value;
+    else if (name === "style") throw new Error("inline styles are not allowed");
+    else el.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+/** Replaces the children of `el`. */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+let ids = 0;
+/** A unique id for label/aria wiring. */
+export function uid(prefix = "f") {
+  ids += 1;
+  return `${prefix}-${ids}`;
+}
+
+/** A labelled form field: {label, input, hint?} → <div class="field"><label/>input<p hint/></div>. */
+export function field(label, input, hint) {
+  const id = input.id || uid("field");
+  input.id = id;
+  const parts = [h("label", { for: id }, label), input];
+  if (hint) {
+    const hintId = `${id}-hint`;
+    input.setAttribute("aria-describedby", hintId);
+    parts.push(h("p", { class: "hint", id: hintId }, hint));
+  }
+  return h("div", { class: "field" }, parts);
+}
+
+/** An error line for a form; `show(message)` fills it, `show()` clears it. */
+export function errorLine() {
+  const el = h("p", { class: "error", role: "alert", hidden: true });
+  return {
+    el,
+    show(message) {
+      el.textContent = message ?? "";
+      el.hidden = !message;
+    },
+  };
+}
+
+/** Announces a short status to screen readers (the page's polite live region). */
+export function announce(text) {
+  const region = document.getElementById("announce");
+  if (!region) return;
+  region.textContent = "";
+  // A fresh text node in a later task so the same message twice is still read.
+  setTimeout(() => {
+    region.textContent = text;
+  }, 30);
+}
+
+/** Dates as the reader's locale shows them, with the ISO form in a <time> element. */
+export function time(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return h("time", { datetime: iso }, Number.isNaN(d.getTime()) ? iso : d.toLocaleString());
+}
+
+/** A horizontally scrollable table wrapper, focusable so keyboard users can scroll it. */
+export function tableWrap(label, table) {
+  return h("div", { class: "table-wrap", role: "region", "aria-label": label, tabindex: "0" }, table);
+}

@@ -1,0 +1,194 @@
+// BYOK provider credentials: list (masked labels only), create, rotate, disable/enable, delete.
+// A key typed into a form goes to the API and nowhere else: the input is cleared once sent and the
+// page shows only what the API returns (the masked label).
+import { api, listAll, seg } from "../lib/api.js";
+import { announce, errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+
+export async function render(main) {
+  main.append(
+    h("h1", {}, "BYOK credentials"),
+    h("p", {}, "Upstream provider keys, encrypted at rest. A stored key is never shown again: the list shows its masked label."),
+  );
+  const listArea = h("div", { id: "byok-list" });
+  const status = h("p", { class: "ok", role: "status" });
+  main.append(status, listArea, h("h2", {}, "Add a credential"), createForm(async (cred) => {
+    status.textContent = `Stored ${cred.provider} credential ${cred.name ?? ""} (${cred.label}).`;
+    await refresh();
+  }));
+
+  async function refresh() {
+    let creds;
+    try {
+      creds = await listAll("/byok");
+    } catch (e) {
+      replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+      return;
+    }
+    if (creds.length === 0) {
+      replace(listArea, h("p", {}, "No credentials yet."));
+      return;
+    }
+    replace(
+      listArea,
+      tableWrap(
+        "Credentials",
+        h(
+          "table",
+          {},
+          h("caption", { class: "visually-hidden" }, "BYOK credentials"),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["Name", "Provider", "Key (masked)", "State", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)),
+            ),
+          ),
+          h("tbody", {}, creds.map((c) => row(c, refresh, status))),
+        ),
+      ),
+    );
+  }
+  await refresh();
+}
+
+function row(c, refresh, status) {
+  const name = c.name ?? "(unnamed)";
+  const err = errorLine();
+  const rotateArea = h("div", {});
+  const rotateButton = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      "aria-expanded": "false",
+      "aria-label": `Rotate key of ${name}`,
+      onclick: () => {
+        const open = rotateArea.childElementCount === 0;
+        rotateButton.setAttribute("aria-expanded", String(open));
+        if (!open) {
+          replace(rotateArea);
+          return;
+        }
+        const input = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true });
+        const formErr = errorLine();
+        replace(
+          rotateArea,
+          h(
+            "form",
+            {
+              class: "inline",
+              onsubmit: async (ev) => {
+                ev.preventDefault();
+                const key = input.value;
+                input.value = "";
+                try {
+                  const res = await api("PATCH", `/byok/${seg(c.id)}`, { key });
+                  status.textContent = `Rotated ${name}: now ${res.data.label}.`;
+                  announce(status.textContent);
+                  await refresh();
+                } catch (e) {
+                  formErr.show(e.message);
+                  input.focus();
+                }
+              },
+            },
+            field(`New key for ${name}`, input),
+            h("button", { type: "submit" }, "Rotate"),
+            formErr.el,
+          ),
+        );
+        input.focus();
+      },
+    },
+    "Rotate",
+  );
+  const toggle = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      "aria-label": `${c.disabled ? "Enable" : "Disable"} ${name}`,
+      onclick: async () => {
+        try {
+          await api("PATCH", `/byok/${seg(c.id)}`, { disabled: !c.disabled });
+          status.textContent = `${c.disabled ? "Enabled" : "Disabled"} ${name}.`;
+          await refresh();
+        } catch (e) {
+          err.show(e.message);
+        }
+      },
+    },
+    c.disabled ? "Enable" : "Disable",
+  );
+  const del = h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      "aria-label": `Delete ${name}`,
+      onclick: async () => {
+        if (!window.confirm(`Delete the ${c.provider} credential ${name}? Its key material is wiped.`)) return;
+        try {
+          await api("DELETE", `/byok/${seg(c.id)}`);
+          status.textContent = `Deleted ${name}.`;
+          await refresh();
+        } catch (e) {
+          err.show(e.message);
+        }
+      },
+    },
+    "Delete",
+  );
+  return h(
+    "tr",
+    { "data-id": c.id },
+    h("td", {}, name),
+    h("td", {}, c.provider),
+    h("td", {}, h("code", { class: "masked" }, c.label)),
+    h("td", {}, c.disabled ? "disabled" : "enabled"),
+    h("td", {}, time(c.created_at)),
+    h("td", { class: "actions" }, h("div", { class: "buttons" }, rotateButton, toggle, del), rotateArea, err.el),
+  );
+}
+
+function createForm(onCreated) {
+  const err = errorLine();
+  const provider = h("input", { type: "text", name: "provider", required: true, autocomplete: "off", spellcheck: "false" });
+  const name = h("input", { type: "text", name: "name", autocomplete: "off", maxlength: "255" });
+  const key = h("input", { type: "password", name: "key", required: true, autocomplete: "off", spellcheck: "false" });
+  const submit = h("button", { type: "submit" }, "Store credential");
+  const form = h(
+    "form",
+    {
+      class: "card",
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        err.show();
+        const body = { provider: provider.value.trim(), key: key.value, ...(name.value.trim() ? { name: name.value.trim() } : {}) };
+        // The key leaves the page with this request; it is not kept in the form.
+        key.value = "";
+        submit.disabled = true;
+        try {
+          const res = await api("POST", "/byok", body);
+          provider.value = "";
+          name.value = "";
+          announce(`Stored credential ${res.data.label}`);
+          await onCreated(res.data);
+        } catch (e) {
+          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          (e.metadata?.field === "provider" ? provider : key).focus();
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    field("Provider", provider, "Lowercase provider slug, for example openai or anthropic"),
+    field("Name", name, "Optional display name"),
+    field("Key", key, "Write-only: sent once, encrypted at rest, never shown again"),
+    err.el,
+    submit,
+  );
+  return form;
+}
