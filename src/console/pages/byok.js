@@ -2,7 +2,7 @@
 // A key typed into a form goes to the API and nowhere else: the input is cleared once sent and the
 // page shows only what the API returns (the masked label).
 import { api, listAll, seg } from "../lib/api.js";
-import { announce, errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -86,7 +86,6 @@ function row(c, refresh, status) {
                 try {
                   const res = await api("PATCH", `/byok/${seg(c.id)}`, { key });
                   status.textContent = `Rotated ${name}: now ${res.data.label}.`;
-                  announce(status.textContent);
                   await refresh();
                 } catch (e) {
                   formErr.show(e.message);
@@ -174,7 +173,6 @@ function createForm(onCreated) {
           const res = await api("POST", "/byok", body);
           provider.value = "";
           name.value = "";
-          announce(`Stored credential ${res.data.label}`);
           await onCreated(res.data);
         } catch (e) {
           err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);

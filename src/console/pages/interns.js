@@ -139,9 +139,11 @@ export function renderChat(main, params) {
       if (err.status === 401) window.dispatchEvent(new CustomEvent("portico:signed-out", { detail: err.message }));
       return;
     }
-    // Clock skew between this browser and the server, for the question's countdown.
+    // Clock skew between this browser and the server, for the question's countdown. The Date header
+    // has whole seconds (truncated), so its middle is 500 ms later; smaller differences are noise.
     const serverDate = Date.parse(res.headers.get("date") ?? "");
-    const skewMs = Number.isNaN(serverDate) ? 0 : serverDate - Date.now();
+    const skewRaw = Number.isNaN(serverDate) ? 0 : serverDate + 500 - Date.now();
+    const skewMs = Math.abs(skewRaw) < 1500 ? 0 : skewRaw;
     setBusy(true, "The intern is working…");
     let reply;
     let reasoning;
@@ -193,7 +195,6 @@ export function renderChat(main, params) {
       return;
     }
     setBusy(false, finish === "stop" ? "Finished" : finish === "error" ? "Ended with an error" : "Stream closed");
-    announce(statusLine.textContent);
   }
 
   function showQuestion(call, skewMs) {
@@ -207,15 +208,17 @@ export function renderChat(main, params) {
     const deadline = typeof args.deadline_at === "string" ? Date.parse(args.deadline_at) : Number.NaN;
     const headingId = `q-${call.id}`;
     const left = h("time", { class: "countdown" });
+    const deadlineLine = Number.isNaN(deadline) ? null : h("p", {}, "Answer within ", left, "; after that the run is cancelled.");
     const card = h(
       "li",
       { class: "turn turn-question", role: "group", "aria-labelledby": headingId },
       h("p", { class: "who", id: headingId }, args.operation ? `The intern asks permission: ${args.operation}` : "The intern asks permission"),
-      Number.isNaN(deadline) ? null : h("p", {}, "Answer within ", left, "; after that the run is cancelled."),
+      deadlineLine,
     );
     const buttons = h("div", { class: "buttons" });
     const answer = async (option) => {
       stopCountdown();
+      if (deadlineLine) deadlineLine.hidden = true;
       for (const b of buttons.querySelectorAll("button")) b.disabled = true;
       card.append(h("p", { class: "answered" }, `Answered: ${OPTION_LABELS[option] ?? option}`));
       addTurn("user", "You", `${OPTION_LABELS[option] ?? option}`);
@@ -241,7 +244,6 @@ export function renderChat(main, params) {
     transcript.append(card);
     card.scrollIntoView({ block: "end" });
     buttons.querySelector("button")?.focus();
-    announce("The intern is waiting for your answer");
 
     if (!Number.isNaN(deadline)) {
       const tick = () => {
@@ -251,11 +253,10 @@ export function renderChat(main, params) {
           left.textContent = "0:00";
           for (const b of buttons.querySelectorAll("button")) b.disabled = true;
           card.append(h("p", { class: "error" }, "The question expired: the run is cancelled."));
-          setBusy(false, "Expired");
-          announce("The question expired");
+          setBusy(false, "Expired: the question was not answered in time");
           return;
         }
-        const s = Math.ceil(ms / 1000);
+        const s = Math.floor(ms / 1000);
         left.textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
         left.setAttribute("datetime", `PT${s}S`);
       };

@@ -68,14 +68,14 @@ describe("console static files", () => {
     for (const path of ["/console/%2e%2e/%2e%2e/package.json", "/console/..%2f..%2fpackage.json", "/console/nope.js", "/console/.hidden"]) {
       const res = await fetch(`${h.baseUrl}${path}`);
       expect([403, 404], path).toContain(res.status);
-      const body = await res.json();
+      const body = (await res.json()) as { error: { code: number } };
       expect(body.error.code).toBe(res.status);
       expect(JSON.stringify(body)).not.toContain("portico");
     }
   });
 
   it("is not part of the OpenAPI document", async () => {
-    const doc = await (await fetch(`${h.baseUrl}/api/v1/openapi.json`)).json();
+    const doc = (await (await fetch(`${h.baseUrl}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).some((p) => p.startsWith("/console"))).toBe(false);
   });
 
