@@ -65,7 +65,7 @@ async function serve(dataDir: string): Promise<Served> {
 }
 
 // Skipped only on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromium", () => {
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromium", { timeout: 90_000 }, () => {
   let dataDir: string;
   let profileDir: string;
   let shots: string;
@@ -97,6 +97,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
       locale: "en-GB",
       timezoneId: "UTC",
     });
+    // Room for a loaded 2-core machine; every wait is for an element or a response, never a fixed time.
+    context.setDefaultTimeout(60_000);
     page = context.pages()[0] ?? (await context.newPage());
     context.on("page", (p) => watch(p));
     watch(page);
@@ -127,7 +129,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     expect(res!.headers()["content-security-policy"]).toContain("script-src 'self'");
     const key = page.getByLabel("Management key");
     const keyId = JSON.stringify(await key.getAttribute("id"));
-    await expect.poll(() => page.evaluate(`document.activeElement === document.getElementById(${keyId})`)).toBe(true);
+    await expect.poll(() => page.evaluate(`document.activeElement === document.getElementById(${keyId})`), { timeout: 30_000 }).toBe(true);
     await shot("sign-in");
 
     await page.keyboard.type(s.apiKey);
@@ -240,7 +242,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     expect(buttons[buttons.length - 1]).toBe("Cancel the run");
     // The countdown shows minutes and seconds left of the 5-minute deadline.
     const countdown = question.locator("time.countdown");
-    await expect.poll(async () => /^[0-5]:[0-5]\d$/.test((await countdown.textContent()) ?? "")).toBe(true);
+    await expect.poll(async () => /^[0-5]:[0-5]\d$/.test((await countdown.textContent()) ?? ""), { timeout: 30_000 }).toBe(true);
     const [m, sec] = ((await countdown.textContent()) ?? "").split(":").map(Number);
     expect(m! * 60 + sec!).toBeGreaterThan(240);
     expect(m! * 60 + sec!).toBeLessThanOrEqual(300);
@@ -253,7 +255,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     const body = JSON.parse((await answered).postData()!);
     expect(body.messages.at(-1)).toMatchObject({ role: "tool", content: "allow_once" });
     expect(typeof body.session_id).toBe("string");
-    await page.locator("main").getByRole("status").filter({ hasText: "Finished" }).waitFor({ timeout: 60_000 });
+    await page.locator("main").getByRole("status").filter({ hasText: "Finished" }).waitFor();
     await page.getByRole("log").getByText("console-approved-run").first().waitFor();
     expect(await question.getByRole("button", { name: "Allow once" }).isDisabled()).toBe(true);
     expect(await countdown.isVisible()).toBe(false);
