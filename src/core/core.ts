@@ -23,6 +23,15 @@ import { createByokDomain } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
 import { createPresetsHandler } from "./presets/presets-handler.js";
 import { createPresetsRepository } from "./presets/presets-repository.js";
+import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
+import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
+import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
+import { createAuditLog } from "./audit/audit-log.js";
+import { createAuditHandler } from "./audit/audit-handler.js";
+import { createKeysHandler } from "./keys/keys-handler.js";
+import { createKeysService } from "./keys/keys-service.js";
+import { createWorkspacesHandler } from "./workspaces/workspaces-handler.js";
+import { createWorkspacesService } from "./workspaces/workspaces-service.js";
 
 export interface CoreOptions {
   database: DatabaseHandle;
@@ -51,6 +60,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const interns = createInternsModule({ db, config, logger });
   closers.push(() => interns.close());
   const byok = await createByokDomain({ database, config, logger });
+  const workspaces = createWorkspacesService(db);
+  const keys = createKeysService({ db, workspaces });
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
@@ -82,6 +93,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
     router.service(ByokService, byok.handler);
+    router.service(KeysService, createKeysHandler({ service: keys }));
+    router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
+    router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db, { provider: database.provider }), brand: config.brand }));
   };
 
