@@ -3,6 +3,9 @@
 import { api, session } from "./lib/api.js";
 import { announce, errorLine, field, h, replace } from "./lib/dom.js";
 import * as keyPage from "./pages/key.js";
+import * as keysPage from "./pages/keys.js";
+import * as workspacesPage from "./pages/workspaces.js";
+import * as auditPage from "./pages/audit.js";
 import * as presetsPage from "./pages/presets.js";
 import * as byokPage from "./pages/byok.js";
 import * as internsPage from "./pages/interns.js";
@@ -10,6 +13,10 @@ import * as internsPage from "./pages/interns.js";
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
   { path: "/key", section: "key", page: keyPage.render },
+  { path: "/keys", section: "keys", page: keysPage.render },
+  { path: "/workspaces", section: "workspaces", page: workspacesPage.renderList },
+  { path: "/workspaces/:id", section: "workspaces", page: workspacesPage.renderWorkspace },
+  { path: "/audit", section: "audit", page: auditPage.render },
   { path: "/presets", section: "presets", page: presetsPage.renderList },
   { path: "/presets/:slug", section: "presets", page: presetsPage.renderPreset },
   { path: "/byok", section: "byok", page: byokPage.render },

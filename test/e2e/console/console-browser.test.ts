@@ -224,6 +224,57 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     expect(after).not.toContain(rotated);
   });
 
+  it("creates an API key whose plaintext is shown once, disables and deletes it", async () => {
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
+    await page.getByRole("row").filter({ hasText: "management" }).first().waitFor();
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill("ci-bot");
+    const created = page.waitForResponse((r) => r.url().endsWith("/api/v1/keys") && r.request().method() === "POST");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const res = await (await created).json();
+    expect(res.key).toMatch(/^pk-v1-[0-9a-f]{64}$/);
+    const once = page.getByRole("region", { name: "New key" });
+    await once.waitFor();
+    expect(await once.getByLabel("Key", { exact: true }).inputValue()).toBe(res.key);
+    const row = page.getByRole("row").filter({ hasText: "ci-bot" });
+    await row.getByText(res.data.label, { exact: true }).waitFor();
+    await once.getByRole("button", { name: "I have stored it" }).click();
+    await once.waitFor({ state: "detached" });
+    await shot("keys");
+    expect(await pageText()).not.toContain(res.key);
+
+    await row.getByRole("button", { name: "Disable ci-bot" }).click();
+    await page.getByRole("row").filter({ hasText: "ci-bot" }).getByText("disabled", { exact: true }).waitFor();
+    // A disabled key is refused by the API at once.
+    expect((await fetch(`${s.origin}/api/v1/key`, { headers: { authorization: `Bearer ${res.key}` } })).status).toBe(401);
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("row").filter({ hasText: "ci-bot" }).getByRole("button", { name: "Delete ci-bot" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Deleted ci-bot." }).waitFor();
+    await page.getByRole("row").filter({ hasText: "ci-bot" }).waitFor({ state: "detached" });
+  });
+
+  it("creates a workspace, adds a member by email and removes them", async () => {
+    await page.getByRole("link", { name: "Workspaces" }).click();
+    await page.getByRole("heading", { level: 1, name: "Workspaces" }).waitFor();
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill("Research");
+    await page.getByRole("textbox", { name: "Slug", exact: true }).fill("research");
+    await page.getByRole("button", { name: "Create workspace" }).click();
+    await page.getByRole("heading", { level: 1, name: "Workspace Research" }).waitFor();
+    await page.getByLabel("Email addresses or user ids").fill("ada@example.com");
+    await page.getByRole("button", { name: "Add members" }).click();
+    const member = page.getByRole("row").filter({ hasText: "ada@example.com" });
+    await member.waitFor();
+    await shot("workspace");
+    await member.getByRole("button", { name: "Remove ada@example.com from Research" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Removed ada@example.com." }).waitFor();
+    await member.waitFor({ state: "detached" });
+
+    await page.getByRole("link", { name: "Audit log" }).click();
+    await page.getByRole("heading", { level: 1, name: "Audit log" }).waitFor();
+    await page.getByRole("cell", { name: "workspace.create" }).first().waitFor();
+    await shot("audit");
+  });
+
   it("streams a manual-mode run, pauses on the question with a countdown, and finishes after a click on Allow once", async () => {
     await page.getByRole("link", { name: "Interns" }).click();
     await page.getByLabel("Intern id").fill(s.internId);
@@ -271,6 +322,9 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await narrow.keyboard.press("Enter");
     for (const [hash, heading] of [
       ["#/key", "Key"],
+      ["#/keys", "API keys"],
+      ["#/workspaces", "Workspaces"],
+      ["#/audit", "Audit log"],
       ["#/presets", "Presets"],
       ["#/presets/support-bot", "Preset support-bot"],
       ["#/byok", "BYOK credentials"],

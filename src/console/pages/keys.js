@@ -1,0 +1,231 @@
+// API keys of the organization: list (labels and hashes only), create, rename, disable/enable,
+// delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
+// dismisses; it is never stored by the console and never shown again.
+import { api, listAll, seg } from "../lib/api.js";
+import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+
+export async function render(main) {
+  main.append(
+    h("h1", {}, "API keys"),
+    h("p", {}, "Keys of this organization. A key's plaintext is shown once, when it is created; afterwards only its label and hash."),
+  );
+  const status = h("p", { class: "ok", role: "status" });
+  const reveal = h("div", {});
+  const listArea = h("div", {});
+  const includeDisabled = h("input", { type: "checkbox", checked: true, onchange: () => void refresh() });
+  main.append(
+    status,
+    reveal,
+    h("div", { class: "check" }, includeDisabled, h("label", { for: (includeDisabled.id = "keys-include-disabled") }, "Show disabled keys")),
+    listArea,
+    h("h2", {}, "Create a key"),
+    createForm(async (res) => {
+      showOnce(reveal, res);
+      await refresh();
+    }),
+  );
+
+  async function refresh() {
+    let keys;
+    try {
+      keys = await listAll(`/keys?include_disabled=${includeDisabled.checked}`);
+    } catch (e) {
+      replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+      return;
+    }
+    replace(
+      listArea,
+      keys.length === 0
+        ? h("p", {}, "No keys.")
+        : tableWrap(
+            "API keys",
+            h(
+              "table",
+              {},
+              h("caption", { class: "visually-hidden" }, "API keys, oldest first"),
+              h("thead", {}, h("tr", {}, ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+              h("tbody", {}, keys.map((k) => row(k, refresh, status))),
+            ),
+          ),
+    );
+  }
+  await refresh();
+}
+
+function showOnce(area, res) {
+  const value = h("input", { type: "text", readOnly: true, value: res.key, class: "mono", "aria-describedby": "new-key-note" });
+  const copy = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(value.value);
+          copy.textContent = "Copied";
+        } catch {
+          value.select();
+          copy.textContent = "Press Ctrl+C to copy";
+        }
+      },
+    },
+    "Copy",
+  );
+  const dismiss = h(
+    "button",
+    {
+      type: "button",
+      onclick: () => {
+        value.value = "";
+        replace(area);
+      },
+    },
+    "I have stored it",
+  );
+  replace(
+    area,
+    h(
+      "div",
+      { class: "card once", role: "region", "aria-label": "New key" },
+      h("h2", {}, `New key ${res.data.name}`),
+      h("p", { id: "new-key-note" }, "Store this key now: it is shown only this once and cannot be recovered."),
+      field("Key", value),
+      h("div", { class: "buttons" }, copy, dismiss),
+    ),
+  );
+  value.focus();
+  value.select();
+}
+
+function row(k, refresh, status) {
+  const err = errorLine();
+  const editArea = h("div", {});
+  const rename = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      "aria-expanded": "false",
+      "aria-label": `Rename ${k.name}`,
+      onclick: () => {
+        const open = editArea.childElementCount === 0;
+        rename.setAttribute("aria-expanded", String(open));
+        if (!open) return void replace(editArea);
+        const input = h("input", { type: "text", required: true, maxlength: "255", value: k.name });
+        const formErr = errorLine();
+        replace(
+          editArea,
+          h(
+            "form",
+            {
+              class: "inline",
+              onsubmit: async (ev) => {
+                ev.preventDefault();
+                try {
+                  await api("PATCH", `/keys/${seg(k.hash)}`, { name: input.value.trim() });
+                  status.textContent = `Renamed ${k.name} to ${input.value.trim()}.`;
+                  await refresh();
+                } catch (e) {
+                  formErr.show(e.message);
+                  input.focus();
+                }
+              },
+            },
+            field(`New name for ${k.name}`, input),
+            h("button", { type: "submit" }, "Save"),
+            formErr.el,
+          ),
+        );
+        input.focus();
+      },
+    },
+    "Rename",
+  );
+  const toggle = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      "aria-label": `${k.disabled ? "Enable" : "Disable"} ${k.name}`,
+      onclick: async () => {
+        try {
+          await api("PATCH", `/keys/${seg(k.hash)}`, { disabled: !k.disabled });
+          status.textContent = `${k.disabled ? "Enabled" : "Disabled"} ${k.name}.`;
+          await refresh();
+        } catch (e) {
+          err.show(e.message);
+        }
+      },
+    },
+    k.disabled ? "Enable" : "Disable",
+  );
+  const del = h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      "aria-label": `Delete ${k.name}`,
+      onclick: async () => {
+        if (!window.confirm(`Delete the key ${k.name} (${k.label})? It stops working at once.`)) return;
+        try {
+          await api("DELETE", `/keys/${seg(k.hash)}`);
+          status.textContent = `Deleted ${k.name}.`;
+          await refresh();
+        } catch (e) {
+          err.show(e.message);
+        }
+      },
+    },
+    "Delete",
+  );
+  return h(
+    "tr",
+    { "data-hash": k.hash },
+    h("td", {}, k.name),
+    h("td", {}, h("code", { class: "masked" }, k.label)),
+    h("td", {}, k.is_management_key ? "management" : "API"),
+    h("td", {}, k.disabled ? "disabled" : "enabled"),
+    h("td", {}, h("code", {}, k.workspace_id)),
+    h("td", {}, time(k.created_at)),
+    h("td", { class: "actions" }, h("div", { class: "buttons" }, rename, toggle, del), editArea, err.el),
+  );
+}
+
+function createForm(onCreated) {
+  const err = errorLine();
+  const name = h("input", { type: "text", name: "name", required: true, maxlength: "255", autocomplete: "off" });
+  const workspace = h("input", { type: "text", name: "workspace_id", autocomplete: "off", spellcheck: "false" });
+  const management = h("input", { type: "checkbox", name: "is_management_key", id: "new-key-management" });
+  const submit = h("button", { type: "submit" }, "Create key");
+  return h(
+    "form",
+    {
+      class: "card",
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        err.show();
+        submit.disabled = true;
+        try {
+          const res = await api("POST", "/keys", {
+            name: name.value.trim(),
+            ...(workspace.value.trim() ? { workspace_id: workspace.value.trim() } : {}),
+            is_management_key: management.checked,
+          });
+          name.value = "";
+          management.checked = false;
+          await onCreated(res);
+        } catch (e) {
+          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          name.focus();
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    field("Name", name),
+    field("Workspace id", workspace, "Optional; omitted = the default workspace"),
+    h("div", { class: "check" }, management, h("label", { for: "new-key-management" }, "Management key (may manage keys, workspaces, presets and credentials)")),
+    err.el,
+    submit,
+  );
+}
