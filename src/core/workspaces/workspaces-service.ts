@@ -71,7 +71,10 @@ export function createWorkspacesService(db: Db) {
 
     get: workspaceOf,
 
-    async create(actor: Actor, input: { name: string; slug?: string | undefined; description?: string | undefined; createdBy?: string | null }) {
+    async create(
+      actor: Actor,
+      input: { name: string; slug?: string | undefined; description?: string | undefined; createdBy?: string | null; isDefault?: boolean },
+    ) {
       const name = checkName("name", input.name);
       const slug = input.slug !== undefined ? checkSlug("slug", input.slug) : slugify(name);
       const description = input.description !== undefined ? checkText("description", input.description, 2000) : null;
@@ -79,7 +82,7 @@ export function createWorkspacesService(db: Db) {
       try {
         return await db.$transaction(async (tx) => {
           const ws = await tx.workspace.create({
-            data: { organizationId: actor.organizationId, name, slug, description, createdBy },
+            data: { organizationId: actor.organizationId, name, slug, description, createdBy, isDefault: input.isDefault === true },
           });
           if (createdBy) await tx.workspaceMember.create({ data: { workspaceId: ws.id, userId: createdBy } });
           await recordAudit(tx, actor, { action: "workspace.create", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: auditDetails(ws) });
@@ -125,6 +128,36 @@ export function createWorkspacesService(db: Db) {
         const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { deletedAt: new Date(), updatedAt: new Date() } });
         if (res.count === 0) throw notFound();
         await recordAudit(tx, actor, { action: "workspace.delete", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { slug: ws.slug } });
+      });
+    },
+
+    /** Adds a user (found or created by email) to the actor's organization. */
+    async addOrganizationMember(actor: Actor, email: string, role = "member") {
+      const address = email.trim().toLowerCase();
+      if (address.length > 254 || !EMAIL.test(address)) throw invalidArgument("email", "email must be an email address");
+      return db.$transaction(async (tx) => {
+        const user = await tx.user.upsert({ where: { email: address }, update: {}, create: { email: address, name: address } });
+        await tx.membership.upsert({
+          where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } },
+          update: { removedAt: null, role },
+          create: { organizationId: actor.organizationId, userId: user.id, role },
+        });
+        await recordAudit(tx, actor, { action: "organization.member.add", targetType: "user", targetId: user.id, details: { email: address, role } });
+        return user;
+      });
+    },
+
+    /** The user leaves the actor's organization (and its workspaces); keys they created then answer 403. */
+    async removeOrganizationMember(actor: Actor, userId: string) {
+      await db.$transaction(async (tx) => {
+        const res = await tx.membership.updateMany({
+          where: { organizationId: actor.organizationId, userId, removedAt: null },
+          data: { removedAt: new Date() },
+        });
+        if (res.count === 0) throw notFound("no active membership for that user in that organization");
+        const workspaces = await tx.workspace.findMany({ where: { organizationId: actor.organizationId }, select: { id: true } });
+        await tx.workspaceMember.deleteMany({ where: { userId, workspaceId: { in: workspaces.map((w) => w.id) } } });
+        await recordAudit(tx, actor, { action: "organization.member.remove", targetType: "user", targetId: userId });
       });
     },
 
