@@ -13,13 +13,21 @@ export async function render(main) {
   const reveal = h("div", {});
   const listArea = h("div", {});
   const includeDisabled = h("input", { type: "checkbox", checked: true, onchange: () => void refresh() });
+  // Workspace names for the table and the create form (ids where the list cannot be read).
+  let workspaces = [];
+  try {
+    workspaces = await listAll("/workspaces");
+  } catch {
+    workspaces = [];
+  }
+  const workspaceName = (id) => workspaces.find((w) => w.id === id)?.name;
   main.append(
     status,
     reveal,
     h("div", { class: "check" }, includeDisabled, h("label", { for: (includeDisabled.id = "keys-include-disabled") }, "Show disabled keys")),
     listArea,
     h("h2", {}, "Create a key"),
-    createForm(async (res) => {
+    createForm(workspaces, async (res) => {
       showOnce(reveal, res);
       await refresh();
     }),
@@ -44,7 +52,7 @@ export async function render(main) {
               {},
               h("caption", { class: "visually-hidden" }, "API keys, oldest first"),
               h("thead", {}, h("tr", {}, ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
-              h("tbody", {}, keys.map((k) => row(k, refresh, status))),
+              h("tbody", {}, keys.map((k) => row(k, workspaceName(k.workspace_id), refresh, status))),
             ),
           ),
     );
@@ -97,7 +105,7 @@ function showOnce(area, res) {
   value.select();
 }
 
-function row(k, refresh, status) {
+function row(k, workspaceName, refresh, status) {
   const err = errorLine();
   const editArea = h("div", {});
   const rename = h(
@@ -185,16 +193,21 @@ function row(k, refresh, status) {
     h("td", {}, h("code", { class: "masked" }, k.label)),
     h("td", {}, k.is_management_key ? "management" : "API"),
     h("td", {}, k.disabled ? "disabled" : "enabled"),
-    h("td", {}, h("code", {}, k.workspace_id)),
+    h("td", {}, workspaceName ?? h("code", {}, k.workspace_id)),
     h("td", {}, time(k.created_at)),
     h("td", { class: "actions" }, h("div", { class: "buttons" }, rename, toggle, del), editArea, err.el),
   );
 }
 
-function createForm(onCreated) {
+function createForm(workspaces, onCreated) {
   const err = errorLine();
   const name = h("input", { type: "text", name: "name", required: true, maxlength: "255", autocomplete: "off" });
-  const workspace = h("input", { type: "text", name: "workspace_id", autocomplete: "off", spellcheck: "false" });
+  const workspace = h(
+    "select",
+    { name: "workspace_id" },
+    h("option", { value: "" }, "The default workspace"),
+    workspaces.filter((w) => !w.is_default).map((w) => h("option", { value: w.id }, w.name)),
+  );
   const management = h("input", { type: "checkbox", name: "is_management_key", id: "new-key-management" });
   const submit = h("button", { type: "submit" }, "Create key");
   return h(
@@ -208,7 +221,7 @@ function createForm(onCreated) {
         try {
           const res = await api("POST", "/keys", {
             name: name.value.trim(),
-            ...(workspace.value.trim() ? { workspace_id: workspace.value.trim() } : {}),
+            ...(workspace.value ? { workspace_id: workspace.value } : {}),
             is_management_key: management.checked,
           });
           name.value = "";
@@ -223,7 +236,7 @@ function createForm(onCreated) {
       },
     },
     field("Name", name),
-    field("Workspace id", workspace, "Optional; omitted = the default workspace"),
+    field("Workspace", workspace),
     h("div", { class: "check" }, management, h("label", { for: "new-key-management" }, "Management key (may manage keys, workspaces, presets and credentials)")),
     err.el,
     submit,
