@@ -43,6 +43,24 @@ export function renderList(main) {
   );
 }
 
+/** The pending question of an intern's chat, kept for this tab so a reload or a visit elsewhere does not lose it. */
+const pendingStore = {
+  key: (internId) => `portico.console.pending.${internId}`,
+  save(internId, value) {
+    sessionStorage.setItem(this.key(internId), JSON.stringify(value));
+  },
+  load(internId) {
+    try {
+      return JSON.parse(sessionStorage.getItem(this.key(internId)) ?? "null");
+    } catch {
+      return null;
+    }
+  },
+  clear(internId) {
+    sessionStorage.removeItem(this.key(internId));
+  },
+};
+
 export function renderChat(main, params) {
   const internId = params.id;
   const state = { sessionId: null, busy: false, controller: null, countdown: null };
@@ -191,6 +209,7 @@ export function renderChat(main, params) {
     }
     if (question && finish === "tool_calls") {
       setBusy(true, "Paused: the intern is waiting for your answer");
+      pendingStore.save(internId, { sessionId: state.sessionId, call: question, skewMs });
       showQuestion(question, skewMs);
       return;
     }
@@ -218,6 +237,7 @@ export function renderChat(main, params) {
     const buttons = h("div", { class: "buttons" });
     const answer = async (option) => {
       stopCountdown();
+      pendingStore.clear(internId);
       if (deadlineLine) deadlineLine.hidden = true;
       for (const b of buttons.querySelectorAll("button")) b.disabled = true;
       card.append(h("p", { class: "answered" }, `Answered: ${OPTION_LABELS[option] ?? option}`));
@@ -250,6 +270,7 @@ export function renderChat(main, params) {
         const ms = deadline - (Date.now() + skewMs);
         if (ms <= 0) {
           stopCountdown();
+          pendingStore.clear(internId);
           left.textContent = "0:00";
           for (const b of buttons.querySelectorAll("button")) b.disabled = true;
           card.append(h("p", { class: "error" }, "The question expired: the run is cancelled."));
@@ -270,7 +291,16 @@ export function renderChat(main, params) {
     state.countdown = null;
   }
 
-  prompt.focus();
+  // A question left unanswered in this tab (page reloaded, or visited another page) is shown again.
+  const pending = pendingStore.load(internId);
+  if (pending?.call?.id && pending.sessionId) {
+    state.sessionId = pending.sessionId;
+    sessionLine.replaceChildren("Session ", h("code", {}, pending.sessionId));
+    setBusy(true, "Paused: the intern is waiting for your answer");
+    showQuestion(pending.call, pending.skewMs ?? 0);
+  } else {
+    prompt.focus();
+  }
   // Leaving the page closes a streaming response (the service cancels a streaming run; a paused one waits).
   return () => {
     stopCountdown();

@@ -300,6 +300,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     // Focus moves to the first answer, so Enter answers from the keyboard as well.
     expect(await page.evaluate("document.activeElement?.textContent")).toBe(buttons[0]);
     await shot("intern-chat-paused");
+    // A reload keeps the pending question (this tab's sessionStorage), so it can still be answered here.
+    await page.reload();
+    await question.getByRole("button", { name: "Allow once" }).waitFor();
+    await expect.poll(async () => /^[0-5]:[0-5]\d$/.test((await countdown.textContent()) ?? ""), { timeout: 30_000 }).toBe(true);
 
     const answered = page.waitForRequest((r) => r.method() === "POST" && r.url().includes("/chat/completions") && (r.postData() ?? "").includes('"role":"tool"'));
     await question.getByRole("button", { name: "Allow once" }).click();
