@@ -4,14 +4,45 @@
 import { api, listAll, seg } from "../lib/api.js";
 import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
 
-export async function render(main) {
+export async function render(main, _params, query) {
   main.append(
     h("h1", {}, "BYOK credentials"),
     h("p", {}, "Upstream provider keys, encrypted at rest. A stored key is never shown again: the list shows its masked label."),
   );
+  // Credentials belong to a workspace; the default one unless another is chosen (#/byok?workspace=<id>).
+  let workspaces = [];
+  try {
+    workspaces = await listAll("/workspaces");
+  } catch {
+    workspaces = [];
+  }
+  const chosen = workspaces.find((w) => w.id === query.get("workspace"));
+  const workspaceId = chosen && !chosen.is_default ? chosen.id : undefined;
+  if (workspaces.length > 1) {
+    const select = h(
+      "select",
+      { name: "workspace" },
+      workspaces.map((w) => h("option", { value: w.id, selected: chosen ? w.id === chosen.id : w.is_default }, w.is_default ? `${w.name} (default)` : w.name)),
+    );
+    main.append(
+      h(
+        "form",
+        {
+          class: "inline",
+          onsubmit: (ev) => {
+            ev.preventDefault();
+            location.hash = `#/byok?workspace=${seg(select.value)}`;
+          },
+        },
+        field("Workspace", select),
+        h("button", { type: "submit", class: "secondary" }, "Show"),
+      ),
+    );
+  }
+  const scope = workspaceId ? `?workspace_id=${seg(workspaceId)}` : "";
   const listArea = h("div", { id: "byok-list" });
   const status = h("p", { class: "ok", role: "status" });
-  main.append(status, listArea, h("h2", {}, "Add a credential"), createForm(async (cred) => {
+  main.append(status, listArea, h("h2", {}, "Add a credential"), createForm(workspaceId, async (cred) => {
     status.textContent = `Stored ${cred.provider} credential ${cred.name ?? ""} (${cred.label}).`;
     await refresh();
   }));
@@ -19,7 +50,7 @@ export async function render(main) {
   async function refresh() {
     let creds;
     try {
-      creds = await listAll("/byok");
+      creds = await listAll(`/byok${scope}`);
     } catch (e) {
       replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
       return;
@@ -152,7 +183,7 @@ function row(c, refresh, status) {
   );
 }
 
-function createForm(onCreated) {
+function createForm(workspaceId, onCreated) {
   const err = errorLine();
   const provider = h("input", { type: "text", name: "provider", required: true, autocomplete: "off", spellcheck: "false" });
   const name = h("input", { type: "text", name: "name", autocomplete: "off", maxlength: "255" });
@@ -165,7 +196,12 @@ function createForm(onCreated) {
       onsubmit: async (ev) => {
         ev.preventDefault();
         err.show();
-        const body = { provider: provider.value.trim(), key: key.value, ...(name.value.trim() ? { name: name.value.trim() } : {}) };
+        const body = {
+          provider: provider.value.trim(),
+          key: key.value,
+          ...(name.value.trim() ? { name: name.value.trim() } : {}),
+          ...(workspaceId ? { workspace_id: workspaceId } : {}),
+        };
         // The key leaves the page with this request; it is not kept in the form.
         key.value = "";
         submit.disabled = true;

@@ -269,6 +269,13 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.locator("main").getByRole("status").filter({ hasText: "Removed ada@example.com." }).waitFor();
     await member.waitFor({ state: "detached" });
 
+    // BYOK credentials are per workspace: the new one has none of the default workspace's.
+    await page.getByRole("link", { name: "BYOK credentials" }).click();
+    await page.getByRole("row").filter({ hasText: "prod" }).waitFor();
+    await page.getByLabel("Workspace").selectOption({ label: "Research" });
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.getByText("No credentials yet.").waitFor();
+
     await page.getByRole("link", { name: "Audit log" }).click();
     await page.getByRole("heading", { level: 1, name: "Audit log" }).waitFor();
     await page.getByRole("cell", { name: "workspace.create" }).first().waitFor();
