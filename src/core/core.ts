@@ -23,6 +23,7 @@ import { createByokDomain } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
 import { createPresetsHandler } from "./presets/presets-handler.js";
 import { createPresetsRepository } from "./presets/presets-repository.js";
+import { createPresetManagement } from "./presets/preset-management.js";
 import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
@@ -96,7 +97,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
-    router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db, { provider: database.provider }), brand: config.brand }));
+    router.service(PresetsService, createPresetsHandler({
+        repository: createPresetsRepository(db, { provider: database.provider }),
+        management: createPresetManagement(db),
+        brand: config.brand,
+      }));
   };
 
   return {

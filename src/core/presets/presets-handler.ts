@@ -18,9 +18,14 @@ import { createChatRequestValidator, type ChatRequestValidator } from "./chat-re
 import { RuleViolation } from "./json-rules.js";
 import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
+import { actorOf } from "../audit/audit-log.js";
+import { maskPaths } from "../management/rules.js";
+import type { PresetChanges, PresetManagement } from "./preset-management.js";
 
 export interface PresetsHandlerDeps {
   repository: PresetsRepository;
+  /** Rename, describe, designate, change status (audited). */
+  management: PresetManagement;
   /** Brand word prefixing server tool types (`<brand>:web_search`). */
   brand: string;
 }
@@ -94,6 +99,20 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       const version = number === null ? null : await repository.findVersion(preset.id, number);
       if (!version) throw notFound();
       return { version: versionToProto(version) };
+    },
+
+    async updatePreset(req, ctx) {
+      const caller = callerOf(ctx);
+      requireManagement(caller);
+      const paths = maskPaths(req.updateMask?.paths, ["name", "description", "designated_version", "status"]);
+      const preset = await presetOf(caller.workspaceId, req.slug);
+      const changes: PresetChanges = {};
+      if (paths.has("name")) changes.name = req.name;
+      if (paths.has("description")) changes.description = req.description ?? null;
+      if (paths.has("designated_version")) changes.designatedVersion = req.designatedVersion;
+      if (paths.has("status")) changes.status = req.status;
+      const res = await deps.management.update(actorOf(caller), preset, changes);
+      return { preset: presetToProto(res.preset), designatedVersion: res.version ? versionToProto(res.version) : undefined };
     },
   };
 }

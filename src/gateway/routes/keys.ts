@@ -11,7 +11,7 @@ import { parsePage } from "../pagination.js";
 import { apiKeySchema, presentApiKey } from "../presenters/management.js";
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema } from "../schemas.js";
-import { dataOf, deletedSchema, MANAGEMENT, pageOf, queryBool, queryString } from "./management-schemas.js";
+import { dataOf, deletedSchema, MANAGEMENT, pageOf, refuseUnknownFields, queryBool, queryString } from "./management-schemas.js";
 
 const hashParams = {
   type: "object",
@@ -120,12 +120,11 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
       schema: {
         operationId: "updateApiKey",
         summary: "Rename, disable or enable an API key",
-        description: "Omitted fields stay unchanged. Disabling takes effect from the next request. Other fields are refused with 400.",
+        description: "Omitted fields stay unchanged. Disabling takes effect from the next request. Any other field is refused with 400 naming it.",
         tags,
         params: hashParams,
         body: {
           type: "object",
-          additionalProperties: false,
           properties: { name: nameField, disabled: { type: "boolean", description: "true disables the key, false enables it." } },
         },
         response: { 200: dataOf(apiKeySchema), ...errorResponses(400, 401, 403, 404, 500) },
@@ -134,6 +133,7 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     async (req) => {
       const { hash } = req.params as { hash: string };
       const b = (req.body ?? {}) as { name?: string; disabled?: boolean };
+      refuseUnknownFields(b, ["name", "disabled"]);
       const paths = (["name", "disabled"] as const).filter((f) => Object.hasOwn(b, f));
       const res = await client.updateKey(
         { hash, ...(b.name !== undefined ? { name: b.name } : {}), disabled: b.disabled === true, updateMask: { paths } },

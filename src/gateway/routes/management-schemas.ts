@@ -36,3 +36,12 @@ export function queryString(query: unknown, name: string): string | undefined {
   const raw = ((query ?? {}) as Record<string, unknown>)[name];
   return typeof raw === "string" && raw !== "" ? raw : undefined;
 }
+
+/** Refuses a body field the operation does not know, naming it (a PATCH must not silently ignore a change). */
+export function refuseUnknownFields(body: unknown, allowed: readonly string[]): void {
+  if (body === null || typeof body !== "object") return;
+  const unknown = Object.keys(body).find((k) => !allowed.includes(k));
+  if (unknown !== undefined) {
+    throw serviceError(Code.InvalidArgument, "bad_request", `${unknown} cannot be changed here; fields: ${allowed.join(", ")}`, { field: unknown });
+  }
+}

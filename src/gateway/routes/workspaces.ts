@@ -11,7 +11,7 @@ import { parsePage } from "../pagination.js";
 import { presentWorkspace, presentWorkspaceMember, workspaceMemberSchema, workspaceSchema } from "../presenters/management.js";
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema } from "../schemas.js";
-import { dataOf, deletedSchema, MANAGEMENT, pageOf } from "./management-schemas.js";
+import { dataOf, deletedSchema, MANAGEMENT, pageOf, refuseUnknownFields } from "./management-schemas.js";
 
 const idParams = {
   type: "object",
@@ -106,7 +106,6 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
         params: idParams,
         body: {
           type: "object",
-          additionalProperties: false,
           properties: { ...fields, description: { type: ["string", "null"], description: "At most 2000 characters; null clears." } },
         },
         response: { 200: dataOf(workspaceSchema), ...errorResponses(400, 401, 403, 404, 409, 500) },
@@ -115,6 +114,7 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
     async (req) => {
       const { id } = req.params as { id: string };
       const b = (req.body ?? {}) as { name?: string; slug?: string; description?: string | null };
+      refuseUnknownFields(b, ["name", "slug", "description"]);
       const paths = (["name", "slug", "description"] as const).filter((f) => Object.hasOwn(b, f));
       const res = await client.updateWorkspace(
         {

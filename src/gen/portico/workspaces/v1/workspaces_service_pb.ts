@@ -499,7 +499,7 @@ export const WorkspacesService: GenService<{
     output: typeof UpdateWorkspaceResponseSchema;
   },
   /**
-   * DeleteWorkspace deletes a workspace. The default workspace and a workspace that still has active keys cannot be deleted.
+   * DeleteWorkspace deletes a workspace. A workspace that still holds active (not revoked) keys cannot be deleted (409).
    *
    * @generated from rpc portico.workspaces.v1.WorkspacesService.DeleteWorkspace
    */
