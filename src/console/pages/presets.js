@@ -6,6 +6,38 @@ import { announce, errorLine, field, h, replace, tableWrap, time } from "../lib/
 
 const SLUG = /^[A-Za-z0-9._~-]{1,100}$/;
 
+/** A message for the preset page's status line after it reloads itself. */
+let flash = "";
+
+/** Name, description and status of a preset (the management API's PATCH). */
+function settingsForm(preset, update) {
+  const name = h("input", { type: "text", name: "name", required: true, maxlength: "255", autocomplete: "off", value: preset.name });
+  const description = h("textarea", { name: "description", rows: "2", maxlength: "2000" });
+  description.value = preset.description ?? "";
+  const status = h(
+    "select",
+    { name: "status" },
+    ["active", "disabled", "archived"].map((s) => h("option", { value: s, selected: s === preset.status }, s)),
+  );
+  return h(
+    "form",
+    {
+      class: "card",
+      onsubmit: (ev) => {
+        ev.preventDefault();
+        void update(
+          { name: name.value.trim(), description: description.value.trim() ? description.value.trim() : null, status: status.value },
+          "Settings saved.",
+        );
+      },
+    },
+    field("Name", name),
+    field("Description", description, "Optional, at most 2000 characters"),
+    field("Status", status, "Disabled and archived presets keep their versions"),
+    h("button", { type: "submit" }, "Save settings"),
+  );
+}
+
 export async function renderList(main) {
   main.append(h("h1", {}, "Presets"));
   const listArea = h("div", {});
@@ -35,12 +67,19 @@ export async function renderList(main) {
           "table",
           {},
           h("caption", { class: "visually-hidden" }, "Presets, most recently updated first"),
-          h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Slug"), h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Updated"))),
+          h("thead", {}, h("tr", {}, ["Slug", "Name", "Status", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
           h(
             "tbody",
             {},
             presets.map((p) =>
-              h("tr", {}, h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)), h("td", {}, p.status), h("td", {}, time(p.updated_at))),
+              h(
+                "tr",
+                {},
+                h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)),
+                h("td", {}, p.name),
+                h("td", {}, p.status),
+                h("td", {}, time(p.updated_at)),
+              ),
             ),
           ),
         ),
@@ -64,11 +103,32 @@ export async function renderPreset(main, params, query) {
     return;
   }
   const designated = preset.designated_version;
+  const status = h("p", { class: "ok", role: "status" });
+  const updateErr = errorLine();
+  /** PATCH /presets/{slug}, then the page again with the message in its status line. */
+  async function update(body, message) {
+    updateErr.show();
+    try {
+      await api("PATCH", `/presets/${seg(slug)}`, body);
+      flash = message;
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } catch (e) {
+      updateErr.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+    }
+  }
+  if (flash) {
+    status.textContent = flash;
+    flash = "";
+  }
   main.append(
     h("p", {}, h("a", { href: "#/presets" }, "All presets")),
+    status,
+    updateErr.el,
     h(
       "dl",
       { class: "facts" },
+      h("dt", {}, "Name"),
+      h("dd", {}, preset.name),
       h("dt", {}, "Status"),
       h("dd", {}, preset.status),
       h("dt", {}, "Description"),
@@ -100,7 +160,22 @@ export async function renderPreset(main, params, query) {
               h("td", {}, String(v.version)),
               h("td", {}, typeof v.config.model === "string" ? v.config.model : "—"),
               h("td", {}, time(v.created_at)),
-              h("td", {}, designated && designated.id === v.id ? "yes" : ""),
+              h(
+                "td",
+                {},
+                designated && designated.id === v.id
+                  ? "yes"
+                  : h(
+                      "button",
+                      {
+                        type: "button",
+                        class: "secondary",
+                        "aria-label": `Designate version ${v.version}`,
+                        onclick: () => void update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
+                      },
+                      "Designate",
+                    ),
+              ),
             ),
           ),
         ),
@@ -112,6 +187,8 @@ export async function renderPreset(main, params, query) {
   main.append(compare);
   if (versions.length < 2) compare.append(h("p", {}, "A diff needs two versions: create a new version below."));
   else renderCompare(compare, slug, versions, query);
+
+  main.append(h("h2", {}, "Settings"), settingsForm(preset, update));
 
   main.append(
     h("h2", {}, "New version"),

@@ -186,8 +186,20 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.getByRole("button", { name: "Compare" }).click();
     await page.getByRole("table", { name: "Version 2 (left) and version 1 (right)" }).waitFor();
 
+    // Management: designate the older version again, then describe and archive the preset.
+    await page.getByRole("button", { name: "Designate version 1" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Version 1 is now the designated version." }).waitFor();
+    expect(JSON.parse(await page.getByLabel("Configuration (JSON)").inputValue()).temperature).toBe(0.7);
+    await page.getByLabel("Description").fill("Answers support tickets");
+    await page.getByLabel("Status", { exact: true }).selectOption("archived");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Settings saved." }).waitFor();
+    await page.locator("dd").filter({ hasText: "Answers support tickets" }).waitFor();
+    expect(await page.locator("dd").filter({ hasText: "archived" }).count()).toBe(1);
+
     await page.getByRole("link", { name: "All presets" }).click();
     await page.getByRole("link", { name: "support-bot" }).waitFor();
+    await page.getByRole("row").filter({ hasText: "support-bot" }).getByText("archived").waitFor();
     await shot("presets");
   });
 
