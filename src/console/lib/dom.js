@@ -87,3 +87,53 @@ export function time(iso) {
 export function tableWrap(label, table) {
   return h("div", { class: "table-wrap", role: "region", "aria-label": label, tabindex: "0" }, table);
 }
+
+/**
+ * Shows a secret the API returns once (a new API key, a host token) in `area`: a read-only field with
+ * Copy, and "I have stored it", which clears the field and removes the box. Nothing keeps a copy.
+ */
+export function showSecretOnce(area, title, label, secret) {
+  const noteId = uid("once-note");
+  const value = h("input", { type: "text", readOnly: true, value: secret, class: "mono", "aria-describedby": noteId, spellcheck: "false" });
+  const copy = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(value.value);
+          copy.textContent = "Copied";
+        } catch {
+          value.select();
+          copy.textContent = "Press Ctrl+C to copy";
+        }
+      },
+    },
+    "Copy",
+  );
+  const dismiss = h(
+    "button",
+    {
+      type: "button",
+      onclick: () => {
+        value.value = "";
+        replace(area);
+      },
+    },
+    "I have stored it",
+  );
+  replace(
+    area,
+    h(
+      "div",
+      { class: "card once", role: "region", "aria-label": title },
+      h("h2", {}, title),
+      h("p", { id: noteId }, "Store it now: it is shown only this once and cannot be recovered."),
+      field(label, value),
+      h("div", { class: "buttons" }, copy, dismiss),
+    ),
+  );
+  value.focus();
+  value.select();
+}

@@ -2,7 +2,7 @@
 // delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
 // dismisses; it is never stored by the console and never shown again.
 import { api, listAll, seg } from "../lib/api.js";
-import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { errorLine, field, h, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -28,7 +28,7 @@ export async function render(main) {
     listArea,
     h("h2", {}, "Create a key"),
     createForm(workspaces, async (res) => {
-      showOnce(reveal, res);
+      showSecretOnce(reveal, `New key ${res.data.name}`, "Key", res.key);
       await refresh();
     }),
   );
@@ -58,51 +58,6 @@ export async function render(main) {
     );
   }
   await refresh();
-}
-
-function showOnce(area, res) {
-  const value = h("input", { type: "text", readOnly: true, value: res.key, class: "mono", "aria-describedby": "new-key-note" });
-  const copy = h(
-    "button",
-    {
-      type: "button",
-      class: "secondary",
-      onclick: async () => {
-        try {
-          await navigator.clipboard.writeText(value.value);
-          copy.textContent = "Copied";
-        } catch {
-          value.select();
-          copy.textContent = "Press Ctrl+C to copy";
-        }
-      },
-    },
-    "Copy",
-  );
-  const dismiss = h(
-    "button",
-    {
-      type: "button",
-      onclick: () => {
-        value.value = "";
-        replace(area);
-      },
-    },
-    "I have stored it",
-  );
-  replace(
-    area,
-    h(
-      "div",
-      { class: "card once", role: "region", "aria-label": "New key" },
-      h("h2", {}, `New key ${res.data.name}`),
-      h("p", { id: "new-key-note" }, "Store this key now: it is shown only this once and cannot be recovered."),
-      field("Key", value),
-      h("div", { class: "buttons" }, copy, dismiss),
-    ),
-  );
-  value.focus();
-  value.select();
 }
 
 function row(k, workspaceName, refresh, status) {

@@ -245,7 +245,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.getByRole("button", { name: "Create key" }).click();
     const res = await (await created).json();
     expect(res.key).toMatch(/^pk-v1-[0-9a-f]{64}$/);
-    const once = page.getByRole("region", { name: "New key" });
+    const once = page.getByRole("region", { name: "New key ci-bot" });
     await once.waitFor();
     expect(await once.getByLabel("Key", { exact: true }).inputValue()).toBe(res.key);
     const row = page.getByRole("row").filter({ hasText: "ci-bot" });
