@@ -9,7 +9,8 @@
  * docs/console were made that way), else to a temporary folder.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
@@ -65,6 +66,20 @@ async function serve(dataDir: string): Promise<Served> {
 }
 
 // Skipped only on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails.
+/** Every console page and its heading. */
+const PAGES = (internId: string) =>
+  [
+    ["#/key", "Key"],
+    ["#/keys", "API keys"],
+    ["#/workspaces", "Workspaces"],
+    ["#/audit", "Audit log"],
+    ["#/presets", "Presets"],
+    ["#/presets/support-bot", "Preset support-bot"],
+    ["#/byok", "BYOK credentials"],
+    ["#/interns", "Interns"],
+    [`#/interns/${internId}/chat`, "Intern chat"],
+  ] as const;
+
 describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromium", { timeout: 90_000 }, () => {
   let dataDir: string;
   let profileDir: string;
@@ -336,6 +351,24 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await shot("intern-chat");
   });
 
+  it("every page passes axe-core's WCAG 2 A and AA checks", async () => {
+    // Evaluated through the DevTools protocol (not a <script> tag), so the page's CSP stays in force.
+    const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+    for (const [hash, heading] of PAGES(s.internId)) {
+      await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+      await page.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
+      await page.locator("main").locator("table, form, dl").first().waitFor();
+      await page.evaluate(axeSource);
+      const result = (await page.evaluate(`axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } })
+        .then((r) => ({ passes: r.passes.length, violations: r.violations.map((v) => v.id + ": " + v.nodes.map((n) => n.target.join(" ")).join(", ")) }))`)) as {
+        passes: number;
+        violations: string[];
+      };
+      expect(result.violations, hash).toEqual([]);
+      expect(result.passes, hash).toBeGreaterThan(5);
+    }
+  });
+
   it("every page fits a narrow screen, and no page broke the Content-Security-Policy or logged an error", async () => {
     const narrow = await context.newPage();
     await narrow.setViewportSize({ width: 360, height: 740 });
@@ -343,17 +376,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     // sessionStorage is per tab: the new tab signs in again.
     await narrow.getByLabel("Management key").fill(s.managementKey);
     await narrow.keyboard.press("Enter");
-    for (const [hash, heading] of [
-      ["#/key", "Key"],
-      ["#/keys", "API keys"],
-      ["#/workspaces", "Workspaces"],
-      ["#/audit", "Audit log"],
-      ["#/presets", "Presets"],
-      ["#/presets/support-bot", "Preset support-bot"],
-      ["#/byok", "BYOK credentials"],
-      ["#/interns", "Interns"],
-      [`#/interns/${s.internId}/chat`, "Intern chat"],
-    ] as const) {
+    for (const [hash, heading] of PAGES(s.internId)) {
       await narrow.evaluate(`location.hash = ${JSON.stringify(hash)}`);
       await narrow.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
       await narrow.locator("main").locator("table, form, dl").first().waitFor();
