@@ -18,6 +18,9 @@ import { createIdentityRepository } from "./identity/identity-repository.js";
 import { createMetricsInterceptor } from "./metrics-interceptor.js";
 import { InternsService } from "../gen/portico/interns/v1/interns_service_pb.js";
 import { createInternsModule } from "./interns/interns-module.js";
+import { InternAdminService } from "../gen/portico/internadmin/v1/internadmin_service_pb.js";
+import { createInternAdmin } from "./interns/intern-admin.js";
+import { createInternAdminHandler } from "./interns/intern-admin-handler.js";
 import { ByokService } from "../gen/portico/byok/v1/byok_service_pb.js";
 import { createByokDomain } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
@@ -93,6 +96,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     );
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
+    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links }) }));
     router.service(ByokService, byok.handler);
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));

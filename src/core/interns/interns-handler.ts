@@ -7,6 +7,8 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { TurnLimiter } from "../../lib/turn-limiter.js";
+import type { Intern } from "../../db/prisma.js";
+import { internSuspended } from "./intern-admin.js";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import {
@@ -180,6 +182,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     }
   }
 
+  /** The intern's standing instructions open every new session, ahead of its first prompt. */
+  const withInstructions = async (intern: Intern, sessionKey: string | undefined, prompt: string): Promise<string> => {
+    if (!intern.instructions) return prompt;
+    const fresh = sessionKey === undefined || !(await repo.sessionHasRuns(intern.id, sessionKey));
+    return fresh ? `${intern.instructions}\n\n${prompt}` : prompt;
+  };
+
   return {
     async *streamChat(req, ctx) {
       const caller = callerOf(ctx);
@@ -190,13 +199,14 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
         throw internNotFound();
       }
+      if (intern.suspendedAt) throw internSuspended();
       await consumeTurn(caller);
       const run =
         intent.kind === "prompt"
           ? await manager.startRun({
               intern,
               sessionKey: intent.sessionKey,
-              prompt: intent.prompt,
+              prompt: await withInstructions(intern, intent.sessionKey, intent.prompt),
               approvalMode: intent.approvalMode,
               signal: ctx.signal,
             })

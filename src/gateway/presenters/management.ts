@@ -6,6 +6,7 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AuditEvent } from "../../gen/portico/audit/v1/audit_event_pb.js";
 import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
+import type { Intern } from "../../gen/portico/internadmin/v1/intern_pb.js";
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : new Date(0).toISOString());
 
@@ -125,5 +126,86 @@ export function presentAuditEvent(e: AuditEvent) {
     },
     details: e.details ?? {},
     created_at: iso(e.createdAt),
+  };
+}
+
+export const internSchema = {
+  type: "object",
+  required: [
+    "id", "name", "description", "instructions", "model", "status", "progress", "last_failure_message", "hostname",
+    "workspace_id", "vault_id", "attached_vault_id", "created_at", "updated_at", "host", "sessions",
+  ],
+  properties: {
+    id: str("Intern id (UUID)."),
+    name: str("2 to 17 characters: lowercase letters and digits in dash-separated groups, starting with a letter."),
+    description: nullableStr("Description, or null."),
+    instructions: nullableStr("Instructions handed to the agent at the start of every session, or null."),
+    model: nullableStr("Model chosen for the intern (author/slug), or null for the agent's own default."),
+    status: str("running (a host is attached), awaiting_host or stopped (suspended)."),
+    progress: { type: "null", description: "Interns are provisioned by attaching a host: there is no provisioning progress." },
+    last_failure_message: { type: "null", description: "Always null." },
+    hostname: nullableStr("Core instance holding the host link while attached, else null."),
+    workspace_id: str("Workspace of the intern."),
+    vault_id: { type: "null", description: "Interns have no vault here." },
+    attached_vault_id: { type: "null", description: "Interns have no vault here." },
+    created_at: str("ISO 8601."),
+    updated_at: str("ISO 8601."),
+    host: {
+      type: "object",
+      required: ["attached", "instance", "agent", "attached_at", "reported_model", "has_token"],
+      properties: {
+        attached: { type: "boolean", description: "Whether a host is attached now." },
+        instance: nullableStr("Core instance holding (or that last held) the link."),
+        agent: nullableStr("Agent the host drives, as it reported it."),
+        attached_at: nullableStr("When the current or last link was made (ISO 8601)."),
+        reported_model: nullableStr("Model the agent last reported."),
+        has_token: { type: "boolean", description: "Whether a host token is issued." },
+      },
+    },
+    sessions: {
+      type: "array",
+      description: "Sessions whose run is streaming or paused (waiting for an answer).",
+      items: {
+        type: "object",
+        required: ["session_id", "state", "run_id", "started_at"],
+        properties: {
+          session_id: str("Session id."),
+          state: str("streaming or paused."),
+          run_id: str("The run in progress."),
+          started_at: str("ISO 8601."),
+        },
+      },
+    },
+    host_token: { type: "string", description: "Only when a host token was just issued: the token, shown once." },
+  },
+} as const;
+
+export function presentIntern(i: Intern, hostToken?: string) {
+  const host = i.host;
+  return {
+    id: i.id,
+    name: i.name,
+    description: i.description ?? null,
+    instructions: i.instructions ?? null,
+    model: i.model ?? null,
+    status: i.status,
+    progress: null,
+    last_failure_message: null,
+    hostname: host?.attached ? (host.instance ?? null) : null,
+    workspace_id: i.workspaceId,
+    vault_id: null,
+    attached_vault_id: null,
+    created_at: iso(i.createdAt),
+    updated_at: iso(i.updatedAt),
+    host: {
+      attached: host?.attached ?? false,
+      instance: host?.instance ?? null,
+      agent: host?.agent ?? null,
+      attached_at: host?.attachedAt ? iso(host.attachedAt) : null,
+      reported_model: host?.reportedModel ?? null,
+      has_token: host?.hasToken ?? false,
+    },
+    sessions: i.sessions.map((s) => ({ session_id: s.sessionId, state: s.state, run_id: s.runId, started_at: iso(s.startedAt) })),
+    ...(hostToken !== undefined ? { host_token: hostToken } : {}),
   };
 }

@@ -7,6 +7,7 @@ import { registerPresetRoutes } from "./presets.js";
 import { registerKeyRoutes } from "./keys.js";
 import { registerWorkspaceRoutes } from "./workspaces.js";
 import { registerAuditRoutes } from "./audit.js";
+import { registerInternAdminRoutes } from "./intern-admin.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -17,4 +18,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerKeyRoutes(api, ctx);
   await registerWorkspaceRoutes(api, ctx);
   await registerAuditRoutes(api, ctx);
+  await registerInternAdminRoutes(api, ctx);
 }
