@@ -9,6 +9,7 @@ import * as auditPage from "./pages/audit.js";
 import * as presetsPage from "./pages/presets.js";
 import * as byokPage from "./pages/byok.js";
 import * as internsPage from "./pages/interns.js";
+import * as internAdminPage from "./pages/intern-admin.js";
 
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
@@ -20,7 +21,8 @@ const routes = [
   { path: "/presets", section: "presets", page: presetsPage.renderList },
   { path: "/presets/:slug", section: "presets", page: presetsPage.renderPreset },
   { path: "/byok", section: "byok", page: byokPage.render },
-  { path: "/interns", section: "interns", page: internsPage.renderList },
+  { path: "/interns", section: "interns", page: internAdminPage.renderList },
+  { path: "/interns/:id", section: "interns", page: internAdminPage.renderIntern },
   { path: "/interns/:id/chat", section: "interns", page: internsPage.renderChat },
 ];
 

@@ -1,12 +1,10 @@
-// Interns: open an intern's chat, and the chat itself. The chat is a client of
+// The chat with an intern. It is a client of
 // POST /api/v1/interns/{id}/chat/completions like any other: it streams the run (fetch + SSE parsing,
 // Authorization header), shows each pending question with a button per offered option and the time
 // left before its deadline, and answers with the documented tool message in the same session.
-import { errorOf, requestInit, seg, session } from "../lib/api.js";
+import { api, errorOf, requestInit, seg, session } from "../lib/api.js";
 import { announce, errorLine, field, h, replace } from "../lib/dom.js";
 import { readEvents } from "../lib/sse.js";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const OPTION_LABELS = {
   allow_once: "Allow once",
@@ -14,34 +12,6 @@ const OPTION_LABELS = {
   reject_once: "Reject once",
   reject_always: "Reject always",
 };
-
-export function renderList(main) {
-  const input = h("input", { type: "text", name: "intern", required: true, autocomplete: "off", spellcheck: "false" });
-  const err = errorLine();
-  main.append(
-    h("h1", {}, "Interns"),
-    h("p", {}, "Open the chat of an intern of this workspace by its id (printed by npm start for the built-in intern, or by portico admin intern list)."),
-    h(
-      "form",
-      {
-        class: "card narrow",
-        onsubmit: (ev) => {
-          ev.preventDefault();
-          const id = input.value.trim();
-          if (!UUID.test(id)) {
-            err.show("An intern id is a UUID such as 0b9c…-….");
-            input.focus();
-            return;
-          }
-          location.hash = `#/interns/${seg(id)}/chat`;
-        },
-      },
-      field("Intern id", input),
-      err.el,
-      h("button", { type: "submit" }, "Open chat"),
-    ),
-  );
-}
 
 /** The pending question of an intern's chat, kept for this tab so a reload or a visit elsewhere does not lose it. */
 const pendingStore = {
@@ -67,6 +37,17 @@ export function renderChat(main, params) {
   const transcript = h("ol", { class: "transcript", role: "log", "aria-label": "Conversation", "aria-live": "off" });
   const statusLine = h("p", { class: "run-status", role: "status", "aria-live": "polite" }, "Idle");
   const sessionLine = h("p", { class: "hint" }, "New session");
+  const internLink = h("a", { href: `#/interns/${seg(internId)}` }, h("code", {}, internId));
+  const hostLine = h("span", {});
+  const internLine = h("p", {}, "Intern ", internLink, hostLine, " · ", h("a", { href: "#/interns" }, "All interns"));
+  // The intern's name and host status, when the key may read them (the chat works either way).
+  api("GET", `/interns/${seg(internId)}`).then(
+    (intern) => {
+      internLink.replaceChildren(intern.name);
+      hostLine.textContent = intern.host?.attached ? `: host attached${intern.host.agent ? ` (agent ${intern.host.agent})` : ""}` : ": no host attached";
+    },
+    () => {},
+  );
   const prompt = h("textarea", { name: "prompt", rows: "3", required: true });
   const mode = h(
     "select",
@@ -93,7 +74,7 @@ export function renderChat(main, params) {
 
   main.append(
     h("h1", {}, "Intern chat"),
-    h("p", {}, "Intern ", h("code", {}, internId), ". ", h("a", { href: "#/interns" }, "Other intern")),
+    internLine,
     sessionLine,
     transcript,
     statusLine,

@@ -77,6 +77,7 @@ const PAGES = (internId: string) =>
     ["#/presets/support-bot", "Preset support-bot"],
     ["#/byok", "BYOK credentials"],
     ["#/interns", "Interns"],
+    [`#/interns/${internId}`, "Intern builtin"],
     [`#/interns/${internId}/chat`, "Intern chat"],
   ] as const;
 
@@ -166,7 +167,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
   });
 
   it("creates a preset, then a new version, and shows the two side by side", async () => {
-    await page.getByRole("link", { name: "Presets" }).click();
+    await page.getByRole("link", { name: "Presets", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Presets" }).waitFor();
     await page.getByText("No presets yet.").waitFor();
     await page.getByLabel("Slug").fill("support-bot");
@@ -221,7 +222,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
   it("stores a BYOK credential and rotates it; only masked labels are ever on the page", async () => {
     const secret = `sk-proj-${"a1b2c3d4".repeat(6)}XYZ9`;
     const rotated = `sk-proj-${"f9e8d7c6".repeat(6)}QRS7`;
-    await page.getByRole("link", { name: "BYOK credentials" }).click();
+    await page.getByRole("link", { name: "BYOK credentials", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "BYOK credentials" }).waitFor();
     await page.getByText("No credentials yet.").waitFor();
     await page.getByLabel("Provider").fill("openai");
@@ -252,7 +253,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
   });
 
   it("creates an API key whose plaintext is shown once, disables and deletes it", async () => {
-    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
     await page.getByRole("row").filter({ hasText: "management" }).first().waitFor();
     await page.getByRole("textbox", { name: "Name", exact: true }).fill("ci-bot");
@@ -281,7 +282,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
   });
 
   it("creates a workspace, adds a member by email and removes them", async () => {
-    await page.getByRole("link", { name: "Workspaces" }).click();
+    await page.getByRole("link", { name: "Workspaces", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Workspaces" }).waitFor();
     await page.getByRole("textbox", { name: "Name", exact: true }).fill("Research");
     await page.getByRole("textbox", { name: "Slug", exact: true }).fill("research");
@@ -297,22 +298,26 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await member.waitFor({ state: "detached" });
 
     // BYOK credentials are per workspace: the new one has none of the default workspace's.
-    await page.getByRole("link", { name: "BYOK credentials" }).click();
+    await page.getByRole("link", { name: "BYOK credentials", exact: true }).click();
     await page.getByRole("row").filter({ hasText: "prod" }).waitFor();
     await page.getByLabel("Workspace").selectOption({ label: "Research" });
     await page.getByRole("button", { name: "Show" }).click();
     await page.getByText("No credentials yet.").waitFor();
 
-    await page.getByRole("link", { name: "Audit log" }).click();
+    await page.getByRole("link", { name: "Audit log", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Audit log" }).waitFor();
     await page.getByRole("cell", { name: "workspace.create" }).first().waitFor();
     await shot("audit");
   });
 
   it("streams a manual-mode run, pauses on the question with a countdown, and finishes after a click on Allow once", async () => {
-    await page.getByRole("link", { name: "Interns" }).click();
-    await page.getByLabel("Intern id").fill(s.internId);
-    await page.getByRole("button", { name: "Open chat" }).click();
+    await page.getByRole("link", { name: "Interns", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Interns" }).waitFor();
+    // The built-in intern's host (embedded in portico serve) is attached.
+    const builtin = page.getByRole("row").filter({ has: page.getByRole("link", { name: "Chat with builtin" }) });
+    await builtin.getByText(/^attached on /).waitFor();
+    await shot("interns");
+    await builtin.getByRole("link", { name: "Chat with builtin" }).click();
     await page.getByRole("heading", { level: 1, name: "Intern chat" }).waitFor();
     expect(await page.getByLabel("Approval mode").inputValue()).toBe("manual");
     await page.getByLabel("Message").fill("$ echo console-approved-run");
@@ -349,6 +354,39 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     expect(await question.getByRole("button", { name: "Allow once" }).isDisabled()).toBe(true);
     expect(await countdown.isVisible()).toBe(false);
     await shot("intern-chat");
+  });
+
+  it("creates an intern whose host token is shown once, shows its host status and sessions, rotates and revokes the token", async () => {
+    await page.getByRole("link", { name: "Interns", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Interns" }).waitFor();
+    await page.getByRole("textbox", { name: "Name", exact: true }).fill("helper");
+    await page.getByLabel("Instructions").fill("Keep answers short.");
+    const created = page.waitForResponse((r) => r.url().endsWith("/api/v1/interns") && r.request().method() === "POST");
+    await page.getByRole("button", { name: "Create intern" }).click();
+    const intern = await (await created).json();
+    expect(intern.host_token).toMatch(/^pht-v1-[0-9a-f]{64}$/);
+    const once = page.getByRole("region", { name: "Host token of helper" });
+    expect(await once.getByLabel("Host token", { exact: true }).inputValue()).toBe(intern.host_token);
+    await once.getByRole("button", { name: "I have stored it" }).click();
+    await once.waitFor({ state: "detached" });
+    expect(await pageText()).not.toContain(intern.host_token);
+    await page.getByRole("row").filter({ hasText: "helper" }).getByText("no host attached").waitFor();
+
+    await page.getByRole("link", { name: "helper", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Intern helper" }).waitFor();
+    await page.getByText("No streaming or paused session.").waitFor();
+    expect(await page.getByLabel("Instructions").inputValue()).toBe("Keep answers short.");
+    await shot("intern");
+    const rotated = page.waitForResponse((r) => r.url().endsWith("/host-token") && r.request().method() === "POST");
+    await page.getByRole("button", { name: "Rotate the host token" }).click();
+    const token = (await (await rotated).json()).host_token as string;
+    expect(token).toMatch(/^pht-v1-[0-9a-f]{64}$/);
+    expect(token).not.toBe(intern.host_token);
+    await page.getByRole("region", { name: "Host token of helper" }).getByRole("button", { name: "I have stored it" }).click();
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: "Revoke the host token" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "The host token was revoked." }).waitFor();
+    expect(await pageText()).not.toContain(token);
   });
 
   it("every page passes axe-core's WCAG 2 A and AA checks", async () => {
