@@ -37,6 +37,11 @@ export async function errorOf(res) {
   return new ApiError(res.status, message, err?.metadata);
 }
 
+/** An error for a form's error line: the API's message, with the offending field when it names one. */
+export function messageOf(e) {
+  return e?.metadata?.field ? `${e.message} (${e.metadata.field})` : (e?.message ?? String(e));
+}
+
 export function requestInit(method, key, body, signal) {
   const headers = { authorization: `Bearer ${key}`, accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";

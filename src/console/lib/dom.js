@@ -83,6 +83,16 @@ export function time(iso) {
   return h("time", { datetime: iso }, Number.isNaN(d.getTime()) ? iso : d.toLocaleString());
 }
 
+/** A table's header row of column headings. */
+export function headRow(columns) {
+  return h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c))));
+}
+
+/** A failed load, said as an alert in place of what could not be shown. */
+export function errorText(message) {
+  return h("p", { class: "error", role: "alert" }, message);
+}
+
 /** A horizontally scrollable table wrapper, focusable so keyboard users can scroll it. */
 export function tableWrap(label, table) {
   return h("div", { class: "table-wrap", role: "region", "aria-label": label, tabindex: "0" }, table);

@@ -1,6 +1,6 @@
 // The audit log: who changed what, when (newest first), one page of 50 at a time, filterable by action.
 import { api } from "../lib/api.js";
-import { field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
 
 const PAGE = 50;
 
@@ -33,7 +33,7 @@ export async function render(main, _params, query) {
   try {
     page = await api("GET", `/audit?${q}`);
   } catch (e) {
-    replace(area, h("p", { class: "error", role: "alert" }, e.message));
+    replace(area, errorText(e.message));
     return;
   }
   const actor = (a) => (a.type === "cli" ? "portico admin (server)" : [h("code", {}, a.key_label ?? "?"), a.user_id ? ` (user ${a.user_id})` : ""]);
@@ -49,7 +49,7 @@ export async function render(main, _params, query) {
             "table",
             {},
             h("caption", { class: "visually-hidden" }, "Audit events, newest first"),
-            h("thead", {}, h("tr", {}, ["When", "Action", "Target", "Actor", "Details"].map((c) => h("th", { scope: "col" }, c)))),
+            headRow(["When", "Action", "Target", "Actor", "Details"]),
             h(
               "tbody",
               {},

@@ -1,8 +1,8 @@
 // BYOK provider credentials: list (masked labels only), create, rotate, disable/enable, delete.
 // A key typed into a form goes to the API and nowhere else: the input is cleared once sent and the
 // page shows only what the API returns (the masked label).
-import { api, listAll, seg } from "../lib/api.js";
-import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { api, listAll, messageOf, seg } from "../lib/api.js";
+import { errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main, _params, query) {
   main.append(
@@ -52,7 +52,7 @@ export async function render(main, _params, query) {
     try {
       creds = await listAll(`/byok${scope}`);
     } catch (e) {
-      replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+      replace(listArea, errorText(e.message));
       return;
     }
     if (creds.length === 0) {
@@ -211,7 +211,7 @@ function createForm(workspaceId, onCreated) {
           name.value = "";
           await onCreated(res.data);
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
           (e.metadata?.field === "provider" ? provider : key).focus();
         } finally {
           submit.disabled = false;

@@ -1,8 +1,8 @@
 // Interns of the workspace: the list with each intern's host status, one intern with its live
 // sessions, settings, lifecycle (suspend, provision, delete) and host token (issue/rotate shown once,
 // revoke). The chat itself lives in interns.js.
-import { api, seg } from "../lib/api.js";
-import { errorLine, field, h, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
+import { api, messageOf, seg } from "../lib/api.js";
+import { errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
 
 /** "attached on core-12 (agent builtin)" or "no host attached". */
 function hostText(host) {
@@ -52,7 +52,7 @@ export async function renderList(main) {
     try {
       interns = await allInterns();
     } catch (e) {
-      replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+      replace(listArea, errorText(e.message));
       return;
     }
     replace(
@@ -65,7 +65,7 @@ export async function renderList(main) {
               "table",
               {},
               h("caption", { class: "visually-hidden" }, "Interns, newest first"),
-              h("thead", {}, h("tr", {}, ["Name", "Status", "Host", "Sessions", "Chat"].map((c) => h("th", { scope: "col" }, c)))),
+              headRow(["Name", "Status", "Host", "Sessions", "Chat"]),
               h(
                 "tbody",
                 {},
@@ -93,7 +93,7 @@ export async function renderIntern(main, params) {
   try {
     intern = await api("GET", `/interns/${seg(params.id)}`);
   } catch (e) {
-    main.append(h("h1", {}, "Intern"), h("p", { class: "error", role: "alert" }, e.message), h("p", {}, h("a", { href: "#/interns" }, "All interns")));
+    main.append(h("h1", {}, "Intern"), errorText(e.message), h("p", {}, h("a", { href: "#/interns" }, "All interns")));
     return;
   }
   const status = h("p", { class: "ok", role: "status" });
@@ -144,7 +144,7 @@ export async function renderIntern(main, params) {
             "table",
             {},
             h("caption", { class: "visually-hidden" }, `Live sessions of ${intern.name}`),
-            h("thead", {}, h("tr", {}, ["Session", "State", "Run", "Started"].map((c) => h("th", { scope: "col" }, c)))),
+            headRow(["Session", "State", "Run", "Started"]),
             h(
               "tbody",
               {},
@@ -257,7 +257,7 @@ function internForm(intern, submitLabel, save) {
           }
           await save(body);
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
         } finally {
           submit.disabled = false;
         }

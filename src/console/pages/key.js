@@ -1,6 +1,6 @@
 // The signed-in key: label and hash (never the key itself), tenant, limits.
 import { api } from "../lib/api.js";
-import { h } from "../lib/dom.js";
+import { errorText, h } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(h("h1", {}, "Key"));
@@ -8,7 +8,7 @@ export async function render(main) {
   try {
     me = (await api("GET", "/key")).data;
   } catch (e) {
-    main.append(h("p", { class: "error", role: "alert" }, e.message));
+    main.append(errorText(e.message));
     return;
   }
   const row = (term, value) => [h("dt", {}, term), h("dd", {}, value)];

@@ -1,8 +1,8 @@
 // API keys of the organization: list (labels and hashes only), create, rename, disable/enable,
 // delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
 // dismisses; it is never stored by the console and never shown again.
-import { api, listAll, seg } from "../lib/api.js";
-import { errorLine, field, h, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
+import { api, listAll, messageOf, seg } from "../lib/api.js";
+import { errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -38,7 +38,7 @@ export async function render(main) {
     try {
       keys = await listAll(`/keys?include_disabled=${includeDisabled.checked}`);
     } catch (e) {
-      replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+      replace(listArea, errorText(e.message));
       return;
     }
     replace(
@@ -51,7 +51,7 @@ export async function render(main) {
               "table",
               {},
               h("caption", { class: "visually-hidden" }, "API keys, oldest first"),
-              h("thead", {}, h("tr", {}, ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+              headRow(["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"]),
               h("tbody", {}, keys.map((k) => row(k, workspaceName(k.workspace_id), refresh, status))),
             ),
           ),
@@ -183,7 +183,7 @@ function createForm(workspaces, onCreated) {
           management.checked = false;
           await onCreated(res);
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
           name.focus();
         } finally {
           submit.disabled = false;

@@ -1,8 +1,8 @@
 // Presets: the list, one preset with its versions, a form that creates a version (the same
 // chat-completions call any client makes), and a side-by-side diff between two versions.
-import { api, listAll, seg } from "../lib/api.js";
+import { api, listAll, messageOf, seg } from "../lib/api.js";
 import { sideBySide, stableJson } from "../lib/diff.js";
-import { announce, errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { announce, errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
 
 const SLUG = /^[A-Za-z0-9._~-]{1,100}$/;
 
@@ -67,7 +67,7 @@ export async function renderList(main) {
           "table",
           {},
           h("caption", { class: "visually-hidden" }, "Presets, most recently updated first"),
-          h("thead", {}, h("tr", {}, ["Slug", "Name", "Status", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+          headRow(["Slug", "Name", "Status", "Updated"]),
           h(
             "tbody",
             {},
@@ -86,7 +86,7 @@ export async function renderList(main) {
       ),
     );
   } catch (e) {
-    listArea.append(h("p", { class: "error", role: "alert" }, e.message));
+    listArea.append(errorText(e.message));
   }
 }
 
@@ -99,7 +99,7 @@ export async function renderPreset(main, params, query) {
     preset = (await api("GET", `/presets/${seg(slug)}`)).data;
     versions = await listAll(`/presets/${seg(slug)}/versions`);
   } catch (e) {
-    main.append(h("p", { class: "error", role: "alert" }, e.message), h("p", {}, h("a", { href: "#/presets" }, "Back to presets")));
+    main.append(errorText(e.message), h("p", {}, h("a", { href: "#/presets" }, "Back to presets")));
     return;
   }
   const designated = preset.designated_version;
@@ -113,7 +113,7 @@ export async function renderPreset(main, params, query) {
       flash = message;
       window.dispatchEvent(new HashChangeEvent("hashchange"));
     } catch (e) {
-      updateErr.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+      updateErr.show(messageOf(e));
     }
   }
   if (flash) {
@@ -334,7 +334,7 @@ function versionForm({ slug, slugInput, config, systemPrompt, submitLabel, onCre
           const res = await api("POST", `/presets/${seg(target)}/chat/completions`, { ...cfg, messages });
           onCreated(res.data);
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
         } finally {
           submit.disabled = false;
         }

@@ -1,7 +1,7 @@
 // Workspaces of the organization and their members: list, create, one workspace with edit, delete,
 // and its members (add by email or user id, remove).
-import { api, listAll, seg } from "../lib/api.js";
-import { errorLine, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { api, listAll, messageOf, seg } from "../lib/api.js";
+import { errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
 
 const SLUG_HINT = "1 to 64 lowercase letters, digits and single dashes, unique in the organization";
 
@@ -22,7 +22,7 @@ export async function renderList(main) {
           "table",
           {},
           h("caption", { class: "visually-hidden" }, "Workspaces"),
-          h("thead", {}, h("tr", {}, ["Name", "Slug", "Default", "Created"].map((c) => h("th", { scope: "col" }, c)))),
+          headRow(["Name", "Slug", "Default", "Created"]),
           h(
             "tbody",
             {},
@@ -41,7 +41,7 @@ export async function renderList(main) {
       ),
     );
   } catch (e) {
-    replace(listArea, h("p", { class: "error", role: "alert" }, e.message));
+    replace(listArea, errorText(e.message));
   }
 }
 
@@ -50,7 +50,7 @@ export async function renderWorkspace(main, params) {
   try {
     w = (await api("GET", `/workspaces/${seg(params.id)}`)).data;
   } catch (e) {
-    main.append(h("h1", {}, "Workspace"), h("p", { class: "error", role: "alert" }, e.message), h("p", {}, h("a", { href: "#/workspaces" }, "All workspaces")));
+    main.append(h("h1", {}, "Workspace"), errorText(e.message), h("p", {}, h("a", { href: "#/workspaces" }, "All workspaces")));
     return;
   }
   const status = h("p", { class: "ok", role: "status" });
@@ -82,7 +82,7 @@ export async function renderWorkspace(main, params) {
     try {
       list = await listAll(`/workspaces/${seg(w.id)}/members`);
     } catch (e) {
-      replace(members, h("p", { class: "error", role: "alert" }, e.message));
+      replace(members, errorText(e.message));
       return;
     }
     replace(
@@ -95,7 +95,7 @@ export async function renderWorkspace(main, params) {
               "table",
               {},
               h("caption", { class: "visually-hidden" }, `Members of ${w.name}`),
-              h("thead", {}, h("tr", {}, ["Name", "Email", "Role", "User id", "Joined", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+              headRow(["Name", "Email", "Role", "User id", "Joined", "Actions"]),
               h(
                 "tbody",
                 {},
@@ -201,7 +201,7 @@ function workspaceForm(w, submitLabel, save) {
             ...(description.value.trim() ? { description: description.value.trim() } : {}),
           });
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
         } finally {
           submit.disabled = false;
         }
@@ -243,7 +243,7 @@ function addMembersForm(w, done) {
           input.value = "";
           await done();
         } catch (e) {
-          err.show(e.metadata?.field ? `${e.message} (${e.metadata.field})` : e.message);
+          err.show(messageOf(e));
           input.focus();
         } finally {
           submit.disabled = false;
