@@ -147,3 +147,30 @@ export function showSecretOnce(area, title, label, secret) {
   value.focus();
   value.select();
 }
+
+/**
+ * A button of a table row that changes something: asks `confirm` first when given, runs `run`, then
+ * writes `done` to the page's status line and calls `after` (a refresh); a failure goes to `err`.
+ */
+export function actionButton({ label, ariaLabel, className = "secondary", confirm, run, done, status, after, err }) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: className,
+      "aria-label": ariaLabel,
+      onclick: async () => {
+        if (confirm && !window.confirm(confirm)) return;
+        err.show();
+        try {
+          const result = await run();
+          status.textContent = typeof done === "function" ? done(result) : done;
+          await after?.();
+        } catch (e) {
+          err.show(e.message);
+        }
+      },
+    },
+    label,
+  );
+}

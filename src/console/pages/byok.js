@@ -2,7 +2,7 @@
 // A key typed into a form goes to the API and nowhere else: the input is cleared once sent and the
 // page shows only what the API returns (the masked label).
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { actionButton, errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main, _params, query) {
   main.append(
@@ -134,43 +134,26 @@ function row(c, refresh, status) {
     },
     "Rotate",
   );
-  const toggle = h(
-    "button",
-    {
-      type: "button",
-      class: "secondary",
-      "aria-label": `${c.disabled ? "Enable" : "Disable"} ${name}`,
-      onclick: async () => {
-        try {
-          await api("PATCH", `/byok/${seg(c.id)}`, { disabled: !c.disabled });
-          status.textContent = `${c.disabled ? "Enabled" : "Disabled"} ${name}.`;
-          await refresh();
-        } catch (e) {
-          err.show(e.message);
-        }
-      },
-    },
-    c.disabled ? "Enable" : "Disable",
-  );
-  const del = h(
-    "button",
-    {
-      type: "button",
-      class: "danger",
-      "aria-label": `Delete ${name}`,
-      onclick: async () => {
-        if (!window.confirm(`Delete the ${c.provider} credential ${name}? Its key material is wiped.`)) return;
-        try {
-          await api("DELETE", `/byok/${seg(c.id)}`);
-          status.textContent = `Deleted ${name}.`;
-          await refresh();
-        } catch (e) {
-          err.show(e.message);
-        }
-      },
-    },
-    "Delete",
-  );
+  const toggle = actionButton({
+    label: c.disabled ? "Enable" : "Disable",
+    ariaLabel: `${c.disabled ? "Enable" : "Disable"} ${name}`,
+    run: () => api("PATCH", `/byok/${seg(c.id)}`, { disabled: !c.disabled }),
+    done: `${c.disabled ? "Enabled" : "Disabled"} ${name}.`,
+    status,
+    after: refresh,
+    err,
+  });
+  const del = actionButton({
+    label: "Delete",
+    ariaLabel: `Delete ${name}`,
+    className: "danger",
+    confirm: `Delete the ${c.provider} credential ${name}? Its key material is wiped.`,
+    run: () => api("DELETE", `/byok/${seg(c.id)}`),
+    done: `Deleted ${name}.`,
+    status,
+    after: refresh,
+    err,
+  });
   return h(
     "tr",
     { "data-id": c.id },

@@ -2,7 +2,7 @@
 // delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
 // dismisses; it is never stored by the console and never shown again.
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
+import { actionButton, errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -104,43 +104,26 @@ function row(k, workspaceName, refresh, status) {
     },
     "Rename",
   );
-  const toggle = h(
-    "button",
-    {
-      type: "button",
-      class: "secondary",
-      "aria-label": `${k.disabled ? "Enable" : "Disable"} ${k.name}`,
-      onclick: async () => {
-        try {
-          await api("PATCH", `/keys/${seg(k.hash)}`, { disabled: !k.disabled });
-          status.textContent = `${k.disabled ? "Enabled" : "Disabled"} ${k.name}.`;
-          await refresh();
-        } catch (e) {
-          err.show(e.message);
-        }
-      },
-    },
-    k.disabled ? "Enable" : "Disable",
-  );
-  const del = h(
-    "button",
-    {
-      type: "button",
-      class: "danger",
-      "aria-label": `Delete ${k.name}`,
-      onclick: async () => {
-        if (!window.confirm(`Delete the key ${k.name} (${k.label})? It stops working at once.`)) return;
-        try {
-          await api("DELETE", `/keys/${seg(k.hash)}`);
-          status.textContent = `Deleted ${k.name}.`;
-          await refresh();
-        } catch (e) {
-          err.show(e.message);
-        }
-      },
-    },
-    "Delete",
-  );
+  const toggle = actionButton({
+    label: k.disabled ? "Enable" : "Disable",
+    ariaLabel: `${k.disabled ? "Enable" : "Disable"} ${k.name}`,
+    run: () => api("PATCH", `/keys/${seg(k.hash)}`, { disabled: !k.disabled }),
+    done: `${k.disabled ? "Enabled" : "Disabled"} ${k.name}.`,
+    status,
+    after: refresh,
+    err,
+  });
+  const del = actionButton({
+    label: "Delete",
+    ariaLabel: `Delete ${k.name}`,
+    className: "danger",
+    confirm: `Delete the key ${k.name} (${k.label})? It stops working at once.`,
+    run: () => api("DELETE", `/keys/${seg(k.hash)}`),
+    done: `Deleted ${k.name}.`,
+    status,
+    after: refresh,
+    err,
+  });
   return h(
     "tr",
     { "data-hash": k.hash },

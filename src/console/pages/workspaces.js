@@ -1,7 +1,7 @@
 // Workspaces of the organization and their members: list, create, one workspace with edit, delete,
 // and its members (add by email or user id, remove).
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
+import { actionButton, errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
 
 const SLUG_HINT = "1 to 64 lowercase letters, digits and single dashes, unique in the organization";
 
@@ -112,24 +112,16 @@ export async function renderWorkspace(main, params) {
                     h(
                       "td",
                       { class: "actions" },
-                      h(
-                        "button",
-                        {
-                          type: "button",
-                          class: "danger",
-                          "aria-label": `Remove ${m.email} from ${w.name}`,
-                          onclick: async () => {
-                            try {
-                              const res = await api("POST", `/workspaces/${seg(w.id)}/members/remove`, { user_ids: [m.user_id] });
-                              status.textContent = res.removed_count === 1 ? `Removed ${m.email}.` : `${m.email} was not a member.`;
-                              await refreshMembers();
-                            } catch (e) {
-                              err.show(e.message);
-                            }
-                          },
-                        },
-                        "Remove",
-                      ),
+                      actionButton({
+                        label: "Remove",
+                        ariaLabel: `Remove ${m.email} from ${w.name}`,
+                        className: "danger",
+                        run: () => api("POST", `/workspaces/${seg(w.id)}/members/remove`, { user_ids: [m.user_id] }),
+                        done: (res) => (res.removed_count === 1 ? `Removed ${m.email}.` : `${m.email} was not a member.`),
+                        status,
+                        after: refreshMembers,
+                        err,
+                      }),
                       err.el,
                     ),
                   );
