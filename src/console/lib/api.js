@@ -19,8 +19,9 @@ export const session = {
   signIn(key) {
     sessionStorage.setItem(KEY_STORAGE, key);
   },
+  /** Forgets the key and everything else the console kept in this tab (pending questions). */
   signOut() {
-    sessionStorage.removeItem(KEY_STORAGE);
+    for (const name of Object.keys(sessionStorage)) if (name.startsWith("portico.console.")) sessionStorage.removeItem(name);
   },
 };
 

@@ -421,6 +421,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
       expect(await noHorizontalOverflow(narrow), hash).toBe(true);
     }
     await shot("narrow-intern-chat", narrow);
+    // Signing out forgets the key: the tab's storage is empty and the sign-in form is back.
+    await narrow.getByRole("button", { name: "Sign out" }).click();
+    await narrow.getByLabel("Management key").waitFor();
+    expect(await narrow.evaluate("sessionStorage.length")).toBe(0);
+    expect(await narrow.getByRole("navigation", { name: "Console sections" }).isVisible()).toBe(false);
     await narrow.close();
     expect(problems).toEqual([]);
   });
