@@ -68,14 +68,22 @@ async function show() {
     if (m && a.dataset.section === m.route.section) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
-  replace(main);
+  // Each page renders into its own view: a page still loading when the user moves on writes into a
+  // view that is no longer on the page, never into the next one.
+  const view = h("div", { class: "view" });
+  replace(main, view);
   if (!m) {
-    main.append(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/key" }, "Go to the key page")));
+    view.append(h("h1", { tabindex: "-1" }, "Page not found"), h("p", {}, h("a", { href: "#/key" }, "Go to the key page")));
   } else {
-    cleanup = await m.route.page(main, m.params, m.query);
+    const done = await m.route.page(view, m.params, m.query);
+    if (!view.isConnected) {
+      if (typeof done === "function") done();
+      return;
+    }
+    cleanup = done;
   }
   // Move focus to the new page's heading so keyboard and screen-reader users land on it.
-  const heading = main.querySelector("h1");
+  const heading = view.querySelector("h1");
   if (heading) {
     heading.setAttribute("tabindex", "-1");
     heading.focus();
