@@ -6,6 +6,9 @@ import { api, errorOf, requestInit, seg, session } from "../lib/api.js";
 import { announce, errorLine, field, h, replace } from "../lib/dom.js";
 import { readEvents } from "../lib/sse.js";
 
+/** Statuses of a refused answer after which the question is still pending (0: the request did not get through). */
+const STILL_PENDING = new Set([0, 400, 429, 502, 503, 504]);
+
 const OPTION_LABELS = {
   allow_once: "Allow once",
   allow_always: "Allow always",
@@ -129,14 +132,14 @@ export function renderChat(main, params) {
     } catch (e) {
       setBusy(false, "Not connected");
       formErr.show(`The request failed: ${e.message}`);
-      return;
+      return { refused: 0 };
     }
     if (!res.ok) {
       const err = await errorOf(res);
       setBusy(false, "Refused");
       formErr.show(`${err.status}: ${err.message}`);
       if (err.status === 401) window.dispatchEvent(new CustomEvent("portico:signed-out", { detail: err.message }));
-      return;
+      return { refused: err.status };
     }
     // Clock skew between this browser and the server, for the question's countdown. The Date header
     // has whole seconds (truncated), so its middle is 500 ms later; smaller differences are noise.
@@ -221,9 +224,11 @@ export function renderChat(main, params) {
       pendingStore.clear(internId);
       if (deadlineLine) deadlineLine.hidden = true;
       for (const b of buttons.querySelectorAll("button")) b.disabled = true;
-      card.append(h("p", { class: "answered" }, `Answered: ${OPTION_LABELS[option] ?? option}`));
+      for (const note of card.querySelectorAll(".answered")) note.remove();
+      const answered = h("p", { class: "answered" }, `Answered: ${OPTION_LABELS[option] ?? option}`);
+      card.append(answered);
       addTurn("user", "You", `${OPTION_LABELS[option] ?? option}`);
-      await stream({
+      const result = await stream({
         stream: true,
         session_id: state.sessionId,
         messages: [
@@ -231,6 +236,16 @@ export function renderChat(main, params) {
           { role: "tool", tool_call_id: call.id, content: option },
         ],
       });
+      // Refused while the question stays pending (unreachable host, timeout, rate limit, …): answer again.
+      // 404, 409 and 410 mean the question is gone (answered elsewhere, expired, run ended).
+      if (result && STILL_PENDING.has(result.refused)) {
+        answered.textContent = "The answer was not delivered; the question is still waiting.";
+        for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+        if (deadlineLine) deadlineLine.hidden = false;
+        pendingStore.save(internId, { sessionId: state.sessionId, call, skewMs });
+        setBusy(true, "Paused: the intern is waiting for your answer");
+        startCountdown();
+      }
     };
     for (const option of [...options, "cancel"]) {
       buttons.append(
@@ -246,7 +261,8 @@ export function renderChat(main, params) {
     card.scrollIntoView({ block: "end" });
     buttons.querySelector("button")?.focus();
 
-    if (!Number.isNaN(deadline)) {
+    function startCountdown() {
+      if (Number.isNaN(deadline)) return;
       const tick = () => {
         const ms = deadline - (Date.now() + skewMs);
         if (ms <= 0) {
@@ -265,6 +281,7 @@ export function renderChat(main, params) {
       tick();
       state.countdown = setInterval(tick, 1000);
     }
+    startCountdown();
   }
 
   function stopCountdown() {
