@@ -4,6 +4,7 @@ import { openDatabase, type DatabaseHandle, type Db } from "../db/client.js";
 import { createKeysService, type KeysService } from "../core/keys/keys-service.js";
 import { createWorkspacesService, type WorkspacesService } from "../core/workspaces/workspaces-service.js";
 import { errorDetailOf } from "../lib/service-error.js";
+import { createInternAdmin, type InternAdmin } from "../core/interns/intern-admin.js";
 
 /** Opens (and migrates) the configured database for one command, closing it afterwards. */
 export async function withDatabase<T>(cfg: Config, fn: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
@@ -25,6 +26,7 @@ export interface AdminServices {
   db: Db;
   workspaces: WorkspacesService;
   keys: KeysService;
+  interns: InternAdmin;
 }
 
 /**
@@ -36,7 +38,7 @@ export async function withServices<T>(cfg: Config, fn: (services: AdminServices)
     const workspaces = createWorkspacesService(h.db);
     const keys = createKeysService({ db: h.db, workspaces });
     try {
-      return await fn({ db: h.db, workspaces, keys });
+      return await fn({ db: h.db, workspaces, keys, interns: createInternAdmin({ db: h.db }) });
     } catch (err) {
       if (err instanceof ConnectError) {
         const field = errorDetailOf(err)?.field;

@@ -30,7 +30,7 @@ import { createPresetManagement } from "./presets/preset-management.js";
 import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
-import { createAuditLog } from "./audit/audit-log.js";
+import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
 import { createAuditHandler } from "./audit/audit-handler.js";
 import { createKeysHandler } from "./keys/keys-handler.js";
 import { createKeysService } from "./keys/keys-service.js";
@@ -104,6 +104,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(PresetsService, createPresetsHandler({
         repository: createPresetsRepository(db, { provider: database.provider }),
         management: createPresetManagement(db),
+        audit: createAuditRecorder(db),
         brand: config.brand,
       }));
   };

@@ -3,7 +3,7 @@
  * members, presets, interns) is written here in the same transaction as the change, by a management
  * key over the API or by `portico admin` on the server. Details hold names and flags, never secrets.
  */
-import type { Db, } from "../../db/client.js";
+import type { Db } from "../../db/client.js";
 import { Prisma, type AuditEvent, type DbTransaction } from "../../db/prisma.js";
 import type { Caller } from "../auth.js";
 
@@ -58,6 +58,13 @@ export async function recordAudit(tx: DbTransaction | Db, actor: Actor, entry: A
       details: entry.details ? (entry.details as Prisma.InputJsonValue) : Prisma.DbNull,
     },
   });
+}
+
+/** Records a change made by a caller outside a transaction of ours (a domain with its own storage code). */
+export type AuditRecorder = (caller: Caller, entry: AuditEntry) => Promise<void>;
+
+export function createAuditRecorder(db: Db): AuditRecorder {
+  return (caller, entry) => recordAudit(db, actorOf(caller), entry);
 }
 
 export function createAuditLog(db: Db) {

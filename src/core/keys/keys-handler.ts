@@ -7,8 +7,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { ApiKey as ApiKeyRow } from "../../db/prisma.js";
 import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import { KeysService } from "../../gen/portico/keys/v1/keys_service_pb.js";
-import { actorOf } from "../audit/audit-log.js";
-import { callerOf, requireManagement } from "../auth.js";
+import { managerOf } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
 import type { KeysService as KeysDomain } from "./keys-service.js";
 
@@ -30,14 +29,9 @@ export function keyToProto(k: ApiKeyRow): Init<ApiKey> {
 
 export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<typeof KeysService> {
   const { service } = deps;
-  const manager = (ctx: Parameters<typeof callerOf>[0]) => {
-    const caller = callerOf(ctx);
-    requireManagement(caller);
-    return { caller, actor: actorOf(caller) };
-  };
   return {
     async listKeys(req, ctx) {
-      const { actor } = manager(ctx);
+      const { actor } = managerOf(ctx);
       const { items, total } = await service.list(actor, {
         offset: req.offset,
         limit: req.limit,
@@ -47,7 +41,7 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
       return { keys: items.map(keyToProto), totalCount: total };
     },
     async createKey(req, ctx) {
-      const { caller, actor } = manager(ctx);
+      const { caller, actor } = managerOf(ctx);
       const { record, plaintext } = await service.create(actor, {
         name: req.name,
         workspaceId: req.workspaceId,
@@ -57,11 +51,11 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
       return { key: keyToProto(record), secret: plaintext };
     },
     async getKey(req, ctx) {
-      const { actor } = manager(ctx);
+      const { actor } = managerOf(ctx);
       return { key: keyToProto(await service.get(actor, req.hash)) };
     },
     async updateKey(req, ctx) {
-      const { actor } = manager(ctx);
+      const { actor } = managerOf(ctx);
       const paths = maskPaths(req.updateMask?.paths, ["name", "disabled"]);
       const changes: { name?: string; disabled?: boolean } = {};
       if (paths.has("name")) changes.name = req.name;
@@ -69,7 +63,7 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
       return { key: keyToProto(await service.update(actor, req.hash, changes)) };
     },
     async deleteKey(req, ctx) {
-      const { actor } = manager(ctx);
+      const { actor } = managerOf(ctx);
       await service.revoke(actor, req.hash);
       return { deleted: true };
     },

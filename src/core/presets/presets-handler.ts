@@ -18,7 +18,7 @@ import { createChatRequestValidator, type ChatRequestValidator } from "./chat-re
 import { RuleViolation } from "./json-rules.js";
 import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
-import { actorOf } from "../audit/audit-log.js";
+import { actorOf, type AuditRecorder } from "../audit/audit-log.js";
 import { maskPaths } from "../management/rules.js";
 import type { PresetChanges, PresetManagement } from "./preset-management.js";
 
@@ -26,6 +26,8 @@ export interface PresetsHandlerDeps {
   repository: PresetsRepository;
   /** Rename, describe, designate, change status (audited). */
   management: PresetManagement;
+  /** Records each created version in the audit log (after its commit: creation is the hot path). */
+  audit?: AuditRecorder;
   /** Brand word prefixing server tool types (`<brand>:web_search`). */
   brand: string;
 }
@@ -62,6 +64,13 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
           creatorUserId: caller.userId,
           config,
           systemPrompt,
+        });
+        await deps.audit?.(caller, {
+          action: "preset.version.create",
+          targetType: "preset",
+          targetId: preset.id,
+          workspaceId: preset.workspaceId,
+          details: { slug: preset.slug, version: version.version },
         });
         return { preset: presetToProto(preset), designatedVersion: versionToProto(version) };
       } catch (err) {

@@ -6,8 +6,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Workspace as WorkspaceRow } from "../../db/prisma.js";
 import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
 import { WorkspacesService } from "../../gen/portico/workspaces/v1/workspaces_service_pb.js";
-import { actorOf } from "../audit/audit-log.js";
-import { callerOf, requireManagement } from "../auth.js";
+import { managerOf as manager } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
 import type { MemberView, WorkspacesService as WorkspacesDomain } from "./workspaces-service.js";
 
@@ -30,11 +29,8 @@ export function memberToProto(m: MemberView): Init<WorkspaceMember> {
   return { userId: m.user.id, email: m.user.email, name: m.user.name, role: m.member.role, createdAt: timestampFromDate(m.member.createdAt) };
 }
 
-function managerOf(ctx: HandlerContext) {
-  const caller = callerOf(ctx);
-  requireManagement(caller);
-  return actorOf(caller);
-}
+/** The audit actor of the calling management key. */
+const managerOf = (ctx: HandlerContext) => manager(ctx).actor;
 
 export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): ServiceImpl<typeof WorkspacesService> {
   const { service } = deps;

@@ -22,6 +22,11 @@ describe("portico admin writes through the management services", () => {
     expect(ws.slug).toBe("ops-team");
     const key = await run("key", "create", "--org", org.organization_id, "--workspace", ws.workspace_id, "--user", org.user_id, "--name", "deploy");
     await run("key", "disable", key.hash);
+    const intern = await run("intern", "create", "--workspace", org.workspace_id, "--name", "cli-bot", "--instructions", "be brief");
+    await run("intern", "suspend", intern.intern_id);
+    const badName = await runPortico(["admin", "intern", "create", "--workspace", org.workspace_id, "--name", "Bad_Name"], env);
+    expect(badName.code).not.toBe(0);
+    expect(badName.stderr).toMatch(/name must be 2 to 17/);
 
     // The same rules as the API: a workspace still holding keys is not deleted without --force.
     const refused = await runPortico(["admin", "workspace", "delete", ws.workspace_id], env);
@@ -34,7 +39,7 @@ describe("portico admin writes through the management services", () => {
       const { items } = await createAuditLog(db.db).list(org.organization_id, { offset: 0, limit: 100 });
       const actions = items.map((e) => e.action);
       expect(actions).toEqual(
-        expect.arrayContaining(["organization.create", "workspace.create", "key.create", "key.update", "workspace.delete"]),
+        expect.arrayContaining(["organization.create", "workspace.create", "key.create", "key.update", "workspace.delete", "intern.create", "intern.suspend"]),
       );
       for (const e of items) {
         expect(e.actorType).toBe("cli");
@@ -42,8 +47,10 @@ describe("portico admin writes through the management services", () => {
       }
       expect(JSON.stringify(items)).not.toContain(key.key);
       expect(JSON.stringify(items)).not.toContain(org.management_key);
+      expect(JSON.stringify(items)).not.toContain(intern.host_token);
+      expect(JSON.stringify(items)).not.toContain("be brief");
     } finally {
       await db.close();
     }
-  });
+  }, 180_000);
 });

@@ -130,6 +130,28 @@ describe.each(["sqlite", "postgresql"] as const)("workspaces, members and the au
     expect(theirs.json.data.map((e: any) => e.target_id)).not.toContain(hash);
   });
 
+  it("audits BYOK credential changes (masked label only) and preset version creation", async () => {
+    const mk = h.tenant.managementKey;
+    const secret = "sk-proj-audit-" + "x".repeat(40);
+    const cred = await api(h, "POST", "/byok", { key: mk, body: { provider: "openai", key: secret, name: "audited" } });
+    expect(cred.status).toBe(200);
+    const id = cred.json.data.id;
+    await api(h, "PATCH", `/byok/${id}`, { key: mk, body: { key: secret + "2", disabled: true } });
+    await api(h, "DELETE", `/byok/${id}`, { key: mk });
+    const log = await api(h, "GET", `/audit?target_id=${id}`, { key: mk });
+    expect(log.json.data.map((e: any) => e.action).sort()).toEqual(["byok.create", "byok.delete", "byok.update"]);
+    expect(log.json.data.find((e: any) => e.action === "byok.update").details).toMatchObject({ disabled: true, key_rotated: true });
+    expect(log.text).not.toContain(secret);
+    expect(log.text).not.toContain("audit-");
+
+    const created = await api(h, "POST", "/presets/audited-preset/chat/completions", {
+      key: mk,
+      body: { model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }] },
+    });
+    const presetLog = await api(h, "GET", `/audit?action=preset.version.create&target_id=${created.json.data.id}`, { key: mk });
+    expect(presetLog.json.data.map((e: any) => e.details)).toEqual([{ slug: "audited-preset", version: 1 }]);
+  });
+
   it("offers workspaces and the audit log over gRPC with the same rules", async () => {
     const created = await unary(wsGrpc, "CreateWorkspace", { name: "gRPC Space" }, bearer(h.tenant.managementKey));
     expect(created.error).toBeUndefined();
