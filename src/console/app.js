@@ -63,6 +63,7 @@ async function show() {
     return;
   }
   nav.hidden = false;
+  void showProgrammeSections();
   const m = match(location.hash);
   for (const a of nav.querySelectorAll("a[data-section]")) {
     if (m && a.dataset.section === m.route.section) a.setAttribute("aria-current", "page");
@@ -88,6 +89,19 @@ async function show() {
     heading.setAttribute("tabindex", "-1");
     heading.focus();
     document.title = `${heading.textContent} · Portico console`;
+  }
+}
+
+/** The Interns section only for organizations in the interns programme (GET /key says so). */
+let programmeChecked = false;
+async function showProgrammeSections() {
+  if (programmeChecked) return;
+  programmeChecked = true;
+  try {
+    const me = (await api("GET", "/key")).data;
+    nav.querySelector('a[data-section="interns"]').parentElement.hidden = !me.interns_programme;
+  } catch {
+    programmeChecked = false;
   }
 }
 
@@ -152,12 +166,14 @@ function renderSignIn() {
 
 document.getElementById("sign-out").addEventListener("click", () => {
   session.signOut();
+  programmeChecked = false;
   announce("Signed out");
   void show();
 });
 
 window.addEventListener("portico:signed-out", (ev) => {
   session.signOut();
+  programmeChecked = false;
   signOutNotice = `You were signed out: ${ev.detail}`;
   void show();
 });

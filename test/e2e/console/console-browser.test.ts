@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PORTICO_BIN } from "../../helpers/cli.js";
+import { PORTICO_BIN, runPortico } from "../../helpers/cli.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
@@ -395,6 +395,21 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.getByRole("button", { name: "Revoke the host token" }).click();
     await page.locator("main").getByRole("status").filter({ hasText: "The host token was revoked." }).waitFor();
     expect(await pageText()).not.toContain(token);
+  });
+
+  it("hides the Interns section from an organization outside the interns programme", async () => {
+    const made = await runPortico(["admin", "org", "create", "--name", "Outside", "--json"], { PORTICO_DATA_DIR: dataDir });
+    expect(made.code, made.stderr).toBe(0);
+    const outsideKey = JSON.parse(made.stdout).management_key as string;
+    const other = await context.newPage();
+    await other.goto(`${s.origin}/console/`);
+    await other.getByLabel("Management key").fill(outsideKey);
+    await other.keyboard.press("Enter");
+    await other.getByRole("heading", { level: 1, name: "Key" }).waitFor();
+    const nav = other.getByRole("navigation", { name: "Console sections" });
+    await nav.getByRole("link", { name: "Interns", exact: true }).waitFor({ state: "hidden" });
+    await nav.getByRole("link", { name: "Presets", exact: true }).waitFor();
+    await other.close();
   });
 
   it("every page passes axe-core's WCAG 2 A and AA checks", async () => {
