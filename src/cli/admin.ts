@@ -9,7 +9,9 @@ import { bootstrap } from "../core/identity/bootstrap.js";
 import { createIdentityRepository } from "../core/identity/identity-repository.js";
 import { bootstrapExtensions } from "./bootstrap-extensions.js";
 import { registerInternAdminCommands } from "./admin-interns.js";
-import { printJson, withDatabase } from "./shared.js";
+import { CliError, printJson, withDatabase, withServices } from "./shared.js";
+import { cliActor, recordAudit } from "../core/audit/audit-log.js";
+import type { Db } from "../db/client.js";
 import { registerByokAdminCommands } from "./admin-byok.js";
 
 export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
@@ -20,6 +22,13 @@ export const adminRegistrars: AdminCommandRegistrar[] = [registerInternAdminComm
 function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {
   if (json) printJson(value);
   else process.stdout.write(`${text}\n`);
+}
+
+/** A live (not revoked) key by id or hash, for the commands that accept either. */
+async function findKey(db: Db, idOrHash: string) {
+  const k = await db.apiKey.findFirst({ where: { OR: [{ id: idOrHash }, { hash: idOrHash }], revokedAt: null } });
+  if (!k) throw new CliError("no active key with that id or hash");
+  return k;
 }
 
 export function registerAdminCommands(program: Command, config: () => Config): void {
@@ -44,25 +53,18 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .option("--admin-email <email>", "email of the admin user (default: admin@<random>.invalid)")
     .option("--json", "print JSON")
     .action(async (opts: { name: string; interns: boolean; adminEmail?: string; json?: boolean }) => {
-      const result = await withDatabase(config(), async (h) => {
-        const repo = createIdentityRepository(h.db);
-        const organization = await repo.createOrganization({ name: opts.name, internsProgramme: opts.interns });
-        const email = opts.adminEmail ?? `admin@${organization.id}.invalid`;
-        const user = await repo.findOrCreateUser({ email, name: `${opts.name} admin` });
-        await repo.addMember(organization.id, user.id, "admin");
-        const workspace = await repo.createWorkspace({
-          organizationId: organization.id,
-          name: "Default",
-          slug: "default",
-          isDefault: true,
+      const result = await withServices(config(), async ({ db, workspaces, keys }) => {
+        const organization = await createIdentityRepository(db).createOrganization({ name: opts.name, internsProgramme: opts.interns });
+        const actor = cliActor(organization.id);
+        await recordAudit(db, actor, {
+          action: "organization.create",
+          targetType: "organization",
+          targetId: organization.id,
+          details: { name: organization.name, interns_programme: organization.internsProgramme },
         });
-        const mgmt = await repo.createApiKey({
-          organizationId: organization.id,
-          workspaceId: workspace.id,
-          creatorUserId: user.id,
-          name: "management",
-          isManagement: true,
-        });
+        const user = await workspaces.addOrganizationMember(actor, opts.adminEmail ?? `admin@${organization.id}.invalid`, "admin");
+        const workspace = await workspaces.create(actor, { name: "Default", slug: "default", isDefault: true, createdBy: user.id });
+        const mgmt = await keys.create(actor, { name: "management", workspaceId: workspace.id, isManagement: true, creatorUserId: user.id });
         return {
           organization_id: organization.id,
           workspace_id: workspace.id,
@@ -80,22 +82,24 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .requiredOption("--org <id>", "organization id")
     .requiredOption("--name <name>", "workspace name")
     .option("--slug <slug>", "workspace slug")
+    .option("--description <text>", "workspace description")
     .option("--json", "print JSON")
-    .action(async (opts: { org: string; name: string; slug?: string; json?: boolean }) => {
-      const w = await withDatabase(config(), (h) =>
-        createIdentityRepository(h.db).createWorkspace({
-          organizationId: opts.org,
-          name: opts.name,
-          ...(opts.slug ? { slug: opts.slug } : {}),
-        }),
+    .action(async (opts: { org: string; name: string; slug?: string; description?: string; json?: boolean }) => {
+      const w = await withServices(config(), ({ workspaces }) =>
+        workspaces.create(cliActor(opts.org), { name: opts.name, slug: opts.slug, description: opts.description, createdBy: null }),
       );
       out(opts.json, { workspace_id: w.id, organization_id: w.organizationId, slug: w.slug }, `workspace ${w.id}`);
     });
   ws.command("delete")
     .argument("<id>", "workspace id")
+    .option("--force", "delete even while the workspace holds active keys", false)
     .option("--json", "print JSON")
-    .action(async (id: string, opts: { json?: boolean }) => {
-      await withDatabase(config(), (h) => createIdentityRepository(h.db).deleteWorkspace(id));
+    .action(async (id: string, opts: { force: boolean; json?: boolean }) => {
+      await withServices(config(), async ({ db, workspaces }) => {
+        const w = await db.workspace.findUnique({ where: { id } });
+        if (!w) throw new CliError("workspace not found or already deleted");
+        await workspaces.delete(cliActor(w.organizationId), id, { force: opts.force });
+      });
       out(opts.json, { deleted: true, workspace_id: id }, `workspace ${id} deleted`);
     });
 
@@ -110,13 +114,12 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .option("--json", "print JSON")
     .action(
       async (opts: { org: string; workspace: string; user: string; name: string; management: boolean; json?: boolean }) => {
-        const { record, plaintext } = await withDatabase(config(), (h) =>
-          createIdentityRepository(h.db).createApiKey({
-            organizationId: opts.org,
-            workspaceId: opts.workspace,
-            creatorUserId: opts.user,
+        const { record, plaintext } = await withServices(config(), ({ keys }) =>
+          keys.create(cliActor(opts.org), {
             name: opts.name,
+            workspaceId: opts.workspace,
             isManagement: opts.management,
+            creatorUserId: opts.user,
           }),
         );
         out(
@@ -152,7 +155,10 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .argument("<idOrHash>", "key id or hash")
     .option("--json", "print JSON")
     .action(async (idOrHash: string, opts: { json?: boolean }) => {
-      await withDatabase(config(), (h) => createIdentityRepository(h.db).revokeApiKey(idOrHash));
+      await withServices(config(), async ({ db, keys }) => {
+        const k = await findKey(db, idOrHash);
+        await keys.revoke(cliActor(k.organizationId), k.hash);
+      });
       out(opts.json, { revoked: true }, "key revoked");
     });
   key
@@ -161,7 +167,10 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .option("--enable", "enable instead", false)
     .option("--json", "print JSON")
     .action(async (idOrHash: string, opts: { enable: boolean; json?: boolean }) => {
-      await withDatabase(config(), (h) => createIdentityRepository(h.db).setApiKeyDisabled(idOrHash, !opts.enable));
+      await withServices(config(), async ({ db, keys }) => {
+        const k = await findKey(db, idOrHash);
+        await keys.update(cliActor(k.organizationId), k.hash, { disabled: !opts.enable });
+      });
       out(opts.json, { disabled: !opts.enable }, opts.enable ? "key enabled" : "key disabled");
     });
 
@@ -172,12 +181,8 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .requiredOption("--email <email>", "user email")
     .option("--json", "print JSON")
     .action(async (opts: { org: string; email: string; json?: boolean }) => {
-      const result = await withDatabase(config(), async (h) => {
-        const repo = createIdentityRepository(h.db);
-        const user = await repo.findOrCreateUser({ email: opts.email, name: opts.email });
-        await repo.addMember(opts.org, user.id);
-        return { user_id: user.id, organization_id: opts.org };
-      });
+      const user = await withServices(config(), ({ workspaces }) => workspaces.addOrganizationMember(cliActor(opts.org), opts.email));
+      const result = { user_id: user.id, organization_id: opts.org };
       out(opts.json, result, `user ${result.user_id} added`);
     });
   member
@@ -186,7 +191,7 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .requiredOption("--user <id>", "user id")
     .option("--json", "print JSON")
     .action(async (opts: { org: string; user: string; json?: boolean }) => {
-      await withDatabase(config(), (h) => createIdentityRepository(h.db).removeMember(opts.org, opts.user));
+      await withServices(config(), ({ workspaces }) => workspaces.removeOrganizationMember(cliActor(opts.org), opts.user));
       out(opts.json, { removed: true }, "member removed");
     });
 

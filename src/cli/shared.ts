@@ -1,5 +1,10 @@
 import type { Config } from "../config.js";
-import { openDatabase, type DatabaseHandle } from "../db/client.js";
+import { ConnectError } from "@connectrpc/connect";
+import { openDatabase, type DatabaseHandle, type Db } from "../db/client.js";
+import { createKeysService, type KeysService } from "../core/keys/keys-service.js";
+import { createWorkspacesService, type WorkspacesService } from "../core/workspaces/workspaces-service.js";
+import { errorDetailOf } from "../lib/service-error.js";
+import { createInternAdmin, type InternAdmin } from "../core/interns/intern-admin.js";
 
 /** Opens (and migrates) the configured database for one command, closing it afterwards. */
 export async function withDatabase<T>(cfg: Config, fn: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
@@ -16,3 +21,30 @@ export function printJson(value: unknown): void {
 }
 
 export class CliError extends Error {}
+
+export interface AdminServices {
+  db: Db;
+  workspaces: WorkspacesService;
+  keys: KeysService;
+  interns: InternAdmin;
+}
+
+/**
+ * Runs an admin command through the same domain services as the management API (so it is checked
+ * and audited the same way, with actor "cli"); a refusal becomes a one-line CLI error.
+ */
+export async function withServices<T>(cfg: Config, fn: (services: AdminServices) => Promise<T>): Promise<T> {
+  return withDatabase(cfg, async (h) => {
+    const workspaces = createWorkspacesService(h.db);
+    const keys = createKeysService({ db: h.db, workspaces });
+    try {
+      return await fn({ db: h.db, workspaces, keys, interns: createInternAdmin({ db: h.db }) });
+    } catch (err) {
+      if (err instanceof ConnectError) {
+        const field = errorDetailOf(err)?.field;
+        throw new CliError(field ? `${err.rawMessage} (${field})` : err.rawMessage);
+      }
+      throw err;
+    }
+  });
+}

@@ -51,6 +51,8 @@ export const REASON_RULES: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, 
   [Reason.TURN_FAILED]: { wire: "turn_failed", code: Code.Unavailable, status: 502, retryable: false, meaning: "the intern's host failed the turn" },
   [Reason.HOST_BUSY]: { wire: "busy", code: Code.Unavailable, status: 503, retryable: true, meaning: "no capacity to take or hold another run (`Retry-After`)" },
   [Reason.CORE_UNAVAILABLE]: { wire: "core_unavailable", code: Code.Unavailable, status: 503, retryable: true, meaning: "the gateway cannot reach the core; retry shortly" },
+  [Reason.STATE_CONFLICT]: { wire: "conflict", code: Code.FailedPrecondition, status: 409, retryable: false, meaning: "the resource's state forbids the change (e.g. a workspace that still holds active keys)" },
+  [Reason.INTERN_NOT_READY]: { wire: "intern_not_ready", code: Code.FailedPrecondition, status: 409, retryable: false, meaning: "the intern is suspended; provision it to resume" },
   [Reason.TIMEOUT]: { wire: "timeout", code: Code.DeadlineExceeded, status: 504, retryable: true, meaning: "something did not answer in time" },
 };
 

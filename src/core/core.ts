@@ -18,11 +18,24 @@ import { createIdentityRepository } from "./identity/identity-repository.js";
 import { createMetricsInterceptor } from "./metrics-interceptor.js";
 import { InternsService } from "../gen/portico/interns/v1/interns_service_pb.js";
 import { createInternsModule } from "./interns/interns-module.js";
+import { InternAdminService } from "../gen/portico/internadmin/v1/internadmin_service_pb.js";
+import { createInternAdmin } from "./interns/intern-admin.js";
+import { createInternAdminHandler } from "./interns/intern-admin-handler.js";
 import { ByokService } from "../gen/portico/byok/v1/byok_service_pb.js";
 import { createByokDomain } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
 import { createPresetsHandler } from "./presets/presets-handler.js";
 import { createPresetsRepository } from "./presets/presets-repository.js";
+import { createPresetManagement } from "./presets/preset-management.js";
+import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
+import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
+import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
+import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
+import { createAuditHandler } from "./audit/audit-handler.js";
+import { createKeysHandler } from "./keys/keys-handler.js";
+import { createKeysService } from "./keys/keys-service.js";
+import { createWorkspacesHandler } from "./workspaces/workspaces-handler.js";
+import { createWorkspacesService } from "./workspaces/workspaces-service.js";
 
 export interface CoreOptions {
   database: DatabaseHandle;
@@ -55,6 +68,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const interns = createInternsModule({ db, config, logger });
   closers.push(() => interns.close());
   const byok = await createByokDomain({ database, config, logger });
+  const workspaces = createWorkspacesService(db);
+  const keys = createKeysService({ db, workspaces });
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
@@ -85,8 +100,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     );
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
+    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links }) }));
     router.service(ByokService, byok.handler);
-    router.service(PresetsService, createPresetsHandler({ repository: createPresetsRepository(db, { provider: database.provider }), brand: config.brand }));
+    router.service(KeysService, createKeysHandler({ service: keys }));
+    router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
+    router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
+    router.service(PresetsService, createPresetsHandler({
+        repository: createPresetsRepository(db, { provider: database.provider }),
+        management: createPresetManagement(db),
+        audit: createAuditRecorder(db),
+        brand: config.brand,
+      }));
   };
 
   return {

@@ -22,6 +22,8 @@ export type {
   PresetVersion,
   User,
   Workspace,
+  WorkspaceMember,
+  AuditEvent,
 } from "../generated/sqlite/client.js";
 import { Prisma } from "../generated/sqlite/client.js";
 

@@ -16,6 +16,7 @@ import type { Metrics } from "../lib/metrics.js";
 import type { GatewayContext } from "./context.js";
 import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
 import { registerGatewayRoutes } from "./routes/index.js";
+import { registerConsoleRoutes } from "./routes/console.js";
 import { checkJsonInput } from "./json-input.js";
 
 /** Fastify error code of a body that breaks the JSON input limits (depth, Unicode). */
@@ -183,6 +184,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     reply.type(opts.metrics.registry.contentType);
     return opts.metrics.registry.metrics();
   });
+
+  await registerConsoleRoutes(app as unknown as FastifyInstance);
 
   const ctx: GatewayContext = {
     transport: opts.transport,

@@ -11,6 +11,7 @@ import { createByokService } from "./byok-service.js";
 import { createCredentialKeyAccess, type CredentialKeyAccess } from "./credential-use.js";
 import { loadKeyring, type Keyring } from "./keyring.js";
 import { verifyKeyring } from "./keyring-store.js";
+import { createAuditRecorder } from "../audit/audit-log.js";
 
 export interface ByokDomain {
   keyring: Keyring;
@@ -35,7 +36,11 @@ export async function createByokDomain(opts: { database: DatabaseHandle; config:
     log.warn({ path: keyring.source.path }, "created a new BYOK master key file (development default); back it up");
   }
   await verifyKeyring(database.db, keyring, { production: config.production, onWarning });
-  const service = createByokService({ repo: createByokRepository(database.db, database.provider), keyring });
+  const service = createByokService({
+    repo: createByokRepository(database.db, database.provider),
+    keyring,
+    audit: createAuditRecorder(database.db),
+  });
   return {
     keyring,
     handler: createByokHandler({ service }),

@@ -19,6 +19,7 @@ import {
   validateProvider,
   validateStringList,
 } from "./validation.js";
+import type { AuditRecorder } from "../audit/audit-log.js";
 
 export interface CreateCredentialInput {
   key?: string | undefined;
@@ -60,6 +61,21 @@ export interface ListCredentialsInput {
 export interface ByokServiceDeps {
   repo: ByokRepository;
   keyring: Keyring;
+  /** Records each change in the audit log (never the key: only its masked label). */
+  audit?: AuditRecorder;
+}
+
+/** What the audit log keeps of a credential: settings and the masked label, never key material. */
+function auditDetails(row: ByokRow): Record<string, unknown> {
+  return {
+    provider: row.provider,
+    name: row.name,
+    label: row.label,
+    disabled: row.disabled,
+    is_required: row.isRequired,
+    is_fallback: row.isFallback,
+    is_byok_only: row.isByokOnly,
+  };
 }
 
 export const CREDENTIAL_NOT_FOUND = "BYOK credential not found";
@@ -70,6 +86,8 @@ export const FOREIGN_KEY_HASH = "is not an API key of this account";
 
 export function createByokService(deps: ByokServiceDeps) {
   const { repo, keyring } = deps;
+  const audit = async (caller: Caller, action: string, row: ByokRow, extra: Record<string, unknown> = {}) =>
+    deps.audit?.(caller, { action, targetType: "byok_credential", targetId: row.id, workspaceId: row.workspaceId, details: { ...auditDetails(row), ...extra } });
 
   const resolveWorkspace = async (caller: Caller, workspaceId: string | undefined): Promise<string> => {
     if (workspaceId !== undefined) {
@@ -104,7 +122,7 @@ export function createByokService(deps: ByokServiceDeps) {
       await checkHashesOwned(caller, allowedApiKeyHashes);
       const id = randomUUID();
       const sealed = sealCredentialKey(keyring, { id, workspaceId, provider }, key);
-      return repo.create({
+      const created = await repo.create({
         id,
         organizationId: caller.organizationId,
         workspaceId,
@@ -122,6 +140,8 @@ export function createByokService(deps: ByokServiceDeps) {
         isFallback: input.isFallback,
         isByokOnly: input.isByokOnly,
       });
+      await audit(caller, "byok.create", created);
+      return created;
     },
 
     async list(caller: Caller, input: ListCredentialsInput): Promise<{ rows: ByokRow[]; total: number }> {
@@ -180,6 +200,7 @@ export function createByokService(deps: ByokServiceDeps) {
           })
         : null;
       if (!row) throw notFound(CREDENTIAL_NOT_FOUND);
+      await audit(caller, "byok.update", row, { key_rotated: key !== undefined });
       return row;
     },
 
@@ -187,6 +208,7 @@ export function createByokService(deps: ByokServiceDeps) {
       requireManagement(caller);
       const deleted = isLookupId(id) ? await repo.softDelete(caller.organizationId, id) : false;
       if (!deleted) throw notFound(CREDENTIAL_NOT_FOUND);
+      await deps.audit?.(caller, { action: "byok.delete", targetType: "byok_credential", targetId: id });
     },
   };
 }

@@ -79,10 +79,16 @@ export function createInternRepository(db: Db) {
       return db.intern.findUnique({ where: { hostTokenHash: hash } });
     },
 
-    async markAttached(id: string, instance: string) {
+    async markAttached(id: string, instance: string, agentName?: string) {
       await db.intern.updateMany({
         where: { id },
-        data: { status: "attached", hostInstance: instance, hostAttachedAt: new Date(), updatedAt: new Date() },
+        data: {
+          status: "attached",
+          hostInstance: instance,
+          hostAttachedAt: new Date(),
+          updatedAt: new Date(),
+          ...(agentName ? { agentName } : {}),
+        },
       });
     },
 
@@ -133,6 +139,11 @@ export function createInternRepository(db: Db) {
         where: { id: sessionId, activeRunId: runId },
         data: { activeRunId: null, updatedAt: new Date() },
       });
+    },
+
+    /** Whether a run was ever started in the intern's session named sessionKey (false for an unknown key). */
+    async sessionHasRuns(internId: string, sessionKey: string): Promise<boolean> {
+      return (await db.internRun.count({ where: { internId, sessionKey }, take: 1 })) > 0;
     },
 
     async findSession(id: string) {

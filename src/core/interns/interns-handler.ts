@@ -4,8 +4,11 @@
  * events in wire order: role, content/reasoning, then one finish (stop | tool_calls | error) and the
  * final event. Heartbeats fill idle gaps. gRPC callers and the HTTP gateway share this code.
  */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { TurnLimiter } from "../../lib/turn-limiter.js";
+import type { Intern } from "../../db/prisma.js";
+import { internSuspended } from "./intern-admin.js";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import {
@@ -159,6 +162,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
                 kind: q.kind || "permission",
                 ...(q.operation !== undefined ? { operation: q.operation } : {}),
                 options: q.options,
+                ...(run.interaction ? { deadline: timestampFromDate(run.interaction.deadlineAt) } : {}),
               },
             });
             yield message(run.model, stopFinish("tool_calls"));
@@ -225,6 +229,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     }
   }
 
+  /** The intern's standing instructions open every new session, ahead of its first prompt. */
+  const withInstructions = async (intern: Intern, sessionKey: string | undefined, prompt: string): Promise<string> => {
+    if (!intern.instructions) return prompt;
+    const fresh = sessionKey === undefined || !(await repo.sessionHasRuns(intern.id, sessionKey));
+    return fresh ? `${intern.instructions}\n\n${prompt}` : prompt;
+  };
+
   return {
     async *streamChat(req, ctx) {
       const caller = callerOf(ctx);
@@ -235,6 +246,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
         throw internNotFound();
       }
+      if (intern.suspendedAt) throw internSuspended();
       if (!manager.holdsLink(intern.id) && !ctx.requestHeader.has(FORWARDED_HEADER)) {
         const owner = await deps.cluster.ownerOf(intern.id);
         if (owner) {
@@ -249,7 +261,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           ? await manager.startRun({
               intern,
               sessionKey: intent.sessionKey,
-              prompt: intent.prompt,
+              prompt: await withInstructions(intern, intent.sessionKey, intent.prompt),
               approvalMode: intent.approvalMode,
               callerKey: caller.keyHash,
               signal: ctx.signal,

@@ -14,6 +14,7 @@ import { InternLink, type LinkRegistry } from "./link-registry.js";
 import type { RunManager } from "./run-manager.js";
 import type { Background } from "./background.js";
 import type { InternCluster } from "./cluster.js";
+import { internSuspended } from "./intern-admin.js";
 
 export interface LinkHandlerDeps {
   repo: InternRepository;
@@ -43,6 +44,7 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
       if (!intern || (!localIntern && (!intern.hostTokenHash || !digestsEqual(intern.hostTokenHash, hash)))) {
         throw unauthenticated("Invalid host token");
       }
+      if (intern.suspendedAt) throw internSuspended();
       const it = requests[Symbol.asyncIterator]();
       const hello = await firstHello(it, ctx.signal);
 
@@ -68,7 +70,7 @@ export function createInternLinkHandler(deps: LinkHandlerDeps): ServiceImpl<type
       const onAbort = () => link.close("host disconnected");
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       try {
-        await deps.repo.markAttached(intern.id, deps.instanceId);
+        await deps.repo.markAttached(intern.id, deps.instanceId, hello.agentName);
         const cancelRunIds = await manager.reconcile(link, hello);
         link.welcome(cancelRunIds);
         log.info(

@@ -18,9 +18,16 @@ import { createChatRequestValidator, type ChatRequestValidator } from "../../con
 import { RuleViolation } from "../../contract/requests/kit.js";
 import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
+import { actorOf, type AuditRecorder } from "../audit/audit-log.js";
+import { maskPaths } from "../management/rules.js";
+import type { PresetChanges, PresetManagement } from "./preset-management.js";
 
 export interface PresetsHandlerDeps {
   repository: PresetsRepository;
+  /** Rename, describe, designate, change status (audited). */
+  management: PresetManagement;
+  /** Records each created version in the audit log (after its commit: creation is the hot path). */
+  audit?: AuditRecorder;
   /** Brand word prefixing server tool types (`<brand>:web_search`). */
   brand: string;
 }
@@ -58,6 +65,13 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
           config,
           systemPrompt,
         });
+        await deps.audit?.(caller, {
+          action: "preset.version.create",
+          targetType: "preset",
+          targetId: preset.id,
+          workspaceId: preset.workspaceId,
+          details: { slug: preset.slug, version: version.version },
+        });
         return { preset: presetToProto(preset), designatedVersion: versionToProto(version) };
       } catch (err) {
         if (err instanceof PresetConflictError) throw conflict();
@@ -94,6 +108,20 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       const version = number === null ? null : await repository.findVersion(preset.id, number);
       if (!version) throw notFound();
       return { version: versionToProto(version) };
+    },
+
+    async updatePreset(req, ctx) {
+      const caller = callerOf(ctx);
+      requireManagement(caller);
+      const paths = maskPaths(req.updateMask?.paths, ["name", "description", "designated_version", "status"]);
+      const preset = await presetOf(caller.workspaceId, req.slug);
+      const changes: PresetChanges = {};
+      if (paths.has("name")) changes.name = req.name;
+      if (paths.has("description")) changes.description = req.description ?? null;
+      if (paths.has("designated_version")) changes.designatedVersion = req.designatedVersion;
+      if (paths.has("status")) changes.status = req.status;
+      const res = await deps.management.update(actorOf(caller), preset, changes);
+      return { preset: presetToProto(res.preset), designatedVersion: res.version ? versionToProto(res.version) : undefined };
     },
   };
 }

@@ -3,6 +3,7 @@
  * (the description's "Stream chunk" + api-facts §3.4). One chunk per event; heartbeats become an
  * SSE comment; the chunk id and `created` are constant for a response.
  */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { StreamChatResponse, Usage } from "../../gen/portico/interns/v1/interns_service_pb.js";
 
 export interface ChunkContext {
@@ -94,7 +95,12 @@ export function toChunk(ev: StreamChatResponse, ctx: ChunkContext): ChunkOutput 
     case "reasoning":
       return { kind: "chunk", chunk: deltaChunk(ctx, model, { reasoning: e.value.text }) };
     case "question": {
-      const args = JSON.stringify({ kind: e.value.kind, operation: e.value.operation ?? null, options: e.value.options });
+      const args = JSON.stringify({
+        kind: e.value.kind,
+        operation: e.value.operation ?? null,
+        options: e.value.options,
+        ...(e.value.deadline ? { deadline_at: timestampDate(e.value.deadline).toISOString() } : {}),
+      });
       return {
         kind: "chunk",
         chunk: deltaChunk(ctx, model, {

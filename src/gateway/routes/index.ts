@@ -4,6 +4,10 @@ import { registerIdentityRoutes } from "./identity.js";
 import { registerInternRoutes } from "./interns.js";
 import { registerByokRoutes } from "./byok.js";
 import { registerPresetRoutes } from "./presets.js";
+import { registerKeyRoutes } from "./keys.js";
+import { registerWorkspaceRoutes } from "./workspaces.js";
+import { registerAuditRoutes } from "./audit.js";
+import { registerInternAdminRoutes } from "./intern-admin.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -11,4 +15,8 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerInternRoutes(api, ctx);
   await registerByokRoutes(api, ctx);
   await registerPresetRoutes(api, ctx);
+  await registerKeyRoutes(api, ctx);
+  await registerWorkspaceRoutes(api, ctx);
+  await registerAuditRoutes(api, ctx);
+  await registerInternAdminRoutes(api, ctx);
 }

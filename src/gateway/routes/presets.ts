@@ -21,6 +21,7 @@ import {
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
+import { refuseUnknownFields } from "./management-schemas.js";
 
 const slugParam = {
   type: "string",
@@ -88,6 +89,52 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
       const page = parsePage(req.query);
       const res = await client.listPresets(page, callOptionsFor(req));
       return { data: res.presets.map(presentPreset), total_count: res.totalCount };
+    },
+  );
+
+  api.patch<{ Params: { slug: string } }>(
+    "/presets/:slug",
+    {
+      config: { authorizeFirst: { management: true } },
+      schema: {
+        operationId: "updatePreset",
+        summary: "Rename, describe, designate a version of, or archive a preset",
+        description:
+          "Management key required. Omitted fields stay unchanged; description null clears it. status is active, disabled or archived. " +
+          "Creating a version later designates that version and keeps the status. Recorded in the audit log.",
+        tags: ["presets"],
+        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        body: {
+          type: "object",
+          properties: {
+            name: { type: "string", description: "1 to 255 characters." },
+            description: { type: ["string", "null"], description: "At most 2000 characters; null clears." },
+            designated_version: { type: "integer", minimum: 1, maximum: 2147483647, description: "Number of an existing version to designate." },
+            status: { type: "string", enum: ["active", "disabled", "archived"] },
+          },
+        },
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+          ...errorResponses(400, 401, 403, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const b = (req.body ?? {}) as { name?: string; description?: string | null; designated_version?: number; status?: string };
+      refuseUnknownFields(b, ["name", "description", "designated_version", "status"]);
+      const paths = (["name", "description", "designated_version", "status"] as const).filter((f) => Object.hasOwn(b, f));
+      const res = await client.updatePreset(
+        {
+          slug: req.params.slug,
+          ...(b.name !== undefined ? { name: b.name } : {}),
+          ...(typeof b.description === "string" ? { description: b.description } : {}),
+          ...(b.designated_version !== undefined ? { designatedVersion: b.designated_version } : {}),
+          ...(b.status !== undefined ? { status: b.status } : {}),
+          updateMask: { paths },
+        },
+        callOptionsFor(req),
+      );
+      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
     },
   );
 

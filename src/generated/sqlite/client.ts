@@ -62,6 +62,16 @@ export type Membership = Prisma.MembershipModel
  */
 export type Workspace = Prisma.WorkspaceModel
 /**
+ * Model WorkspaceMember
+ * A user's membership of a workspace (the user must be a member of the workspace's organization).
+ */
+export type WorkspaceMember = Prisma.WorkspaceMemberModel
+/**
+ * Model AuditEvent
+ * One change made through the management services (API or `portico admin`). Never holds a secret.
+ */
+export type AuditEvent = Prisma.AuditEventModel
+/**
  * Model ApiKey
  * An API key. Only the SHA-256 hex of the secret is stored.
  */

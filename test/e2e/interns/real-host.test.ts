@@ -81,7 +81,12 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
   it("manual mode pauses on the permission question and continues after allow_once; two answers at once deliver one", async () => {
     const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
     const call = toolCallOf(first.chunks);
-    expect(JSON.parse(call.function.arguments)).toEqual({ kind: "permission", operation: "shell", options: ["allow_once", "allow_always", "reject_once"] });
+    expect(JSON.parse(call.function.arguments)).toEqual({
+      kind: "permission",
+      operation: "shell",
+      options: ["allow_once", "allow_always", "reject_once"],
+      deadline_at: expect.any(String),
+    });
     expect(finishOf(first.chunks).choices[0].finish_reason).toBe("tool_calls");
     expect(finalOf(first.chunks).usage).toBeNull();
     const sessionId = finalOf(first.chunks).session_id;

@@ -70,7 +70,12 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(first.done).toBe(true);
     const call = toolCallOf(first.chunks);
     expect(call).toMatchObject({ index: 0, type: "function", function: { name: "service.provide_input" } });
-    expect(JSON.parse(call.function.arguments)).toEqual({ kind: "permission", operation: "shell", options: ["allow_once", "reject_once"] });
+    const args = JSON.parse(call.function.arguments);
+    expect(args).toEqual({ kind: "permission", operation: "shell", options: ["allow_once", "reject_once"], deadline_at: expect.any(String) });
+    // The deadline is the pause time plus the interaction deadline (5 minutes by default), in ISO 8601 UTC.
+    expect(args.deadline_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Date.parse(args.deadline_at) - Date.now()).toBeLessThanOrEqual(300_000);
+    expect(Date.parse(args.deadline_at)).toBeGreaterThan(Date.parse(first.headers.get("date")!) - 1000);
     expect(finishOf(first.chunks).choices[0].finish_reason).toBe("tool_calls");
     const final = finalOf(first.chunks);
     expect(final.usage).toBeNull();

@@ -31,6 +31,11 @@ export type InternMinAggregateOutputType = {
   name: string | null
   status: string | null
   model: string | null
+  description: string | null
+  instructions: string | null
+  configuredModel: string | null
+  agentName: string | null
+  suspendedAt: Date | null
   hostTokenHash: string | null
   hostInstance: string | null
   hostAttachedAt: Date | null
@@ -45,6 +50,11 @@ export type InternMaxAggregateOutputType = {
   name: string | null
   status: string | null
   model: string | null
+  description: string | null
+  instructions: string | null
+  configuredModel: string | null
+  agentName: string | null
+  suspendedAt: Date | null
   hostTokenHash: string | null
   hostInstance: string | null
   hostAttachedAt: Date | null
@@ -59,6 +69,11 @@ export type InternCountAggregateOutputType = {
   name: number
   status: number
   model: number
+  description: number
+  instructions: number
+  configuredModel: number
+  agentName: number
+  suspendedAt: number
   hostTokenHash: number
   hostInstance: number
   hostAttachedAt: number
@@ -75,6 +90,11 @@ export type InternMinAggregateInputType = {
   name?: true
   status?: true
   model?: true
+  description?: true
+  instructions?: true
+  configuredModel?: true
+  agentName?: true
+  suspendedAt?: true
   hostTokenHash?: true
   hostInstance?: true
   hostAttachedAt?: true
@@ -89,6 +109,11 @@ export type InternMaxAggregateInputType = {
   name?: true
   status?: true
   model?: true
+  description?: true
+  instructions?: true
+  configuredModel?: true
+  agentName?: true
+  suspendedAt?: true
   hostTokenHash?: true
   hostInstance?: true
   hostAttachedAt?: true
@@ -103,6 +128,11 @@ export type InternCountAggregateInputType = {
   name?: true
   status?: true
   model?: true
+  description?: true
+  instructions?: true
+  configuredModel?: true
+  agentName?: true
+  suspendedAt?: true
   hostTokenHash?: true
   hostInstance?: true
   hostAttachedAt?: true
@@ -190,6 +220,11 @@ export type InternGroupByOutputType = {
   name: string
   status: string
   model: string | null
+  description: string | null
+  instructions: string | null
+  configuredModel: string | null
+  agentName: string | null
+  suspendedAt: Date | null
   hostTokenHash: string | null
   hostInstance: string | null
   hostAttachedAt: Date | null
@@ -225,6 +260,11 @@ export type InternWhereInput = {
   name?: Prisma.StringFilter<"Intern"> | string
   status?: Prisma.StringFilter<"Intern"> | string
   model?: Prisma.StringNullableFilter<"Intern"> | string | null
+  description?: Prisma.StringNullableFilter<"Intern"> | string | null
+  instructions?: Prisma.StringNullableFilter<"Intern"> | string | null
+  configuredModel?: Prisma.StringNullableFilter<"Intern"> | string | null
+  agentName?: Prisma.StringNullableFilter<"Intern"> | string | null
+  suspendedAt?: Prisma.DateTimeNullableFilter<"Intern"> | Date | string | null
   hostTokenHash?: Prisma.StringNullableFilter<"Intern"> | string | null
   hostInstance?: Prisma.StringNullableFilter<"Intern"> | string | null
   hostAttachedAt?: Prisma.DateTimeNullableFilter<"Intern"> | Date | string | null
@@ -239,6 +279,11 @@ export type InternOrderByWithRelationInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   model?: Prisma.SortOrderInput | Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
+  instructions?: Prisma.SortOrderInput | Prisma.SortOrder
+  configuredModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  agentName?: Prisma.SortOrderInput | Prisma.SortOrder
+  suspendedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   hostTokenHash?: Prisma.SortOrderInput | Prisma.SortOrder
   hostInstance?: Prisma.SortOrderInput | Prisma.SortOrder
   hostAttachedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -258,6 +303,11 @@ export type InternWhereUniqueInput = Prisma.AtLeast<{
   name?: Prisma.StringFilter<"Intern"> | string
   status?: Prisma.StringFilter<"Intern"> | string
   model?: Prisma.StringNullableFilter<"Intern"> | string | null
+  description?: Prisma.StringNullableFilter<"Intern"> | string | null
+  instructions?: Prisma.StringNullableFilter<"Intern"> | string | null
+  configuredModel?: Prisma.StringNullableFilter<"Intern"> | string | null
+  agentName?: Prisma.StringNullableFilter<"Intern"> | string | null
+  suspendedAt?: Prisma.DateTimeNullableFilter<"Intern"> | Date | string | null
   hostInstance?: Prisma.StringNullableFilter<"Intern"> | string | null
   hostAttachedAt?: Prisma.DateTimeNullableFilter<"Intern"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"Intern"> | Date | string
@@ -271,6 +321,11 @@ export type InternOrderByWithAggregationInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   model?: Prisma.SortOrderInput | Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
+  instructions?: Prisma.SortOrderInput | Prisma.SortOrder
+  configuredModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  agentName?: Prisma.SortOrderInput | Prisma.SortOrder
+  suspendedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   hostTokenHash?: Prisma.SortOrderInput | Prisma.SortOrder
   hostInstance?: Prisma.SortOrderInput | Prisma.SortOrder
   hostAttachedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -291,6 +346,11 @@ export type InternScalarWhereWithAggregatesInput = {
   name?: Prisma.StringWithAggregatesFilter<"Intern"> | string
   status?: Prisma.StringWithAggregatesFilter<"Intern"> | string
   model?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
+  description?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
+  instructions?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
+  configuredModel?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
+  agentName?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
+  suspendedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Intern"> | Date | string | null
   hostTokenHash?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
   hostInstance?: Prisma.StringNullableWithAggregatesFilter<"Intern"> | string | null
   hostAttachedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Intern"> | Date | string | null
@@ -305,6 +365,11 @@ export type InternCreateInput = {
   name: string
   status?: string
   model?: string | null
+  description?: string | null
+  instructions?: string | null
+  configuredModel?: string | null
+  agentName?: string | null
+  suspendedAt?: Date | string | null
   hostTokenHash?: string | null
   hostInstance?: string | null
   hostAttachedAt?: Date | string | null
@@ -319,6 +384,11 @@ export type InternUncheckedCreateInput = {
   name: string
   status?: string
   model?: string | null
+  description?: string | null
+  instructions?: string | null
+  configuredModel?: string | null
+  agentName?: string | null
+  suspendedAt?: Date | string | null
   hostTokenHash?: string | null
   hostInstance?: string | null
   hostAttachedAt?: Date | string | null
@@ -333,6 +403,11 @@ export type InternUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  configuredModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  agentName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  suspendedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   hostTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostInstance?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostAttachedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -347,6 +422,11 @@ export type InternUncheckedUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  configuredModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  agentName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  suspendedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   hostTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostInstance?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostAttachedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -361,6 +441,11 @@ export type InternCreateManyInput = {
   name: string
   status?: string
   model?: string | null
+  description?: string | null
+  instructions?: string | null
+  configuredModel?: string | null
+  agentName?: string | null
+  suspendedAt?: Date | string | null
   hostTokenHash?: string | null
   hostInstance?: string | null
   hostAttachedAt?: Date | string | null
@@ -375,6 +460,11 @@ export type InternUpdateManyMutationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  configuredModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  agentName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  suspendedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   hostTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostInstance?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostAttachedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -389,6 +479,11 @@ export type InternUncheckedUpdateManyInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   status?: Prisma.StringFieldUpdateOperationsInput | string
   model?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  instructions?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  configuredModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  agentName?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  suspendedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   hostTokenHash?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostInstance?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   hostAttachedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -408,6 +503,11 @@ export type InternCountOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   model?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  instructions?: Prisma.SortOrder
+  configuredModel?: Prisma.SortOrder
+  agentName?: Prisma.SortOrder
+  suspendedAt?: Prisma.SortOrder
   hostTokenHash?: Prisma.SortOrder
   hostInstance?: Prisma.SortOrder
   hostAttachedAt?: Prisma.SortOrder
@@ -422,6 +522,11 @@ export type InternMaxOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   model?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  instructions?: Prisma.SortOrder
+  configuredModel?: Prisma.SortOrder
+  agentName?: Prisma.SortOrder
+  suspendedAt?: Prisma.SortOrder
   hostTokenHash?: Prisma.SortOrder
   hostInstance?: Prisma.SortOrder
   hostAttachedAt?: Prisma.SortOrder
@@ -436,6 +541,11 @@ export type InternMinOrderByAggregateInput = {
   name?: Prisma.SortOrder
   status?: Prisma.SortOrder
   model?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  instructions?: Prisma.SortOrder
+  configuredModel?: Prisma.SortOrder
+  agentName?: Prisma.SortOrder
+  suspendedAt?: Prisma.SortOrder
   hostTokenHash?: Prisma.SortOrder
   hostInstance?: Prisma.SortOrder
   hostAttachedAt?: Prisma.SortOrder
@@ -452,6 +562,11 @@ export type InternSelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   name?: boolean
   status?: boolean
   model?: boolean
+  description?: boolean
+  instructions?: boolean
+  configuredModel?: boolean
+  agentName?: boolean
+  suspendedAt?: boolean
   hostTokenHash?: boolean
   hostInstance?: boolean
   hostAttachedAt?: boolean
@@ -466,6 +581,11 @@ export type InternSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   name?: boolean
   status?: boolean
   model?: boolean
+  description?: boolean
+  instructions?: boolean
+  configuredModel?: boolean
+  agentName?: boolean
+  suspendedAt?: boolean
   hostTokenHash?: boolean
   hostInstance?: boolean
   hostAttachedAt?: boolean
@@ -480,6 +600,11 @@ export type InternSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   name?: boolean
   status?: boolean
   model?: boolean
+  description?: boolean
+  instructions?: boolean
+  configuredModel?: boolean
+  agentName?: boolean
+  suspendedAt?: boolean
   hostTokenHash?: boolean
   hostInstance?: boolean
   hostAttachedAt?: boolean
@@ -494,6 +619,11 @@ export type InternSelectScalar = {
   name?: boolean
   status?: boolean
   model?: boolean
+  description?: boolean
+  instructions?: boolean
+  configuredModel?: boolean
+  agentName?: boolean
+  suspendedAt?: boolean
   hostTokenHash?: boolean
   hostInstance?: boolean
   hostAttachedAt?: boolean
@@ -501,7 +631,7 @@ export type InternSelectScalar = {
   updatedAt?: boolean
 }
 
-export type InternOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "name" | "status" | "model" | "hostTokenHash" | "hostInstance" | "hostAttachedAt" | "createdAt" | "updatedAt", ExtArgs["result"]["intern"]>
+export type InternOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "name" | "status" | "model" | "description" | "instructions" | "configuredModel" | "agentName" | "suspendedAt" | "hostTokenHash" | "hostInstance" | "hostAttachedAt" | "createdAt" | "updatedAt", ExtArgs["result"]["intern"]>
 
 export type $InternPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Intern"
@@ -519,6 +649,26 @@ export type $InternPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
      * Model the agent last reported, if any.
      */
     model: string | null
+    /**
+     * Standing description shown to operators (at most 2000 characters).
+     */
+    description: string | null
+    /**
+     * Instructions handed to the agent at the start of every session (at most 100000 characters).
+     */
+    instructions: string | null
+    /**
+     * Model chosen by an operator (author/slug); null = the agent's own default.
+     */
+    configuredModel: string | null
+    /**
+     * Name of the agent the attached host drives, from the host's Hello.
+     */
+    agentName: string | null
+    /**
+     * Set while the intern is suspended: hosts cannot attach and prompts are refused.
+     */
+    suspendedAt: Date | null
     hostTokenHash: string | null
     /**
      * Which core process holds the host link (for routing once several cores run).
@@ -956,6 +1106,11 @@ export interface InternFieldRefs {
   readonly name: Prisma.FieldRef<"Intern", 'String'>
   readonly status: Prisma.FieldRef<"Intern", 'String'>
   readonly model: Prisma.FieldRef<"Intern", 'String'>
+  readonly description: Prisma.FieldRef<"Intern", 'String'>
+  readonly instructions: Prisma.FieldRef<"Intern", 'String'>
+  readonly configuredModel: Prisma.FieldRef<"Intern", 'String'>
+  readonly agentName: Prisma.FieldRef<"Intern", 'String'>
+  readonly suspendedAt: Prisma.FieldRef<"Intern", 'DateTime'>
   readonly hostTokenHash: Prisma.FieldRef<"Intern", 'String'>
   readonly hostInstance: Prisma.FieldRef<"Intern", 'String'>
   readonly hostAttachedAt: Prisma.FieldRef<"Intern", 'DateTime'>

@@ -53,6 +53,8 @@ export const ModelName = {
   User: 'User',
   Membership: 'Membership',
   Workspace: 'Workspace',
+  WorkspaceMember: 'WorkspaceMember',
+  AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
@@ -115,11 +117,43 @@ export const WorkspaceScalarFieldEnum = {
   name: 'name',
   slug: 'slug',
   isDefault: 'isDefault',
+  description: 'description',
+  createdBy: 'createdBy',
   createdAt: 'createdAt',
+  updatedAt: 'updatedAt',
   deletedAt: 'deletedAt'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
+
+
+export const WorkspaceMemberScalarFieldEnum = {
+  id: 'id',
+  workspaceId: 'workspaceId',
+  userId: 'userId',
+  role: 'role',
+  createdAt: 'createdAt'
+} as const
+
+export type WorkspaceMemberScalarFieldEnum = (typeof WorkspaceMemberScalarFieldEnum)[keyof typeof WorkspaceMemberScalarFieldEnum]
+
+
+export const AuditEventScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  actorType: 'actorType',
+  actorKeyHash: 'actorKeyHash',
+  actorKeyLabel: 'actorKeyLabel',
+  actorUserId: 'actorUserId',
+  action: 'action',
+  targetType: 'targetType',
+  targetId: 'targetId',
+  details: 'details',
+  createdAt: 'createdAt'
+} as const
+
+export type AuditEventScalarFieldEnum = (typeof AuditEventScalarFieldEnum)[keyof typeof AuditEventScalarFieldEnum]
 
 
 export const ApiKeyScalarFieldEnum = {
@@ -133,7 +167,8 @@ export const ApiKeyScalarFieldEnum = {
   creatorUserId: 'creatorUserId',
   disabled: 'disabled',
   revokedAt: 'revokedAt',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
@@ -214,6 +249,11 @@ export const InternScalarFieldEnum = {
   name: 'name',
   status: 'status',
   model: 'model',
+  description: 'description',
+  instructions: 'instructions',
+  configuredModel: 'configuredModel',
+  agentName: 'agentName',
+  suspendedAt: 'suspendedAt',
   hostTokenHash: 'hostTokenHash',
   hostInstance: 'hostInstance',
   hostAttachedAt: 'hostAttachedAt',
@@ -279,19 +319,19 @@ export const SortOrder = {
 export type SortOrder = (typeof SortOrder)[keyof typeof SortOrder]
 
 
-export const JsonNullValueInput = {
-  JsonNull: JsonNull
-} as const
-
-export type JsonNullValueInput = (typeof JsonNullValueInput)[keyof typeof JsonNullValueInput]
-
-
 export const NullableJsonNullValueInput = {
   DbNull: DbNull,
   JsonNull: JsonNull
 } as const
 
 export type NullableJsonNullValueInput = (typeof NullableJsonNullValueInput)[keyof typeof NullableJsonNullValueInput]
+
+
+export const JsonNullValueInput = {
+  JsonNull: JsonNull
+} as const
+
+export type JsonNullValueInput = (typeof JsonNullValueInput)[keyof typeof JsonNullValueInput]
 
 
 export const NullsOrder = {

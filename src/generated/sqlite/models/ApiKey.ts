@@ -36,6 +36,7 @@ export type ApiKeyMinAggregateOutputType = {
   disabled: boolean | null
   revokedAt: Date | null
   createdAt: Date | null
+  updatedAt: Date | null
 }
 
 export type ApiKeyMaxAggregateOutputType = {
@@ -50,6 +51,7 @@ export type ApiKeyMaxAggregateOutputType = {
   disabled: boolean | null
   revokedAt: Date | null
   createdAt: Date | null
+  updatedAt: Date | null
 }
 
 export type ApiKeyCountAggregateOutputType = {
@@ -64,6 +66,7 @@ export type ApiKeyCountAggregateOutputType = {
   disabled: number
   revokedAt: number
   createdAt: number
+  updatedAt: number
   _all: number
 }
 
@@ -80,6 +83,7 @@ export type ApiKeyMinAggregateInputType = {
   disabled?: true
   revokedAt?: true
   createdAt?: true
+  updatedAt?: true
 }
 
 export type ApiKeyMaxAggregateInputType = {
@@ -94,6 +98,7 @@ export type ApiKeyMaxAggregateInputType = {
   disabled?: true
   revokedAt?: true
   createdAt?: true
+  updatedAt?: true
 }
 
 export type ApiKeyCountAggregateInputType = {
@@ -108,6 +113,7 @@ export type ApiKeyCountAggregateInputType = {
   disabled?: true
   revokedAt?: true
   createdAt?: true
+  updatedAt?: true
   _all?: true
 }
 
@@ -195,6 +201,7 @@ export type ApiKeyGroupByOutputType = {
   disabled: boolean
   revokedAt: Date | null
   createdAt: Date
+  updatedAt: Date
   _count: ApiKeyCountAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
@@ -230,6 +237,7 @@ export type ApiKeyWhereInput = {
   disabled?: Prisma.BoolFilter<"ApiKey"> | boolean
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -245,6 +253,7 @@ export type ApiKeyOrderByWithRelationInput = {
   disabled?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -263,6 +272,7 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   disabled?: Prisma.BoolFilter<"ApiKey"> | boolean
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "hash">
 
@@ -278,6 +288,7 @@ export type ApiKeyOrderByWithAggregationInput = {
   disabled?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   _count?: Prisma.ApiKeyCountOrderByAggregateInput
   _max?: Prisma.ApiKeyMaxOrderByAggregateInput
   _min?: Prisma.ApiKeyMinOrderByAggregateInput
@@ -298,6 +309,7 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   disabled?: Prisma.BoolWithAggregatesFilter<"ApiKey"> | boolean
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
+  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
 }
 
 export type ApiKeyCreateInput = {
@@ -311,6 +323,7 @@ export type ApiKeyCreateInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
 }
 
@@ -326,6 +339,7 @@ export type ApiKeyUncheckedCreateInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
 }
 
 export type ApiKeyUpdateInput = {
@@ -339,6 +353,7 @@ export type ApiKeyUpdateInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
 }
 
@@ -354,6 +369,7 @@ export type ApiKeyUncheckedUpdateInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ApiKeyCreateManyInput = {
@@ -368,6 +384,7 @@ export type ApiKeyCreateManyInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
 }
 
 export type ApiKeyUpdateManyMutationInput = {
@@ -381,6 +398,7 @@ export type ApiKeyUpdateManyMutationInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ApiKeyUncheckedUpdateManyInput = {
@@ -395,6 +413,7 @@ export type ApiKeyUncheckedUpdateManyInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ApiKeyListRelationFilter = {
@@ -419,6 +438,7 @@ export type ApiKeyCountOrderByAggregateInput = {
   disabled?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMaxOrderByAggregateInput = {
@@ -433,6 +453,7 @@ export type ApiKeyMaxOrderByAggregateInput = {
   disabled?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyMinOrderByAggregateInput = {
@@ -447,6 +468,7 @@ export type ApiKeyMinOrderByAggregateInput = {
   disabled?: Prisma.SortOrder
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
 }
 
 export type ApiKeyCreateNestedManyWithoutOrganizationInput = {
@@ -502,6 +524,7 @@ export type ApiKeyCreateWithoutOrganizationInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
 }
 
 export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
@@ -515,6 +538,7 @@ export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
 }
 
 export type ApiKeyCreateOrConnectWithoutOrganizationInput = {
@@ -557,6 +581,7 @@ export type ApiKeyScalarWhereInput = {
   disabled?: Prisma.BoolFilter<"ApiKey"> | boolean
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
 }
 
 export type ApiKeyCreateManyOrganizationInput = {
@@ -570,6 +595,7 @@ export type ApiKeyCreateManyOrganizationInput = {
   disabled?: boolean
   revokedAt?: Date | string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
 }
 
 export type ApiKeyUpdateWithoutOrganizationInput = {
@@ -583,6 +609,7 @@ export type ApiKeyUpdateWithoutOrganizationInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
@@ -596,6 +623,7 @@ export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
@@ -609,6 +637,7 @@ export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
 
 
@@ -625,6 +654,7 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   disabled?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -640,6 +670,7 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   disabled?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -655,6 +686,7 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   disabled?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -670,9 +702,10 @@ export type ApiKeySelectScalar = {
   disabled?: boolean
   revokedAt?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "hash" | "label" | "name" | "isManagement" | "organizationId" | "workspaceId" | "creatorUserId" | "disabled" | "revokedAt" | "createdAt", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "hash" | "label" | "name" | "isManagement" | "organizationId" | "workspaceId" | "creatorUserId" | "disabled" | "revokedAt" | "createdAt" | "updatedAt", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -700,6 +733,7 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     disabled: boolean
     revokedAt: Date | null
     createdAt: Date
+    updatedAt: Date
   }, ExtArgs["result"]["apiKey"]>
   composites: {}
 }
@@ -1135,6 +1169,7 @@ export interface ApiKeyFieldRefs {
   readonly disabled: Prisma.FieldRef<"ApiKey", 'Boolean'>
   readonly revokedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
+  readonly updatedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
 }
     
 

@@ -521,10 +521,6 @@ export type PresetScalarRelationFilter = {
   isNot?: Prisma.PresetWhereInput
 }
 
-export type NullableStringFieldUpdateOperationsInput = {
-  set?: string | null
-}
-
 export type IntFieldUpdateOperationsInput = {
   set?: number
   increment?: number

@@ -30,7 +30,10 @@ export type WorkspaceMinAggregateOutputType = {
   name: string | null
   slug: string | null
   isDefault: boolean | null
+  description: string | null
+  createdBy: string | null
   createdAt: Date | null
+  updatedAt: Date | null
   deletedAt: Date | null
 }
 
@@ -40,7 +43,10 @@ export type WorkspaceMaxAggregateOutputType = {
   name: string | null
   slug: string | null
   isDefault: boolean | null
+  description: string | null
+  createdBy: string | null
   createdAt: Date | null
+  updatedAt: Date | null
   deletedAt: Date | null
 }
 
@@ -50,7 +56,10 @@ export type WorkspaceCountAggregateOutputType = {
   name: number
   slug: number
   isDefault: number
+  description: number
+  createdBy: number
   createdAt: number
+  updatedAt: number
   deletedAt: number
   _all: number
 }
@@ -62,7 +71,10 @@ export type WorkspaceMinAggregateInputType = {
   name?: true
   slug?: true
   isDefault?: true
+  description?: true
+  createdBy?: true
   createdAt?: true
+  updatedAt?: true
   deletedAt?: true
 }
 
@@ -72,7 +84,10 @@ export type WorkspaceMaxAggregateInputType = {
   name?: true
   slug?: true
   isDefault?: true
+  description?: true
+  createdBy?: true
   createdAt?: true
+  updatedAt?: true
   deletedAt?: true
 }
 
@@ -82,7 +97,10 @@ export type WorkspaceCountAggregateInputType = {
   name?: true
   slug?: true
   isDefault?: true
+  description?: true
+  createdBy?: true
   createdAt?: true
+  updatedAt?: true
   deletedAt?: true
   _all?: true
 }
@@ -165,7 +183,10 @@ export type WorkspaceGroupByOutputType = {
   name: string
   slug: string
   isDefault: boolean
+  description: string | null
+  createdBy: string | null
   createdAt: Date
+  updatedAt: Date
   deletedAt: Date | null
   _count: WorkspaceCountAggregateOutputType | null
   _min: WorkspaceMinAggregateOutputType | null
@@ -196,7 +217,10 @@ export type WorkspaceWhereInput = {
   name?: Prisma.StringFilter<"Workspace"> | string
   slug?: Prisma.StringFilter<"Workspace"> | string
   isDefault?: Prisma.BoolFilter<"Workspace"> | boolean
+  description?: Prisma.StringNullableFilter<"Workspace"> | string | null
+  createdBy?: Prisma.StringNullableFilter<"Workspace"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
@@ -207,7 +231,10 @@ export type WorkspaceOrderByWithRelationInput = {
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
   isDefault?: Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
+  createdBy?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
@@ -222,7 +249,10 @@ export type WorkspaceWhereUniqueInput = Prisma.AtLeast<{
   name?: Prisma.StringFilter<"Workspace"> | string
   slug?: Prisma.StringFilter<"Workspace"> | string
   isDefault?: Prisma.BoolFilter<"Workspace"> | boolean
+  description?: Prisma.StringNullableFilter<"Workspace"> | string | null
+  createdBy?: Prisma.StringNullableFilter<"Workspace"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_slug">
@@ -233,7 +263,10 @@ export type WorkspaceOrderByWithAggregationInput = {
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
   isDefault?: Prisma.SortOrder
+  description?: Prisma.SortOrderInput | Prisma.SortOrder
+  createdBy?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.WorkspaceCountOrderByAggregateInput
   _max?: Prisma.WorkspaceMaxOrderByAggregateInput
@@ -249,7 +282,10 @@ export type WorkspaceScalarWhereWithAggregatesInput = {
   name?: Prisma.StringWithAggregatesFilter<"Workspace"> | string
   slug?: Prisma.StringWithAggregatesFilter<"Workspace"> | string
   isDefault?: Prisma.BoolWithAggregatesFilter<"Workspace"> | boolean
+  description?: Prisma.StringNullableWithAggregatesFilter<"Workspace"> | string | null
+  createdBy?: Prisma.StringNullableWithAggregatesFilter<"Workspace"> | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Workspace"> | Date | string
+  updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Workspace"> | Date | string | null
 }
 
@@ -258,7 +294,10 @@ export type WorkspaceCreateInput = {
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
   organization: Prisma.OrganizationCreateNestedOneWithoutWorkspacesInput
 }
@@ -269,7 +308,10 @@ export type WorkspaceUncheckedCreateInput = {
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
 }
 
@@ -278,7 +320,10 @@ export type WorkspaceUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutWorkspacesNestedInput
 }
@@ -289,7 +334,10 @@ export type WorkspaceUncheckedUpdateInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -299,7 +347,10 @@ export type WorkspaceCreateManyInput = {
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
 }
 
@@ -308,7 +359,10 @@ export type WorkspaceUpdateManyMutationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -318,7 +372,10 @@ export type WorkspaceUncheckedUpdateManyInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -343,7 +400,10 @@ export type WorkspaceCountOrderByAggregateInput = {
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
   isDefault?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  createdBy?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
 
@@ -353,7 +413,10 @@ export type WorkspaceMaxOrderByAggregateInput = {
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
   isDefault?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  createdBy?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
 
@@ -363,7 +426,10 @@ export type WorkspaceMinOrderByAggregateInput = {
   name?: Prisma.SortOrder
   slug?: Prisma.SortOrder
   isDefault?: Prisma.SortOrder
+  description?: Prisma.SortOrder
+  createdBy?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
 }
 
@@ -409,12 +475,19 @@ export type WorkspaceUncheckedUpdateManyWithoutOrganizationNestedInput = {
   deleteMany?: Prisma.WorkspaceScalarWhereInput | Prisma.WorkspaceScalarWhereInput[]
 }
 
+export type NullableStringFieldUpdateOperationsInput = {
+  set?: string | null
+}
+
 export type WorkspaceCreateWithoutOrganizationInput = {
   id?: string
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
 }
 
@@ -423,7 +496,10 @@ export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
 }
 
@@ -461,7 +537,10 @@ export type WorkspaceScalarWhereInput = {
   name?: Prisma.StringFilter<"Workspace"> | string
   slug?: Prisma.StringFilter<"Workspace"> | string
   isDefault?: Prisma.BoolFilter<"Workspace"> | boolean
+  description?: Prisma.StringNullableFilter<"Workspace"> | string | null
+  createdBy?: Prisma.StringNullableFilter<"Workspace"> | string | null
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
+  updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
 }
 
@@ -470,7 +549,10 @@ export type WorkspaceCreateManyOrganizationInput = {
   name: string
   slug: string
   isDefault?: boolean
+  description?: string | null
+  createdBy?: string | null
   createdAt?: Date | string
+  updatedAt?: Date | string
   deletedAt?: Date | string | null
 }
 
@@ -479,7 +561,10 @@ export type WorkspaceUpdateWithoutOrganizationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -488,7 +573,10 @@ export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -497,7 +585,10 @@ export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
   name?: Prisma.StringFieldUpdateOperationsInput | string
   slug?: Prisma.StringFieldUpdateOperationsInput | string
   isDefault?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  description?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  createdBy?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
 }
 
@@ -509,7 +600,10 @@ export type WorkspaceSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   name?: boolean
   slug?: boolean
   isDefault?: boolean
+  description?: boolean
+  createdBy?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   deletedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
@@ -520,7 +614,10 @@ export type WorkspaceSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   name?: boolean
   slug?: boolean
   isDefault?: boolean
+  description?: boolean
+  createdBy?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   deletedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
@@ -531,7 +628,10 @@ export type WorkspaceSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   name?: boolean
   slug?: boolean
   isDefault?: boolean
+  description?: boolean
+  createdBy?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   deletedAt?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
@@ -542,11 +642,14 @@ export type WorkspaceSelectScalar = {
   name?: boolean
   slug?: boolean
   isDefault?: boolean
+  description?: boolean
+  createdBy?: boolean
   createdAt?: boolean
+  updatedAt?: boolean
   deletedAt?: boolean
 }
 
-export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "createdAt" | "deletedAt", ExtArgs["result"]["workspace"]>
+export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["workspace"]>
 export type WorkspaceInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -568,7 +671,13 @@ export type $WorkspacePayload<ExtArgs extends runtime.Types.Extensions.InternalA
     name: string
     slug: string
     isDefault: boolean
+    description: string | null
+    /**
+     * User who created the workspace (null for workspaces made by first-run setup before this was kept).
+     */
+    createdBy: string | null
     createdAt: Date
+    updatedAt: Date
     deletedAt: Date | null
   }, ExtArgs["result"]["workspace"]>
   composites: {}
@@ -999,7 +1108,10 @@ export interface WorkspaceFieldRefs {
   readonly name: Prisma.FieldRef<"Workspace", 'String'>
   readonly slug: Prisma.FieldRef<"Workspace", 'String'>
   readonly isDefault: Prisma.FieldRef<"Workspace", 'Boolean'>
+  readonly description: Prisma.FieldRef<"Workspace", 'String'>
+  readonly createdBy: Prisma.FieldRef<"Workspace", 'String'>
   readonly createdAt: Prisma.FieldRef<"Workspace", 'DateTime'>
+  readonly updatedAt: Prisma.FieldRef<"Workspace", 'DateTime'>
   readonly deletedAt: Prisma.FieldRef<"Workspace", 'DateTime'>
 }
     

@@ -1,0 +1,74 @@
+/**
+ * WorkspacesService over Connect: proto ⇄ domain only. Management keys only.
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Workspace as WorkspaceRow } from "../../db/prisma.js";
+import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
+import { WorkspacesService } from "../../gen/portico/workspaces/v1/workspaces_service_pb.js";
+import { managerOf as manager } from "../management/manager.js";
+import { maskPaths } from "../management/rules.js";
+import type { MemberView, WorkspacesService as WorkspacesDomain } from "./workspaces-service.js";
+
+type Init<T> = Omit<T, "$typeName" | "$unknown">;
+
+export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
+  return {
+    id: w.id,
+    name: w.name,
+    slug: w.slug,
+    ...(w.description !== null ? { description: w.description } : {}),
+    isDefault: w.isDefault,
+    ...(w.createdBy !== null ? { createdBy: w.createdBy } : {}),
+    createdAt: timestampFromDate(w.createdAt),
+    updatedAt: timestampFromDate(w.updatedAt),
+  };
+}
+
+export function memberToProto(m: MemberView): Init<WorkspaceMember> {
+  return { userId: m.user.id, email: m.user.email, name: m.user.name, role: m.member.role, createdAt: timestampFromDate(m.member.createdAt) };
+}
+
+/** The audit actor of the calling management key. */
+const managerOf = (ctx: HandlerContext) => manager(ctx).actor;
+
+export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): ServiceImpl<typeof WorkspacesService> {
+  const { service } = deps;
+  return {
+    async listWorkspaces(req, ctx) {
+      const { items, total } = await service.list(managerOf(ctx), req.offset, req.limit);
+      return { workspaces: items.map(workspaceToProto), totalCount: total };
+    },
+    async createWorkspace(req, ctx) {
+      const ws = await service.create(managerOf(ctx), { name: req.name, slug: req.slug, description: req.description });
+      return { workspace: workspaceToProto(ws) };
+    },
+    async getWorkspace(req, ctx) {
+      return { workspace: workspaceToProto(await service.get(managerOf(ctx), req.id)) };
+    },
+    async updateWorkspace(req, ctx) {
+      const actor = managerOf(ctx);
+      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description"]);
+      const changes: { name?: string; slug?: string; description?: string | null } = {};
+      if (paths.has("name")) changes.name = req.name;
+      if (paths.has("slug")) changes.slug = req.slug;
+      if (paths.has("description")) changes.description = req.description ?? null;
+      return { workspace: workspaceToProto(await service.update(actor, req.id, changes)) };
+    },
+    async deleteWorkspace(req, ctx) {
+      await service.delete(managerOf(ctx), req.id);
+      return { deleted: true };
+    },
+    async listWorkspaceMembers(req, ctx) {
+      const { items, total } = await service.listMembers(managerOf(ctx), req.workspaceId, req.offset, req.limit);
+      return { members: items.map(memberToProto), totalCount: total };
+    },
+    async addWorkspaceMembers(req, ctx) {
+      const members = await service.addMembers(managerOf(ctx), req.workspaceId, { userIds: req.userIds, emails: req.emails });
+      return { members: members.map(memberToProto) };
+    },
+    async removeWorkspaceMembers(req, ctx) {
+      return { removedCount: await service.removeMembers(managerOf(ctx), req.workspaceId, req.userIds) };
+    },
+  };
+}

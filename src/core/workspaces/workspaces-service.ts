@@ -1,0 +1,242 @@
+/**
+ * Workspaces and their members, scoped to the actor's organization: a workspace of another
+ * organization, or a deleted one, is not found. Every change is audited in the same transaction.
+ */
+import type { Db } from "../../db/client.js";
+import { isUniqueViolation } from "../../db/client.js";
+import type { User, Workspace, WorkspaceMember } from "../../db/prisma.js";
+import { recordAudit, type Actor } from "../audit/audit-log.js";
+import { invalidArgument, notFound } from "../errors.js";
+import { slugify } from "../identity/identity-repository.js";
+import { checkName, checkPage, checkText, isUuid, stateConflict } from "../management/rules.js";
+
+export const WORKSPACE_NOT_FOUND = "workspace_id does not name a workspace of this organization";
+export const DEFAULT_WORKSPACE_DELETED = "The organization's default workspace was deleted; pass workspace_id to choose a workspace";
+const SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+const MAX_MEMBERS_PER_CALL = 100;
+
+export interface MemberView {
+  member: WorkspaceMember;
+  user: User;
+}
+
+function checkSlug(field: string, slug: string): string {
+  if (slug.length < 1 || slug.length > 64 || !SLUG.test(slug)) {
+    throw invalidArgument(field, `${field} must be 1 to 64 lowercase letters, digits and single dashes`);
+  }
+  return slug;
+}
+
+function auditDetails(w: Pick<Workspace, "name" | "slug" | "description">) {
+  return { name: w.name, slug: w.slug, description: w.description };
+}
+
+export function createWorkspacesService(db: Db) {
+  const findActive = async (organizationId: string, id: string): Promise<Workspace | null> => {
+    if (!isUuid(id)) return null;
+    return db.workspace.findFirst({ where: { id, organizationId, deletedAt: null } });
+  };
+
+  const workspaceOf = async (actor: Actor, id: string): Promise<Workspace> => {
+    const ws = await findActive(actor.organizationId, id);
+    if (!ws) throw notFound();
+    return ws;
+  };
+
+  const slugTaken = () => stateConflict("A workspace with that slug already exists in this organization");
+
+  const service = {
+    /** The workspace a request names (400 when it is not one of the organization's), else the default one. */
+    async resolve(actor: Actor, workspaceId: string | undefined): Promise<Workspace> {
+      if (workspaceId !== undefined) {
+        const ws = await findActive(actor.organizationId, workspaceId);
+        if (!ws) throw invalidArgument("workspace_id", WORKSPACE_NOT_FOUND);
+        return ws;
+      }
+      const ws = await db.workspace.findFirst({ where: { organizationId: actor.organizationId, isDefault: true, deletedAt: null } });
+      if (!ws) throw invalidArgument("workspace_id", DEFAULT_WORKSPACE_DELETED);
+      return ws;
+    },
+
+    async list(actor: Actor, offset: number, limit: number) {
+      const page = checkPage(offset, limit);
+      const where = { organizationId: actor.organizationId, deletedAt: null };
+      const [items, total] = await db.$transaction([
+        db.workspace.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }], skip: page.offset, take: page.limit }),
+        db.workspace.count({ where }),
+      ]);
+      return { items, total };
+    },
+
+    get: workspaceOf,
+
+    async create(
+      actor: Actor,
+      input: { name: string; slug?: string | undefined; description?: string | undefined; createdBy?: string | null; isDefault?: boolean },
+    ) {
+      const name = checkName("name", input.name);
+      const slug = input.slug !== undefined ? checkSlug("slug", input.slug) : slugify(name);
+      const description = input.description !== undefined ? checkText("description", input.description, 2000) : null;
+      const createdBy = input.createdBy !== undefined ? input.createdBy : actor.type === "api_key" ? actor.userId : null;
+      try {
+        return await db.$transaction(async (tx) => {
+          const ws = await tx.workspace.create({
+            data: { organizationId: actor.organizationId, name, slug, description, createdBy, isDefault: input.isDefault === true },
+          });
+          if (createdBy) await tx.workspaceMember.create({ data: { workspaceId: ws.id, userId: createdBy } });
+          await recordAudit(tx, actor, { action: "workspace.create", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: auditDetails(ws) });
+          return ws;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw slugTaken();
+        throw err;
+      }
+    },
+
+    async update(actor: Actor, id: string, changes: { name?: string; slug?: string; description?: string | null }) {
+      const ws = await workspaceOf(actor, id);
+      const data: { name?: string; slug?: string; description?: string | null; updatedAt: Date } = { updatedAt: new Date() };
+      if (changes.name !== undefined) data.name = checkName("name", changes.name);
+      if (changes.slug !== undefined) data.slug = checkSlug("slug", changes.slug);
+      if (changes.description !== undefined) {
+        data.description = changes.description === null ? null : checkText("description", changes.description, 2000);
+      }
+      const { updatedAt: _t, ...changed } = data;
+      if (Object.keys(changed).length === 0) return ws;
+      try {
+        return await db.$transaction(async (tx) => {
+          const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data });
+          if (res.count === 0) throw notFound();
+          await recordAudit(tx, actor, { action: "workspace.update", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: changed });
+          return (await tx.workspace.findUnique({ where: { id: ws.id } }))!;
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw slugTaken();
+        throw err;
+      }
+    },
+
+    /** Soft-deletes a workspace; refused while it holds active keys unless `force` (operator CLI only). */
+    async delete(actor: Actor, id: string, opts: { force?: boolean } = {}) {
+      const ws = await workspaceOf(actor, id);
+      await db.$transaction(async (tx) => {
+        if (!opts.force) {
+          const keys = await tx.apiKey.count({ where: { workspaceId: ws.id, revokedAt: null } });
+          if (keys > 0) throw stateConflict(`The workspace still holds ${keys} active API key(s); delete them first`);
+        }
+        const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { deletedAt: new Date(), updatedAt: new Date() } });
+        if (res.count === 0) throw notFound();
+        await recordAudit(tx, actor, { action: "workspace.delete", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { slug: ws.slug } });
+      });
+    },
+
+    /** Adds a user (found or created by email) to the actor's organization. */
+    async addOrganizationMember(actor: Actor, email: string, role = "member") {
+      const address = email.trim().toLowerCase();
+      if (address.length > 254 || !EMAIL.test(address)) throw invalidArgument("email", "email must be an email address");
+      return db.$transaction(async (tx) => {
+        const user = await tx.user.upsert({ where: { email: address }, update: {}, create: { email: address, name: address } });
+        await tx.membership.upsert({
+          where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } },
+          update: { removedAt: null, role },
+          create: { organizationId: actor.organizationId, userId: user.id, role },
+        });
+        await recordAudit(tx, actor, { action: "organization.member.add", targetType: "user", targetId: user.id, details: { email: address, role } });
+        return user;
+      });
+    },
+
+    /** The user leaves the actor's organization (and its workspaces); keys they created then answer 403. */
+    async removeOrganizationMember(actor: Actor, userId: string) {
+      await db.$transaction(async (tx) => {
+        const res = await tx.membership.updateMany({
+          where: { organizationId: actor.organizationId, userId, removedAt: null },
+          data: { removedAt: new Date() },
+        });
+        if (res.count === 0) throw notFound("no active membership for that user in that organization");
+        const workspaces = await tx.workspace.findMany({ where: { organizationId: actor.organizationId }, select: { id: true } });
+        await tx.workspaceMember.deleteMany({ where: { userId, workspaceId: { in: workspaces.map((w) => w.id) } } });
+        await recordAudit(tx, actor, { action: "organization.member.remove", targetType: "user", targetId: userId });
+      });
+    },
+
+    async listMembers(actor: Actor, workspaceId: string, offset: number, limit: number): Promise<{ items: MemberView[]; total: number }> {
+      const ws = await workspaceOf(actor, workspaceId);
+      const page = checkPage(offset, limit);
+      const [members, total] = await db.$transaction([
+        db.workspaceMember.findMany({ where: { workspaceId: ws.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], skip: page.offset, take: page.limit }),
+        db.workspaceMember.count({ where: { workspaceId: ws.id } }),
+      ]);
+      const users = await db.user.findMany({ where: { id: { in: members.map((m) => m.userId) } } });
+      const byId = new Map(users.map((u) => [u.id, u]));
+      return { items: members.flatMap((m) => (byId.has(m.userId) ? [{ member: m, user: byId.get(m.userId)! }] : [])), total };
+    },
+
+    /**
+     * Adds users by id (they must be active members of the organization; anyone else is reported as
+     * not found, like a user of another organization) or by email (a new user joins the organization).
+     */
+    async addMembers(actor: Actor, workspaceId: string, input: { userIds: string[]; emails: string[] }): Promise<MemberView[]> {
+      const ws = await workspaceOf(actor, workspaceId);
+      const userIds = [...new Set(input.userIds)];
+      const emails = [...new Set(input.emails.map((e) => e.trim().toLowerCase()))];
+      if (userIds.length + emails.length === 0) throw invalidArgument("user_ids", "name 1 to 100 users in user_ids or emails");
+      if (userIds.length + emails.length > MAX_MEMBERS_PER_CALL) throw invalidArgument("user_ids", "at most 100 users per call");
+      emails.forEach((e, i) => {
+        if (e.length > 254 || !EMAIL.test(e)) throw invalidArgument(`emails[${i}]`, "emails must be email addresses");
+      });
+      const known = userIds.length
+        ? await db.membership.findMany({ where: { organizationId: actor.organizationId, userId: { in: userIds }, removedAt: null } })
+        : [];
+      const missing = userIds.find((id) => !known.some((m) => m.userId === id));
+      if (missing !== undefined) throw invalidArgument("user_ids", `user_ids names a user who is not a member of this organization: ${missing}`);
+      return db.$transaction(async (tx) => {
+        const ids = [...userIds];
+        for (const email of emails) {
+          const user = await tx.user.upsert({ where: { email }, update: {}, create: { email, name: email } });
+          const m = await tx.membership.findUnique({ where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } } });
+          if (!m || m.removedAt) {
+            await tx.membership.upsert({
+              where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } },
+              update: { removedAt: null },
+              create: { organizationId: actor.organizationId, userId: user.id },
+            });
+            await recordAudit(tx, actor, { action: "organization.member.add", targetType: "user", targetId: user.id, details: { email } });
+          }
+          if (!ids.includes(user.id)) ids.push(user.id);
+        }
+        const out: MemberView[] = [];
+        for (const userId of ids) {
+          let member = await tx.workspaceMember.findUnique({ where: { workspaceId_userId: { workspaceId: ws.id, userId } } });
+          if (!member) {
+            member = await tx.workspaceMember.create({ data: { workspaceId: ws.id, userId } });
+            await recordAudit(tx, actor, { action: "workspace.member.add", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { user_id: userId } });
+          }
+          out.push({ member, user: (await tx.user.findUnique({ where: { id: userId } }))! });
+        }
+        return out;
+      });
+    },
+
+    async removeMembers(actor: Actor, workspaceId: string, userIds: string[]): Promise<number> {
+      const ws = await workspaceOf(actor, workspaceId);
+      const ids = [...new Set(userIds)];
+      if (ids.length === 0 || ids.length > MAX_MEMBERS_PER_CALL) throw invalidArgument("user_ids", "name 1 to 100 users in user_ids");
+      return db.$transaction(async (tx) => {
+        let removed = 0;
+        for (const userId of ids) {
+          const res = await tx.workspaceMember.deleteMany({ where: { workspaceId: ws.id, userId } });
+          if (res.count > 0) {
+            removed += 1;
+            await recordAudit(tx, actor, { action: "workspace.member.remove", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { user_id: userId } });
+          }
+        }
+        return removed;
+      });
+    },
+  };
+  return service;
+}
+
+export type WorkspacesService = ReturnType<typeof createWorkspacesService>;

@@ -1,0 +1,58 @@
+/**
+ * The web console: static files (plain ES modules and CSS, no build step) under /console/, served by
+ * @fastify/static from src/console. The console is a client of the public API like any other: it
+ * signs in with a management key kept in the browser's sessionStorage and calls /api/v1 with it.
+ * Every console response carries a strict Content-Security-Policy (scripts, styles and connections
+ * from this origin only; no inline script or style) and the usual hardening headers.
+ */
+import { fileURLToPath } from "node:url";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance } from "fastify";
+
+export const CONSOLE_PREFIX = "/console";
+
+/** Where the console's files live (src/console, beside src/gateway). */
+export const CONSOLE_ROOT = fileURLToPath(new URL("../../console/", import.meta.url));
+
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy": CONSOLE_CSP,
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-resource-policy": "same-origin",
+  "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+  // Always revalidated (ETag), so a new version of the console is picked up at once.
+  "cache-control": "no-cache",
+};
+
+export async function registerConsoleRoutes(app: FastifyInstance): Promise<void> {
+  await app.register(
+    async (scope) => {
+      scope.addHook("onSend", async (_req, reply, payload) => {
+        reply.headers(SECURITY_HEADERS);
+        return payload;
+      });
+      scope.get(CONSOLE_PREFIX, { schema: { hide: true } }, async (_req, reply) => reply.redirect(`${CONSOLE_PREFIX}/`, 301));
+      await scope.register(fastifyStatic, {
+        root: CONSOLE_ROOT,
+        prefix: `${CONSOLE_PREFIX}/`,
+        index: "index.html",
+        cacheControl: false,
+        dotfiles: "deny",
+        schemaHide: true,
+      });
+    },
+  );
+}
