@@ -36,6 +36,16 @@ export interface ByokConfig {
   masterKeyFile: string | undefined;
 }
 
+export interface ProviderEndpointConfig {
+  /**
+   * Base URL overrides by provider, keyed by the slug's environment form (upper case, every character
+   * other than a letter or digit as `_`): PORTICO_PROVIDER_<SLUG>_BASE_URL.
+   */
+  baseUrls: Record<string, string>;
+  /** Operator-added OpenAI-compatible providers, slug → base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS). */
+  extraOpenAICompatible: Record<string, string>;
+}
+
 export interface Config {
   /** Folder for the embedded SQLite database, master key and intern working folders (PORTICO_DATA_DIR). */
   dataDir: string;
@@ -70,10 +80,42 @@ export interface Config {
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
   instanceId: string;
   interns: InternChatConfig;
+  /** Provider base URLs for chat completions (see docs/providers.md). */
+  providers: ProviderEndpointConfig;
   byok: ByokConfig;
 }
 
 export class ConfigError extends Error {}
+
+function httpUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL`);
+  return raw.replace(/\/+$/, "");
+}
+
+function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
+  const baseUrls: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(env)) {
+    const match = /^PORTICO_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
+    if (match && raw) baseUrls[match[1]!] = httpUrl(name, raw);
+  }
+  const extraOpenAICompatible: Record<string, string> = {};
+  const list = str(env, "PORTICO_OPENAI_COMPATIBLE_PROVIDERS");
+  for (const entry of list ? list.split(",") : []) {
+    const at = entry.indexOf("=");
+    const slug = entry.slice(0, at).trim();
+    if (at <= 0 || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(slug)) {
+      throw new ConfigError("PORTICO_OPENAI_COMPATIBLE_PROVIDERS must be a comma-separated list of slug=base-url (lowercase slugs)");
+    }
+    extraOpenAICompatible[slug] = httpUrl("PORTICO_OPENAI_COMPATIBLE_PROVIDERS", entry.slice(at + 1).trim());
+  }
+  return { baseUrls, extraOpenAICompatible };
+}
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
@@ -133,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       linkPingIntervalMs: int(env, "PORTICO_LINK_PING_INTERVAL_MS", 1_000, 50),
       linkLivenessTimeoutMs: int(env, "PORTICO_LINK_LIVENESS_TIMEOUT_MS", 4_000, 200),
     },
+    providers: providerEndpoints(env),
     byok: {
       masterKey: str(env, "PORTICO_MASTER_KEY"),
       masterKeyFile: str(env, "PORTICO_MASTER_KEY_FILE"),

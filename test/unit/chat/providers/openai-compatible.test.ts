@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { OpenAICompatibleAdapter } from "../../../../src/core/chat/providers/openai-compatible.js";
+import { ProviderRegistry } from "../../../../src/core/chat/providers/index.js";
+import { UpstreamError, type ChatChunk, type UpstreamCall } from "../../../../src/core/chat/providers/types.js";
+import { loadConfig } from "../../../../src/config.js";
+import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
+import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
+
+const KEY = "sk-test-secret-0123456789";
+const adapter = new OpenAICompatibleAdapter();
+let fake: FakeUpstream | undefined;
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+});
+
+function call(f: FakeUpstream, body: Record<string, unknown> = {}, signal = new AbortController().signal): UpstreamCall {
+  return {
+    model: "gpt-4o-mini",
+    baseUrl: `${f.url}/v1`,
+    apiKey: KEY,
+    signal,
+    body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }], temperature: 0.2, ...body },
+  };
+}
+
+async function collect(it: AsyncIterable<ChatChunk>): Promise<ChatChunk[]> {
+  const out: ChatChunk[] = [];
+  for await (const c of it) out.push(c);
+  return out;
+}
+
+describe("OpenAI-compatible adapter", () => {
+  it("passes the body through with the upstream model and the key as a bearer token", async () => {
+    fake = await startFakeOpenAI();
+    const result = await adapter.complete(call(fake, { tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }));
+    const req = fake.requests[0]!;
+    expect(req.url).toBe("/v1/chat/completions");
+    expect(req.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(req.body).toMatchObject({ model: "gpt-4o-mini", stream: false, temperature: 0.2, tools: [{ type: "function" }] });
+    expect(result.choices[0]!.message.content).toBe("Hello, world");
+    expect(result.choices[0]!.finish_reason).toBe("stop");
+    expect(result.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
+    expect(JSON.stringify(adapter.upstreamBody(call(fake)))).not.toContain(KEY);
+  });
+
+  it("streams chunks in order, asks for usage and ends with usage", async () => {
+    fake = await startFakeOpenAI({ text: ["a", "b", "c"], finish: "length", usage: { input: 5, output: 3 } });
+    const chunks = await collect(adapter.stream(call(fake, { stream: true, stream_options: { include_usage: false } })));
+    expect(fake.requests[0]!.body.stream_options).toEqual({ include_usage: true });
+    expect(fake.requests[0]!.headers.accept).toBe("text/event-stream");
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("abc");
+    expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]!.finish_reason).toBe("length");
+    expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 3 });
+  });
+
+  it("relays streamed tool calls", async () => {
+    fake = await startFakeOpenAI({
+      text: [],
+      toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}', argumentPieces: ['{"city"', ':"Paris"}'] }],
+      finish: "tool_calls",
+      usage: { input: 1, output: 1 },
+    });
+    const chunks = await collect(adapter.stream(call(fake, { stream: true })));
+    const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    expect(calls[0]).toMatchObject({ index: 0, id: "call_1", function: { name: "get_weather" } });
+    expect(calls.map((c) => c.function?.arguments ?? "").join("")).toBe('{"city":"Paris"}');
+  });
+
+  it.each([
+    [401, true],
+    [403, true],
+    [429, true],
+    [500, true],
+    [503, true],
+    [400, false],
+    [404, false],
+  ])("status %i before the first byte is an UpstreamError (retryable %s) without the key", async (status, retryable) => {
+    fake = await startFakeOpenAI(undefined, { failStatus: status, failMessage: `Incorrect API key provided: ${KEY}` });
+    for (const run of [() => adapter.complete(call(fake!)), () => collect(adapter.stream(call(fake!, { stream: true })))]) {
+      const err = await run().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UpstreamError);
+      expect((err as UpstreamError).status).toBe(status);
+      expect((err as UpstreamError).retryable).toBe(retryable);
+      expect(JSON.stringify((err as UpstreamError).providerBody)).not.toContain(KEY);
+      expect((err as UpstreamError).message).not.toContain(KEY);
+      expect((err as UpstreamError).message).toContain("[redacted]");
+    }
+  });
+
+  it("a connect error is status 0 and retryable", async () => {
+    fake = await startFakeOpenAI();
+    const url = fake.url;
+    await fake.close();
+    fake = undefined;
+    const err = await adapter.complete({ ...call({ url } as FakeUpstream) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: "UpstreamError", status: 0, retryable: true });
+  });
+
+  it("an error event mid-stream throws after the chunks already relayed", async () => {
+    fake = await startFakeOpenAI(undefined, { failAfterChunks: 2 });
+    const seen: ChatChunk[] = [];
+    const err = await (async () => {
+      for await (const c of adapter.stream(call(fake!, { stream: true }))) seen.push(c);
+    })().catch((e: unknown) => e);
+    expect(seen).toHaveLength(2);
+    expect(err).toBeInstanceOf(UpstreamError);
+  });
+
+  it("a connection dropped mid-stream throws an UpstreamError", async () => {
+    fake = await startFakeOpenAI(undefined, { dropAfterChunks: 1 });
+    const err = await collect(adapter.stream(call(fake, { stream: true }))).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: "UpstreamError", status: 0 });
+  });
+
+  it("stopping early and the caller's signal both abort the upstream request", async () => {
+    fake = await startFakeOpenAI({ text: Array.from({ length: 50 }, (_, i) => `t${i}`), finish: "stop", usage: { input: 1, output: 50 } }, { chunkDelayMs: 20 });
+    for await (const _ of adapter.stream(call(fake, { stream: true }))) break;
+    await fake.clientAborted();
+
+    const f2 = await startFakeOpenAI({ text: Array.from({ length: 50 }, (_, i) => `t${i}`), finish: "stop", usage: { input: 1, output: 50 } }, { chunkDelayMs: 20 });
+    try {
+      const ac = new AbortController();
+      const err = await (async () => {
+        for await (const _ of adapter.stream(call(f2, { stream: true }, ac.signal))) ac.abort(new Error("client went away"));
+      })().catch((e: unknown) => e);
+      expect((err as Error).message).toBe("client went away");
+      await f2.clientAborted();
+    } finally {
+      await f2.close();
+    }
+  });
+});
+
+describe("provider registry", () => {
+  it("maps slugs to adapters and default base URLs, overridable per provider, plus operator-added providers", () => {
+    const config = loadConfig({
+      PORTICO_PROVIDER_GROQ_BASE_URL: "http://127.0.0.1:9999/openai/v1/",
+      PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "vllm=http://10.0.0.5:8000/v1, ollama=http://localhost:11434/v1",
+    });
+    const registry = new ProviderRegistry(config.providers);
+    expect(registry.get("openai")).toMatchObject({ baseUrl: "https://api.openai.com/v1", adapter: { format: "openai" } });
+    expect(registry.get("groq")!.baseUrl).toBe("http://127.0.0.1:9999/openai/v1");
+    expect(registry.get("vllm")).toMatchObject({ baseUrl: "http://10.0.0.5:8000/v1", adapter: { format: "openai" } });
+    expect(registry.get("ollama")!.baseUrl).toBe("http://localhost:11434/v1");
+    expect(registry.get("nope")).toBeUndefined();
+    expect(() => loadConfig({ PORTICO_PROVIDER_OPENAI_BASE_URL: "ftp://x" })).toThrow(/PORTICO_PROVIDER_OPENAI_BASE_URL/);
+    expect(() => loadConfig({ PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "no-url" })).toThrow(/PORTICO_OPENAI_COMPATIBLE_PROVIDERS/);
+  });
+});
