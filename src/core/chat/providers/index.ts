@@ -4,6 +4,7 @@
  * and operators add OpenAI-compatible providers by base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS).
  */
 import type { ProviderEndpointConfig } from "../../../config.js";
+import { AnthropicAdapter } from "./anthropic.js";
 import { OpenAICompatibleAdapter } from "./openai-compatible.js";
 import type { ProviderAdapter } from "./types.js";
 
@@ -11,6 +12,7 @@ export { UpstreamError, isRetryableStatus } from "./types.js";
 export type * from "./types.js";
 
 export const openAICompatible = new OpenAICompatibleAdapter();
+export const anthropic = new AnthropicAdapter();
 
 interface Builtin {
   adapter: ProviderAdapter;
@@ -26,6 +28,7 @@ const builtins: Record<string, Builtin> = {
   together: { adapter: openAICompatible, baseUrl: "https://api.together.xyz/v1" },
   fireworks: { adapter: openAICompatible, baseUrl: "https://api.fireworks.ai/inference/v1" },
   xai: { adapter: openAICompatible, baseUrl: "https://api.x.ai/v1" },
+  anthropic: { adapter: anthropic, baseUrl: "https://api.anthropic.com" },
 };
 
 export interface ResolvedProvider {

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAICompatibleAdapter } from "../../../../src/core/chat/providers/openai-compatible.js";
 import { ProviderRegistry } from "../../../../src/core/chat/providers/index.js";
-import { UpstreamError, type ChatChunk, type UpstreamCall } from "../../../../src/core/chat/providers/types.js";
+import type { UpstreamCall } from "../../../../src/core/chat/providers/types.js";
 import { loadConfig } from "../../../../src/config.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
+import { KEY, adapterContract, collect } from "./contract.js";
 
-const KEY = "sk-test-secret-0123456789";
 const adapter = new OpenAICompatibleAdapter();
 let fake: FakeUpstream | undefined;
 afterEach(async () => {
@@ -22,12 +22,6 @@ function call(f: FakeUpstream, body: Record<string, unknown> = {}, signal = new 
     signal,
     body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }], temperature: 0.2, ...body },
   };
-}
-
-async function collect(it: AsyncIterable<ChatChunk>): Promise<ChatChunk[]> {
-  const out: ChatChunk[] = [];
-  for await (const c of it) out.push(c);
-  return out;
 }
 
 describe("OpenAI-compatible adapter", () => {
@@ -67,68 +61,15 @@ describe("OpenAI-compatible adapter", () => {
     expect(calls.map((c) => c.function?.arguments ?? "").join("")).toBe('{"city":"Paris"}');
   });
 
-  it.each([
-    [401, true],
-    [403, true],
-    [429, true],
-    [500, true],
-    [503, true],
-    [400, false],
-    [404, false],
-  ])("status %i before the first byte is an UpstreamError (retryable %s) without the key", async (status, retryable) => {
-    fake = await startFakeOpenAI(undefined, { failStatus: status, failMessage: `Incorrect API key provided: ${KEY}` });
-    for (const run of [() => adapter.complete(call(fake!)), () => collect(adapter.stream(call(fake!, { stream: true })))]) {
-      const err = await run().catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(UpstreamError);
-      expect((err as UpstreamError).status).toBe(status);
-      expect((err as UpstreamError).retryable).toBe(retryable);
-      expect(JSON.stringify((err as UpstreamError).providerBody)).not.toContain(KEY);
-      expect((err as UpstreamError).message).not.toContain(KEY);
-      expect((err as UpstreamError).message).toContain("[redacted]");
-    }
-  });
+});
 
-  it("a connect error is status 0 and retryable", async () => {
-    fake = await startFakeOpenAI();
-    const url = fake.url;
-    await fake.close();
-    fake = undefined;
-    const err = await adapter.complete({ ...call({ url } as FakeUpstream) }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ name: "UpstreamError", status: 0, retryable: true });
-  });
-
-  it("an error event mid-stream throws after the chunks already relayed", async () => {
-    fake = await startFakeOpenAI(undefined, { failAfterChunks: 2 });
-    const seen: ChatChunk[] = [];
-    const err = await (async () => {
-      for await (const c of adapter.stream(call(fake!, { stream: true }))) seen.push(c);
-    })().catch((e: unknown) => e);
-    expect(seen).toHaveLength(2);
-    expect(err).toBeInstanceOf(UpstreamError);
-  });
-
-  it("a connection dropped mid-stream throws an UpstreamError", async () => {
-    fake = await startFakeOpenAI(undefined, { dropAfterChunks: 1 });
-    const err = await collect(adapter.stream(call(fake, { stream: true }))).catch((e: unknown) => e);
-    expect(err).toMatchObject({ name: "UpstreamError", status: 0 });
-  });
-
-  it("stopping early and the caller's signal both abort the upstream request", async () => {
-    fake = await startFakeOpenAI({ text: Array.from({ length: 50 }, (_, i) => `t${i}`), finish: "stop", usage: { input: 1, output: 50 } }, { chunkDelayMs: 20 });
-    for await (const _ of adapter.stream(call(fake, { stream: true }))) break;
-    await fake.clientAborted();
-
-    const f2 = await startFakeOpenAI({ text: Array.from({ length: 50 }, (_, i) => `t${i}`), finish: "stop", usage: { input: 1, output: 50 } }, { chunkDelayMs: 20 });
-    try {
-      const ac = new AbortController();
-      const err = await (async () => {
-        for await (const _ of adapter.stream(call(f2, { stream: true }, ac.signal))) ac.abort(new Error("client went away"));
-      })().catch((e: unknown) => e);
-      expect((err as Error).message).toBe("client went away");
-      await f2.clientAborted();
-    } finally {
-      await f2.close();
-    }
+describe("OpenAI-compatible adapter contract", () => {
+  adapterContract({
+    adapter,
+    start: startFakeOpenAI,
+    call,
+    longScript: { text: Array.from({ length: 40 }, (_, i) => `t${i} `), finish: "stop", usage: { input: 1, output: 40 } },
+    statuses: [[400, false], [401, true], [403, true], [404, false], [429, true], [500, true], [503, true]],
   });
 });
 
