@@ -5,6 +5,7 @@
  */
 import type { ProviderEndpointConfig } from "../../../config.js";
 import { AnthropicAdapter } from "./anthropic.js";
+import { GeminiAdapter } from "./gemini.js";
 import { OpenAICompatibleAdapter } from "./openai-compatible.js";
 import type { ProviderAdapter } from "./types.js";
 
@@ -13,6 +14,7 @@ export type * from "./types.js";
 
 export const openAICompatible = new OpenAICompatibleAdapter();
 export const anthropic = new AnthropicAdapter();
+export const gemini = new GeminiAdapter();
 
 interface Builtin {
   adapter: ProviderAdapter;
@@ -29,6 +31,7 @@ const builtins: Record<string, Builtin> = {
   fireworks: { adapter: openAICompatible, baseUrl: "https://api.fireworks.ai/inference/v1" },
   xai: { adapter: openAICompatible, baseUrl: "https://api.x.ai/v1" },
   anthropic: { adapter: anthropic, baseUrl: "https://api.anthropic.com" },
+  "google-ai-studio": { adapter: gemini, baseUrl: "https://generativelanguage.googleapis.com/v1beta" },
 };
 
 export interface ResolvedProvider {
