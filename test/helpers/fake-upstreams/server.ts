@@ -34,6 +34,8 @@ export interface Knobs {
   failAfterChunks?: number;
   /** Streams only: after this many content events, destroy the socket without a goodbye. */
   dropAfterChunks?: number;
+  /** Streams only: after this many content events, end the response cleanly (no end-of-stream marker). */
+  endAfterChunks?: number;
   /** Pause before each streamed event. */
   chunkDelayMs?: number;
 }
@@ -139,6 +141,11 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       if (k.failAfterChunks !== undefined && sent === k.failAfterChunks) {
         ended = true;
         res.end(wire.streamError(k.failMessage ?? "fake upstream failed mid-stream"));
+        return;
+      }
+      if (k.endAfterChunks !== undefined && sent === k.endAfterChunks) {
+        ended = true;
+        res.end();
         return;
       }
       if (k.dropAfterChunks !== undefined && sent === k.dropAfterChunks) {

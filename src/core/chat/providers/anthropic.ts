@@ -14,7 +14,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
 /** Messages requires `max_tokens`; used when the request sets neither max_tokens nor max_completion_tokens. */
@@ -305,5 +305,6 @@ export class AnthropicAdapter implements ProviderAdapter {
           break; // ping, content_block_stop and event types added later
       }
     }
+    throw truncatedStream();
   }
 }

@@ -13,7 +13,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
 
 type Part = Record<string, unknown>;
 type Content = { role: "user" | "model"; parts: Part[] };
@@ -276,6 +276,7 @@ export class GeminiAdapter implements ProviderAdapter {
     /** Per candidate index: tool calls seen so far. */
     const toolCounts = new Map<number, number>();
     let callCounter = 0;
+    let anyFinished = false;
     for await (const event of sseEvents(response, controller)) {
       if (event.data.trim() === "") continue;
       const value = parseEventData(event.data);
@@ -317,6 +318,7 @@ export class GeminiAdapter implements ProviderAdapter {
         choices.push({ index: 0, delta: first ? { role: "assistant", content: "" } : {}, finish_reason: "content_filter", native_finish_reason: String(blocked) });
       }
       first = false;
+      if (finished) anyFinished = true;
       yield {
         id: String(value.responseId ?? ""),
         object: "chat.completion.chunk",
@@ -326,5 +328,6 @@ export class GeminiAdapter implements ProviderAdapter {
         ...(finished && usageMeta ? { usage: mapUsage(usageMeta) } : {}),
       };
     }
+    if (!anyFinished) throw truncatedStream();
   }
 }

@@ -101,6 +101,11 @@ export async function* sseEvents(response: Response, controller: AbortController
   }
 }
 
+/** The error for a stream whose body ended cleanly before the provider's end-of-response marker. */
+export function truncatedStream(): UpstreamError {
+  return new UpstreamError(0, "upstream stream ended before the response was complete", true);
+}
+
 /** An AbortController that also aborts when the caller's signal does. */
 export function linkedController(signal: AbortSignal): AbortController {
   const controller = new AbortController();

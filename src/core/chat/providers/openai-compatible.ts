@@ -5,7 +5,7 @@
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "./types.js";
-import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents } from "./http.js";
+import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -70,6 +70,8 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
   async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
     const controller = linkedController(call.signal);
     const response = await this.request(call, true, controller.signal);
+    // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
+    let finished = false;
     for await (const event of sseEvents(response, controller)) {
       const data = event.data.trim();
       if (data === "[DONE]") return;
@@ -84,10 +86,14 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       const chunk = value as unknown as ChatChunk;
       if (Array.isArray(chunk.choices)) {
         for (const choice of chunk.choices) {
-          if (choice.finish_reason && choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+          if (choice.finish_reason) {
+            finished = true;
+            if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+          }
         }
       }
       yield chunk;
     }
+    if (!finished) throw truncatedStream();
   }
 }

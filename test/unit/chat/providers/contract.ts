@@ -68,6 +68,12 @@ export function adapterContract(s: ContractSetup): void {
     expect(err).toMatchObject({ name: "UpstreamError", status: 0 });
   });
 
+  it("a stream that ends cleanly before its end marker throws an UpstreamError", async () => {
+    const fake = await start(s.longScript, { endAfterChunks: 4 });
+    const err = await collect(s.adapter.stream(s.call(fake, { stream: true }))).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: "UpstreamError", status: 0, retryable: true });
+  });
+
   it("stopping early and the caller's signal both abort the upstream request", async () => {
     const first = await start(s.longScript, { chunkDelayMs: 20 });
     for await (const _ of s.adapter.stream(s.call(first, { stream: true }))) break;

@@ -84,6 +84,10 @@ describe("provider registry", () => {
     expect(registry.get("groq")!.baseUrl).toBe("http://127.0.0.1:9999/openai/v1");
     expect(registry.get("vllm")).toMatchObject({ baseUrl: "http://10.0.0.5:8000/v1", adapter: { format: "openai" } });
     expect(registry.get("ollama")!.baseUrl).toBe("http://localhost:11434/v1");
+    expect(registry.get("anthropic")).toMatchObject({ baseUrl: "https://api.anthropic.com", adapter: { format: "anthropic" } });
+    expect(registry.get("google-ai-studio")).toMatchObject({ baseUrl: "https://generativelanguage.googleapis.com/v1beta", adapter: { format: "gemini" } });
+    expect(new ProviderRegistry(loadConfig({ PORTICO_PROVIDER_GOOGLE_AI_STUDIO_BASE_URL: "http://127.0.0.1:1/v1beta" }).providers).get("google-ai-studio")!.baseUrl).toBe("http://127.0.0.1:1/v1beta");
+    expect(registry.slugs()).toEqual(expect.arrayContaining(["openai", "groq", "deepseek", "mistral", "together", "fireworks", "xai", "anthropic", "google-ai-studio", "vllm", "ollama"]));
     expect(registry.get("nope")).toBeUndefined();
     expect(() => loadConfig({ PORTICO_PROVIDER_OPENAI_BASE_URL: "ftp://x" })).toThrow(/PORTICO_PROVIDER_OPENAI_BASE_URL/);
     expect(() => loadConfig({ PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "no-url" })).toThrow(/PORTICO_OPENAI_COMPATIBLE_PROVIDERS/);
