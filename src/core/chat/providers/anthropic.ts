@@ -14,14 +14,14 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { toTurns, type PartWriter } from "./messages.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
 /** Messages requires `max_tokens`; used when the request sets neither max_tokens nor max_completion_tokens. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
 type Block = Record<string, unknown>;
-type Msg = { role: "user" | "assistant"; content: Block[] };
 
 export function anthropicFinish(reason: unknown): FinishReason {
   switch (reason) {
@@ -65,65 +65,13 @@ const errorStatus: Record<string, number> = {
   overloaded_error: 529,
 };
 
-function imageBlock(part: Record<string, unknown>): Block | undefined {
-  const image = part.image_url as { url?: unknown } | string | undefined;
-  const url = typeof image === "string" ? image : typeof image?.url === "string" ? image.url : undefined;
-  if (!url) return undefined;
-  const data = parseDataUrl(url);
-  return data
-    ? { type: "image", source: { type: "base64", media_type: data.mediaType, data: data.data } }
-    : { type: "image", source: { type: "url", url } };
-}
-
-function userBlocks(content: unknown): Block[] {
-  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }];
-  if (!Array.isArray(content)) return [];
-  const blocks: Block[] = [];
-  for (const part of content as Array<Record<string, unknown>>) {
-    if (part?.type === "text") blocks.push({ type: "text", text: String(part.text ?? "") });
-    else if (part?.type === "image_url") {
-      const block = imageBlock(part);
-      if (block) blocks.push(block);
-    }
-  }
-  return blocks;
-}
-
-function toMessages(input: Array<Record<string, unknown>>): { system: string | undefined; messages: Msg[] } {
-  const system: string[] = [];
-  const messages: Msg[] = [];
-  const push = (role: Msg["role"], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = messages.at(-1);
-    if (last && last.role === role) last.content.push(...blocks);
-    else messages.push({ role, content: blocks });
-  };
-  for (const m of input) {
-    switch (m.role) {
-      case "system":
-      case "developer":
-        system.push(contentText(m.content));
-        break;
-      case "user":
-        push("user", userBlocks(m.content));
-        break;
-      case "assistant": {
-        const blocks = userBlocks(m.content).filter((b) => b.type === "text");
-        for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) {
-          blocks.push({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) });
-        }
-        push("assistant", blocks);
-        break;
-      }
-      case "tool":
-        push("user", [{ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content) }]);
-        break;
-      default:
-        break;
-    }
-  }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, messages };
-}
+const writer: PartWriter<Block> = {
+  text: (text) => ({ type: "text", text }),
+  image: (url, inline) =>
+    inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } },
+  toolCall: (tc) => ({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }),
+  toolResult: (m) => ({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content) }),
+};
 
 function toolChoice(choice: unknown, parallel: unknown): Block | undefined {
   let out: Block | undefined;
@@ -152,7 +100,8 @@ export class AnthropicAdapter implements ProviderAdapter {
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
     const b = call.body;
-    const { system, messages } = toMessages(b.messages);
+    const { system, turns } = toTurns(b.messages, writer);
+    const messages = turns.map((t) => ({ role: t.role, content: t.parts }));
     const out: Record<string, unknown> = {
       model: call.model,
       messages,

@@ -13,10 +13,10 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseDataUrl, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { toTurns, type PartWriter } from "./messages.js";
 
 type Part = Record<string, unknown>;
-type Content = { role: "user" | "model"; parts: Part[] };
 
 /** `{error: {code, message, status}}` (also inside a one-element array, as some endpoints send). */
 export function geminiErrorMessage(body: unknown): string | undefined {
@@ -47,70 +47,22 @@ export function geminiFinish(reason: unknown, hasToolCalls: boolean): FinishReas
   }
 }
 
-function userParts(content: unknown): Part[] {
-  if (typeof content === "string") return content === "" ? [] : [{ text: content }];
-  if (!Array.isArray(content)) return [];
-  const parts: Part[] = [];
-  for (const part of content as Array<Record<string, unknown>>) {
-    if (part?.type === "text") parts.push({ text: String(part.text ?? "") });
-    else if (part?.type === "image_url") {
-      const image = part.image_url as { url?: unknown } | string | undefined;
-      const url = typeof image === "string" ? image : typeof image?.url === "string" ? image.url : undefined;
-      if (!url) continue;
-      const data = parseDataUrl(url);
-      parts.push(data ? { inlineData: { mimeType: data.mediaType, data: data.data } } : { fileData: { fileUri: url } });
+const writer: PartWriter<Part> = {
+  text: (text) => ({ text }),
+  image: (url, inline) => (inline ? { inlineData: { mimeType: inline.mediaType, data: inline.data } } : { fileData: { fileUri: url } }),
+  toolCall: (tc) => ({ functionCall: { name: tc.function?.name, args: parseArguments(tc.function?.arguments) } }),
+  toolResult: (m, name) => {
+    const text = contentText(m.content);
+    let response: unknown;
+    try {
+      response = JSON.parse(text);
+    } catch {
+      response = undefined;
     }
-  }
-  return parts;
-}
-
-function toContents(input: Array<Record<string, unknown>>): { system: string | undefined; contents: Content[] } {
-  const system: string[] = [];
-  const contents: Content[] = [];
-  const toolNames = new Map<string, string>();
-  const push = (role: Content["role"], parts: Part[]) => {
-    if (parts.length === 0) return;
-    const last = contents.at(-1);
-    if (last && last.role === role) last.parts.push(...parts);
-    else contents.push({ role, parts });
-  };
-  for (const m of input) {
-    switch (m.role) {
-      case "system":
-      case "developer":
-        system.push(contentText(m.content));
-        break;
-      case "user":
-        push("user", userParts(m.content));
-        break;
-      case "assistant": {
-        const parts = userParts(m.content).filter((p) => "text" in p);
-        for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) {
-          toolNames.set(tc.id, tc.function?.name);
-          parts.push({ functionCall: { name: tc.function?.name, args: parseArguments(tc.function?.arguments) } });
-        }
-        push("model", parts);
-        break;
-      }
-      case "tool": {
-        const name = toolNames.get(String(m.tool_call_id)) ?? String(m.name ?? m.tool_call_id ?? "tool");
-        const text = contentText(m.content);
-        let response: unknown;
-        try {
-          response = JSON.parse(text);
-        } catch {
-          response = undefined;
-        }
-        const wrapped = response && typeof response === "object" && !Array.isArray(response) ? response : { content: text };
-        push("user", [{ functionResponse: { name, response: wrapped } }]);
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, contents };
-}
+    const wrapped = response && typeof response === "object" && !Array.isArray(response) ? response : { content: text };
+    return { functionResponse: { name: name ?? String(m.name ?? m.tool_call_id ?? "tool"), response: wrapped } };
+  },
+};
 
 function toolConfig(choice: unknown): Record<string, unknown> | undefined {
   if (choice === "auto") return { functionCallingConfig: { mode: "AUTO" } };
@@ -175,7 +127,8 @@ export class GeminiAdapter implements ProviderAdapter {
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
     const b = call.body;
-    const { system, contents } = toContents(b.messages);
+    const { system, turns } = toTurns(b.messages, writer);
+    const contents = turns.map((t) => ({ role: t.role === "assistant" ? "model" : "user", parts: t.parts }));
     const out: Record<string, unknown> = { contents };
     if (system !== undefined) out.systemInstruction = { parts: [{ text: system }] };
     const gc: Record<string, unknown> = {};
