@@ -86,6 +86,24 @@ function toolChoice(choice: unknown, parallel: unknown): Block | undefined {
   return out;
 }
 
+/** Share of `max_tokens` given to thinking per reasoning effort. */
+const effortShare: Record<string, number> = { max: 0.95, xhigh: 0.9, high: 0.8, medium: 0.5, low: 0.2, minimal: 0.1 };
+/** Anthropic's smallest accepted thinking budget. */
+const MIN_THINKING_BUDGET = 1024;
+
+/**
+ * Extended thinking budget from `reasoning` (`max_tokens`, or `effort` as a share of `max_tokens`), at
+ * least 1024 and below `max_tokens`; undefined (no thinking) when that cannot hold or effort is `none`.
+ */
+function thinkingBudget(reasoning: unknown, maxTokens: number): number | undefined {
+  if (!reasoning || typeof reasoning !== "object") return undefined;
+  const r = reasoning as { max_tokens?: unknown; effort?: unknown };
+  const wanted = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" && effortShare[r.effort] ? Math.floor(maxTokens * effortShare[r.effort]!) : undefined;
+  if (wanted === undefined) return undefined;
+  const budget = Math.max(MIN_THINKING_BUDGET, Math.min(wanted, maxTokens - 1));
+  return budget < maxTokens ? budget : undefined;
+}
+
 function mapUsage(u: Record<string, unknown> | undefined, outputTokens?: number): ChatUsage | undefined {
   if (!u && outputTokens === undefined) return undefined;
   const n = (v: unknown) => (typeof v === "number" ? v : 0);
@@ -119,8 +137,8 @@ export class AnthropicAdapter implements ProviderAdapter {
       const choice = toolChoice(b.tool_choice, b.parallel_tool_calls);
       if (choice) out.tool_choice = choice;
     }
-    const reasoning = b.reasoning as { max_tokens?: unknown } | undefined;
-    if (reasoning && typeof reasoning.max_tokens === "number") out.thinking = { type: "enabled", budget_tokens: reasoning.max_tokens };
+    const budget = thinkingBudget(b.reasoning ?? (b.reasoning_effort ? { effort: b.reasoning_effort } : undefined), out.max_tokens as number);
+    if (budget !== undefined) out.thinking = { type: "enabled", budget_tokens: budget };
     if (typeof b.user === "string") out.metadata = { user_id: b.user };
     if (b.stream) out.stream = true;
     return out;

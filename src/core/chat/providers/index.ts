@@ -13,6 +13,8 @@ export { UpstreamError, isRetryableStatus } from "./types.js";
 export type * from "./types.js";
 
 export const openAICompatible = new OpenAICompatibleAdapter();
+/** OpenAI's own API rejects the sampling extras other compatible servers accept. */
+const openAIStrict = new OpenAICompatibleAdapter({ unsupported: ["top_k", "top_a", "min_p", "repetition_penalty"] });
 export const anthropic = new AnthropicAdapter();
 export const gemini = new GeminiAdapter();
 
@@ -23,7 +25,7 @@ interface Builtin {
 
 /** Built-in providers and their public API base URLs (version path included). */
 const builtins: Record<string, Builtin> = {
-  openai: { adapter: openAICompatible, baseUrl: "https://api.openai.com/v1" },
+  openai: { adapter: openAIStrict, baseUrl: "https://api.openai.com/v1" },
   groq: { adapter: openAICompatible, baseUrl: "https://api.groq.com/openai/v1" },
   deepseek: { adapter: openAICompatible, baseUrl: "https://api.deepseek.com/v1" },
   mistral: { adapter: openAICompatible, baseUrl: "https://api.mistral.ai/v1" },

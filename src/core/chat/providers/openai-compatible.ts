@@ -24,11 +24,47 @@ function isChatObject(value: unknown): value is { choices: unknown[] } {
   return Boolean(value && typeof value === "object" && Array.isArray((value as { choices?: unknown }).choices));
 }
 
+/**
+ * Request fields that only steer this gateway (routing, plugins, presets, debugging, tracing) and are
+ * never sent upstream: OpenAI rejects unknown arguments with a 400.
+ */
+export const GATEWAY_ONLY_FIELDS = [
+  "models",
+  "provider",
+  "plugins",
+  "preset",
+  "route",
+  "debug",
+  "session_id",
+  "trace",
+  "transforms",
+  "usage",
+  "stop_server_tools_when",
+  "image_config",
+  "cache_control",
+  "prompt_cache_options",
+] as const;
+
+export interface OpenAICompatibleOptions {
+  /** Sampling fields this provider rejects (e.g. OpenAI has no `top_k`); dropped from the body. */
+  unsupported?: readonly string[];
+}
+
 export class OpenAICompatibleAdapter implements ProviderAdapter {
   readonly format = "openai" as const;
+  private readonly drop: readonly string[];
+
+  constructor(options: OpenAICompatibleOptions = {}) {
+    this.drop = [...GATEWAY_ONLY_FIELDS, ...(options.unsupported ?? [])];
+  }
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
     const body: Record<string, unknown> = { ...call.body, model: call.model };
+    for (const field of this.drop) delete body[field];
+    // The chat-completions API takes `reasoning_effort`, not the `reasoning` object.
+    const reasoning = body.reasoning as { effort?: unknown } | undefined;
+    delete body.reasoning;
+    if (body.reasoning_effort === undefined && typeof reasoning?.effort === "string") body.reasoning_effort = reasoning.effort;
     if (call.body.stream) {
       body.stream = true;
       const given = call.body.stream_options;

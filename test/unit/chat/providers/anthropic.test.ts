@@ -79,6 +79,16 @@ describe("Anthropic adapter: request translation", () => {
     expect(adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], max_completion_tokens: 77 } }).max_tokens).toBe(77);
   });
 
+  it("maps reasoning to an extended thinking budget within max_tokens", () => {
+    const think = (body: Record<string, unknown>) => adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], ...body } }).thinking;
+    expect(think({ max_tokens: 10000, reasoning: { effort: "high" } })).toEqual({ type: "enabled", budget_tokens: 8000 });
+    expect(think({ max_tokens: 10000, reasoning_effort: "low" })).toEqual({ type: "enabled", budget_tokens: 2000 });
+    expect(think({ max_tokens: 4000, reasoning: { effort: "minimal" } })).toEqual({ type: "enabled", budget_tokens: 1024 });
+    expect(think({ max_tokens: 1000, reasoning: { effort: "high" } })).toBeUndefined();
+    expect(think({ reasoning: { effort: "none" } })).toBeUndefined();
+    expect(think({})).toBeUndefined();
+  });
+
   it("maps stop reasons", () => {
     expect(["end_turn", "stop_sequence", "max_tokens", "tool_use", "refusal", null].map(anthropicFinish)).toEqual(["stop", "stop", "length", "tool_calls", "content_filter", null]);
   });

@@ -93,3 +93,21 @@ describe("provider registry", () => {
     expect(() => loadConfig({ PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "no-url" })).toThrow(/PORTICO_OPENAI_COMPATIBLE_PROVIDERS/);
   });
 });
+
+describe("OpenAI-compatible body filtering", () => {
+  const base = { model: "x", messages: [{ role: "user", content: "hi" }], top_k: 5, min_p: 0.1, models: ["a"], provider: { order: ["openai"] }, plugins: [{ id: "web" }], debug: { echo_upstream_body: true }, session_id: "s", trace: { trace_id: "t" }, reasoning: { effort: "low" }, seed: 1 };
+  const c = { model: "gpt-4o", baseUrl: "http://x/v1", apiKey: KEY, signal: new AbortController().signal, body: base };
+
+  it("drops gateway-only fields and maps reasoning.effort to reasoning_effort", () => {
+    const body = adapter.upstreamBody(c);
+    for (const f of ["models", "provider", "plugins", "debug", "session_id", "trace", "reasoning"]) expect(body).not.toHaveProperty(f);
+    expect(body).toMatchObject({ model: "gpt-4o", seed: 1, top_k: 5, min_p: 0.1, reasoning_effort: "low" });
+  });
+
+  it("the openai provider also drops sampling extras OpenAI rejects", () => {
+    const body = new ProviderRegistry().get("openai")!.adapter.upstreamBody(c) as Record<string, unknown>;
+    expect(body).not.toHaveProperty("top_k");
+    expect(body).not.toHaveProperty("min_p");
+    expect(new ProviderRegistry().get("together")!.adapter.upstreamBody(c)).toHaveProperty("top_k", 5);
+  });
+});
