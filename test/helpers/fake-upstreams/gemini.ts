@@ -3,7 +3,7 @@
  * `:streamGenerateContent?alt=sse` (each SSE `data:` a whole GenerateContentResponse; usageMetadata on
  * every event, finishReason on the last).
  */
-import { defaultScript, sse, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
+import { defaultScript, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
 
 const statuses: Record<number, string> = {
   400: "INVALID_ARGUMENT",
@@ -14,6 +14,9 @@ const statuses: Record<number, string> = {
   503: "UNAVAILABLE",
   504: "DEADLINE_EXCEEDED",
 };
+
+/** Gemini frames its SSE events with CRLF line ends. */
+const sse = (data: unknown): string => `data: ${JSON.stringify(data)}\r\n\r\n`;
 
 const modelOf = (url: string) => decodeURIComponent(/models\/([^:]+):/.exec(url)?.[1] ?? "unknown");
 

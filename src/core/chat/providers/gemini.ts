@@ -73,6 +73,18 @@ function toolConfig(choice: unknown): Record<string, unknown> | undefined {
   return undefined;
 }
 
+/** Thinking budget per reasoning effort (tokens); `none` turns thinking off where the model allows. */
+const effortBudget: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
+
+/** `reasoning` (`max_tokens` or `effort`) → `generationConfig.thinkingConfig`, thoughts included. */
+function thinkingConfig(reasoning: unknown): Record<string, unknown> | undefined {
+  if (!reasoning || typeof reasoning !== "object") return undefined;
+  const r = reasoning as { max_tokens?: unknown; effort?: unknown };
+  const budget = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" ? effortBudget[r.effort] : undefined;
+  if (budget === undefined) return undefined;
+  return budget === 0 ? { thinkingBudget: 0 } : { thinkingBudget: budget, includeThoughts: true };
+}
+
 function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined {
   if (!u) return undefined;
   const n = (v: unknown) => (typeof v === "number" ? v : 0);
@@ -151,6 +163,8 @@ export class GeminiAdapter implements ProviderAdapter {
       gc.responseMimeType = "application/json";
       if (format.json_schema?.schema) gc.responseJsonSchema = format.json_schema.schema;
     }
+    const thinking = thinkingConfig(b.reasoning ?? (b.reasoning_effort ? { effort: b.reasoning_effort } : undefined));
+    if (thinking) gc.thinkingConfig = thinking;
     if (Object.keys(gc).length > 0) out.generationConfig = gc;
     if (Array.isArray(b.tools) && b.tools.length > 0) {
       out.tools = [

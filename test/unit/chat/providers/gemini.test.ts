@@ -56,6 +56,14 @@ describe("Gemini adapter: request translation", () => {
     });
   });
 
+  it("maps reasoning to thinkingConfig", () => {
+    const gc = (body: Record<string, unknown>) => (adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], ...body } }).generationConfig as Record<string, unknown> | undefined)?.thinkingConfig;
+    expect(gc({ reasoning: { effort: "medium" } })).toEqual({ thinkingBudget: 8192, includeThoughts: true });
+    expect(gc({ reasoning_effort: "none" })).toEqual({ thinkingBudget: 0 });
+    expect(gc({ reasoning: { max_tokens: 2000 } })).toEqual({ thinkingBudget: 2000, includeThoughts: true });
+    expect(gc({})).toBeUndefined();
+  });
+
   it("maps finish reasons", () => {
     expect(geminiFinish("STOP", false)).toBe("stop");
     expect(geminiFinish("STOP", true)).toBe("tool_calls");
