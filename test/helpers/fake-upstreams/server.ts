@@ -36,6 +36,8 @@ export interface Knobs {
   dropAfterChunks?: number;
   /** Streams only: after this many content events, end the response cleanly (no end-of-stream marker). */
   endAfterChunks?: number;
+  /** Hold the response this long before the status line (a slow provider); a client abort ends the wait. */
+  headerDelayMs?: number;
   /** Pause before each streamed event. */
   chunkDelayMs?: number;
 }
@@ -65,8 +67,8 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   script: Script;
   knobs: Knobs;
-  /** Resolves when a streaming response's socket closed before its end (the client aborted). */
-  clientAborted(): Promise<void>;
+  /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
+  clientAborted(count?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,15 +80,15 @@ export const defaultScript = (): Script => ({
 
 export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
-  let abortWaiters: Array<() => void> = [];
+  let abortWaiters: Array<{ count: number; resolve: () => void }> = [];
   let aborted = 0;
   const fake: FakeUpstream = {
     url: "",
     requests,
     script,
     knobs,
-    clientAborted: () =>
-      aborted > 0 ? Promise.resolve() : new Promise<void>((resolve) => abortWaiters.push(resolve)),
+    clientAborted: (count = 1) =>
+      aborted >= count ? Promise.resolve() : new Promise<void>((resolve) => abortWaiters.push({ count, resolve })),
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -94,9 +96,9 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
   };
   const markAborted = () => {
     aborted += 1;
-    const waiters = abortWaiters;
-    abortWaiters = [];
-    for (const w of waiters) w();
+    const ready = abortWaiters.filter((w) => aborted >= w.count);
+    abortWaiters = abortWaiters.filter((w) => aborted < w.count);
+    for (const w of ready) w.resolve();
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -112,6 +114,19 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
     requests.push(recorded);
     const k = fake.knobs;
+    if (k.headerDelayMs) {
+      const gone = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), k.headerDelayMs);
+        res.once("close", () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (gone) {
+        markAborted();
+        return;
+      }
+    }
     if (k.failStatus) {
       res.writeHead(k.failStatus, { "content-type": "application/json" });
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));

@@ -11,6 +11,10 @@ export async function collect(iterable: AsyncIterable<ChatChunk>): Promise<ChatC
   return out;
 }
 
+async function waitFor(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setImmediate(r));
+}
+
 export interface ContractSetup {
   adapter: ProviderAdapter;
   start: (script?: Script, knobs?: Knobs) => Promise<FakeUpstream>;
@@ -86,6 +90,20 @@ export function adapterContract(s: ContractSetup): void {
     })().catch((e: unknown) => e);
     expect((err as Error).message).toBe("client went away");
     await second.clientAborted();
+  });
+
+  it("aborting while waiting for the response headers rejects at once and closes the upstream request", async () => {
+    const fake = await start(undefined, { headerDelayMs: 60_000 });
+    const runs = [(signal: AbortSignal) => s.adapter.complete(s.call(fake, {}, signal)), (signal: AbortSignal) => collect(s.adapter.stream(s.call(fake, { stream: true }, signal)))];
+    for (const [i, run] of runs.entries()) {
+      const ac = new AbortController();
+      const pending = run(ac.signal).catch((e: unknown) => e);
+      await waitFor(() => fake.requests.length > 0);
+      fake.requests.length = 0;
+      ac.abort(new Error("client went away"));
+      expect(((await pending) as Error).message).toBe("client went away");
+      await fake.clientAborted(i + 1);
+    }
   });
 
   it("the upstream body never holds the key", async () => {
