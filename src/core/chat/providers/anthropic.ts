@@ -65,10 +65,13 @@ const errorStatus: Record<string, number> = {
   overloaded_error: 529,
 };
 
+/** Keeps a part's `cache_control` (prompt caching breakpoints) on the block written for it. */
+const cached = (block: Block, part: Record<string, unknown> | undefined): Block => (part?.cache_control ? { ...block, cache_control: part.cache_control } : block);
+
 const writer: PartWriter<Block> = {
-  text: (text) => ({ type: "text", text }),
-  image: (url, inline) =>
-    inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } },
+  text: (text, part) => cached({ type: "text", text }, part),
+  image: (url, inline, part) =>
+    cached(inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } }, part),
   toolCall: (tc) => ({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }),
   toolResult: (m) => ({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content) }),
 };
@@ -118,21 +121,22 @@ export class AnthropicAdapter implements ProviderAdapter {
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
     const b = call.body;
-    const { system, turns } = toTurns(b.messages, writer);
+    const { system, systemParts, turns } = toTurns(b.messages, writer);
     const messages = turns.map((t) => ({ role: t.role, content: t.parts }));
     const out: Record<string, unknown> = {
       model: call.model,
       messages,
       max_tokens: (b.max_tokens as number | undefined) ?? (b.max_completion_tokens as number | undefined) ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
     };
-    if (system !== undefined) out.system = system;
+    if (system !== undefined) out.system = systemParts.some((p) => p.cache_control) ? systemParts : system;
     if (b.stop !== undefined && b.stop !== null) out.stop_sequences = Array.isArray(b.stop) ? b.stop : [b.stop];
     for (const key of ["temperature", "top_p", "top_k"] as const) if (typeof b[key] === "number") out[key] = b[key];
     if (Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== "none") {
-      out.tools = (b.tools as Array<{ function?: { name?: unknown; description?: unknown; parameters?: unknown } }>).map((t) => ({
+      out.tools = (b.tools as Array<{ function?: { name?: unknown; description?: unknown; parameters?: unknown }; cache_control?: unknown }>).map((t) => ({
         name: t.function?.name,
         ...(t.function?.description !== undefined ? { description: t.function.description } : {}),
         input_schema: t.function?.parameters ?? { type: "object", properties: {} },
+        ...(t.cache_control ? { cache_control: t.cache_control } : {}),
       }));
       const choice = toolChoice(b.tool_choice, b.parallel_tool_calls);
       if (choice) out.tool_choice = choice;

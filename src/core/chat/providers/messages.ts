@@ -7,9 +7,10 @@ import { contentText, parseDataUrl } from "./http.js";
 import type { ToolCall } from "./types.js";
 
 export interface PartWriter<P> {
-  text(text: string): P;
+  /** A text part; `part` is the OpenAI content part it came from (absent for plain string content). */
+  text(text: string, part?: Record<string, unknown>): P;
   /** An image by URL; `inline` is set for a base64 data URL. */
-  image(url: string, inline: { mediaType: string; data: string } | undefined): P;
+  image(url: string, inline: { mediaType: string; data: string } | undefined, part: Record<string, unknown>): P;
   toolCall(call: ToolCall): P;
   /** A `tool` message's result; `name` is the function of the matching earlier tool call, if any. */
   toolResult(message: Record<string, unknown>, name: string | undefined): P;
@@ -25,18 +26,27 @@ function contentParts<P>(content: unknown, writer: PartWriter<P>, textOnly: bool
   if (!Array.isArray(content)) return [];
   const parts: P[] = [];
   for (const part of content as Array<Record<string, unknown>>) {
-    if (part?.type === "text") parts.push(writer.text(String(part.text ?? "")));
+    if (part?.type === "text") parts.push(writer.text(String(part.text ?? ""), part));
     else if (part?.type === "image_url" && !textOnly) {
       const image = part.image_url as { url?: unknown } | string | undefined;
       const url = typeof image === "string" ? image : typeof image?.url === "string" ? image.url : undefined;
-      if (url) parts.push(writer.image(url, parseDataUrl(url)));
+      if (url) parts.push(writer.image(url, parseDataUrl(url), part));
     }
   }
   return parts;
 }
 
-export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWriter<P>): { system: string | undefined; turns: Turn<P>[] } {
+export interface Turns<P> {
+  /** The system and developer messages' text, joined by a blank line. */
+  system: string | undefined;
+  /** The same as parts, one per text part, for providers that take a list (and per-part options). */
+  systemParts: P[];
+  turns: Turn<P>[];
+}
+
+export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWriter<P>): Turns<P> {
   const system: string[] = [];
+  const systemParts: P[] = [];
   const turns: Turn<P>[] = [];
   const toolNames = new Map<string, string>();
   const push = (role: Turn<P>["role"], parts: P[]) => {
@@ -50,6 +60,7 @@ export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWr
       case "system":
       case "developer":
         system.push(contentText(m.content));
+        systemParts.push(...contentParts(m.content, writer, true));
         break;
       case "user":
         push("user", contentParts(m.content, writer, false));
@@ -70,5 +81,5 @@ export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWr
         break;
     }
   }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, turns };
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, systemParts, turns };
 }

@@ -69,6 +69,24 @@ describe("Anthropic adapter: request translation", () => {
     });
   });
 
+  it("keeps cache_control breakpoints on system parts, content parts and tools", () => {
+    const eph = { type: "ephemeral" };
+    const body = adapter.upstreamBody({
+      ...call({ url: "http://x" } as FakeUpstream),
+      body: {
+        model: "m",
+        messages: [
+          { role: "system", content: [{ type: "text", text: "Long rules", cache_control: eph }] },
+          { role: "user", content: [{ type: "text", text: "Big doc", cache_control: { type: "ephemeral", ttl: "1h" } }, { type: "text", text: "Q?" }] },
+        ],
+        tools: [{ type: "function", function: { name: "f" }, cache_control: eph }],
+      },
+    });
+    expect(body.system).toEqual([{ type: "text", text: "Long rules", cache_control: eph }]);
+    expect(body.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Big doc", cache_control: { type: "ephemeral", ttl: "1h" } }, { type: "text", text: "Q?" }] }]);
+    expect((body.tools as unknown[])[0]).toMatchObject({ name: "f", cache_control: eph });
+  });
+
   it("maps tool_choice values and max_tokens", () => {
     const tools = [{ type: "function", function: { name: "f" } }];
     const tc = (tool_choice: unknown) => adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], tools, tool_choice } });
