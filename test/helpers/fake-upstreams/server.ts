@@ -65,6 +65,8 @@ export interface Wire {
 export interface FakeUpstream {
   url: string;
   requests: RecordedRequest[];
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections: number;
   script: Script;
   knobs: Knobs;
   /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
@@ -85,6 +87,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
   const fake: FakeUpstream = {
     url: "",
     requests,
+    connections: 0,
     script,
     knobs,
     clientAborted: (count = 1) =>
@@ -183,6 +186,9 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     });
   });
   server.keepAliveTimeout = 5_000;
+  server.on("connection", () => {
+    fake.connections += 1;
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return fake;

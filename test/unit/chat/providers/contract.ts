@@ -106,6 +106,17 @@ export function adapterContract(s: ContractSetup): void {
     }
   });
 
+  it("finished streams and completions leave the connection open for the next request (keep-alive)", async () => {
+    const fake = await start();
+    for (let i = 0; i < 3; i++) {
+      await collect(s.adapter.stream(s.call(fake, { stream: true })));
+      await s.adapter.complete(s.call(fake));
+    }
+    expect(fake.requests).toHaveLength(6);
+    // The pool may open a second socket while the first is being released; after that, no new ones.
+    expect(fake.connections).toBeLessThanOrEqual(2);
+  });
+
   it("the upstream body never holds the key", async () => {
     const fake = await start();
     expect(JSON.stringify(s.adapter.upstreamBody(s.call(fake, { stream: true })))).not.toContain(KEY);
