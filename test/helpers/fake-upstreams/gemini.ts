@@ -39,11 +39,16 @@ function response(s: Script, url: string, parts: unknown[], finish: string | und
   };
 }
 
+function blocked(s: Script, url: string) {
+  return { promptFeedback: { blockReason: s.blockReason }, usageMetadata: usage(s, false), modelVersion: s.model ?? modelOf(url), responseId: "resp_fake1" };
+}
+
 export const geminiWire: Wire = {
   isStream: (req) => req.url.includes(":streamGenerateContent"),
   errorBody: (status, message) => ({ error: { code: status, message, status: statuses[status] ?? "UNKNOWN" } }),
   streamError: (message) => sse({ error: { code: 503, message, status: "UNAVAILABLE" } }),
   completion: (s, req) => {
+    if (s.blockReason) return blocked(s, req.url);
     const parts: unknown[] = [];
     if (s.reasoning?.length) parts.push({ text: s.reasoning.join(""), thought: true });
     if (s.text.length) parts.push({ text: s.text.join("") });
@@ -51,6 +56,7 @@ export const geminiWire: Wire = {
     return response(s, req.url, parts, s.finish, true);
   },
   streamEvents: (s, req) => {
+    if (s.blockReason) return [sse(blocked(s, req.url))];
     const events: unknown[][] = [];
     for (const piece of s.reasoning ?? []) events.push([{ text: piece, thought: true }]);
     for (const piece of s.text) events.push([{ text: piece }]);

@@ -24,6 +24,8 @@ export interface Script {
   finish: string;
   usage: { input: number; output: number; cached?: number; reasoning?: number };
   model?: string;
+  /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
+  blockReason?: string;
 }
 
 export interface Knobs {

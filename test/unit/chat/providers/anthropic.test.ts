@@ -126,6 +126,12 @@ describe("Anthropic adapter against the fake upstream", () => {
     expect(result.usage).toEqual({ prompt_tokens: 25, completion_tokens: 2, total_tokens: 27, prompt_tokens_details: { cached_tokens: 5 } });
   });
 
+  it("options.anthropic_version replaces the version header", async () => {
+    fake = await startFakeAnthropic();
+    await adapter.complete({ ...call(fake), options: { anthropic_version: "2024-01-01" } });
+    expect(fake.requests[0]!.headers["anthropic-version"]).toBe("2024-01-01");
+  });
+
   it("translates tool_use in a completion", async () => {
     fake = await startFakeAnthropic({ text: [], toolCalls: [{ id: "toolu_9", name: "get", arguments: '{"a":1}' }], finish: "tool_use", usage: { input: 1, output: 1 } });
     const result = await adapter.complete(call(fake));

@@ -107,6 +107,18 @@ describe("Gemini adapter against the fake upstream", () => {
   });
 });
 
+describe("Gemini adapter: blocked prompts", () => {
+  it("a prompt blocked by promptFeedback ends with content_filter, in both modes", async () => {
+    fake = await startFakeGemini({ text: [], finish: "STOP", blockReason: "SAFETY", usage: { input: 6, output: 0 } });
+    const result = await adapter.complete(call(fake));
+    expect(result.choices[0]).toMatchObject({ message: { content: null }, finish_reason: "content_filter", native_finish_reason: "SAFETY" });
+    const chunks = await collect(adapter.stream(call(fake, { stream: true })));
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]!.choices[0]).toMatchObject({ finish_reason: "content_filter", native_finish_reason: "SAFETY" });
+    expect(chunks[0]!.usage).toMatchObject({ prompt_tokens: 6 });
+  });
+});
+
 describe("Gemini adapter contract", () => {
   adapterContract({
     adapter,
