@@ -48,6 +48,16 @@ export interface ByokConfig {
   masterKeyFile: string | undefined;
 }
 
+export interface ProviderEndpointConfig {
+  /**
+   * Base URL overrides by provider, keyed by the slug's environment form (upper case, every character
+   * other than a letter or digit as `_`): PORTICO_PROVIDER_<SLUG>_BASE_URL.
+   */
+  baseUrls: Record<string, string>;
+  /** Operator-added OpenAI-compatible providers, slug → base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS). */
+  extraOpenAICompatible: Record<string, string>;
+}
+
 export interface Config {
   /** Folder for the embedded SQLite database, master key and intern working folders (PORTICO_DATA_DIR). */
   dataDir: string;
@@ -82,10 +92,42 @@ export interface Config {
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
   instanceId: string;
   interns: InternChatConfig;
+  /** Provider base URLs for chat completions (see docs/providers.md). */
+  providers: ProviderEndpointConfig;
   byok: ByokConfig;
 }
 
 export class ConfigError extends Error {}
+
+function httpUrl(name: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL`);
+  return raw.replace(/\/+$/, "");
+}
+
+function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
+  const baseUrls: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(env)) {
+    const match = /^PORTICO_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
+    if (match && raw) baseUrls[match[1]!] = httpUrl(name, raw);
+  }
+  const extraOpenAICompatible: Record<string, string> = {};
+  const list = env.PORTICO_OPENAI_COMPATIBLE_PROVIDERS || undefined;
+  for (const entry of list ? list.split(",") : []) {
+    const at = entry.indexOf("=");
+    const slug = entry.slice(0, at).trim();
+    if (at <= 0 || !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(slug)) {
+      throw new ConfigError("PORTICO_OPENAI_COMPATIBLE_PROVIDERS must be a comma-separated list of slug=base-url (lowercase slugs)");
+    }
+    extraOpenAICompatible[slug] = httpUrl("PORTICO_OPENAI_COMPATIBLE_PROVIDERS", entry.slice(at + 1).trim());
+  }
+  return { baseUrls, extraOpenAICompatible };
+}
 
 /** The variables Portico reads, their defaults and rules. */
 const Env = z
@@ -167,6 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       advertiseUrl: e.PORTICO_CORE_ADVERTISE_URL,
       redisPrefix: e.PORTICO_REDIS_PREFIX ?? "portico:",
     },
+    providers: providerEndpoints(env),
     byok: {
       masterKey: e.PORTICO_MASTER_KEY,
       masterKeyFile: e.PORTICO_MASTER_KEY_FILE,

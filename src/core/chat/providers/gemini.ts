@@ -1,0 +1,300 @@
+/**
+ * Google Gemini `models/<model>:generateContent` and `:streamGenerateContent?alt=sse`, key in the
+ * `x-goog-api-key` header. The base URL includes the API version, e.g.
+ * `https://generativelanguage.googleapis.com/v1beta`.
+ */
+import {
+  UpstreamError,
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatUsage,
+  type FinishReason,
+  type ProviderAdapter,
+  type ToolCall,
+  type UpstreamCall,
+} from "./types.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { toTurns, type PartWriter } from "./messages.js";
+
+type Part = Record<string, unknown>;
+
+/** `{error: {code, message, status}}` (also inside a one-element array, as some endpoints send). */
+export function geminiErrorMessage(body: unknown): string | undefined {
+  const b = Array.isArray(body) ? body[0] : body;
+  const error = (b as { error?: { message?: unknown; status?: unknown } } | undefined)?.error;
+  if (!error || typeof error.message !== "string") return undefined;
+  return typeof error.status === "string" ? `${error.status}: ${error.message}` : error.message;
+}
+
+export function geminiFinish(reason: unknown, hasToolCalls: boolean): FinishReason {
+  if (reason === undefined || reason === null || reason === "FINISH_REASON_UNSPECIFIED") return null;
+  switch (reason) {
+    case "STOP":
+      return hasToolCalls ? "tool_calls" : "stop";
+    case "MAX_TOKENS":
+      return "length";
+    case "SAFETY":
+    case "RECITATION":
+    case "BLOCKLIST":
+    case "PROHIBITED_CONTENT":
+    case "SPII":
+    case "IMAGE_SAFETY":
+      return "content_filter";
+    case "MALFORMED_FUNCTION_CALL":
+      return "error";
+    default:
+      return "stop";
+  }
+}
+
+const writer: PartWriter<Part> = {
+  text: (text) => ({ text }),
+  image: (url, inline) => (inline ? { inlineData: { mimeType: inline.mediaType, data: inline.data } } : { fileData: { fileUri: url } }),
+  toolCall: (tc) => ({ functionCall: { name: tc.function?.name, args: parseArguments(tc.function?.arguments) } }),
+  toolResult: (m, name) => {
+    const text = contentText(m.content);
+    let response: unknown;
+    try {
+      response = JSON.parse(text);
+    } catch {
+      response = undefined;
+    }
+    const wrapped = response && typeof response === "object" && !Array.isArray(response) ? response : { content: text };
+    return { functionResponse: { name: name ?? String(m.name ?? m.tool_call_id ?? "tool"), response: wrapped } };
+  },
+};
+
+function toolConfig(choice: unknown): Record<string, unknown> | undefined {
+  if (choice === "auto") return { functionCallingConfig: { mode: "AUTO" } };
+  if (choice === "none") return { functionCallingConfig: { mode: "NONE" } };
+  if (choice === "required") return { functionCallingConfig: { mode: "ANY" } };
+  const name = (choice as { function?: { name?: unknown } } | undefined)?.function?.name;
+  if (typeof name === "string") return { functionCallingConfig: { mode: "ANY", allowedFunctionNames: [name] } };
+  return undefined;
+}
+
+/** Thinking budget per reasoning effort (tokens); `none` turns thinking off where the model allows. */
+const effortBudget: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
+
+/** `reasoning` (`max_tokens` or `effort`) → `generationConfig.thinkingConfig`, thoughts included. */
+function thinkingConfig(reasoning: unknown): Record<string, unknown> | undefined {
+  if (!reasoning || typeof reasoning !== "object") return undefined;
+  const r = reasoning as { max_tokens?: unknown; effort?: unknown };
+  const budget = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" ? effortBudget[r.effort] : undefined;
+  if (budget === undefined) return undefined;
+  return budget === 0 ? { thinkingBudget: 0 } : { thinkingBudget: budget, includeThoughts: true };
+}
+
+function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined {
+  if (!u) return undefined;
+  const n = (v: unknown) => (typeof v === "number" ? v : 0);
+  const prompt = n(u.promptTokenCount);
+  const reasoning = n(u.thoughtsTokenCount);
+  const completion = n(u.candidatesTokenCount) + reasoning;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: typeof u.totalTokenCount === "number" ? u.totalTokenCount : prompt + completion,
+    prompt_tokens_details: { cached_tokens: n(u.cachedContentTokenCount) },
+    completion_tokens_details: { reasoning_tokens: reasoning },
+  };
+}
+
+interface Translated {
+  text: string;
+  reasoning: string;
+  toolCalls: Array<{ name: string; args: unknown }>;
+  finish: unknown;
+}
+
+function translateCandidate(candidate: Record<string, unknown> | undefined): Translated {
+  const out: Translated = { text: "", reasoning: "", toolCalls: [], finish: candidate?.finishReason };
+  const parts = ((candidate?.content as { parts?: Part[] } | undefined)?.parts ?? []) as Part[];
+  for (const part of parts) {
+    if (typeof part.text === "string") {
+      if (part.thought === true) out.reasoning += part.text;
+      else out.text += part.text;
+    } else if (part.functionCall && typeof part.functionCall === "object") {
+      const fc = part.functionCall as { name?: unknown; args?: unknown };
+      out.toolCalls.push({ name: String(fc.name ?? ""), args: fc.args ?? {} });
+    }
+  }
+  return out;
+}
+
+/** Gemini error statuses that can arrive inside a stream, as HTTP statuses. */
+const statusCodes: Record<string, number> = {
+  INVALID_ARGUMENT: 400,
+  FAILED_PRECONDITION: 400,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  RESOURCE_EXHAUSTED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+};
+
+export class GeminiAdapter implements ProviderAdapter {
+  readonly format = "gemini" as const;
+
+  upstreamBody(call: UpstreamCall): Record<string, unknown> {
+    const b = call.body;
+    const { system, turns } = toTurns(b.messages, writer);
+    const contents = turns.map((t) => ({ role: t.role === "assistant" ? "model" : "user", parts: t.parts }));
+    const out: Record<string, unknown> = { contents };
+    if (system !== undefined) out.systemInstruction = { parts: [{ text: system }] };
+    const gc: Record<string, unknown> = {};
+    const num = (k: string) => (typeof b[k] === "number" ? (b[k] as number) : undefined);
+    const set = (k: string, v: unknown) => {
+      if (v !== undefined) gc[k] = v;
+    };
+    set("temperature", num("temperature"));
+    set("topP", num("top_p"));
+    set("topK", num("top_k"));
+    set("maxOutputTokens", num("max_completion_tokens") ?? num("max_tokens"));
+    set("candidateCount", num("n"));
+    set("presencePenalty", num("presence_penalty"));
+    set("frequencyPenalty", num("frequency_penalty"));
+    set("seed", num("seed"));
+    if (b.stop !== undefined && b.stop !== null) gc.stopSequences = Array.isArray(b.stop) ? b.stop : [b.stop];
+    const format = b.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+    if (format?.type === "json_object") gc.responseMimeType = "application/json";
+    if (format?.type === "json_schema") {
+      gc.responseMimeType = "application/json";
+      if (format.json_schema?.schema) gc.responseJsonSchema = format.json_schema.schema;
+    }
+    const thinking = thinkingConfig(b.reasoning ?? (b.reasoning_effort ? { effort: b.reasoning_effort } : undefined));
+    if (thinking) gc.thinkingConfig = thinking;
+    if (Object.keys(gc).length > 0) out.generationConfig = gc;
+    if (Array.isArray(b.tools) && b.tools.length > 0) {
+      out.tools = [
+        {
+          functionDeclarations: (b.tools as Array<{ function?: { name?: unknown; description?: unknown; parameters?: unknown } }>).map((t) => ({
+            name: t.function?.name,
+            ...(t.function?.description !== undefined ? { description: t.function.description } : {}),
+            ...(t.function?.parameters !== undefined ? { parametersJsonSchema: t.function.parameters } : {}),
+          })),
+        },
+      ];
+      const config = toolConfig(b.tool_choice);
+      if (config) out.toolConfig = config;
+    }
+    return out;
+  }
+
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<Response> {
+    const model = encodeURIComponent(call.model.replace(/^models\//, ""));
+    return postJson({
+      url: joinUrl(call.baseUrl, stream ? `models/${model}:streamGenerateContent?alt=sse` : `models/${model}:generateContent`),
+      headers: { "x-goog-api-key": call.apiKey, ...(stream ? { accept: "text/event-stream" } : {}) },
+      body: this.upstreamBody(call),
+      signal,
+      apiKey: call.apiKey,
+      errorMessage: geminiErrorMessage,
+    });
+  }
+
+  async complete(call: UpstreamCall): Promise<ChatCompletion> {
+    const response = await this.request(call, false, call.signal);
+    const value = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
+    const candidates = value?.candidates as Array<Record<string, unknown>> | undefined;
+    if (!Array.isArray(candidates)) {
+      const blocked = (value?.promptFeedback as { blockReason?: unknown } | undefined)?.blockReason;
+      if (blocked) {
+        return this.completion(call, value, [{ index: 0, message: { role: "assistant", content: null }, finish_reason: "content_filter", native_finish_reason: String(blocked) }]);
+      }
+      throw new UpstreamError(0, "upstream returned no candidates", true, value);
+    }
+    let counter = 0;
+    const choices = candidates.map((candidate, i) => {
+      const t = translateCandidate(candidate);
+      const toolCalls: ToolCall[] = t.toolCalls.map((tc) => ({ id: `call_${counter++}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+      return {
+        index: typeof candidate.index === "number" ? candidate.index : i,
+        message: {
+          role: "assistant" as const,
+          content: t.text === "" && toolCalls.length > 0 ? null : t.text,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          ...(t.reasoning ? { reasoning: t.reasoning } : {}),
+        },
+        finish_reason: geminiFinish(t.finish, toolCalls.length > 0),
+        native_finish_reason: (t.finish as string | undefined) ?? null,
+      };
+    });
+    return this.completion(call, value, choices);
+  }
+
+  private completion(call: UpstreamCall, value: Record<string, unknown>, choices: ChatCompletion["choices"]): ChatCompletion {
+    return {
+      id: String(value.responseId ?? ""),
+      object: "chat.completion",
+      created: nowSeconds(),
+      model: String(value.modelVersion ?? call.model),
+      choices,
+      usage: mapUsage(value.usageMetadata as Record<string, unknown> | undefined),
+    };
+  }
+
+  async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
+    const controller = linkedController(call.signal);
+    const response = await this.request(call, true, controller.signal);
+    const created = nowSeconds();
+    let first = true;
+    /** Per candidate index: tool calls seen so far. */
+    const toolCounts = new Map<number, number>();
+    let callCounter = 0;
+    let anyFinished = false;
+    for await (const event of sseEvents(response, controller)) {
+      if (event.data.trim() === "") continue;
+      const value = parseEventData(event.data);
+      if (value.error) {
+        const safe = redact(value, call.apiKey);
+        const err = value.error as { code?: unknown; status?: unknown };
+        const status = typeof err.code === "number" && err.code >= 400 ? err.code : (statusCodes[String(err.status)] ?? 500);
+        throw new UpstreamError(status, `upstream error: ${geminiErrorMessage(safe) ?? "stream error"}`, true, safe);
+      }
+      const candidates = (value.candidates as Array<Record<string, unknown>> | undefined) ?? [];
+      const blocked = (value.promptFeedback as { blockReason?: unknown } | undefined)?.blockReason;
+      const usageMeta = value.usageMetadata as Record<string, unknown> | undefined;
+      const choices: ChatChunk["choices"] = [];
+      let finished = false;
+      candidates.forEach((candidate, i) => {
+        const index = typeof candidate.index === "number" ? candidate.index : i;
+        const t = translateCandidate(candidate);
+        const delta: ChatChunk["choices"][number]["delta"] = {};
+        if (first) delta.role = "assistant";
+        if (t.text) delta.content = t.text;
+        else if (first) delta.content = "";
+        if (t.reasoning) delta.reasoning = t.reasoning;
+        if (t.toolCalls.length > 0) {
+          const before = toolCounts.get(index) ?? 0;
+          delta.tool_calls = t.toolCalls.map((tc, k) => ({
+            index: before + k,
+            id: `call_${callCounter++}`,
+            type: "function" as const,
+            function: { name: tc.name, arguments: JSON.stringify(tc.args) },
+          }));
+          toolCounts.set(index, before + t.toolCalls.length);
+        }
+        const finish = geminiFinish(t.finish, (toolCounts.get(index) ?? 0) > 0);
+        if (finish) finished = true;
+        choices.push({ index, delta, finish_reason: finish, ...(finish ? { native_finish_reason: String(t.finish) } : {}) });
+      });
+      if (blocked && choices.length === 0) {
+        finished = true;
+        choices.push({ index: 0, delta: first ? { role: "assistant", content: "" } : {}, finish_reason: "content_filter", native_finish_reason: String(blocked) });
+      }
+      first = false;
+      if (finished) anyFinished = true;
+      yield {
+        id: String(value.responseId ?? ""),
+        object: "chat.completion.chunk",
+        created,
+        model: String(value.modelVersion ?? call.model),
+        choices,
+        ...(finished && usageMeta ? { usage: mapUsage(usageMeta) } : {}),
+      };
+    }
+    if (!anyFinished) throw truncatedStream();
+  }
+}

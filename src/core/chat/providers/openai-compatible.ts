@@ -1,0 +1,135 @@
+/**
+ * OpenAI-compatible chat completions (openai, groq, deepseek, mistral, together, fireworks, xai, and any
+ * vLLM or Ollama endpoint added by base URL). The body passes through; only `model`, `stream` and
+ * `stream_options.include_usage` are set. The base URL includes the version path, e.g.
+ * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
+ */
+import { UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "./types.js";
+import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+
+/** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
+export function openAiErrorMessage(body: unknown): string | undefined {
+  if (!body || typeof body !== "object") return undefined;
+  const b = body as { error?: unknown; message?: unknown; detail?: unknown };
+  if (typeof b.error === "string") return b.error;
+  if (b.error && typeof b.error === "object" && typeof (b.error as { message?: unknown }).message === "string") {
+    return (b.error as { message: string }).message;
+  }
+  if (typeof b.message === "string") return b.message;
+  if (typeof b.detail === "string") return b.detail;
+  return undefined;
+}
+
+function isChatObject(value: unknown): value is { choices: unknown[] } {
+  return Boolean(value && typeof value === "object" && Array.isArray((value as { choices?: unknown }).choices));
+}
+
+/**
+ * Request fields that only steer this gateway (routing, plugins, presets, debugging, tracing) and are
+ * never sent upstream: OpenAI rejects unknown arguments with a 400.
+ */
+export const GATEWAY_ONLY_FIELDS = [
+  "models",
+  "provider",
+  "plugins",
+  "preset",
+  "route",
+  "debug",
+  "session_id",
+  "trace",
+  "transforms",
+  "usage",
+  "stop_server_tools_when",
+  "image_config",
+  "cache_control",
+  "prompt_cache_options",
+] as const;
+
+export interface OpenAICompatibleOptions {
+  /** Sampling fields this provider rejects (e.g. OpenAI has no `top_k`); dropped from the body. */
+  unsupported?: readonly string[];
+}
+
+export class OpenAICompatibleAdapter implements ProviderAdapter {
+  readonly format = "openai" as const;
+  private readonly drop: readonly string[];
+
+  constructor(options: OpenAICompatibleOptions = {}) {
+    this.drop = [...GATEWAY_ONLY_FIELDS, ...(options.unsupported ?? [])];
+  }
+
+  upstreamBody(call: UpstreamCall): Record<string, unknown> {
+    const body: Record<string, unknown> = { ...call.body, model: call.model };
+    for (const field of this.drop) delete body[field];
+    // The chat-completions API takes `reasoning_effort`, not the `reasoning` object.
+    const reasoning = body.reasoning as { effort?: unknown } | undefined;
+    delete body.reasoning;
+    if (body.reasoning_effort === undefined && typeof reasoning?.effort === "string") body.reasoning_effort = reasoning.effort;
+    if (call.body.stream) {
+      body.stream = true;
+      const given = call.body.stream_options;
+      body.stream_options = { ...(given && typeof given === "object" ? given : {}), include_usage: true };
+    } else {
+      body.stream = false;
+      delete body.stream_options;
+    }
+    return body;
+  }
+
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${call.apiKey}` };
+    if (stream) headers.accept = "text/event-stream";
+    return postJson({
+      url: joinUrl(call.baseUrl, "chat/completions"),
+      headers,
+      body: this.upstreamBody({ ...call, body: { ...call.body, stream } }),
+      signal,
+      apiKey: call.apiKey,
+      errorMessage: openAiErrorMessage,
+    });
+  }
+
+  async complete(call: UpstreamCall): Promise<ChatCompletion> {
+    const response = await this.request(call, false, call.signal);
+    const value = redact(await readJson(response), call.apiKey);
+    if (!isChatObject(value)) {
+      const message = openAiErrorMessage(value);
+      throw new UpstreamError(message ? 502 : 0, message ? `upstream error: ${message}` : "upstream returned no choices", true, value);
+    }
+    const completion = value as unknown as ChatCompletion;
+    for (const choice of completion.choices) {
+      if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+    }
+    return completion;
+  }
+
+  async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
+    const controller = linkedController(call.signal);
+    const response = await this.request(call, true, controller.signal);
+    // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
+    let finished = false;
+    for await (const event of sseEvents(response, controller)) {
+      const data = event.data.trim();
+      if (data === "[DONE]") return;
+      if (data === "") continue;
+      const value = parseEventData(data);
+      if (value.error !== undefined && !isChatObject(value)) {
+        const safe = redact(value, call.apiKey);
+        const status = Number((value.error as { code?: unknown })?.code);
+        const code = Number.isInteger(status) && status >= 400 && status < 600 ? status : 502;
+        throw new UpstreamError(code, `upstream error: ${openAiErrorMessage(safe) ?? "stream error"}`, true, safe);
+      }
+      const chunk = value as unknown as ChatChunk;
+      if (Array.isArray(chunk.choices)) {
+        for (const choice of chunk.choices) {
+          if (choice.finish_reason) {
+            finished = true;
+            if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+          }
+        }
+      }
+      yield chunk;
+    }
+    if (!finished) throw truncatedStream();
+  }
+}

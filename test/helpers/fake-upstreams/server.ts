@@ -1,0 +1,200 @@
+/**
+ * A real HTTP server on port 0 that plays one model provider. The response comes from a `Script`
+ * (text pieces, tool calls, finish, usage) rendered in the provider's own wire format; knobs make it
+ * fail with a status before the first byte, break mid-stream, or pause between chunks. Every request
+ * is recorded (method, url, headers, parsed body).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ScriptToolCall {
+  id: string;
+  name: string;
+  /** JSON text of the arguments; streamed in `argumentPieces` when given. */
+  arguments: string;
+  argumentPieces?: string[];
+}
+
+export interface Script {
+  /** Text streamed piece by piece (joined for non-streaming responses). */
+  text: string[];
+  reasoning?: string[];
+  toolCalls?: ScriptToolCall[];
+  /** Finish in the provider's own vocabulary (e.g. `end_turn`, `MAX_TOKENS`, `length`). */
+  finish: string;
+  usage: { input: number; output: number; cached?: number; reasoning?: number };
+  model?: string;
+  /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
+  blockReason?: string;
+}
+
+export interface Knobs {
+  /** Reply with this status and the provider's error body before any byte of a success. */
+  failStatus?: number;
+  failMessage?: string;
+  /** Streams only: after this many content events, send the provider's in-stream error event. */
+  failAfterChunks?: number;
+  /** Streams only: after this many content events, destroy the socket without a goodbye. */
+  dropAfterChunks?: number;
+  /** Streams only: after this many content events, end the response cleanly (no end-of-stream marker). */
+  endAfterChunks?: number;
+  /** Hold the response this long before the status line (a slow provider); a client abort ends the wait. */
+  headerDelayMs?: number;
+  /** Pause before each streamed event. */
+  chunkDelayMs?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: IncomingMessage["headers"];
+  body: any;
+}
+
+export interface Wire {
+  /** Renders an error body for `status` (the provider's error shape). */
+  errorBody(status: number, message: string): unknown;
+  /** Streaming: the SSE frames (already framed text) for the script, split into content events. */
+  streamEvents(script: Script, req: RecordedRequest): string[];
+  /** The in-stream error frame. */
+  streamError(message: string): string;
+  /** Non-streaming JSON body. */
+  completion(script: Script, req: RecordedRequest): unknown;
+  /** Whether the request asks for a stream. */
+  isStream(req: RecordedRequest): boolean;
+}
+
+export interface FakeUpstream {
+  url: string;
+  requests: RecordedRequest[];
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connections: number;
+  script: Script;
+  knobs: Knobs;
+  /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
+  clientAborted(count?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const defaultScript = (): Script => ({
+  text: ["Hello", ", ", "world"],
+  finish: "stop",
+  usage: { input: 11, output: 3 },
+});
+
+export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): Promise<FakeUpstream> {
+  const requests: RecordedRequest[] = [];
+  let abortWaiters: Array<{ count: number; resolve: () => void }> = [];
+  let aborted = 0;
+  const fake: FakeUpstream = {
+    url: "",
+    requests,
+    connections: 0,
+    script,
+    knobs,
+    clientAborted: (count = 1) =>
+      aborted >= count ? Promise.resolve() : new Promise<void>((resolve) => abortWaiters.push({ count, resolve })),
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+  const markAborted = () => {
+    aborted += 1;
+    const ready = abortWaiters.filter((w) => aborted >= w.count);
+    abortWaiters = abortWaiters.filter((w) => aborted < w.count);
+    for (const w of ready) w.resolve();
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString("utf8");
+    let body: unknown;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      body = raw;
+    }
+    const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+    requests.push(recorded);
+    const k = fake.knobs;
+    if (k.headerDelayMs) {
+      const gone = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), k.headerDelayMs);
+        res.once("close", () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (gone) {
+        markAborted();
+        return;
+      }
+    }
+    if (k.failStatus) {
+      res.writeHead(k.failStatus, { "content-type": "application/json" });
+      res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
+      return;
+    }
+    if (!wire.isStream(recorded)) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(wire.completion(fake.script, recorded)));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    res.flushHeaders();
+    let closedEarly = false;
+    let ended = false;
+    res.on("close", () => {
+      if (!ended) {
+        closedEarly = true;
+        markAborted();
+      }
+    });
+    const events = wire.streamEvents(fake.script, recorded);
+    let sent = 0;
+    for (const frame of events) {
+      if (closedEarly) return;
+      if (k.chunkDelayMs) await new Promise((r) => setTimeout(r, k.chunkDelayMs));
+      if (closedEarly) return;
+      if (k.failAfterChunks !== undefined && sent === k.failAfterChunks) {
+        ended = true;
+        res.end(wire.streamError(k.failMessage ?? "fake upstream failed mid-stream"));
+        return;
+      }
+      if (k.endAfterChunks !== undefined && sent === k.endAfterChunks) {
+        ended = true;
+        res.end();
+        return;
+      }
+      if (k.dropAfterChunks !== undefined && sent === k.dropAfterChunks) {
+        ended = true;
+        res.socket?.destroy();
+        return;
+      }
+      const ok = res.write(frame);
+      sent += 1;
+      if (!ok) await new Promise((r) => res.once("drain", r));
+    }
+    ended = true;
+    res.end();
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(err));
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  server.on("connection", () => {
+    fake.connections += 1;
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return fake;
+}
+
+export const sse = (data: unknown, event?: string): string =>
+  `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
