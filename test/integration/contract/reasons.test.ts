@@ -66,8 +66,9 @@ describe("error reasons: one table from core to gateway", () => {
     expect([...ALL_REASONS].sort((a, b) => a - b)).toEqual(enumValues.sort((a, b) => a - b));
     for (const r of ALL_REASONS) {
       const name = Reason[r].toLowerCase();
-      // The wire string is the value's name, except for the two kinds of "busy".
-      expect(ruleOf(r).wire).toBe(r === Reason.SESSION_BUSY || r === Reason.HOST_BUSY ? "busy" : name);
+      // The wire string is the value's name, except for the two kinds of "busy" and of "conflict".
+      const shared = r === Reason.SESSION_BUSY || r === Reason.HOST_BUSY ? "busy" : r === Reason.STATE_CONFLICT ? "conflict" : name;
+      expect(ruleOf(r).wire).toBe(shared);
     }
   });
 
