@@ -83,10 +83,6 @@ export function time(iso) {
   return h("time", { datetime: iso }, Number.isNaN(d.getTime()) ? iso : d.toLocaleString());
 }
 
-/** A table's header row of column headings. */
-export function headRow(columns) {
-  return h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c))));
-}
 
 /** A failed load, said as an alert in place of what could not be shown. */
 export function errorText(message) {
@@ -96,6 +92,23 @@ export function errorText(message) {
 /** A horizontally scrollable table wrapper, focusable so keyboard users can scroll it. */
 export function tableWrap(label, table) {
   return h("div", { class: "table-wrap", role: "region", "aria-label": label, tabindex: "0" }, table);
+}
+
+/**
+ * A data table in its scrollable wrapper: `label` names the region, `caption` (read by screen readers
+ * only) says what the rows are, `columns` are the headings and `rows` the `tr` elements.
+ */
+export function dataTable(label, caption, columns, rows) {
+  return tableWrap(
+    label,
+    h(
+      "table",
+      {},
+      h("caption", { class: "visually-hidden" }, caption),
+      h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows),
+    ),
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 // The audit log: who changed what, when (newest first), one page of 50 at a time, filterable by action.
 import { api } from "../lib/api.js";
-import { errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
+import { dataTable, errorText, field, h, replace, time } from "../lib/dom.js";
 
 const PAGE = 50;
 
@@ -43,27 +43,19 @@ export async function render(main, _params, query) {
     h("p", {}, page.total_count === 0 ? "No events." : `Events ${offset + 1} to ${offset + page.data.length} of ${page.total_count}, newest first.`),
     page.data.length === 0
       ? null
-      : tableWrap(
+      : dataTable(
           "Audit events",
-          h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, "Audit events, newest first"),
-            headRow(["When", "Action", "Target", "Actor", "Details"]),
+          "Audit events, newest first",
+          ["When", "Action", "Target", "Actor", "Details"],
+          page.data.map((e) =>
             h(
-              "tbody",
+              "tr",
               {},
-              page.data.map((e) =>
-                h(
-                  "tr",
-                  {},
-                  h("td", {}, time(e.created_at)),
-                  h("td", {}, h("code", {}, e.action)),
-                  h("td", {}, `${e.target_type} `, h("code", { class: "break" }, e.target_id)),
-                  h("td", {}, actor(e.actor)),
-                  h("td", {}, h("code", { class: "break" }, JSON.stringify(e.details))),
-                ),
-              ),
+              h("td", {}, time(e.created_at)),
+              h("td", {}, h("code", {}, e.action)),
+              h("td", {}, `${e.target_type} `, h("code", { class: "break" }, e.target_id)),
+              h("td", {}, actor(e.actor)),
+              h("td", {}, h("code", { class: "break" }, JSON.stringify(e.details))),
             ),
           ),
         ),

@@ -2,7 +2,7 @@
 // A key typed into a form goes to the API and nowhere else: the input is cleared once sent and the
 // page shows only what the API returns (the masked label).
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { actionButton, errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { actionButton, dataTable, errorLine, errorText, field, h, replace, time } from "../lib/dom.js";
 
 export async function render(main, _params, query) {
   main.append(
@@ -61,23 +61,11 @@ export async function render(main, _params, query) {
     }
     replace(
       listArea,
-      tableWrap(
+      dataTable(
         "Credentials",
-        h(
-          "table",
-          {},
-          h("caption", { class: "visually-hidden" }, "BYOK credentials"),
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              ["Name", "Provider", "Key (masked)", "State", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)),
-            ),
-          ),
-          h("tbody", {}, creds.map((c) => row(c, refresh, status))),
-        ),
+        "BYOK credentials",
+        ["Name", "Provider", "Key (masked)", "State", "Created", "Actions"],
+        creds.map((c) => row(c, refresh, status)),
       ),
     );
   }

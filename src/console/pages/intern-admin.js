@@ -2,7 +2,7 @@
 // sessions, settings, lifecycle (suspend, provision, delete) and host token (issue/rotate shown once,
 // revoke). The chat itself lives in interns.js.
 import { api, messageOf, seg } from "../lib/api.js";
-import { errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
+import { dataTable, errorLine, errorText, field, h, replace, showSecretOnce, time } from "../lib/dom.js";
 
 /** "attached on core-12 (agent builtin)" or "no host attached". */
 function hostText(host) {
@@ -59,27 +59,19 @@ export async function renderList(main) {
       listArea,
       interns.length === 0
         ? h("p", {}, "No interns.")
-        : tableWrap(
+        : dataTable(
             "Interns",
-            h(
-              "table",
-              {},
-              h("caption", { class: "visually-hidden" }, "Interns, newest first"),
-              headRow(["Name", "Status", "Host", "Sessions", "Chat"]),
+            "Interns, newest first",
+            ["Name", "Status", "Host", "Sessions", "Chat"],
+            interns.map((i) =>
               h(
-                "tbody",
+                "tr",
                 {},
-                interns.map((i) =>
-                  h(
-                    "tr",
-                    {},
-                    h("td", {}, h("a", { href: `#/interns/${seg(i.id)}` }, i.name)),
-                    h("td", {}, i.status),
-                    h("td", {}, hostText(i.host)),
-                    h("td", {}, sessionCounts(i.sessions)),
-                    h("td", {}, h("a", { href: `#/interns/${seg(i.id)}/chat`, "aria-label": `Chat with ${i.name}` }, "Chat")),
-                  ),
-                ),
+                h("td", {}, h("a", { href: `#/interns/${seg(i.id)}` }, i.name)),
+                h("td", {}, i.status),
+                h("td", {}, hostText(i.host)),
+                h("td", {}, sessionCounts(i.sessions)),
+                h("td", {}, h("a", { href: `#/interns/${seg(i.id)}/chat`, "aria-label": `Chat with ${i.name}` }, "Chat")),
               ),
             ),
           ),
@@ -138,20 +130,12 @@ export async function renderIntern(main, params) {
     h("h2", {}, "Live sessions"),
     sessions.length === 0
       ? h("p", {}, "No streaming or paused session.")
-      : tableWrap(
+      : dataTable(
           "Live sessions",
-          h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, `Live sessions of ${intern.name}`),
-            headRow(["Session", "State", "Run", "Started"]),
-            h(
-              "tbody",
-              {},
-              sessions.map((s) =>
-                h("tr", {}, h("td", {}, h("code", {}, s.session_id)), h("td", {}, s.state), h("td", {}, h("code", {}, s.run_id)), h("td", {}, time(s.started_at))),
-              ),
-            ),
+          `Live sessions of ${intern.name}`,
+          ["Session", "State", "Run", "Started"],
+          sessions.map((s) =>
+            h("tr", {}, h("td", {}, h("code", {}, s.session_id)), h("td", {}, s.state), h("td", {}, h("code", {}, s.run_id)), h("td", {}, time(s.started_at))),
           ),
         ),
     h("h2", {}, "Host token"),

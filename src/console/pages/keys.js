@@ -2,7 +2,7 @@
 // delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
 // dismisses; it is never stored by the console and never shown again.
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { actionButton, errorLine, errorText, field, h, headRow, replace, showSecretOnce, tableWrap, time } from "../lib/dom.js";
+import { actionButton, dataTable, errorLine, errorText, field, h, replace, showSecretOnce, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -45,15 +45,11 @@ export async function render(main) {
       listArea,
       keys.length === 0
         ? h("p", {}, "No keys.")
-        : tableWrap(
+        : dataTable(
             "API keys",
-            h(
-              "table",
-              {},
-              h("caption", { class: "visually-hidden" }, "API keys, oldest first"),
-              headRow(["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"]),
-              h("tbody", {}, keys.map((k) => row(k, workspaceName(k.workspace_id), refresh, status))),
-            ),
+            "API keys, oldest first",
+            ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"],
+            keys.map((k) => row(k, workspaceName(k.workspace_id), refresh, status)),
           ),
     );
   }

@@ -2,7 +2,7 @@
 // chat-completions call any client makes), and a side-by-side diff between two versions.
 import { api, listAll, messageOf, seg } from "../lib/api.js";
 import { sideBySide, stableJson } from "../lib/diff.js";
-import { announce, errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
+import { announce, dataTable, errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
 
 const SLUG = /^[A-Za-z0-9._~-]{1,100}$/;
 
@@ -61,26 +61,18 @@ export async function renderList(main) {
       return;
     }
     listArea.append(
-      tableWrap(
+      dataTable(
         "Presets",
-        h(
-          "table",
-          {},
-          h("caption", { class: "visually-hidden" }, "Presets, most recently updated first"),
-          headRow(["Slug", "Name", "Status", "Updated"]),
+        "Presets, most recently updated first",
+        ["Slug", "Name", "Status", "Updated"],
+        presets.map((p) =>
           h(
-            "tbody",
+            "tr",
             {},
-            presets.map((p) =>
-              h(
-                "tr",
-                {},
-                h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)),
-                h("td", {}, p.name),
-                h("td", {}, p.status),
-                h("td", {}, time(p.updated_at)),
-              ),
-            ),
+            h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)),
+            h("td", {}, p.name),
+            h("td", {}, p.status),
+            h("td", {}, time(p.updated_at)),
           ),
         ),
       ),
@@ -139,44 +131,32 @@ export async function renderPreset(main, params, query) {
       h("dd", {}, time(preset.updated_at)),
     ),
     h("h2", {}, "Versions"),
-    tableWrap(
+    dataTable(
       "Versions",
-      h(
-        "table",
-        {},
-        h("caption", { class: "visually-hidden" }, `Versions of ${slug}, oldest first`),
+      `Versions of ${slug}, oldest first`,
+      ["Version", "Model", "Created", "Designated"],
+      versions.map((v) =>
         h(
-          "thead",
+          "tr",
           {},
-          h("tr", {}, h("th", { scope: "col" }, "Version"), h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Created"), h("th", { scope: "col" }, "Designated")),
-        ),
-        h(
-          "tbody",
-          {},
-          versions.map((v) =>
-            h(
-              "tr",
-              {},
-              h("td", {}, String(v.version)),
-              h("td", {}, typeof v.config.model === "string" ? v.config.model : "—"),
-              h("td", {}, time(v.created_at)),
-              h(
-                "td",
-                {},
-                designated && designated.id === v.id
-                  ? "yes"
-                  : h(
-                      "button",
-                      {
-                        type: "button",
-                        class: "secondary",
-                        "aria-label": `Designate version ${v.version}`,
-                        onclick: () => void update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
-                      },
-                      "Designate",
-                    ),
-              ),
-            ),
+          h("td", {}, String(v.version)),
+          h("td", {}, typeof v.config.model === "string" ? v.config.model : "—"),
+          h("td", {}, time(v.created_at)),
+          h(
+            "td",
+            {},
+            designated && designated.id === v.id
+              ? "yes"
+              : h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "secondary",
+                    "aria-label": `Designate version ${v.version}`,
+                    onclick: () => void update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
+                  },
+                  "Designate",
+                ),
           ),
         ),
       ),

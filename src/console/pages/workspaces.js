@@ -1,7 +1,7 @@
 // Workspaces of the organization and their members: list, create, one workspace with edit, delete,
 // and its members (add by email or user id, remove).
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { actionButton, errorLine, errorText, field, h, headRow, replace, tableWrap, time } from "../lib/dom.js";
+import { actionButton, dataTable, errorLine, errorText, field, h, replace, time } from "../lib/dom.js";
 
 const SLUG_HINT = "1 to 64 lowercase letters, digits and single dashes, unique in the organization";
 
@@ -16,26 +16,18 @@ export async function renderList(main) {
     const workspaces = await listAll("/workspaces");
     replace(
       listArea,
-      tableWrap(
+      dataTable(
         "Workspaces",
-        h(
-          "table",
-          {},
-          h("caption", { class: "visually-hidden" }, "Workspaces"),
-          headRow(["Name", "Slug", "Default", "Created"]),
+        "Workspaces",
+        ["Name", "Slug", "Default", "Created"],
+        workspaces.map((w) =>
           h(
-            "tbody",
+            "tr",
             {},
-            workspaces.map((w) =>
-              h(
-                "tr",
-                {},
-                h("td", {}, h("a", { href: `#/workspaces/${seg(w.id)}` }, w.name)),
-                h("td", {}, h("code", {}, w.slug)),
-                h("td", {}, w.is_default ? "yes" : ""),
-                h("td", {}, time(w.created_at)),
-              ),
-            ),
+            h("td", {}, h("a", { href: `#/workspaces/${seg(w.id)}` }, w.name)),
+            h("td", {}, h("code", {}, w.slug)),
+            h("td", {}, w.is_default ? "yes" : ""),
+            h("td", {}, time(w.created_at)),
           ),
         ),
       ),
@@ -89,45 +81,37 @@ export async function renderWorkspace(main, params) {
       members,
       list.length === 0
         ? h("p", {}, "No members.")
-        : tableWrap(
+        : dataTable(
             "Members",
-            h(
-              "table",
-              {},
-              h("caption", { class: "visually-hidden" }, `Members of ${w.name}`),
-              headRow(["Name", "Email", "Role", "User id", "Joined", "Actions"]),
-              h(
-                "tbody",
+            `Members of ${w.name}`,
+            ["Name", "Email", "Role", "User id", "Joined", "Actions"],
+            list.map((m) => {
+              const err = errorLine();
+              return h(
+                "tr",
                 {},
-                list.map((m) => {
-                  const err = errorLine();
-                  return h(
-                    "tr",
-                    {},
-                    h("td", {}, m.name),
-                    h("td", {}, m.email),
-                    h("td", {}, m.role),
-                    h("td", {}, h("code", {}, m.user_id)),
-                    h("td", {}, time(m.created_at)),
-                    h(
-                      "td",
-                      { class: "actions" },
-                      actionButton({
-                        label: "Remove",
-                        ariaLabel: `Remove ${m.email} from ${w.name}`,
-                        className: "danger",
-                        run: () => api("POST", `/workspaces/${seg(w.id)}/members/remove`, { user_ids: [m.user_id] }),
-                        done: (res) => (res.removed_count === 1 ? `Removed ${m.email}.` : `${m.email} was not a member.`),
-                        status,
-                        after: refreshMembers,
-                        err,
-                      }),
-                      err.el,
-                    ),
-                  );
-                }),
-              ),
-            ),
+                h("td", {}, m.name),
+                h("td", {}, m.email),
+                h("td", {}, m.role),
+                h("td", {}, h("code", {}, m.user_id)),
+                h("td", {}, time(m.created_at)),
+                h(
+                  "td",
+                  { class: "actions" },
+                  actionButton({
+                    label: "Remove",
+                    ariaLabel: `Remove ${m.email} from ${w.name}`,
+                    className: "danger",
+                    run: () => api("POST", `/workspaces/${seg(w.id)}/members/remove`, { user_ids: [m.user_id] }),
+                    done: (res) => (res.removed_count === 1 ? `Removed ${m.email}.` : `${m.email} was not a member.`),
+                    status,
+                    after: refreshMembers,
+                    err,
+                  }),
+                  err.el,
+                ),
+              );
+            }),
           ),
     );
   }
