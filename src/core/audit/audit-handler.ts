@@ -10,8 +10,7 @@ import { AuditService } from "../../gen/portico/audit/v1/audit_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
 import { checkPage } from "../management/rules.js";
 import type { AuditLog } from "./audit-log.js";
-
-type Init<T> = Omit<T, "$typeName" | "$unknown">;
+import type { Init } from "../proto-init.js";
 
 export function auditEventToProto(e: AuditRow): Init<AuditEvent> {
   const details = e.details !== null && typeof e.details === "object" && !Array.isArray(e.details) ? (e.details as JsonObject) : {};

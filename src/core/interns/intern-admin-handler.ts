@@ -12,8 +12,7 @@ import { invalidArgument } from "../errors.js";
 import { maskPaths } from "../management/rules.js";
 import { internStatus, type InternAdmin, type InternSettings, type InternView } from "./intern-admin.js";
 import { outsideProgramme } from "./intern-errors.js";
-
-type Init<T> = Omit<T, "$typeName" | "$unknown">;
+import type { Init } from "../proto-init.js";
 
 export function internToProto(v: InternView): Init<Intern> {
   const i = v.intern;

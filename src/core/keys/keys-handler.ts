@@ -10,8 +10,7 @@ import { KeysService } from "../../gen/portico/keys/v1/keys_service_pb.js";
 import { managerOf } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
 import type { KeysService as KeysDomain } from "./keys-service.js";
-
-type Init<T> = Omit<T, "$typeName" | "$unknown">;
+import type { Init } from "../proto-init.js";
 
 export function keyToProto(k: ApiKeyRow): Init<ApiKey> {
   return {

@@ -21,6 +21,7 @@ import { PresetConflictError, type PresetsRepository } from "./presets-repositor
 import { actorOf, type AuditRecorder } from "../audit/audit-log.js";
 import { maskPaths } from "../management/rules.js";
 import type { PresetChanges, PresetManagement } from "./preset-management.js";
+import type { Init } from "../proto-init.js";
 
 export interface PresetsHandlerDeps {
   repository: PresetsRepository;
@@ -31,8 +32,6 @@ export interface PresetsHandlerDeps {
   /** Brand word prefixing server tool types (`<brand>:web_search`). */
   brand: string;
 }
-
-type Init<T> = Omit<T, "$typeName" | "$unknown">;
 
 export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<typeof PresetsService> {
   const { repository } = deps;

@@ -9,8 +9,7 @@ import { WorkspacesService } from "../../gen/portico/workspaces/v1/workspaces_se
 import { managerOf as manager } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
 import type { MemberView, WorkspacesService as WorkspacesDomain } from "./workspaces-service.js";
-
-type Init<T> = Omit<T, "$typeName" | "$unknown">;
+import type { Init } from "../proto-init.js";
 
 export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
   return {
