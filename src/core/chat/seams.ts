@@ -1,0 +1,69 @@
+/**
+ * The seams between the chat-completions router (src/core/chat) and what it consumes: the credentials
+ * a request may use for one (provider, model), and the recorder of generations. The router depends on
+ * these interfaces only; src/core/chat/credentials and src/core/chat/generations implement them.
+ */
+import type { Caller } from "../auth.js";
+
+/** One credential the router may try, key already decrypted (held in memory only, never logged). */
+export interface CredentialCandidate {
+  /** The BYOK credential id, or the operator credential id for a shared one. */
+  id: string;
+  source: "byok" | "shared";
+  provider: string;
+  apiKey: string;
+}
+
+export interface CredentialQuery {
+  caller: Caller;
+  /** Provider slug (src/core/byok/providers.json). */
+  provider: string;
+  /** The model as routed, `<provider>/<model>` form stripped of nothing: e.g. `anthropic/claude-sonnet-4`. */
+  model: string;
+}
+
+export interface CredentialResolver {
+  /**
+   * The credentials to try, in order, for one (provider, model): the caller's organization's enabled BYOK
+   * credentials that allow this request (non-fallback by sort_order), then the shared operator credentials
+   * unless a flag removes them, then the `is_fallback` credentials. Empty when none may serve.
+   */
+  candidates(query: CredentialQuery): Promise<CredentialCandidate[]>;
+}
+
+export type GenerationStatus = "success" | "error" | "cancelled";
+
+/** What is recorded of one chat-completions request. Never message content, never a provider key. */
+export interface GenerationRecord {
+  id: string;
+  organizationId: string;
+  keyHash: string;
+  /** The model the caller asked for (after preset resolution). */
+  requestedModel: string;
+  /** The model and provider that served it; null when no attempt succeeded. */
+  model: string | null;
+  provider: string | null;
+  credentialId: string | null;
+  credentialSource: "byok" | "shared" | null;
+  presetSlug: string | null;
+  presetVersion: number | null;
+  streamed: boolean;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  totalTokens: number | null;
+  /** Milliseconds from request arrival to the end of the response. */
+  latencyMs: number;
+  /** Milliseconds from request arrival to the first content chunk (streams), null otherwise. */
+  timeToFirstTokenMs: number | null;
+  status: GenerationStatus;
+  finishReason: string | null;
+  /** The public error code (HTTP status) when status is "error". */
+  errorCode: number | null;
+  attempts: number;
+  createdAt: Date;
+}
+
+export interface GenerationRecorder {
+  /** Queues the record; never blocks the response, never throws. */
+  record(rec: GenerationRecord): void;
+}
