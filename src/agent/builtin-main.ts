@@ -1,6 +1,6 @@
 /**
- * Subprocess entry of the built-in agent: ACP over stdio. Run with
- * `node bin/run-ts.mjs src/agent/builtin-main.ts`.
+ * Subprocess entry of the built-in agent: ACP over stdio. Run compiled:
+ * `node dist/agent/builtin-main.js` (`npm run build` writes it).
  */
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";

@@ -2,7 +2,6 @@
  * First start on a PostgreSQL server where the named database does not exist yet: create it when the
  * role may (CREATEDB or superuser), otherwise stop with the command an administrator has to run.
  */
-import pg from "pg";
 import { redactDatabaseUrl } from "./client.js";
 
 const INVALID_CATALOG_NAME = "3D000"; // database does not exist
@@ -15,6 +14,7 @@ function quoteIdent(name: string): string {
 
 /** Resolves once the database of `url` exists (creating it if needed and allowed). */
 export async function ensurePostgresDatabase(url: string, log?: (msg: string) => void): Promise<void> {
+  const { default: pg } = await import("pg");
   const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   probe.on("error", () => undefined);
   try {

@@ -4,7 +4,8 @@
  * live agents with least-recently-used eviction of idle ones, idle reaping, pruning of ended
  * sessions, and closing everything.
  */
-import * as acp from "@agentclientprotocol/sdk";
+import type * as acp from "@agentclientprotocol/sdk";
+import { acpRuntime, loadAcp } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import type { AgentChannel, AgentLauncher } from "./agent-process.js";
 import { agentEnvironment, type AgentFolders } from "./agent-env.js";
@@ -103,6 +104,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       folders.checkReachable(folders.homeDir);
       if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
       const env = agentEnvironment(profile, folders.homeDir, session.cwd);
+      await loadAcp();
       channel = await opts.launcher({
       command: profile.command,
       args: profile.args ?? [],
@@ -120,7 +122,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     let exitInfo: string | undefined;
     let connection: acp.ClientConnection | undefined;
     try {
-      const raw = acp.ndJsonStream(channel.output, channel.input, { maxMessageBytes: limits.maxAcpLineBytes });
+      const raw = acpRuntime().ndJsonStream(channel.output, channel.input, { maxMessageBytes: limits.maxAcpLineBytes });
       const tap = new TransformStream<acp.AnyMessage, acp.AnyMessage>({
         transform(msg, c) {
           if (repairIncomingMessage(msg)) logger.debug({ session: session.key }, "repaired a malformed usage_update from the agent");
@@ -151,13 +153,13 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
         logger.debug({ session: session.key, exit, stderrTail: channel.stderrTail() }, "agent process ended");
       });
       const offerFs = profile.offerFs ?? true;
-      const init = await conn.agent.request(acp.methods.agent.initialize, {
-        protocolVersion: acp.PROTOCOL_VERSION,
+      const init = await conn.agent.request(acpRuntime().methods.agent.initialize, {
+        protocolVersion: acpRuntime().PROTOCOL_VERSION,
         clientCapabilities: { fs: { readTextFile: offerFs, writeTextFile: offerFs }, terminal: profile.offerTerminal ?? true },
         clientInfo: { name: "portico-intern-host", version: opts.hostVersion },
       });
-      if (init.protocolVersion !== acp.PROTOCOL_VERSION) {
-        throw new Error(`the agent answered protocol version ${String(init.protocolVersion)}; this host speaks ${acp.PROTOCOL_VERSION}`);
+      if (init.protocolVersion !== acpRuntime().PROTOCOL_VERSION) {
+        throw new Error(`the agent answered protocol version ${String(init.protocolVersion)}; this host speaks ${acpRuntime().PROTOCOL_VERSION}`);
       }
       agent.init = init;
       if (profile.authMethod) await authenticate(conn, init, profile.authMethod);
@@ -185,7 +187,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     if (!offered.includes(methodId)) {
       throw new Error(`the profile's authMethod "${methodId}" is not offered by the agent (offered: ${offered.join(", ") || "none"})`);
     }
-    await conn.agent.request(acp.methods.agent.authenticate, { methodId });
+    await conn.agent.request(acpRuntime().methods.agent.authenticate, { methodId });
   }
 
   async function openAcpSession(session: SessionEntry<R>, agent: AgentInstance): Promise<void> {
@@ -194,18 +196,18 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     let state: { modes?: acp.SessionModeState | null; configOptions?: unknown; models?: unknown } | undefined;
     const prev = session.previousAcpSessionId;
     if (prev && caps.sessionCapabilities?.resume) {
-      state = (await conn.agent.request(acp.methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
+      state = (await conn.agent.request(acpRuntime().methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
       agent.acpSessionId = prev;
     } else if (prev && caps.loadSession) {
       agent.acpSessionId = prev;
       agent.suppressUpdates = true;
       try {
-        state = ((await conn.agent.request(acp.methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
+        state = ((await conn.agent.request(acpRuntime().methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
       } finally {
         agent.suppressUpdates = false;
       }
     } else {
-      const res = await conn.agent.request(acp.methods.agent.session.new, { cwd: session.cwd, mcpServers: [] }).catch((err: unknown) => {
+      const res = await conn.agent.request(acpRuntime().methods.agent.session.new, { cwd: session.cwd, mcpServers: [] }).catch((err: unknown) => {
         throw authHint(err, agent.init);
       });
       agent.acpSessionId = res.sessionId;

@@ -14,12 +14,12 @@ import type { AgentProfile, InternHostLimits } from "./options.js";
 /** Repository root (this file lives in src/host). */
 const REPO_ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 
-/** The profile of the built-in agent run as a subprocess through the tsx loader. */
+/** The profile of the built-in agent: its compiled entry (dist/agent/builtin-main.js) as a plain Node subprocess. */
 export function builtinAgentProfile(): AgentProfile {
   return {
     name: "portico-builtin",
     command: process.execPath,
-    args: [join(REPO_ROOT, "bin", "run-ts.mjs"), join(REPO_ROOT, "src", "agent", "builtin-main.ts")],
+    args: [join(REPO_ROOT, "dist", "agent", "builtin-main.js")],
     inheritEnv: "minimal",
     cwd: "session",
     offerTerminal: true,

@@ -9,7 +9,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { basename } from "node:path";
-import * as acp from "@agentclientprotocol/sdk";
+import type * as acp from "@agentclientprotocol/sdk";
+import { acpRuntime } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import { AnswerOutcome, ApprovalMode, CancelReason, type HeldRun, type RunEvent, type StartRun } from "../gen/portico/internlink/v1/internlink_service_pb.js";
 import { spawnAgentProcess, type AgentLauncher } from "./agent-process.js";
@@ -158,26 +159,26 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   // ---------- ACP client handlers ----------
 
   function buildClientApp(session: Session, agentRef: () => AgentInstance): acp.ClientApp {
-    const app = acp.client({ name: "portico-intern-host" });
-    app.onNotification(acp.methods.client.session.update, ({ params }) => onUpdate(session, agentRef(), params));
-    app.onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => onPermission(session, agentRef(), params, signal));
+    const app = acpRuntime().client({ name: "portico-intern-host" });
+    app.onNotification(acpRuntime().methods.client.session.update, ({ params }) => onUpdate(session, agentRef(), params));
+    app.onRequest(acpRuntime().methods.client.session.requestPermission, ({ params, signal }) => onPermission(session, agentRef(), params, signal));
     if (profile.offerTerminal ?? true) {
       const terms = (): TerminalManager => agentRef().terminals;
-      app.onRequest(acp.methods.client.terminal.create, ({ params }) => createTerminal(session, agentRef(), params));
-      app.onRequest(acp.methods.client.terminal.output, ({ params }) => terms().output(params.terminalId));
-      app.onRequest(acp.methods.client.terminal.waitForExit, ({ params, signal }) => terms().waitForExit(params.terminalId, signal));
-      app.onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+      app.onRequest(acpRuntime().methods.client.terminal.create, ({ params }) => createTerminal(session, agentRef(), params));
+      app.onRequest(acpRuntime().methods.client.terminal.output, ({ params }) => terms().output(params.terminalId));
+      app.onRequest(acpRuntime().methods.client.terminal.waitForExit, ({ params, signal }) => terms().waitForExit(params.terminalId, signal));
+      app.onRequest(acpRuntime().methods.client.terminal.kill, ({ params }) => {
         terms().kill(params.terminalId);
         return {};
       });
-      app.onRequest(acp.methods.client.terminal.release, ({ params }) => {
+      app.onRequest(acpRuntime().methods.client.terminal.release, ({ params }) => {
         terms().release(params.terminalId);
         return {};
       });
     }
     if (profile.offerFs ?? true) {
-      app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => readConfinedText(confinement(session), params));
-      app.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      app.onRequest(acpRuntime().methods.client.fs.readTextFile, ({ params }) => readConfinedText(confinement(session), params));
+      app.onRequest(acpRuntime().methods.client.fs.writeTextFile, ({ params }) => {
         writeConfinedText(confinement(session), params, opts.runAs);
         return {};
       });
@@ -307,7 +308,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     // Sealed escalation: only the command an approved, still open tool call named runs unsandboxed.
     if (sandboxed && run && run.escalation.consume(params, session.cwd)) sandboxed = false;
     if (sandboxed && !opts.bwrap) {
-      throw acp.RequestError.internalError({ reason: "sandbox_unavailable" }, "manual mode refuses shell commands: bubblewrap (bwrap) is not installed on the intern host");
+      throw acpRuntime().RequestError.internalError({ reason: "sandbox_unavailable" }, "manual mode refuses shell commands: bubblewrap (bwrap) is not installed on the intern host");
     }
     const res = agent.terminals.create(params, {
       cwd: session.cwd,
@@ -402,7 +403,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const wantMode = run.mode === "manual" ? profile.modes?.manual : profile.modes?.selfDrive;
     if (wantMode && wantMode !== agent.currentModeId && agent.availableModes.has(wantMode)) {
       try {
-        await agent.conn.agent.request(acp.methods.agent.session.setMode, { sessionId: agent.acpSessionId, modeId: wantMode });
+        await agent.conn.agent.request(acpRuntime().methods.agent.session.setMode, { sessionId: agent.acpSessionId, modeId: wantMode });
         agent.currentModeId = wantMode;
       } catch (err) {
         logger.warn({ runId: run.id, err }, "session/set_mode failed; continuing in the agent's current mode");
@@ -416,7 +417,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     }
     run.costAtStart = agent.lastCost;
     run.state = "streaming";
-    const promptDone = agent.conn.agent.request(acp.methods.agent.session.prompt, {
+    const promptDone = agent.conn.agent.request(acpRuntime().methods.agent.session.prompt, {
       sessionId: agent.acpSessionId,
       prompt: [{ type: "text", text: prompt }],
     });
@@ -485,7 +486,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     run.state = "cancelling";
     const agent = run.session.agent;
     // ACP order: session/cancel first, then a "cancelled" outcome for every pending permission.
-    if (agent && !agent.dead) agent.conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: agent.acpSessionId }).catch(() => {});
+    if (agent && !agent.dead) agent.conn.agent.notify(acpRuntime().methods.agent.session.cancel, { sessionId: agent.acpSessionId }).catch(() => {});
     run.questions.cancelAll();
     opts.onCapacity();
     if (!agent || agent.dead) return;

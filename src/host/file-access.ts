@@ -5,7 +5,8 @@
  */
 import { closeSync, constants as fsConstants, fchownSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
-import * as acp from "@agentclientprotocol/sdk";
+import type * as acp from "@agentclientprotocol/sdk";
+import { acpRuntime } from "./acp-runtime.js";
 
 export interface Confinement {
   /** The session's working folder (must exist). */
@@ -15,7 +16,7 @@ export interface Confinement {
 }
 
 export function outsideWorkingFolder(): acp.RequestError {
-  return acp.RequestError.internalError({ reason: "outside_working_folder" }, "file access outside the session's working folder is not allowed");
+  return acpRuntime().RequestError.internalError({ reason: "outside_working_folder" }, "file access outside the session's working folder is not allowed");
 }
 
 function existsNoFollow(path: string): boolean {
@@ -29,7 +30,7 @@ function existsNoFollow(path: string): boolean {
 
 /** The real path to use for `path`, or an ACP error when it is relative or leaves the folder. */
 export function confinePath(c: Confinement, path: string): string {
-  if (!path.startsWith("/")) throw acp.RequestError.invalidParams({ path }, "path must be absolute");
+  if (!path.startsWith("/")) throw acpRuntime().RequestError.invalidParams({ path }, "path must be absolute");
   const abs = resolve(path);
   if (c.unconfined) return abs;
   const root = realpathSync(c.root);
@@ -58,7 +59,7 @@ export function readConfinedText(c: Confinement, params: acp.ReadTextFileRequest
   try {
     content = readFileSync(p, "utf8");
   } catch {
-    throw acp.RequestError.resourceNotFound(params.path);
+    throw acpRuntime().RequestError.resourceNotFound(params.path);
   }
   if (params.line || params.limit) {
     const lines = content.split("\n");

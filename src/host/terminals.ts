@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { trackProcessGroup, untrackProcessGroup } from "../lib/process-groups.js";
 import { randomUUID } from "node:crypto";
-import { RequestError } from "@agentclientprotocol/sdk";
+import { acpRuntime } from "./acp-runtime.js";
 import { bwrapCommandArgs } from "./sandbox.js";
 import { utf8Tail } from "./mapping.js";
 
@@ -69,7 +69,7 @@ export function createTerminalManager(opts: { maxOpen: number; maxOutputBytes: n
 
   function get(id: string): Terminal {
     const t = terminals.get(id);
-    if (!t) throw RequestError.invalidParams({ terminalId: id }, `unknown terminal ${id}`);
+    if (!t) throw acpRuntime().RequestError.invalidParams({ terminalId: id }, `unknown terminal ${id}`);
     return t;
   }
 
@@ -93,7 +93,7 @@ export function createTerminalManager(opts: { maxOpen: number; maxOutputBytes: n
     },
     create(params, launch) {
       if (terminals.size >= opts.maxOpen) {
-        throw RequestError.internalError({ reason: "too_many_terminals" }, `at most ${opts.maxOpen} open terminals per session`);
+        throw acpRuntime().RequestError.internalError({ reason: "too_many_terminals" }, `at most ${opts.maxOpen} open terminals per session`);
       }
       const hasArgs = Array.isArray(params.args) && params.args.length > 0;
       const argv = hasArgs ? [params.command, ...(params.args ?? [])] : ["/bin/sh", "-c", params.command];
@@ -156,7 +156,7 @@ export function createTerminalManager(opts: { maxOpen: number; maxOutputBytes: n
       const t = get(id);
       if (!signal) return t.exited;
       return await new Promise<TerminalExit>((resolveWait, reject) => {
-        const onAbort = (): void => reject(RequestError.requestCancelled());
+        const onAbort = (): void => reject(acpRuntime().RequestError.requestCancelled());
         signal.addEventListener("abort", onAbort, { once: true });
         t.exited.then(
           (e) => {

@@ -2,7 +2,7 @@
  * Token bucket for intern turns, per API key. In one process an in-memory bucket is exact; with
  * several core processes (REDIS_URL set) the bucket lives in Redis so they share one budget.
  */
-import { Redis } from "ioredis";
+import { createRedisClient, type Redis } from "./redis.js";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Logger } from "../log.js";
 
@@ -32,7 +32,7 @@ export function createTurnLimiter(opts: TurnLimiterOptions): TurnLimiter {
   if (opts.redisUrl) {
     // No offline queue and no retries: while Redis is unreachable a call fails at once and the
     // per-process insurance bucket decides; the connection keeps reconnecting in the background.
-    redis = new Redis(opts.redisUrl, {
+    redis = createRedisClient(opts.redisUrl, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout: REDIS_CONNECT_TIMEOUT_MS,

@@ -14,7 +14,7 @@
  * Everything else (runs, interactions, the session turn lock, deadlines) is in the database, where
  * races are settled by conditional updates.
  */
-import { Redis } from "ioredis";
+import { createRedisClient, type Redis } from "../../lib/redis.js";
 import type { Logger } from "pino";
 import type { CancelReason } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
 
@@ -79,8 +79,8 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
   };
   // Commands fail at once while Redis is unreachable (a request never waits on it); the lease refresher
   // rewrites held leases when it is back. The subscriber queues its SUBSCRIBE until connected.
-  const redis = new Redis(opts.redisUrl, { ...redisOptions, enableOfflineQueue: false });
-  const sub = new Redis(opts.redisUrl, redisOptions);
+  const redis = createRedisClient(opts.redisUrl, { ...redisOptions, enableOfflineQueue: false });
+  const sub = createRedisClient(opts.redisUrl, redisOptions);
   let reachable = true;
   const onError = (err: Error) => {
     if (reachable) log.warn({ err: { message: err.message } }, "intern cluster: Redis is not reachable; each core serves only the interns whose link it holds");

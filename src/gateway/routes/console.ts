@@ -11,8 +11,8 @@ import type { FastifyInstance } from "fastify";
 
 export const CONSOLE_PREFIX = "/console";
 
-/** Where the console's files live (src/console, beside src/gateway). */
-export const CONSOLE_ROOT = fileURLToPath(new URL("../../console/", import.meta.url));
+/** Where the console's files live: src/console, reached from src/gateway/routes and from the compiled dist/gateway/routes alike. */
+export const CONSOLE_ROOT = fileURLToPath(new URL("../../../src/console/", import.meta.url));
 
 export const CONSOLE_CSP = [
   "default-src 'none'",

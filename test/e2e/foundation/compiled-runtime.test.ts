@@ -1,0 +1,92 @@
+/**
+ * Production processes run compiled JavaScript: `portico serve` and the built-in agent it spawns load
+ * dist/, with no TypeScript loader and no esbuild service anywhere in the process tree, and tsx is not
+ * a runtime dependency.
+ */
+import { readFileSync, readdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { runPortico, startPortico } from "../../helpers/cli.js";
+
+const root = resolve(import.meta.dirname, "../../..");
+
+function processTree(rootPid: number): Array<{ pid: number; comm: string; cmdline: string }> {
+  const all = readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .flatMap((n) => {
+      try {
+        const stat = readFileSync(`/proc/${n}/stat`, "utf8");
+        const close = stat.lastIndexOf(")");
+        return [{
+          pid: Number(n),
+          ppid: Number(stat.slice(close + 2).split(" ")[1]),
+          comm: stat.slice(stat.indexOf("(") + 1, close),
+          cmdline: readFileSync(`/proc/${n}/cmdline`, "utf8").replace(/\0/g, " ").trim(),
+        }];
+      } catch {
+        return [];
+      }
+    });
+  const found: Array<{ pid: number; comm: string; cmdline: string }> = [];
+  const queue = [rootPid];
+  while (queue.length) {
+    const pid = queue.shift()!;
+    for (const p of all) {
+      if (p.pid === pid) found.push(p);
+      if (p.ppid === pid) queue.push(p.pid);
+    }
+  }
+  return found;
+}
+
+describe("compiled runtime", () => {
+  const dirs: string[] = [];
+  let child: ChildProcess | undefined;
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child!.once("exit", r));
+      child.kill("SIGTERM");
+      await gone;
+    }
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }, 60_000);
+
+  it("tsx is a development dependency only", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    expect(pkg.dependencies.tsx).toBeUndefined();
+    expect(readFileSync(join(root, "bin", "portico.mjs"), "utf8")).not.toMatch(/tsx/);
+  });
+
+  it("serve and the built-in agent run from dist/ with no TypeScript loader in the tree", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "portico-compiled-"));
+    dirs.push(dataDir);
+    const env = { PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_DATA_DIR: dataDir, PORTICO_LOG_LEVEL: "info" };
+    const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env, 120_000)).stdout);
+    const started = await startPortico(["serve"], env, (out) =>
+      out.includes("embedded intern host started") ? /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1] : undefined,
+    );
+    child = started.child;
+    // A run makes the embedded host spawn the built-in agent; keep the stream open until the agent answered.
+    let text = "";
+    for (let attempt = 0; attempt < 40 && !text.includes("[DONE]"); attempt++) {
+      const res = await fetch(`${started.value}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${boot.api_key}`, "content-type": "application/json" },
+        body: JSON.stringify({ stream: true, messages: [{ role: "user", content: "$ echo compiled" }] }),
+      });
+      text = await res.text();
+      if (res.status === 502) await new Promise((r) => setTimeout(r, 250)); // the host is still attaching
+    }
+    expect(text).toContain("compiled\\n");
+
+    const tree = processTree(child.pid!);
+    const agent = tree.find((p) => p.cmdline.includes("builtin-main"));
+    expect(agent?.cmdline).toContain(join("dist", "agent", "builtin-main.js"));
+    for (const p of tree) {
+      expect(p.comm).not.toMatch(/esbuild/);
+      expect(p.cmdline).not.toMatch(/tsx|\.ts\b|run-ts/);
+    }
+  }, 180_000);
+});
