@@ -91,6 +91,13 @@ export interface Config {
   embeddedHost: boolean;
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
   instanceId: string;
+  /**
+   * Longest time, in ms, an authenticated API key is trusted from memory before it is read again
+   * (PORTICO_AUTH_CACHE_TTL_MS, 0–1000, default 1000; 0 reads the database on every call). A key revoked
+   * or disabled through any process is refused everywhere within this bound; through a process that
+   * shares REDIS_URL, at once.
+   */
+  authCacheTtlMs: number;
   interns: InternChatConfig;
   /** Provider base URLs for chat completions (see docs/providers.md). */
   providers: ProviderEndpointConfig;
@@ -152,6 +159,7 @@ const Env = z
     PORTICO_REQUEST_TIMEOUT_MS: intSetting(30_000, 100, 3_600_000),
     PORTICO_EMBEDDED_HOST: boolSetting(true),
     PORTICO_INSTANCE_ID: textSetting(),
+    PORTICO_AUTH_CACHE_TTL_MS: intSetting(1000, 0, 1000),
     PORTICO_INTERACTION_DEADLINE_MS: intSetting(300_000, 100),
     PORTICO_HEARTBEAT_INTERVAL_MS: intSetting(30_000, 50),
     PORTICO_INTERN_RATE_LIMIT: intSetting(60, 1),
@@ -196,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     brand: e.PORTICO_BRAND,
     embeddedHost: e.PORTICO_EMBEDDED_HOST,
     instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
+    authCacheTtlMs: e.PORTICO_AUTH_CACHE_TTL_MS,
     interns: {
       interactionDeadlineMs: e.PORTICO_INTERACTION_DEADLINE_MS,
       heartbeatIntervalMs: e.PORTICO_HEARTBEAT_INTERVAL_MS,

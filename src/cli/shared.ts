@@ -4,6 +4,8 @@ import { openDatabase, type DatabaseHandle, type Db } from "../db/client.js";
 import { createKeysService, type KeysService } from "../core/keys/keys-service.js";
 import { createWorkspacesService, type WorkspacesService } from "../core/workspaces/workspaces-service.js";
 import { errorDetailOf } from "../lib/service-error.js";
+import { createInvalidationBus } from "../lib/invalidation.js";
+import { ALL_KEYS, AUTH_TOPIC } from "../core/identity/key-cache.js";
 import { createInternAdmin, type InternAdmin } from "../core/interns/intern-admin.js";
 
 /** Opens (and migrates) the configured database for one command, closing it afterwards. */
@@ -35,8 +37,11 @@ export interface AdminServices {
  */
 export async function withServices<T>(cfg: Config, fn: (services: AdminServices) => Promise<T>): Promise<T> {
   return withDatabase(cfg, async (h) => {
-    const workspaces = createWorkspacesService(h.db);
-    const keys = createKeysService({ db: h.db, workspaces });
+    // Changes reach the caches of running processes through Redis when it is configured; otherwise
+    // their time bound (PORTICO_AUTH_CACHE_TTL_MS, at most 1 s) makes a revocation take effect.
+    const bus = createInvalidationBus(cfg);
+    const workspaces = createWorkspacesService(h.db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
+    const keys = createKeysService({ db: h.db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
     try {
       return await fn({ db: h.db, workspaces, keys, interns: createInternAdmin({ db: h.db }) });
     } catch (err) {
@@ -45,6 +50,8 @@ export async function withServices<T>(cfg: Config, fn: (services: AdminServices)
         throw new CliError(field ? `${err.rawMessage} (${field})` : err.rawMessage);
       }
       throw err;
+    } finally {
+      await bus.close();
     }
   });
 }

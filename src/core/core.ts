@@ -12,6 +12,8 @@ import { HealthService } from "../gen/portico/health/v1/health_service_pb.js";
 import { IdentityService } from "../gen/portico/identity/v1/identity_service_pb.js";
 import { InternLinkService } from "../gen/portico/internlink/v1/internlink_service_pb.js";
 import { createAuthInterceptor, createErrorBoundaryInterceptor } from "./auth.js";
+import { ALL_KEYS, AUTH_TOPIC, createKeyCache } from "./identity/key-cache.js";
+import { createInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
 import { createHealthHandler } from "./health/health-handler.js";
 import { createIdentityHandler } from "./identity/identity-handler.js";
 import { createIdentityRepository } from "./identity/identity-repository.js";
@@ -42,6 +44,8 @@ export interface CoreOptions {
   config: Config;
   logger: Logger;
   metrics: Metrics;
+  /** Where caches hear of changes made by any process; default: Redis with REDIS_URL, else this process only. */
+  bus?: InvalidationBus;
 }
 
 export interface Core {
@@ -68,15 +72,19 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const interns = createInternsModule({ db, config, logger });
   closers.push(() => interns.close());
   const byok = await createByokDomain({ database, config, logger });
-  const workspaces = createWorkspacesService(db);
-  const keys = createKeysService({ db, workspaces });
+  const bus = opts.bus ?? createInvalidationBus(config, logger);
+  if (!opts.bus) closers.push(() => bus.close());
+  const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
+  closers.push(async () => keyCache.close());
+  const workspaces = createWorkspacesService(db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
+  const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
     createErrorBoundaryInterceptor((err, procedure, requestId) =>
       logger.error({ err, procedure, reqId: requestId }, "unexpected error in core handler"),
     ),
-    createAuthInterceptor({ lookup: (hash) => identity.findKeyByHash(hash), publicServices: PUBLIC_SERVICES }),
+    createAuthInterceptor({ lookup: keyCache.lookup, publicServices: PUBLIC_SERVICES }),
   ];
 
   const routes = (router: ConnectRouter) => {

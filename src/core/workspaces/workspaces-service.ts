@@ -32,7 +32,12 @@ function auditDetails(w: Pick<Workspace, "name" | "slug" | "description">) {
   return { name: w.name, slug: w.slug, description: w.description };
 }
 
-export function createWorkspacesService(db: Db) {
+export interface WorkspacesServiceHooks {
+  /** Called after a user joined or left the organization (committed): keys they created change standing. */
+  onMembershipChanged?: () => void | Promise<void>;
+}
+
+export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = {}) {
   const findActive = async (organizationId: string, id: string): Promise<Workspace | null> => {
     if (!isUuid(id)) return null;
     return db.workspace.findFirst({ where: { id, organizationId, deletedAt: null } });
@@ -135,7 +140,7 @@ export function createWorkspacesService(db: Db) {
     async addOrganizationMember(actor: Actor, email: string, role = "member") {
       const address = email.trim().toLowerCase();
       if (address.length > 254 || !EMAIL.test(address)) throw invalidArgument("email", "email must be an email address");
-      return db.$transaction(async (tx) => {
+      const added = await db.$transaction(async (tx) => {
         const user = await tx.user.upsert({ where: { email: address }, update: {}, create: { email: address, name: address } });
         await tx.membership.upsert({
           where: { organizationId_userId: { organizationId: actor.organizationId, userId: user.id } },
@@ -145,6 +150,8 @@ export function createWorkspacesService(db: Db) {
         await recordAudit(tx, actor, { action: "organization.member.add", targetType: "user", targetId: user.id, details: { email: address, role } });
         return user;
       });
+      await hooks.onMembershipChanged?.();
+      return added;
     },
 
     /** The user leaves the actor's organization (and its workspaces); keys they created then answer 403. */
@@ -159,6 +166,7 @@ export function createWorkspacesService(db: Db) {
         await tx.workspaceMember.deleteMany({ where: { userId, workspaceId: { in: workspaces.map((w) => w.id) } } });
         await recordAudit(tx, actor, { action: "organization.member.remove", targetType: "user", targetId: userId });
       });
+      await hooks.onMembershipChanged?.();
     },
 
     async listMembers(actor: Actor, workspaceId: string, offset: number, limit: number): Promise<{ items: MemberView[]; total: number }> {
