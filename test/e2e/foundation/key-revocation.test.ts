@@ -85,7 +85,7 @@ describe("key revocation reaches every process within one second", () => {
     // Disable a fresh key through A the same way.
     const created = await fetch(`${a}/keys`, { method: "POST", headers: mk, body: JSON.stringify({ name: "second" }) });
     expect(created.status).toBe(201);
-    const second: string = (await created.json()).key;
+    const second = ((await created.json()) as { key: string }).key;
     expect(await whoAmI(b, second)).toBe(200);
     const disabled = await fetch(`${a}/keys/${hashSecret(second)}`, { method: "PATCH", headers: mk, body: JSON.stringify({ disabled: true }) });
     expect(disabled.status).toBe(200);
