@@ -92,6 +92,13 @@ export interface Config {
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
   instanceId: string;
   /**
+   * Worker processes of `portico serve` (PORTICO_WORKERS): 0, the default, means one per CPU the machine
+   * offers (os.availableParallelism()); 1 runs everything in the one process.
+   */
+  workers: number;
+  /** Index of this worker, set by the `portico serve` primary for the processes it forks (PORTICO_WORKER_INDEX). */
+  workerIndex: number | undefined;
+  /**
    * Longest time, in ms, an authenticated API key is trusted from memory before it is read again
    * (PORTICO_AUTH_CACHE_TTL_MS, 0–1000, default 1000; 0 reads the database on every call). A key revoked
    * or disabled through any process is refused everywhere within this bound; through a process that
@@ -159,6 +166,8 @@ const Env = z
     PORTICO_REQUEST_TIMEOUT_MS: intSetting(30_000, 100, 3_600_000),
     PORTICO_EMBEDDED_HOST: boolSetting(true),
     PORTICO_INSTANCE_ID: textSetting(),
+    PORTICO_WORKERS: intSetting(0, 0, 256),
+    PORTICO_WORKER_INDEX: textSetting(),
     PORTICO_AUTH_CACHE_TTL_MS: intSetting(1000, 0, 1000),
     PORTICO_INTERACTION_DEADLINE_MS: intSetting(300_000, 100),
     PORTICO_HEARTBEAT_INTERVAL_MS: intSetting(30_000, 50),
@@ -204,6 +213,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     brand: e.PORTICO_BRAND,
     embeddedHost: e.PORTICO_EMBEDDED_HOST,
     instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
+    workers: e.PORTICO_WORKERS,
+    workerIndex: e.PORTICO_WORKER_INDEX === undefined ? undefined : Number(e.PORTICO_WORKER_INDEX),
     authCacheTtlMs: e.PORTICO_AUTH_CACHE_TTL_MS,
     interns: {
       interactionDeadlineMs: e.PORTICO_INTERACTION_DEADLINE_MS,

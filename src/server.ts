@@ -14,9 +14,16 @@ import { createCore, type Core } from "./core/core.js";
 import { startCoreServer, type CoreServer } from "./core/server.js";
 import { buildGateway } from "./gateway/app.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
+import { isServeWorker } from "./cluster/ipc.js";
 
 export interface RunningProcess {
   coreServer?: CoreServer;
+  /**
+   * In a worker of a multi-process `portico serve`: this worker's own core listener (loopback, a port of
+   * its own), where other workers forward intern calls and the embedded host attaches; the public core
+   * port is shared by all workers.
+   */
+  internalCoreServer?: CoreServer;
   gateway?: FastifyInstance;
   gatewayUrl?: string;
   database?: DatabaseHandle;
@@ -37,6 +44,7 @@ function processHandle(): RunningProcess {
         await fn().catch(() => undefined);
       }
       await handle.gateway?.close();
+      await handle.internalCoreServer?.close();
       await handle.coreServer?.close();
       await handle.core?.close();
       await handle.database?.close();
@@ -57,8 +65,12 @@ export async function startCoreProcess(config: Config, logger: Logger, metrics: 
     handle.coreServer = await startCoreServer(handle.core, { host: config.host, port: config.grpcPort, logger, tls }).catch((err: unknown) => {
       throw listenError(err, "PORTICO_GRPC_PORT", config.host, config.grpcPort);
     });
-    handle.core.listening(handle.coreServer.url);
     logger.info({ url: handle.coreServer.url }, `core listening (Connect, gRPC, gRPC-Web over ${tls ? "TLS" : "h2c"})`);
+    if (isServeWorker()) {
+      handle.internalCoreServer = await startCoreServer(handle.core, { host: "127.0.0.1", port: 0, exclusive: true, logger, tls });
+      logger.info({ url: handle.internalCoreServer.url }, "worker's own core listener (intern forwarding, embedded host)");
+    }
+    handle.core.listening((handle.internalCoreServer ?? handle.coreServer).url);
     return handle;
   } catch (err) {
     await handle.close();

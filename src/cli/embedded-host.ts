@@ -21,7 +21,7 @@ export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logg
   }
   const token = proc.core.issueLocalHostToken(intern.id);
   const host = startEmbeddedHost({
-    coreUrl: proc.coreServer.url,
+    coreUrl: (proc.internalCoreServer ?? proc.coreServer).url,
     token,
     ...(cfg.grpcTls ? { coreCert: readFileSync(cfg.grpcTls.certFile) } : {}),
     dataDir: cfg.dataDir,

@@ -13,6 +13,10 @@ import { startCoreProcess, startServe, startSplitGateway, type RunningProcess } 
 import { firstRunBootstrap } from "./first-run.js";
 import { attachEmbeddedHost } from "./embedded-host.js";
 import { runInternHostCommand } from "../host/cli.js";
+import cluster from "node:cluster";
+import { availableParallelism } from "node:os";
+import { isServeWorker, reportReady } from "../cluster/ipc.js";
+import { startServePrimary } from "../cluster/primary.js";
 
 // Files Portico creates (database, master key, working folders) are private to its user by default.
 process.umask(0o077);
@@ -58,12 +62,48 @@ program
   .description("run core and gateway (and the embedded intern host) in one process")
   .action(async () => {
     const cfg = config();
-    const { logger, sink } = serverLogger(cfg);
+    const workers = cfg.workers === 0 ? availableParallelism() : cfg.workers;
+    if (cluster.isPrimary && workers > 1) {
+      // The primary forks the workers and holds what they share; it serves nothing itself.
+      const { logger, sink } = serverLogger(cfg);
+      let fatal: string | undefined;
+      const stopAll = installShutdown({
+        logger,
+        sink,
+        // The workers each stop within the bound; the primary waits for them a little longer.
+        graceMs: cfg.shutdownTimeoutMs + 1_000,
+        close: async () => {
+          await primary.stop();
+          if (fatal) throw new Error(fatal);
+        },
+      });
+      const primary = startServePrimary({
+        workers,
+        instanceId: cfg.instanceId,
+        logger,
+        onFatal: (reason) => {
+          fatal = reason;
+          stopAll(reason);
+        },
+      });
+      await primary.ready;
+      logger.info({ workers }, "serving with worker processes");
+      return;
+    }
+    const worker = isServeWorker();
+    const base = serverLogger(cfg);
+    const logger = worker ? base.logger.child({ worker: cfg.workerIndex }) : base.logger;
     const proc = await startServe(cfg, logger);
     await firstRunBootstrap(proc, cfg, logger);
-    await attachEmbeddedHost(proc, cfg, logger);
+    // One embedded intern host per serve: in worker 0 when there are several.
+    if (!worker || cfg.workerIndex === 0) await attachEmbeddedHost(proc, cfg, logger);
     proc.startupComplete = true;
-    holdUntilSignal(proc, cfg, logger, sink);
+    const stop = installShutdown({ logger, sink: base.sink, graceMs: cfg.shutdownTimeoutMs, close: () => proc.close() });
+    if (worker) {
+      // Without its primary a worker has no one to coordinate with: stop.
+      process.on("disconnect", () => stop("primary gone"));
+      reportReady();
+    }
   });
 
 program

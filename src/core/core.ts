@@ -14,6 +14,7 @@ import { InternLinkService } from "../gen/portico/internlink/v1/internlink_servi
 import { createAuthInterceptor, createErrorBoundaryInterceptor } from "./auth.js";
 import { ALL_KEYS, AUTH_TOPIC, createKeyCache } from "./identity/key-cache.js";
 import { createInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
+import { createIpcInvalidationBus, isServeWorker } from "../cluster/ipc.js";
 import { createHealthHandler } from "./health/health-handler.js";
 import { createIdentityHandler } from "./identity/identity-handler.js";
 import { createIdentityRepository } from "./identity/identity-repository.js";
@@ -72,7 +73,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const interns = createInternsModule({ db, config, logger });
   closers.push(() => interns.close());
   const byok = await createByokDomain({ database, config, logger });
-  const bus = opts.bus ?? createInvalidationBus(config, logger);
+  // Worker processes of `portico serve` without Redis share invalidations through their primary.
+  const bus = opts.bus ?? (!config.redisUrl && isServeWorker() ? createIpcInvalidationBus() : createInvalidationBus(config, logger));
   if (!opts.bus) closers.push(() => bus.close());
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());

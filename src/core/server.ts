@@ -15,6 +15,8 @@ export interface CoreServerOptions {
   logger: Logger;
   /** Largest accepted message in bytes. */
   readMaxBytes?: number;
+  /** Listen on a port of this process alone, even in a node:cluster worker (which otherwise shares it). */
+  exclusive?: boolean;
   /** Serve TLS with this certificate chain and key (PEM); without it the listener is h2c. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
 }
@@ -52,7 +54,7 @@ export async function startCoreServer(core: Core, opts: CoreServerOptions): Prom
     shutdownTimeoutMs: 2000,
   });
   app.get("/healthz", async () => ({ status: "ok" }));
-  await app.listen({ host: opts.host, port: opts.port });
+  await app.listen({ host: opts.host, port: opts.port, ...(opts.exclusive ? { exclusive: true } : {}) });
   const address = app.server.address();
   const port = typeof address === "object" && address ? address.port : opts.port;
   const hostForUrl = opts.host.includes(":") ? `[${opts.host}]` : opts.host;

@@ -3,7 +3,7 @@
  * several core processes (REDIS_URL set) the bucket lives in Redis so they share one budget.
  */
 import { createRedisClient, type Redis } from "./redis.js";
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
 import type { Logger } from "../log.js";
 
 export interface TurnLimiter {
@@ -18,6 +18,11 @@ export interface TurnLimiterOptions {
   points: number;
   durationSeconds: number;
   redisUrl?: string | undefined;
+  /**
+   * Without Redis, share one budget among the worker processes of `portico serve` through their
+   * primary (rate-limiter-flexible's cluster limiter; its master runs in the primary).
+   */
+  shareWithServeWorkers?: boolean;
   logger?: Logger;
 }
 
@@ -68,6 +73,8 @@ export function createTurnLimiter(opts: TurnLimiterOptions): TurnLimiter {
       // While Redis is unreachable, fall back to a per-process bucket rather than refusing every turn.
       insuranceLimiter: new RateLimiterMemory({ points: opts.points, duration: opts.durationSeconds }),
     });
+  } else if (opts.shareWithServeWorkers) {
+    limiter = new RateLimiterCluster({ keyPrefix: "portico:intern-turns", points: opts.points, duration: opts.durationSeconds, timeoutMs: 2_000 });
   } else {
     limiter = new RateLimiterMemory({ points: opts.points, duration: opts.durationSeconds });
   }

@@ -14,6 +14,7 @@ import { createBackground } from "./background.js";
 import { createTurnLimiter } from "../../lib/turn-limiter.js";
 import { createLocalCluster, createRedisCluster, type InternCluster } from "./cluster.js";
 import { createForwarder } from "./forwarder.js";
+import { createIpcCluster, isServeWorker } from "../../cluster/ipc.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
 
 export interface InternsModuleDeps {
@@ -26,7 +27,8 @@ export function createInternsModule(deps: InternsModuleDeps) {
   const repo = createInternRepository(deps.db);
   const links = new LinkRegistry();
   const cfg = deps.config.interns;
-  // Several core processes share interns through Redis; one process keeps everything in memory.
+  // Several core processes share interns through Redis; the workers of one `portico serve` through their
+  // primary (src/cluster); one process keeps everything in memory.
   const cluster: InternCluster = deps.config.redisUrl
     ? createRedisCluster({
         redisUrl: deps.config.redisUrl,
@@ -36,7 +38,9 @@ export function createInternsModule(deps: InternsModuleDeps) {
         leaseTtlMs: Math.max(3_000, 2 * cfg.linkLivenessTimeoutMs),
         logger: deps.logger,
       })
-    : createLocalCluster();
+    : isServeWorker()
+      ? createIpcCluster({ instanceId: deps.config.instanceId, advertiseUrl: cfg.advertiseUrl })
+      : createLocalCluster();
   const forwarder = createForwarder();
   const localTokens = new Map<string, string>();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
@@ -64,6 +68,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
     points: deps.config.interns.rateLimitTurns,
     durationSeconds: deps.config.interns.rateLimitWindowSeconds,
     redisUrl: deps.config.redisUrl,
+    shareWithServeWorkers: isServeWorker(),
     logger: deps.logger,
   });
   const internsHandler = createInternsHandler({

@@ -1,0 +1,136 @@
+/**
+ * Coordination of `portico serve` worker processes (node:cluster) without Redis: the primary process is
+ * the single holder of the shared state and relays messages (src/cluster/primary.ts); workers reach it
+ * over the cluster's IPC channel. Nothing here elects, votes or gossips: the primary is the authority
+ * by construction, exactly like Redis is for several `portico core` processes, and a worker's entries
+ * disappear with the worker.
+ *
+ * - intern link leases: which worker holds an intern's host link, and the worker's internal core URL;
+ * - cancellations of runs decided by a worker that does not hold the link;
+ * - the invalidation bus (API keys and other caches).
+ * The intern turn limit uses rate-limiter-flexible's own cluster limiter (its master lives in the primary).
+ */
+import cluster from "node:cluster";
+import type { InternCluster, LinkOwner } from "../core/interns/cluster.js";
+import type { CancelReason } from "../gen/portico/internlink/v1/internlink_service_pb.js";
+import { createLocalInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
+
+/** Marks Portico's IPC messages (other libraries share the channel). */
+export const IPC_CHANNEL = "portico";
+
+export type WorkerMessage =
+  | { channel: typeof IPC_CHANNEL; type: "ready" }
+  | { channel: typeof IPC_CHANNEL; type: "hold"; internId: string; owner: LinkOwner }
+  | { channel: typeof IPC_CHANNEL; type: "drop"; internId: string; instanceId: string }
+  | { channel: typeof IPC_CHANNEL; type: "owner?"; requestId: number; internId: string }
+  | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
+  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string };
+
+export type PrimaryMessage =
+  | { channel: typeof IPC_CHANNEL; type: "owner"; requestId: number; owner: LinkOwner | null }
+  | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
+  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string };
+
+/** True in a worker process of `portico serve` (forked by the primary). */
+export function isServeWorker(): boolean {
+  return cluster.isWorker && typeof process.send === "function";
+}
+
+function send(msg: WorkerMessage): void {
+  if (process.connected) process.send!(msg);
+}
+
+function onPrimaryMessage(fn: (msg: PrimaryMessage) => void): () => void {
+  const listener = (msg: unknown) => {
+    if (msg && typeof msg === "object" && (msg as { channel?: unknown }).channel === IPC_CHANNEL) fn(msg as PrimaryMessage);
+  };
+  process.on("message", listener);
+  return () => void process.off("message", listener);
+}
+
+export function createIpcCluster(opts: { instanceId: string; advertiseUrl: string | undefined; timeoutMs?: number }): InternCluster {
+  let url = opts.advertiseUrl;
+  const held = new Set<string>();
+  const waiting = new Map<number, (owner: LinkOwner | undefined) => void>();
+  const cancelHandlers: Array<(internId: string, runId: string, reason: CancelReason) => void> = [];
+  let nextId = 1;
+  const off = onPrimaryMessage((msg) => {
+    if (msg.type === "owner") {
+      waiting.get(msg.requestId)?.(msg.owner ?? undefined);
+      waiting.delete(msg.requestId);
+    } else if (msg.type === "cancel") {
+      for (const h of cancelHandlers) h(msg.internId, msg.runId, msg.reason as CancelReason);
+    }
+  });
+  const announce = (internId: string) => {
+    if (url) send({ channel: IPC_CHANNEL, type: "hold", internId, owner: { instanceId: opts.instanceId, url } });
+  };
+  return {
+    shared: true,
+    holdLink(internId) {
+      held.add(internId);
+      announce(internId);
+    },
+    dropLink(internId) {
+      held.delete(internId);
+      send({ channel: IPC_CHANNEL, type: "drop", internId, instanceId: opts.instanceId });
+    },
+    ownerOf(internId) {
+      if (!process.connected) return Promise.resolve(undefined);
+      const requestId = nextId++;
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(requestId);
+          resolve(undefined);
+        }, opts.timeoutMs ?? 2_000);
+        waiting.set(requestId, (owner) => {
+          clearTimeout(timer);
+          resolve(owner && owner.instanceId !== opts.instanceId ? owner : undefined);
+        });
+        send({ channel: IPC_CHANNEL, type: "owner?", requestId, internId });
+      });
+    },
+    async cancelRemote(internId, runId, reason) {
+      send({ channel: IPC_CHANNEL, type: "cancel", internId, runId, reason });
+    },
+    onCancel(handler) {
+      cancelHandlers.push(handler);
+    },
+    setUrl(u) {
+      if (opts.advertiseUrl) return;
+      url = u;
+      for (const id of held) announce(id);
+    },
+    async close() {
+      for (const id of held) send({ channel: IPC_CHANNEL, type: "drop", internId: id, instanceId: opts.instanceId });
+      held.clear();
+      off();
+      for (const resolve of waiting.values()) resolve(undefined);
+      waiting.clear();
+    },
+  };
+}
+
+/** Tells the primary this worker finished start-up (listening, first run done). */
+export function reportReady(): void {
+  send({ channel: IPC_CHANNEL, type: "ready" });
+}
+
+/** The invalidation bus of a worker: delivered here at once, and to the other workers through the primary. */
+export function createIpcInvalidationBus(): InvalidationBus {
+  const local = createLocalInvalidationBus();
+  const off = onPrimaryMessage((msg) => {
+    if (msg.type === "bus") void local.publish(msg.topic, msg.key);
+  });
+  return {
+    async publish(topic, key) {
+      await local.publish(topic, key);
+      send({ channel: IPC_CHANNEL, type: "bus", topic, key });
+    },
+    subscribe: (topic, fn) => local.subscribe(topic, fn),
+    async close() {
+      off();
+      await local.close();
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * The primary of a multi-process `portico serve`: forks one worker per CPU (PORTICO_WORKERS), each a full
+ * core + gateway sharing the public ports through node:cluster, and holds what they share when there is
+ * no Redis (src/cluster/ipc.ts): intern link leases, relayed cancellations and invalidations, and
+ * rate-limiter-flexible's cluster master for the intern turn budget. The primary opens no database and
+ * serves no request.
+ *
+ * A worker that dies is replaced (same index, so the embedded intern host comes back with worker 0); its
+ * leases go with it. A worker that fails before it ever became ready stops the whole command: a bad port
+ * or database would fail every replacement the same way. SIGTERM/SIGINT stop every worker gracefully.
+ */
+import cluster, { type Worker } from "node:cluster";
+import { RateLimiterClusterMaster } from "rate-limiter-flexible";
+import type { Logger } from "../log.js";
+import type { LinkOwner } from "../core/interns/cluster.js";
+import { IPC_CHANNEL, type PrimaryMessage, type WorkerMessage } from "./ipc.js";
+
+export interface ServePrimaryOptions {
+  workers: number;
+  /** Base of the workers' instance ids (`<base>-w<index>`). */
+  instanceId: string;
+  logger: Logger;
+  /** Called when a worker failed during start-up: the command should stop. */
+  onFatal: (reason: string) => void;
+}
+
+export interface ServePrimary {
+  /** Resolves when every worker reported ready. */
+  ready: Promise<void>;
+  /** Stops every worker (SIGTERM, then they run their own graceful stop) and resolves when all exited. */
+  stop(): Promise<void>;
+  /** Live workers by index (for tests and status). */
+  workers(): Map<number, Worker>;
+}
+
+export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
+  new RateLimiterClusterMaster();
+  const log = opts.logger.child({ component: "serve-primary" });
+  const leases = new Map<string, LinkOwner>();
+  const byIndex = new Map<number, Worker>();
+  const indexOf = new Map<Worker, number>();
+  const instanceOf = (index: number) => `${opts.instanceId}-w${index}`;
+  let stopping = false;
+  let readyCount = 0;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const everReady = new Set<number>();
+
+  const sendTo = (w: Worker, msg: PrimaryMessage) => {
+    if (w.isConnected()) w.send(msg);
+  };
+  const broadcast = (from: Worker, msg: PrimaryMessage) => {
+    for (const w of byIndex.values()) if (w !== from) sendTo(w, msg);
+  };
+
+  const fork = (index: number) => {
+    const w = cluster.fork({ PORTICO_WORKER_INDEX: String(index), PORTICO_INSTANCE_ID: instanceOf(index) });
+    byIndex.set(index, w);
+    indexOf.set(w, index);
+    w.on("message", (raw: unknown) => {
+      if (!raw || typeof raw !== "object" || (raw as { channel?: unknown }).channel !== IPC_CHANNEL) return;
+      const msg = raw as WorkerMessage;
+      switch (msg.type) {
+        case "ready":
+          if (!everReady.has(index)) {
+            everReady.add(index);
+            readyCount++;
+            if (readyCount === opts.workers) markReady();
+          }
+          log.info({ worker: index, pid: w.process.pid }, "worker ready");
+          break;
+        case "hold":
+          leases.set(msg.internId, msg.owner);
+          break;
+        case "drop":
+          if (leases.get(msg.internId)?.instanceId === msg.instanceId) leases.delete(msg.internId);
+          break;
+        case "owner?":
+          sendTo(w, { channel: IPC_CHANNEL, type: "owner", requestId: msg.requestId, owner: leases.get(msg.internId) ?? null });
+          break;
+        case "cancel":
+          broadcast(w, { channel: IPC_CHANNEL, type: "cancel", internId: msg.internId, runId: msg.runId, reason: msg.reason });
+          break;
+        case "bus":
+          broadcast(w, { channel: IPC_CHANNEL, type: "bus", topic: msg.topic, key: msg.key });
+          break;
+      }
+    });
+    w.on("exit", (code, signal) => {
+      byIndex.delete(index);
+      indexOf.delete(w);
+      const instance = instanceOf(index);
+      for (const [internId, owner] of leases) if (owner.instanceId === instance) leases.delete(internId);
+      if (stopping) return;
+      if (!everReady.has(index)) {
+        log.error({ worker: index, code, signal }, "worker failed during start-up; stopping");
+        opts.onFatal(`worker ${index} failed during start-up`);
+        return;
+      }
+      log.warn({ worker: index, code, signal }, "worker exited; starting a replacement");
+      everReady.delete(index);
+      readyCount--;
+      fork(index);
+    });
+  };
+
+  for (let i = 0; i < opts.workers; i++) fork(i);
+
+  return {
+    ready,
+    workers: () => byIndex,
+    async stop() {
+      stopping = true;
+      const alive = [...byIndex.values()];
+      await Promise.all(
+        alive.map(
+          (w) =>
+            new Promise<void>((resolve) => {
+              if (w.isDead()) return resolve();
+              w.once("exit", () => resolve());
+              w.process.kill("SIGTERM");
+            }),
+        ),
+      );
+    },
+  };
+}
