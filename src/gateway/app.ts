@@ -173,7 +173,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     if (opts.startupComplete && !opts.startupComplete()) return send(reply, publicError(503, "Not ready: start-up is not finished"));
     try {
       const res = await health.check({}, { timeoutMs: 2000 });
-      if (res.ready) return { status: "ready" };
+      // The instance that answered: with several worker processes or cores, which one served this probe.
+      if (res.ready) return { status: "ready", instance_id: res.instanceId };
       if (res.unavailable.length > 0) return send(reply, publicError(503, `Not ready: ${res.unavailable.join(", ")} unreachable`));
     } catch {
       // fall through

@@ -1,0 +1,130 @@
+/**
+ * `portico serve` with two worker processes (PORTICO_WORKERS=2) on the embedded SQLite database, no
+ * Redis: connections are spread over both workers, an intern prompt succeeds whichever worker takes it
+ * (the other forwards to the one holding the embedded host's link), the intern turn budget is one
+ * budget for the whole serve, a revoked key is refused by every worker within one second, and a worker
+ * killed with SIGKILL is replaced while what it acknowledged stays written.
+ */
+import http from "node:http";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { hashSecret } from "../../../src/core/identity/keys.js";
+import { runPortico, startPortico } from "../../helpers/cli.js";
+
+/** One request on a connection of its own, so the cluster hands it to the next worker. */
+function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
+
+function childPids(pid: number): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        const stat = readFileSync(`/proc/${n}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid && readFileSync(`/proc/${n}/cmdline`, "utf8").includes("portico");
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe("portico serve with worker processes (SQLite, no Redis)", () => {
+  const dirs: string[] = [];
+  let child: ChildProcess | undefined;
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child!.once("exit", r));
+      child.kill("SIGTERM");
+      await gone;
+    }
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }, 60_000);
+
+  it("spreads connections, forwards intern runs, shares the turn budget and revocations, replaces a dead worker", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "portico-workers-"));
+    dirs.push(dataDir);
+    const env = {
+      PORT: "0",
+      PORTICO_GRPC_PORT: "0",
+      PORTICO_DATA_DIR: dataDir,
+      PORTICO_LOG_LEVEL: "info",
+      PORTICO_WORKERS: "2",
+      PORTICO_INTERN_RATE_LIMIT: "4",
+      PORTICO_INTERN_RATE_WINDOW_S: "600",
+    };
+    const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env, 120_000)).stdout);
+    const started = await startPortico(["serve"], env, (out) =>
+      out.includes("serving with worker processes") ? /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1] : undefined,
+    );
+    child = started.child;
+    const api = started.value;
+    const root = api.replace(/\/api\/v1$/, "");
+    const ready = async () => JSON.parse((await request(`${root}/readyz`)).text).instance_id as string;
+
+    // Both workers answer.
+    const seen = new Set<string>();
+    for (let i = 0; i < 20 && seen.size < 2; i++) seen.add(await ready());
+    expect([...seen].sort().map((s) => s.replace(/.*-/, ""))).toEqual(["w0", "w1"]);
+
+    // Intern prompts succeed on either worker; the budget of 4 turns is shared, so the 5th is refused.
+    const auth = { authorization: `Bearer ${boot.api_key}`, "content-type": "application/json" };
+    const prompt = (word: string) =>
+      request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ stream: true, messages: [{ role: "user", content: `$ echo ${word}` }] }),
+      });
+    let first = await prompt("w-1");
+    for (let i = 0; i < 40 && first.status === 502; i++) {
+      await new Promise((r) => setTimeout(r, 250)); // the embedded host is still attaching
+      first = await prompt("w-1");
+    }
+    expect(first.text).toContain("w-1\\n");
+    for (const word of ["w-2", "w-3", "w-4"]) expect((await prompt(word)).text).toContain(`${word}\\n`);
+    const fifth = await prompt("w-5");
+    expect(fifth.status).toBe(429);
+
+    // Acknowledged writes survive a worker's death.
+    const mk = { authorization: `Bearer ${boot.management_key}`, "content-type": "application/json" };
+    const body = JSON.stringify({ model: "openai/gpt-4o", messages: [{ role: "system", content: "keep me" }, { role: "user", content: "x" }] });
+    for (let i = 0; i < 6; i++) expect((await request(`${api}/presets/kept-${i}/chat/completions`, { method: "POST", headers: mk, body })).status).toBe(200);
+
+    const workers = childPids(child.pid!);
+    expect(workers).toHaveLength(2);
+    const out = started.output().length;
+    process.kill(workers[1]!, "SIGKILL");
+    // The primary notices and starts a replacement, which reports ready.
+    for (let i = 0; i < 600 && !/worker exited; starting a replacement[\s\S]*worker ready/.test(started.output().slice(out)); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(started.output().slice(out)).toMatch(/worker exited; starting a replacement[\s\S]*worker ready/);
+    const after = childPids(child.pid!);
+    expect(after).toHaveLength(2);
+    expect(after).not.toContain(workers[1]);
+    for (let i = 0; i < 6; i++) {
+      const res = await request(`${api}/presets/kept-${i}`, { headers: mk });
+      expect(res.status).toBe(200);
+    }
+
+    // A key revoked through one worker is refused by both within a second.
+    expect((await request(`${api}/key`, { headers: mk })).status).toBe(200);
+    const other = JSON.parse((await request(`${api}/keys`, { method: "POST", headers: mk, body: JSON.stringify({ name: "short-lived" }) })).text).key as string;
+    for (let i = 0; i < 4; i++) expect((await request(`${api}/key`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(200);
+    expect((await request(`${api}/keys/${hashSecret(other)}`, { method: "DELETE", headers: mk })).status).toBe(200);
+    const since = performance.now();
+    for (let i = 0; i < 4; i++) expect((await request(`${api}/key`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(401);
+    expect(performance.now() - since).toBeLessThan(1000);
+  }, 240_000);
+});
