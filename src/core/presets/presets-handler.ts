@@ -63,13 +63,8 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
           creatorUserId: caller.userId,
           config,
           systemPrompt,
-        });
-        await deps.audit?.(caller, {
-          action: "preset.version.create",
-          targetType: "preset",
-          targetId: preset.id,
-          workspaceId: preset.workspaceId,
-          details: { slug: preset.slug, version: version.version },
+          // The audit event is written in the version's own transaction.
+          ...(deps.audit ? { actor: actorOf(caller) } : {}),
         });
         return { preset: presetToProto(preset), designatedVersion: versionToProto(version) };
       } catch (err) {

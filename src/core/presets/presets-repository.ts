@@ -11,7 +11,8 @@
  *   ON CONFLICT, which waits for the other row and then updates it.
  * - SQLite (no data-modifying CTEs): the two statements in one non-interactive batch transaction
  *   (`$transaction([...])`); the version INSERT reads latestVersion back by (workspaceId, slug). SQLite
- *   has a single writer, so the increment is serialised.
+ *   has a single writer, so the increment is serialised, and creations waiting for it commit together
+ *   (group commit, see createOnSqlite).
  *
  * Statements are raw SQL through Prisma (the ORM's upsert/create cost ~3x more per create in query
  * compilation and result mapping). Values are written exactly as the ORM writes them, so ORM reads see
@@ -30,6 +31,7 @@ import { randomUUID } from "node:crypto";
 import { isUniqueViolation, type Db, type DbProvider } from "../../db/client.js";
 import { Prisma, type JsonValue, type Preset, type PresetVersion } from "../../db/prisma.js";
 import type { PageRequest } from "./preset-rules.js";
+import type { Actor } from "../audit/audit-log.js";
 
 /** Creation kept conflicting after every retry. */
 export class PresetConflictError extends Error {
@@ -45,6 +47,11 @@ export interface CreateVersionInput {
   creatorUserId: string;
   config: Record<string, unknown>;
   systemPrompt: string | null;
+  /**
+   * Who creates it: the audit event `preset.version.create` (details: slug, version) is written in the
+   * same transaction as the version. Omitted: no event.
+   */
+  actor?: Actor;
 }
 
 export interface PresetsRepositoryOptions {
@@ -147,21 +154,111 @@ function presetUpsert(input: CreateVersionInput, presetId: string, versionId: st
     RETURNING ${PRESET_COLUMNS}`;
 }
 
-/** Two statements in one batch transaction (one BEGIN … COMMIT, no interactive round trips). */
+/** The audit event's columns for a creation by `actor` (details are built in SQL from the preset row). */
+function auditValues(actor: Actor, now: Date): Prisma.Sql {
+  const key = actor.type === "api_key" ? actor : undefined;
+  return Prisma.sql`${randomUUID()}, ${actor.organizationId}, p."workspaceId", ${actor.type}, ${key?.keyHash ?? null},
+    ${key?.keyLabel ?? null}, ${key?.userId ?? null}, 'preset.version.create', 'preset', p."id"`;
+}
+const AUDIT_COLUMNS = Prisma.raw(
+  `"id", "organizationId", "workspaceId", "actorType", "actorKeyHash", "actorKeyLabel", "actorUserId", "action", "targetType", "targetId", "details", "createdAt"`,
+);
+
+/** The two statements of one creation on SQLite (the version INSERT reads latestVersion back). */
+function sqliteStatements(db: Db, input: CreateVersionInput, presetId: string, versionId: string, now: Date) {
+  const config = JSON.stringify(input.config);
+  return [
+    db.$queryRaw<Record<string, unknown>[]>`${presetUpsert(input, presetId, versionId, now)}`,
+    db.$queryRaw<Record<string, unknown>[]>`
+      INSERT INTO "PresetVersion" ("id", "presetId", "version", "config", "systemPrompt", "creatorId", "createdAt", "updatedAt")
+      SELECT ${versionId}, p."id", p."latestVersion", ${config}, ${input.systemPrompt}, ${input.creatorUserId}, ${now}, ${now}
+      FROM "Preset" p
+      WHERE p."workspaceId" = ${input.workspaceId} AND p."slug" = ${input.slug}
+      RETURNING ${VERSION_COLUMNS}`,
+    ...(input.actor
+      ? [
+          db.$queryRaw<Record<string, unknown>[]>`
+            INSERT INTO "AuditEvent" (${AUDIT_COLUMNS})
+            SELECT ${auditValues(input.actor, now)}, json_object('slug', p."slug", 'version', p."latestVersion"), ${now}
+            FROM "Preset" p
+            WHERE p."workspaceId" = ${input.workspaceId} AND p."slug" = ${input.slug}
+            RETURNING "id"`,
+        ]
+      : []),
+  ];
+}
+
+/** Most creations committed together in one SQLite transaction. */
+export const SQLITE_GROUP_COMMIT_MAX = 64;
+
+interface Pending {
+  input: CreateVersionInput;
+  presetId: string;
+  versionId: string;
+  now: Date;
+  resolve: (created: { preset: Preset; version: PresetVersion }) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit on SQLite: SQLite has one writer, so creations that arrive while a transaction is
+ * committing wait and then commit together, in arrival order, in ONE batch transaction (one BEGIN …
+ * COMMIT; each creation's two statements in sequence, so versions of one slug still count up one by
+ * one). Each caller is answered only after that COMMIT, so a 200 still means the version is written.
+ * When a group fails (one creation's conflict would roll back all of them), its creations run again
+ * one by one, so one bad creation never fails another.
+ */
 function createOnSqlite(db: Db): CreateAttempt {
-  return async (input, presetId, versionId, now) => {
-    const config = JSON.stringify(input.config);
-    const [presets, versions] = await db.$transaction([
-      db.$queryRaw<Record<string, unknown>[]>`${presetUpsert(input, presetId, versionId, now)}`,
-      db.$queryRaw<Record<string, unknown>[]>`
-        INSERT INTO "PresetVersion" ("id", "presetId", "version", "config", "systemPrompt", "creatorId", "createdAt", "updatedAt")
-        SELECT ${versionId}, p."id", p."latestVersion", ${config}, ${input.systemPrompt}, ${input.creatorUserId}, ${now}, ${now}
-        FROM "Preset" p
-        WHERE p."workspaceId" = ${input.workspaceId} AND p."slug" = ${input.slug}
-        RETURNING ${VERSION_COLUMNS}`,
-    ]);
-    return { preset: presetRow(single(presets)), version: versionRow(single(versions)) };
+  const queue: Pending[] = [];
+  let running = false;
+
+  const one = async (p: Pending): Promise<void> => {
+    try {
+      const [presets, versions] = await db.$transaction(sqliteStatements(db, p.input, p.presetId, p.versionId, p.now));
+      p.resolve({ preset: presetRow(single(presets!)), version: versionRow(single(versions!)) });
+    } catch (err) {
+      p.reject(err);
+    }
   };
+
+  const drain = async (): Promise<void> => {
+    running = true;
+    try {
+      while (queue.length > 0) {
+        const group = queue.splice(0, SQLITE_GROUP_COMMIT_MAX);
+        if (group.length === 1) {
+          await one(group[0]!);
+          continue;
+        }
+        const statements = group.map((p) => sqliteStatements(db, p.input, p.presetId, p.versionId, p.now));
+        let results: Record<string, unknown>[][];
+        try {
+          results = await db.$transaction(statements.flat());
+        } catch {
+          for (const p of group) await one(p);
+          continue;
+        }
+        let at = 0;
+        group.forEach((p, i) => {
+          const first = at;
+          at += statements[i]!.length;
+          try {
+            p.resolve({ preset: presetRow(single(results[first]!)), version: versionRow(single(results[first + 1]!)) });
+          } catch (err) {
+            p.reject(err);
+          }
+        });
+      }
+    } finally {
+      running = false;
+    }
+  };
+
+  return (input, presetId, versionId, now) =>
+    new Promise((resolve, reject) => {
+      queue.push({ input, presetId, versionId, now, resolve, reject });
+      if (!running) void drain();
+    });
 }
 
 /** One statement: the upsert in a data-modifying CTE feeds the version INSERT; one row with both. */
@@ -174,7 +271,15 @@ function createOnPostgres(db: Db): CreateAttempt {
         SELECT ${versionId}, p."id", p."latestVersion", ${config}::jsonb, ${input.systemPrompt}, ${input.creatorUserId}, ${now}, ${now}
         FROM p
         RETURNING ${VERSION_COLUMNS}
-      )
+      )${
+        input.actor
+          ? Prisma.sql`, a AS (
+        INSERT INTO "AuditEvent" (${AUDIT_COLUMNS})
+        SELECT ${auditValues(input.actor, now)}, jsonb_build_object('slug', p."slug", 'version', p."latestVersion"), ${now}
+        FROM p
+      )`
+          : Prisma.empty
+      }
       SELECT ${PRESET_SELECT}, ${VERSION_SELECT} FROM p CROSS JOIN v`;
     const row = single(rows);
     return { preset: presetRow(row, "p_"), version: versionRow(row, "v_") };

@@ -136,4 +136,32 @@ describe.each(dbProviders)("presets repository (%s)", (provider, fresh) => {
     expect(await h().db.preset.findUniqueOrThrow({ where: { id: preset.id } })).toEqual(preset);
     expect(await h().db.presetVersion.count({ where: { presetId: preset.id } })).toBe(1);
   });
+
+  it("commits concurrent creates together with their audit events, and one bad creation fails alone", async () => {
+    // A slug whose next version is taken (as above) among 40 healthy concurrent creates: on SQLite they
+    // share group transactions, so the broken one rolls its group back and the group runs again one by one.
+    const at = new Date("2030-01-01T00:00:00.000Z");
+    const broken = await h().db.preset.create({
+      data: { workspaceId: "ws-1", slug: "broken-2", name: "broken-2", creatorUserId: "u", latestVersion: 1, designatedVersionId: "v1", createdAt: at, updatedAt: at },
+    });
+    await h().db.presetVersion.create({ data: { id: "v2-squatter-2", presetId: broken.id, version: 2, config: {}, creatorId: "u" } });
+    const r = createPresetsRepository(h().db, { provider, maxAttempts: 2, backoffBaseMs: 1 });
+    const actor = { type: "api_key" as const, organizationId: "org-1", keyHash: "a".repeat(64), keyLabel: "pk-v1-aaa...aaaa", userId: "user-1" };
+    const outcomes = await Promise.allSettled([
+      ...Array.from({ length: 40 }, (_, i) => r.createVersion({ ...input(`g-${i % 4}`, { config: { seed: i } }), actor })),
+      r.createVersion({ ...input("broken-2"), actor }),
+    ]);
+    expect(outcomes.slice(0, 40).every((o) => o.status === "fulfilled")).toBe(true);
+    expect(outcomes[40]!.status).toBe("rejected");
+    for (let k = 0; k < 4; k++) {
+      const preset = await h().db.preset.findUniqueOrThrow({ where: { workspaceId_slug: { workspaceId: "ws-1", slug: `g-${k}` } } });
+      const versions = await h().db.presetVersion.findMany({ where: { presetId: preset.id }, orderBy: { version: "asc" } });
+      expect(versions.map((v) => v.version)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+      const events = await h().db.auditEvent.findMany({ where: { targetId: preset.id, action: "preset.version.create" } });
+      expect(events.map((e) => (e.details as { version: number }).version).sort((x, y) => x - y)).toEqual(versions.map((v) => v.version));
+      expect(events.every((e) => e.actorKeyHash === actor.keyHash && e.workspaceId === "ws-1" && e.organizationId === "org-1")).toBe(true);
+      expect(events[0]!.details).toEqual({ slug: `g-${k}`, version: expect.any(Number) });
+    }
+    expect(await h().db.auditEvent.count({ where: { targetId: broken.id } })).toBe(0);
+  });
 });
