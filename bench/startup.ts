@@ -1,7 +1,7 @@
 /**
  * Cold start and idle memory of the serving process tree.
  *
- *   node bin/run-ts.mjs bench/startup.ts [--runs 3] [--settle 5] [--cmd serve|npm-start]
+ *   node bin/run-ts.mjs bench/startup.ts [--runs 3] [--settle 5] [--cmd serve|npm-start] [--workers N]
  *
  * Each run starts `portico serve` (or `npm start`) on a fresh data folder with free ports, measures the
  * time from spawn to the first 200 from /readyz ("first start": migrations + bootstrap), stops it,
@@ -12,7 +12,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     runs: { type: "string", default: "3" },
     settle: { type: "string", default: "5" },
     cmd: { type: "string", default: "serve" },
+    workers: { type: "string" },
   },
 });
 const runs = Number(values.runs);
@@ -97,7 +98,7 @@ async function waitReady(port: number, child: ChildProcess, t0: number): Promise
 async function start(dataDir: string): Promise<{ child: ChildProcess; port: number; readyMs: number }> {
   const port = await freePort();
   const grpc = await freePort();
-  const env = { ...process.env, PORT: String(port), PORTICO_GRPC_PORT: String(grpc), PORTICO_DATA_DIR: dataDir, PORTICO_LOG_LEVEL: "warn" };
+  const env = { ...process.env, PORT: String(port), PORTICO_GRPC_PORT: String(grpc), PORTICO_DATA_DIR: dataDir, PORTICO_LOG_LEVEL: "warn", ...(values.workers ? { PORTICO_WORKERS: values.workers } : {}) };
   const [cmd, args] = values.cmd === "npm-start" ? ["npm", ["start", "--silent"]] : [process.execPath, [join(root, "bin", "portico.mjs"), "serve"]];
   const t0 = performance.now();
   const child = spawn(cmd, args as string[], { cwd: root, env, stdio: ["ignore", "ignore", "inherit"], detached: true });
@@ -137,7 +138,7 @@ for (let i = 0; i < runs; i++) {
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
-console.log(`command: ${values.cmd}, runs: ${runs}, settle: ${settleMs / 1000} s`);
+console.log(`command: ${values.cmd}, workers: ${values.workers ?? "default"}, runs: ${runs}, settle: ${settleMs / 1000} s, load average now ${loadavg()[0]!.toFixed(2)}`);
 console.log("process tree of the last run:");
 for (const p of lastTree) console.log(`  ${p.pid} ${(p.rssKb / 1024).toFixed(1)} MB  ${p.cmdline.slice(0, 110)}`);
 console.log(`first start to /readyz (empty folder): median ${median(first).toFixed(0)} ms [${first.map((x) => x.toFixed(0)).join(", ")}]`);

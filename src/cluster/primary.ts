@@ -20,6 +20,8 @@ export interface ServePrimaryOptions {
   /** Base of the workers' instance ids (`<base>-w<index>`). */
   instanceId: string;
   logger: Logger;
+  /** Node options of the workers (default: the primary's). */
+  execArgv?: string[];
   /** Called when a worker failed during start-up: the command should stop. */
   onFatal: (reason: string) => void;
 }
@@ -35,6 +37,7 @@ export interface ServePrimary {
 
 export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
   new RateLimiterClusterMaster();
+  if (opts.execArgv) cluster.setupPrimary({ execArgv: opts.execArgv });
   const log = opts.logger.child({ component: "serve-primary" });
   const leases = new Map<string, LinkOwner>();
   const byIndex = new Map<number, Worker>();
