@@ -67,10 +67,18 @@ export async function startCoreProcess(config: Config, logger: Logger, metrics: 
     });
     logger.info({ url: handle.coreServer.url }, `core listening (Connect, gRPC, gRPC-Web over ${tls ? "TLS" : "h2c"})`);
     if (isServeWorker()) {
-      handle.internalCoreServer = await startCoreServer(handle.core, { host: "127.0.0.1", port: 0, exclusive: true, logger, tls });
+      // A port of this worker alone, on the configured interface, where other processes forward intern
+      // calls for links this worker holds. With PORTICO_CORE_ADVERTISE_URL, the worker advertises that
+      // URL's scheme and host with its own port (so other machines sharing Redis can reach it).
+      handle.internalCoreServer = await startCoreServer(handle.core, { host: config.host, port: 0, exclusive: true, logger, tls });
+      const own = new URL(handle.internalCoreServer.url);
+      if (config.interns.advertiseUrl) {
+        const advertised = new URL(config.interns.advertiseUrl);
+        advertised.port = own.port;
+        handle.core.listening(advertised.origin);
+      } else handle.core.listening(own.origin);
       logger.info({ url: handle.internalCoreServer.url }, "worker's own core listener (intern forwarding, embedded host)");
-    }
-    handle.core.listening((handle.internalCoreServer ?? handle.coreServer).url);
+    } else handle.core.listening(handle.coreServer.url);
     return handle;
   } catch (err) {
     await handle.close();

@@ -34,12 +34,13 @@ export function createInternsModule(deps: InternsModuleDeps) {
         redisUrl: deps.config.redisUrl,
         prefix: cfg.redisPrefix,
         instanceId: deps.config.instanceId,
-        advertiseUrl: cfg.advertiseUrl,
+        // A serve worker advertises its own listener (server.ts derives it from the advertise URL's host).
+        advertiseUrl: isServeWorker() ? undefined : cfg.advertiseUrl,
         leaseTtlMs: Math.max(3_000, 2 * cfg.linkLivenessTimeoutMs),
         logger: deps.logger,
       })
     : isServeWorker()
-      ? createIpcCluster({ instanceId: deps.config.instanceId, advertiseUrl: cfg.advertiseUrl })
+      ? createIpcCluster({ instanceId: deps.config.instanceId, advertiseUrl: undefined })
       : createLocalCluster();
   const forwarder = createForwarder();
   const localTokens = new Map<string, string>();
