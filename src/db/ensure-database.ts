@@ -7,6 +7,7 @@ import { redactDatabaseUrl } from "./client.js";
 const INVALID_CATALOG_NAME = "3D000"; // database does not exist
 const INSUFFICIENT_PRIVILEGE = "42501";
 const DUPLICATE_DATABASE = "42P04";
+const UNIQUE_VIOLATION = "23505";
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -37,7 +38,9 @@ export async function ensurePostgresDatabase(url: string, log?: (msg: string) =>
     log?.(`created database ${name}`);
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === DUPLICATE_DATABASE) return; // another process created it meanwhile
+    // Another process created it meanwhile: PostgreSQL says 42P04, or, when both CREATEs ran at once,
+    // 23505 on pg_database's name index (seen with two `serve` workers starting together).
+    if (code === DUPLICATE_DATABASE || code === UNIQUE_VIOLATION) return;
     const how = `create it as a role that may, e.g. psql -c 'CREATE DATABASE ${quoteIdent(name)} OWNER ${quoteIdent(decodeURIComponent(target.username) || "postgres")}'`;
     const why = code === INSUFFICIENT_PRIVILEGE ? "this role may not create databases" : (err as Error).message;
     throw new Error(`DATABASE_URL (${redactDatabaseUrl(url)}): database ${name} does not exist and could not be created (${why}); ${how}`, { cause: err });

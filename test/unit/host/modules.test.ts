@@ -5,7 +5,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { beforeAll, afterEach, describe, expect, it } from "vitest";
+import { loadAcp } from "../../../src/host/acp-runtime.js";
 import { agentEnvironment, agentFolders } from "../../../src/host/agent-env.js";
 import { commandOfToolCall, EscalationLedger, terminalCommandLines } from "../../../src/host/escalation.js";
 import { RunEventQueue, takeRoundRobin } from "../../../src/host/event-queue.js";
@@ -34,6 +35,11 @@ function reasonOf(fn: () => unknown): unknown {
   return "no error";
 }
 
+
+// The host loads the ACP SDK when it starts its first agent; these modules run after that.
+beforeAll(async () => {
+  await loadAcp();
+});
 describe("file access confinement", () => {
   it("allows paths inside the folder and refuses escapes by .., symlink, dangling symlink or relative path", () => {
     const root = tempRoot();

@@ -1,9 +1,15 @@
 /** Client terminals: shell vs exec, output tail, limits, kill and release. */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadAcp } from "../../../src/host/acp-runtime.js";
 import { createTerminalManager } from "../../../src/host/terminals.js";
 
 const launch = { cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, writable: [] };
 
+
+// The host loads the ACP SDK when it starts its first agent; these modules run after that.
+beforeAll(async () => {
+  await loadAcp();
+});
 describe("terminal manager", () => {
   it("runs a shell line through /bin/sh -c and argv commands directly", async () => {
     const t = createTerminalManager({ maxOpen: 4, maxOutputBytes: 1000 });
