@@ -1,7 +1,8 @@
 /**
  * `portico serve` with two worker processes (PORTICO_WORKERS=2) on the embedded SQLite database, no
  * Redis: connections are spread over both workers, an intern prompt succeeds whichever worker takes it
- * (the other forwards to the one holding the embedded host's link), the intern turn budget is one
+ * (the other forwards to the one holding the embedded host's link), a paused run is answered through
+ * either worker, the intern turn budget is one
  * budget for the whole serve, a revoked key is refused by every worker within one second, and a worker
  * killed with SIGKILL is replaced while what it acknowledged stays written.
  */
@@ -13,6 +14,7 @@ import type { ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../../src/core/identity/keys.js";
 import { runPortico, startPortico } from "../../helpers/cli.js";
+import { answerBody, chatBody, contentOf, finalOf, toolCallOf } from "../../integration/interns/sse-client.js";
 
 /** One request on a connection of its own, so the cluster hands it to the next worker. */
 function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
@@ -97,6 +99,33 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
     for (const word of ["w-2", "w-3", "w-4"]) expect((await prompt(word)).text).toContain(`${word}\\n`);
     const fifth = await prompt("w-5");
     expect(fifth.status).toBe(429);
+
+    // Manual mode: the run pauses on a question and the answer, sent on a connection of its own (so to
+    // either worker), resumes it; twice, so both workers take part whatever the round-robin's phase.
+    const chunksOf = (text: string) =>
+      text
+        .split("\n")
+        .filter((l) => l.startsWith("data: {"))
+        .map((l) => JSON.parse(l.slice(6)));
+    const mkAuth = { authorization: `Bearer ${boot.management_key}`, "content-type": "application/json" };
+    for (const word of ["paused-a", "paused-b"]) {
+      const asked = await request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: mkAuth,
+        body: JSON.stringify(chatBody(`$ echo ${word}`, { approval_mode: "manual" })),
+      });
+      expect(asked.status).toBe(200);
+      const chunks = chunksOf(asked.text);
+      const call = toolCallOf(chunks);
+      expect(call.function.name).toBe("service.provide_input");
+      const answered = await request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: mkAuth,
+        body: JSON.stringify(answerBody(finalOf(chunks).session_id, call.id, "allow_once")),
+      });
+      expect(answered.status).toBe(200);
+      expect(contentOf(chunksOf(answered.text))).toContain(`${word}\n`);
+    }
 
     // Acknowledged writes survive a worker's death.
     const mk = { authorization: `Bearer ${boot.management_key}`, "content-type": "application/json" };
