@@ -14,6 +14,7 @@ import { tmpdir, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
 import { runInWorker } from "./lib/worker.js";
+import { closedLoop } from "./lib/closed-loop.js";
 
 interface Result {
   name: string;
@@ -101,33 +102,9 @@ async function worker(): Promise<void> {
       req.on("error", () => resolve(false));
       req.end();
     });
-  const latencies: number[] = [];
-  let errors = 0;
-  let measuring = false;
-  let stop = false;
-  const loop = async () => {
-    while (!stop) {
-      const t0 = process.hrtime.bigint();
-      const ok = await send();
-      if (measuring) {
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-        if (!ok) errors++;
-      }
-    }
-  };
-  const loops = Array.from({ length: concurrency }, loop);
-  await new Promise((r) => setTimeout(r, warmup * 1000));
-  measuring = true;
-  const t0 = process.hrtime.bigint();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  measuring = false;
-  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-  stop = true;
-  await Promise.all(loops);
+  const figures = await closedLoop({ concurrency, warmupSeconds: warmup, seconds, send });
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-  const result: Result = { name, requests: latencies.length, errors, rps: latencies.length / elapsed, p50: pct(50), p99: pct(99) };
+  const result: Result = { name, requests: figures.requests, errors: figures.errors, rps: figures.rps, p50: figures.p50, p99: figures.p99 };
   parentPort!.postMessage(result);
 }
 

@@ -16,6 +16,7 @@ import { tmpdir, cpus } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
 import { runInWorker } from "./lib/worker.js";
+import { closedLoop } from "./lib/closed-loop.js";
 
 interface Scenario {
   name: string;
@@ -57,10 +58,6 @@ function arg(name: string, fallback: number): number {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function main(): Promise<void> {
   const seconds = arg("seconds", 5);
@@ -192,44 +189,14 @@ async function worker(): Promise<void> {
       );
   }
 
-  const latencies: number[] = [];
-  let errors = 0;
-  let measuring = false;
-  let stop = false;
-  const loop = async (conn: number) => {
-    const slug = scenario.hotSlug ? `${slugPrefix}-hot` : `${slugPrefix}-c${conn}`;
-    while (!stop) {
-      const t0 = process.hrtime.bigint();
-      const ok = await send(slug);
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-      if (measuring) {
-        latencies.push(ms);
-        if (!ok) errors++;
-      }
-    }
-  };
-  const loops = Array.from({ length: scenario.concurrency }, (_, i) => loop(i));
-  await new Promise((r) => setTimeout(r, warmup * 1000));
-  measuring = true;
-  const t0 = process.hrtime.bigint();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  measuring = false;
-  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-  stop = true;
-  await Promise.all(loops);
-  await close();
-  latencies.sort((a, b) => a - b);
-  const result: Result = {
-    name: scenario.name,
+  const figures = await closedLoop({
     concurrency: scenario.concurrency,
-    requests: latencies.length,
-    errors,
-    seconds: elapsed,
-    rps: latencies.length / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    max: latencies[latencies.length - 1] ?? NaN,
-  };
+    warmupSeconds: warmup,
+    seconds,
+    send: (conn) => send(scenario.hotSlug ? `${slugPrefix}-hot` : `${slugPrefix}-c${conn}`),
+  });
+  await close();
+  const result: Result = { name: scenario.name, concurrency: scenario.concurrency, ...figures };
   parentPort!.postMessage(result);
 }
 

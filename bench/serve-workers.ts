@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import http from "node:http";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { runInWorker } from "./lib/worker.js";
+import { closedLoop } from "./lib/closed-loop.js";
 
 interface Result {
   rps: number;
@@ -104,32 +105,9 @@ async function worker(): Promise<void> {
       req.on("error", () => done(false));
       req.end(post ? BODY : undefined);
     });
-  const latencies: number[] = [];
-  let errors = 0;
-  let measuring = false;
-  let stop = false;
-  const loops = Array.from({ length: concurrency }, async (_, conn) => {
-    while (!stop) {
-      const t0 = process.hrtime.bigint();
-      const ok = await send(conn);
-      if (measuring) {
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-        if (!ok) errors++;
-      }
-    }
-  });
-  await new Promise((r) => setTimeout(r, warmup * 1000));
-  measuring = true;
-  const t0 = process.hrtime.bigint();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  measuring = false;
-  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-  stop = true;
-  await Promise.all(loops);
+  const figures = await closedLoop({ concurrency, warmupSeconds: warmup, seconds, send });
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
-  parentPort!.postMessage({ rps: latencies.length / elapsed, p50: pct(50), p99: pct(99), errors } satisfies Result);
+  parentPort!.postMessage({ rps: figures.rps, p50: figures.p50, p99: figures.p99, errors: figures.errors } satisfies Result);
 }
 
 if (isMainThread) await main();

@@ -3,43 +3,15 @@
  * dist/, with no TypeScript loader and no esbuild service anywhere in the process tree, and tsx is not
  * a runtime dependency.
  */
-import { readFileSync, readdirSync, mkdtempSync, rmSync } from "node:fs";
+import { readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { runPortico, startPortico } from "../../helpers/cli.js";
+import { processTree } from "../../helpers/procs.js";
 
 const root = resolve(import.meta.dirname, "../../..");
-
-function processTree(rootPid: number): Array<{ pid: number; comm: string; cmdline: string }> {
-  const all = readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .flatMap((n) => {
-      try {
-        const stat = readFileSync(`/proc/${n}/stat`, "utf8");
-        const close = stat.lastIndexOf(")");
-        return [{
-          pid: Number(n),
-          ppid: Number(stat.slice(close + 2).split(" ")[1]),
-          comm: stat.slice(stat.indexOf("(") + 1, close),
-          cmdline: readFileSync(`/proc/${n}/cmdline`, "utf8").replace(/\0/g, " ").trim(),
-        }];
-      } catch {
-        return [];
-      }
-    });
-  const found: Array<{ pid: number; comm: string; cmdline: string }> = [];
-  const queue = [rootPid];
-  while (queue.length) {
-    const pid = queue.shift()!;
-    for (const p of all) {
-      if (p.pid === pid) found.push(p);
-      if (p.ppid === pid) queue.push(p.pid);
-    }
-  }
-  return found;
-}
 
 describe("compiled runtime", () => {
   const dirs: string[] = [];

@@ -7,13 +7,14 @@
  * killed with SIGKILL is replaced while what it acknowledged stays written.
  */
 import http from "node:http";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../../src/core/identity/keys.js";
 import { runPortico, startPortico } from "../../helpers/cli.js";
+import { allProcesses } from "../../helpers/procs.js";
 import { answerBody, chatBody, contentOf, finalOf, toolCallOf } from "../../integration/interns/sse-client.js";
 
 /** One request on a connection of its own, so the cluster hands it to the next worker. */
@@ -30,19 +31,8 @@ function request(url: string, init: { method?: string; headers?: Record<string, 
   });
 }
 
-function childPids(pid: number): number[] {
-  return readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        const stat = readFileSync(`/proc/${n}/stat`, "utf8");
-        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid && readFileSync(`/proc/${n}/cmdline`, "utf8").includes("portico");
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+/** The worker processes a serve primary forked. */
+const childPids = (pid: number) => allProcesses().filter((p) => p.ppid === pid && p.cmdline.includes("portico")).map((p) => p.pid);
 
 describe("portico serve with worker processes (SQLite, no Redis)", () => {
   const dirs: string[] = [];
