@@ -53,6 +53,8 @@ export const REASON_RULES: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, 
   [Reason.CORE_UNAVAILABLE]: { wire: "core_unavailable", code: Code.Unavailable, status: 503, retryable: true, meaning: "the gateway cannot reach the core; retry shortly" },
   [Reason.STATE_CONFLICT]: { wire: "conflict", code: Code.FailedPrecondition, status: 409, retryable: false, meaning: "the resource's state forbids the change (e.g. a workspace that still holds active keys)" },
   [Reason.INTERN_NOT_READY]: { wire: "intern_not_ready", code: Code.FailedPrecondition, status: 409, retryable: false, meaning: "the intern is suspended; provision it to resume" },
+  [Reason.NO_CREDENTIAL]: { wire: "no_credential", code: Code.FailedPrecondition, status: 400, retryable: false, meaning: "no provider credential may serve the requested models (store one with POST /byok, or check its flags)" },
+  [Reason.UPSTREAM_FAILED]: { wire: "upstream_failed", code: Code.Unavailable, status: 502, retryable: true, meaning: "every provider attempt failed before answering" },
   [Reason.TIMEOUT]: { wire: "timeout", code: Code.DeadlineExceeded, status: 504, retryable: true, meaning: "something did not answer in time" },
 };
 

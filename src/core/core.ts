@@ -32,6 +32,10 @@ import { createPresetsRepository } from "./presets/presets-repository.js";
 import { createPresetManagement } from "./presets/preset-management.js";
 import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
+import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
+import { createChatHandler } from "./chat/chat-handler.js";
+import { createCredentialStore } from "./chat/credentials/load.js";
+import { ProviderRegistry } from "./chat/providers/index.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
 import { createAuditHandler } from "./audit/audit-handler.js";
@@ -81,6 +85,19 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const workspaces = createWorkspacesService(db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
   const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
+  const presetsRepository = createPresetsRepository(db, { provider: database.provider });
+  const chat = createChatHandler({
+    presets: presetsRepository,
+    credentials: createCredentialStore({
+      db,
+      keyring: byok.keyring,
+      onUnusable: (id) => logger.warn({ credential_id: id }, "a BYOK credential's key cannot be opened; it is skipped"),
+    }),
+    providers: new ProviderRegistry(config.providers),
+    brand: config.brand,
+    logger,
+  });
+
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
     createErrorBoundaryInterceptor((err, procedure, requestId) =>
@@ -115,8 +132,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
+    router.service(ChatService, chat);
     router.service(PresetsService, createPresetsHandler({
-        repository: createPresetsRepository(db, { provider: database.provider }),
+        repository: presetsRepository,
         management: createPresetManagement(db),
         audit: createAuditRecorder(db),
         brand: config.brand,

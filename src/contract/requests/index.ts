@@ -17,6 +17,7 @@ export { RuleViolation, validate, violationOf } from "./kit.js";
 export function requestSchemas(brand: string): Record<string, Record<string, unknown>> {
   return {
     createPresetVersion: requestJsonSchema(ChatRequest.schema(brand)),
+    createChatCompletion: requestJsonSchema(ChatRequest.schema(brand)),
     createInternChatCompletion: requestJsonSchema(InternChatRequest),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),

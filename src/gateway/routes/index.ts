@@ -8,6 +8,7 @@ import { registerKeyRoutes } from "./keys.js";
 import { registerWorkspaceRoutes } from "./workspaces.js";
 import { registerAuditRoutes } from "./audit.js";
 import { registerInternAdminRoutes } from "./intern-admin.js";
+import { registerChatRoutes } from "./chat.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -19,4 +20,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerWorkspaceRoutes(api, ctx);
   await registerAuditRoutes(api, ctx);
   await registerInternAdminRoutes(api, ctx);
+  await registerChatRoutes(api, ctx);
 }

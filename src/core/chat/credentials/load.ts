@@ -1,0 +1,63 @@
+/**
+ * The credentials of a workspace for one provider, read from the database and decrypted in memory for at
+ * most `ttlMs` (1 s), so a request does not read or decrypt on every call and a change (a credential
+ * disabled, edited or deleted through any process) takes effect within that bound.
+ */
+import type { Db } from "../../../db/client.js";
+import { decryptCredentialKey } from "../../byok/credential-crypto.js";
+import type { Keyring } from "../../byok/keyring.js";
+import type { CredentialRecord } from "./select.js";
+
+export interface LoadedCredential extends CredentialRecord {
+  /** The decrypted provider key (never logged, never returned). Null when it cannot be opened. */
+  apiKey: string | null;
+}
+
+export interface CredentialStore {
+  forProvider(workspaceId: string, provider: string): Promise<LoadedCredential[]>;
+}
+
+const list = (v: unknown): string[] | null => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : null);
+
+export function createCredentialStore(deps: { db: Db; keyring: Keyring; ttlMs?: number; onUnusable?: (id: string, err: unknown) => void }): CredentialStore {
+  const ttl = deps.ttlMs ?? 1000;
+  const cache = new Map<string, { at: number; value: Promise<LoadedCredential[]> }>();
+  const read = async (workspaceId: string, provider: string): Promise<LoadedCredential[]> => {
+    const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, provider, deletedAt: null } });
+    return rows.map((row) => {
+      let apiKey: string | null = null;
+      try {
+        apiKey = decryptCredentialKey(deps.keyring, row);
+      } catch (err) {
+        deps.onUnusable?.(row.id, err);
+      }
+      return {
+        id: row.id,
+        provider: row.provider,
+        disabled: row.disabled,
+        allowedModels: list(row.allowedModels),
+        allowedApiKeyHashes: list(row.allowedApiKeyHashes),
+        allowedUserIds: list(row.allowedUserIds),
+        isRequired: row.isRequired,
+        isFallback: row.isFallback,
+        isByokOnly: row.isByokOnly,
+        sortOrder: row.sortOrder,
+        createdAt: row.createdAt,
+        apiKey,
+      };
+    });
+  };
+  return {
+    forProvider(workspaceId, provider) {
+      const key = `${workspaceId}\u0000${provider}`;
+      const hit = cache.get(key);
+      const now = performance.now();
+      if (hit && now - hit.at < ttl) return hit.value;
+      const value = read(workspaceId, provider);
+      cache.set(key, { at: now, value });
+      value.catch(() => cache.delete(key));
+      if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
+      return value;
+    },
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * `POST /api/v1/chat/completions`: the OpenAI chat-completions operation, routed by the core's ChatService
+ * to upstream providers with the caller's provider credentials (issue 11). `stream: false` answers one
+ * `chat.completion`; `stream: true` answers server-sent events, one `chat.completion.chunk` per `data:`
+ * line, then `data: [DONE]`. A failure before the first chunk is an HTTP error in the envelope; after it,
+ * a chunk with `finish_reason: "error"`. Writes wait for the socket (backpressure), and a client that
+ * leaves aborts the RPC and with it the upstream request.
+ */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ChatService, type StreamChatCompletionResponse } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { requestSchemas } from "../../contract/requests/index.js";
+import type { GatewayContext } from "../context.js";
+import { publicError, publicErrorFromConnect } from "../errors.js";
+import { callOptionsFor } from "../rpc.js";
+import { errorResponses, passThroughValidator } from "../schemas.js";
+import { SseWriter } from "../sse.js";
+
+const DONE = "data: [DONE]\n\n";
+const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
+
+/** The response objects are the providers' OpenAI-shaped objects; the schema lists the fixed fields. */
+const completionSchema = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: { type: "string" },
+    object: { type: "string", enum: ["chat.completion"] },
+    created: { type: "integer" },
+    model: { type: "string" },
+    provider: { type: "string", description: "The provider that served the request." },
+    choices: { type: "array", items: { type: "object", additionalProperties: true } },
+    usage: { type: "object", additionalProperties: true },
+  },
+} as const;
+const chunkSchema = {
+  type: "object",
+  additionalProperties: true,
+  properties: {
+    id: { type: "string" },
+    object: { type: "string", enum: ["chat.completion.chunk"] },
+    created: { type: "integer" },
+    model: { type: "string" },
+    provider: { type: "string" },
+    choices: { type: "array", items: { type: "object", additionalProperties: true } },
+    usage: { type: ["object", "null"], additionalProperties: true },
+    error: { type: "object", additionalProperties: true },
+  },
+} as const;
+
+export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  const client = createClient(ChatService, ctx.transport);
+  api.post<{ Body: unknown }>(
+    "/chat/completions",
+    {
+      validatorCompiler: passThroughValidator,
+      schema: {
+        operationId: "createChatCompletion",
+        summary: "Create a chat completion through the providers the model names",
+        description:
+          "An OpenAI chat-completions request. `model` is `<provider>/<model>` or `@preset/<slug>[@<version>]` (or name a preset in `preset`); " +
+          "`models` lists fallbacks and `provider` orders, restricts or ignores providers. The caller's BYOK credentials for the provider are " +
+          "used, in the order their flags define (docs/chat.md). With `stream: true` the answer is server-sent events ending with `data: [DONE]`.",
+        tags: ["chat"],
+        body: requestSchemas(ctx.brand).createChatCompletion,
+        response: {
+          200: {
+            description: "`stream: false`: one chat.completion (JSON). `stream: true`: text/event-stream of chat.completion.chunk objects.",
+            content: { "application/json": { schema: completionSchema }, "text/event-stream": { schema: chunkSchema } },
+          },
+          ...errorResponses(400, 401, 403, 404, 502),
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
+      }
+      const json = body as Record<string, never>;
+      if ((body as { stream?: unknown }).stream !== true) {
+        const ac = new AbortController();
+        const onClose = () => {
+          if (!reply.raw.writableFinished) ac.abort();
+        };
+        reply.raw.on("close", onClose);
+        try {
+          const res = await client.createChatCompletion({ body: json }, callOptionsFor(req, ac.signal));
+          return reply.type("application/json; charset=utf-8").send(JSON.stringify(res.completion ?? {}));
+        } finally {
+          reply.raw.off("close", onClose);
+        }
+      }
+      return streamCompletion(req, reply, client, json);
+    },
+  );
+}
+
+async function streamCompletion(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  client: ReturnType<typeof createClient<typeof ChatService>>,
+  body: Record<string, never>,
+): Promise<void> {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  };
+  reply.raw.on("close", onClose);
+  const stream = client.streamChatCompletion({ body }, callOptionsFor(req, ac.signal))[Symbol.asyncIterator]();
+  let first: IteratorResult<StreamChatCompletionResponse>;
+  try {
+    // Errors before the first chunk (bad request, no credential, every provider down) are HTTP errors.
+    first = await stream.next();
+  } catch (err) {
+    reply.raw.off("close", onClose);
+    if (ac.signal.aborted) {
+      reply.hijack();
+      reply.raw.destroy();
+      return;
+    }
+    throw err;
+  }
+  reply.hijack();
+  const sse = new SseWriter(reply.raw, ac.signal);
+  sse.open({ headers: { "x-request-id": String(req.id) } });
+  try {
+    let next = first;
+    while (!next.done) {
+      const r = sse.data(JSON.stringify(next.value.chunk ?? {}));
+      if (r instanceof Promise) await r;
+      if (!sse.isOpen) break;
+      next = await stream.next();
+    }
+  } catch (err) {
+    if (sse.isOpen) {
+      const pub = publicErrorFromConnect(ConnectError.from(err));
+      const code = ConnectError.from(err).code;
+      if (code !== Code.Canceled) req.log.warn({ code: Code[code] }, "chat stream broke after it opened");
+      await sse.data(JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "error" }], error: { code: pub.status, message: pub.body.error.message } }));
+    }
+  } finally {
+    if (sse.isOpen) await sse.write(DONE);
+    reply.raw.off("close", onClose);
+    if (!sse.isOpen) await stream.return?.();
+    sse.end();
+  }
+}
