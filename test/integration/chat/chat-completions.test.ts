@@ -6,6 +6,8 @@
  * the upstream request.
  */
 import OpenAI from "openai";
+import { OpenRouter } from "@openrouter/sdk";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI, } from "../../helpers/fake-upstreams/openai.js";
@@ -49,6 +51,40 @@ describe("chat completions through BYOK credentials", () => {
     const upstream = ok.requests.at(-1)!;
     expect(upstream.headers.authorization).toBe("Bearer gsk-test-groq");
     expect(upstream.body.model).toBe("llama-3.3-70b");
+  });
+
+  it("the published SDK's chat call (@openrouter/sdk)", async () => {
+    const sdk = new OpenRouter({ apiKey: h.tenant.apiKey, serverURL: `${h.baseUrl}/api/v1`, retryConfig: { strategy: "none" } });
+    const res = await sdk.chat.send({ chatRequest: { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }] } });
+    expect(JSON.stringify(res)).toContain("Hello, world");
+  });
+
+  it("grpc-js: unary and server-streaming ChatService calls", async () => {
+    /** google.protobuf.Struct as proto-loader represents it. */
+    const value = (v: unknown): unknown =>
+      typeof v === "string" ? { stringValue: v }
+      : typeof v === "number" ? { numberValue: v }
+      : typeof v === "boolean" ? { boolValue: v }
+      : Array.isArray(v) ? { listValue: { values: v.map(value) } }
+      : { structValue: struct(v as Record<string, unknown>) };
+    const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
+    const text = (s: any): string => JSON.stringify(s);
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const body = struct({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }] });
+    const unaryRes = await new Promise<any>((resolve, reject) =>
+      chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res))),
+    );
+    expect(text(unaryRes)).toContain("Hello, world");
+    const pieces: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = chat.StreamChatCompletion({ body }, bearer(h.tenant.apiKey));
+      call.on("data", (m: any) => pieces.push(m.chunk?.fields?.choices?.listValue?.values?.[0]?.structValue?.fields?.delta?.structValue?.fields?.content?.stringValue ?? ""));
+      call.on("end", resolve);
+      call.on("error", reject);
+    });
+    expect(pieces.join("")).toBe("Hello, world");
+    const refused = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer("pk-v1-" + "0".repeat(64)), (err: unknown) => resolve(err)));
+    expect(refused.code).toBe(16); // UNAUTHENTICATED
   });
 
   it("streaming: chunks in order, usage on the last, [DONE] at the end", async () => {
