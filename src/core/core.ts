@@ -34,6 +34,9 @@ import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
 import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
 import { createChatHandler } from "./chat/chat-handler.js";
+import { createGenerationStore } from "./chat/generations.js";
+import { createGenerationsHandler } from "./chat/generations-handler.js";
+import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
 import { createCredentialStore } from "./chat/credentials/load.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
@@ -86,8 +89,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
+  const generations = createGenerationStore({ db, logger });
+  closers.push(() => generations.close());
   const chat = createChatHandler({
     presets: presetsRepository,
+    generations,
     credentials: createCredentialStore({
       db,
       keyring: byok.keyring,
@@ -133,6 +139,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
+    router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
     router.service(PresetsService, createPresetsHandler({
         repository: presetsRepository,
         management: createPresetManagement(db),

@@ -9,15 +9,18 @@
  *    error) moves on to the next (provider, model, credential); after the first chunk it ends the stream
  *    with a `finish_reason: "error"` chunk carrying the error.
  *
- * Responses name the provider that served them (`provider`). Provider keys never leave this module except
+ * Responses name the provider that served them (`provider`); their `id` is the generation id, under which
+ * the request is recorded (generations.ts; `GET /api/v1/generation?id=`). Provider keys never leave this module except
  * in the upstream request's own authentication header.
  */
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
+import { ConnectError, type ServiceImpl, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
-import { Reason } from "../../contract/reasons.js";
+import { ALL_REASONS, Reason, ruleOf } from "../../contract/reasons.js";
+import { errorDetailOf } from "../../lib/service-error.js";
+import type { GenerationRecorder } from "./seams.js";
 import { ChatRequest, RuleViolation } from "../../contract/requests/index.js";
 import { callerOf, type Caller } from "../auth.js";
 import { invalidArgument, notFound, serviceError } from "../errors.js";
@@ -25,12 +28,13 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import { selectCredentials } from "./credentials/select.js";
 import { applyPreset, presetReferenceOf, PresetReferenceError } from "./presets.js";
-import type { ChatBody, ChatChunk, ProviderAdapter, UpstreamCall } from "./providers/index.js";
+import type { ChatBody, ChatChunk, ChatUsage, ProviderAdapter, UpstreamCall } from "./providers/index.js";
 import { UpstreamError, type ProviderRegistry } from "./providers/index.js";
 import { modelsOf, planAttempts, preferencesOf } from "./routing.js";
 
 export interface ChatHandlerDeps {
   presets: PresetsRepository;
+  generations: GenerationRecorder;
   credentials: CredentialStore;
   providers: ProviderRegistry;
   brand: string;
@@ -40,6 +44,7 @@ export interface ChatHandlerDeps {
 interface Attempt {
   provider: string;
   requestedModel: string;
+  credentialId: string;
   adapter: ProviderAdapter;
   call: UpstreamCall;
 }
@@ -48,7 +53,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const log = deps.logger.child({ component: "chat" });
 
   /** Steps 1–3: the request as sent upstream and the attempts, in order. */
-  async function prepare(raw: JsonObject | undefined, caller: Caller, signal: AbortSignal): Promise<{ body: Record<string, unknown>; attempts: Attempt[] }> {
+  async function prepare(
+    raw: JsonObject | undefined,
+    caller: Caller,
+    signal: AbortSignal,
+    track: Tracking,
+  ): Promise<{ body: Record<string, unknown>; attempts: Attempt[] }> {
     let body: Record<string, unknown> = (raw ?? {}) as Record<string, unknown>;
     try {
       ChatRequest.parse(body, { brand: deps.brand });
@@ -71,8 +81,11 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         : preset.designatedVersionId ? await deps.presets.findVersionById(preset.designatedVersionId) : null;
       if (!version) throw notFound(ref.version !== undefined ? `Preset "${ref.slug}" has no version ${ref.version}` : `Preset "${ref.slug}" has no designated version`);
       body = applyPreset(body, { config: (version.config ?? {}) as Record<string, unknown>, systemPrompt: version.systemPrompt });
+      track.presetSlug = ref.slug;
+      track.presetVersion = version.version;
     }
     const models = modelsOf(body);
+    track.requestedModel = models[0] ?? "";
     if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
     const planned = planAttempts(models, preferencesOf(body), (p) => deps.providers.get(p) !== undefined);
     const attempts: Attempt[] = [];
@@ -86,6 +99,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         attempts.push({
           provider: plan.provider,
           requestedModel: plan.requestedModel,
+          credentialId: cred.id,
           adapter: provider.adapter,
           call: { model: plan.upstreamModel, body: body as ChatBody, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal },
         });
@@ -105,28 +119,57 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   return {
     async createChatCompletion(req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
-      const { attempts } = await prepare(req.body, caller, ctx.signal);
-      let last: unknown;
-      for (const a of attempts) {
-        try {
-          const completion = await a.adapter.complete(a.call);
-          return { completion: { ...completion, provider: a.provider } as unknown as JsonObject };
-        } catch (err) {
-          if (!(err instanceof UpstreamError)) throw err;
-          last = err;
-          log.info({ provider: a.provider, model: a.requestedModel, status: err.status }, "upstream attempt failed");
-          if (!err.retryable) break;
+      const track = tracking(false);
+      try {
+        const { attempts } = await prepare(req.body, caller, ctx.signal, track);
+        let last: unknown;
+        for (const a of attempts) {
+          track.attempts++;
+          try {
+            const completion = await a.adapter.complete(a.call);
+            served(track, a);
+            track.usage = completion.usage ?? null;
+            track.finishReason = completion.choices[0]?.finish_reason ?? null;
+            track.status = "success";
+            return { completion: { ...completion, id: track.id, provider: a.provider } as unknown as JsonObject };
+          } catch (err) {
+            if (!(err instanceof UpstreamError)) throw err;
+            last = err;
+            log.info({ provider: a.provider, model: a.requestedModel, status: err.status }, "upstream attempt failed");
+            if (!err.retryable) break;
+          }
         }
+        throw exhausted(last);
+      } catch (err) {
+        failed(track, err, ctx.signal);
+        throw err;
+      } finally {
+        record(track, caller);
       }
-      throw exhausted(last);
     },
 
     async *streamChatCompletion(req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
-      const { body, attempts } = await prepare(req.body, caller, ctx.signal);
+      const track = tracking(true);
+      try {
+        yield* streamAttempts(req.body, caller, ctx, track);
+        if (track.status === "pending") track.status = ctx.signal.aborted ? "cancelled" : "success";
+      } catch (err) {
+        failed(track, err, ctx.signal);
+        throw err;
+      } finally {
+        if (track.status === "pending") track.status = "cancelled"; // the consumer stopped reading
+        record(track, caller);
+      }
+    },
+  };
+
+  async function* streamAttempts(raw: JsonObject | undefined, caller: Caller, ctx: HandlerContext, track: Tracking) {
+      const { body, attempts } = await prepare(raw, caller, ctx.signal, track);
       const echo = isEcho(body);
       let last: unknown;
       for (const a of attempts) {
+        track.attempts++;
         const iterator = a.adapter.stream(a.call)[Symbol.asyncIterator]();
         let first: IteratorResult<ChatChunk>;
         try {
@@ -138,23 +181,30 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
           if (!err.retryable) break;
           continue;
         }
-        const meta = { id: first.done ? `gen-${randomUUID()}` : first.value.id, created: Math.floor(Date.now() / 1000), model: a.requestedModel };
+        served(track, a);
+        track.timeToFirstTokenMs = performance.now() - track.start;
+        const meta = { id: track.id, created: Math.floor(Date.now() / 1000), model: a.requestedModel };
         if (echo) {
           yield { chunk: { ...meta, object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } } as unknown as JsonObject };
         }
         if (first.done) return;
-        yield { chunk: { ...first.value, provider: a.provider } as unknown as JsonObject };
+        observe(track, first.value);
+        yield { chunk: { ...first.value, id: track.id, provider: a.provider } as unknown as JsonObject };
         try {
           for (;;) {
             const next = await iterator.next();
             if (next.done) return;
-            yield { chunk: { ...next.value, provider: a.provider } as unknown as JsonObject };
+            observe(track, next.value);
+            yield { chunk: { ...next.value, id: track.id, provider: a.provider } as unknown as JsonObject };
           }
         } catch (err) {
           if (ctx.signal.aborted) throw err;
           const status = err instanceof UpstreamError && err.status > 0 ? err.status : 502;
           const message = err instanceof UpstreamError ? err.message : "The provider's stream broke";
           log.info({ provider: a.provider, model: a.requestedModel, status }, "upstream stream failed after its first chunk");
+          track.status = "error";
+          track.errorCode = status;
+          track.finishReason = "error";
           yield {
             chunk: {
               ...meta,
@@ -170,8 +220,97 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         }
       }
       throw exhausted(last);
-    },
+  }
+
+  function record(track: Tracking, caller: Caller): void {
+    deps.generations.record({
+      id: track.id,
+      organizationId: caller.organizationId,
+      workspaceId: caller.workspaceId,
+      keyHash: caller.keyHash,
+      requestedModel: track.requestedModel,
+      model: track.model,
+      provider: track.provider,
+      credentialId: track.credentialId,
+      credentialSource: track.credentialId ? "byok" : null,
+      presetSlug: track.presetSlug,
+      presetVersion: track.presetVersion,
+      streamed: track.streamed,
+      promptTokens: track.usage?.prompt_tokens ?? null,
+      completionTokens: track.usage?.completion_tokens ?? null,
+      totalTokens: track.usage?.total_tokens ?? null,
+      latencyMs: performance.now() - track.start,
+      timeToFirstTokenMs: track.timeToFirstTokenMs,
+      status: track.status === "pending" ? "error" : track.status,
+      finishReason: track.finishReason,
+      errorCode: track.errorCode,
+      attempts: track.attempts,
+      createdAt: new Date(track.startedAt),
+    });
+  }
+}
+
+interface Tracking {
+  id: string;
+  start: number;
+  startedAt: number;
+  streamed: boolean;
+  requestedModel: string;
+  model: string | null;
+  provider: string | null;
+  credentialId: string | null;
+  presetSlug: string | null;
+  presetVersion: number | null;
+  attempts: number;
+  usage: ChatUsage | null;
+  finishReason: string | null;
+  timeToFirstTokenMs: number | null;
+  status: "pending" | "success" | "error" | "cancelled";
+  errorCode: number | null;
+}
+
+function tracking(streamed: boolean): Tracking {
+  return {
+    id: `gen-${randomUUID()}`,
+    start: performance.now(),
+    startedAt: Date.now(),
+    streamed,
+    requestedModel: "",
+    model: null,
+    provider: null,
+    credentialId: null,
+    presetSlug: null,
+    presetVersion: null,
+    attempts: 0,
+    usage: null,
+    finishReason: null,
+    timeToFirstTokenMs: null,
+    status: "pending",
+    errorCode: null,
   };
+}
+
+function served(track: Tracking, a: Attempt): void {
+  track.provider = a.provider;
+  track.model = a.requestedModel;
+  track.credentialId = a.credentialId;
+}
+
+function observe(track: Tracking, chunk: ChatChunk): void {
+  if (chunk.usage) track.usage = chunk.usage;
+  const finish = chunk.choices[0]?.finish_reason;
+  if (finish) track.finishReason = finish;
+}
+
+function failed(track: Tracking, err: unknown, signal: AbortSignal): void {
+  if (signal.aborted) {
+    track.status = "cancelled";
+    return;
+  }
+  track.status = "error";
+  const detail = err instanceof ConnectError ? errorDetailOf(err) : undefined;
+  const reason = detail ? ALL_REASONS.find((r) => ruleOf(r).wire === detail.reason) : undefined;
+  track.errorCode = reason !== undefined ? ruleOf(reason).status : 500;
 }
 
 function isEcho(body: Readonly<Record<string, unknown>>): boolean {

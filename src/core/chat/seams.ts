@@ -37,6 +37,7 @@ export type GenerationStatus = "success" | "error" | "cancelled";
 export interface GenerationRecord {
   id: string;
   organizationId: string;
+  workspaceId: string;
   keyHash: string;
   /** The model the caller asked for (after preset resolution). */
   requestedModel: string;

@@ -9,6 +9,7 @@ import { registerWorkspaceRoutes } from "./workspaces.js";
 import { registerAuditRoutes } from "./audit.js";
 import { registerInternAdminRoutes } from "./intern-admin.js";
 import { registerChatRoutes } from "./chat.js";
+import { registerGenerationRoutes } from "./generations.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -21,4 +22,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerAuditRoutes(api, ctx);
   await registerInternAdminRoutes(api, ctx);
   await registerChatRoutes(api, ctx);
+  await registerGenerationRoutes(api, ctx);
 }

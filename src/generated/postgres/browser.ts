@@ -43,6 +43,12 @@ export type Workspace = Prisma.WorkspaceModel
  */
 export type WorkspaceMember = Prisma.WorkspaceMemberModel
 /**
+ * Model Generation
+ * One chat-completions request: who asked, what served it, tokens, timings and outcome. Never message
+ * content, never a provider key.
+ */
+export type Generation = Prisma.GenerationModel
+/**
  * Model AuditEvent
  * One change made through the management services (API or `portico admin`). Never holds a secret.
  */

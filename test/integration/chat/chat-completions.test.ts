@@ -168,6 +168,44 @@ describe("chat completions through BYOK credentials", () => {
     expect(seen).toBeLessThan(50);
   });
 
+  it("each request is recorded as a generation, readable by its id within the organization only", async () => {
+    const res = await client.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "secret prompt text" }] });
+    expect(res.id).toMatch(/^gen-/);
+    const got = await api(h, "GET", `/generation?id=${res.id}`, { key: h.tenant.apiKey });
+    expect(got.status).toBe(200);
+    expect(got.json.data).toMatchObject({
+      id: res.id,
+      key_hash: h.tenant.apiKeyHash,
+      requested_model: "groq/llama-3.3-70b",
+      model: "groq/llama-3.3-70b",
+      provider: "groq",
+      credential_id: credentials.groq,
+      streamed: false,
+      prompt_tokens: 11,
+      completion_tokens: 3,
+      total_tokens: 14,
+      status: "success",
+      finish_reason: "stop",
+      attempts: 1,
+    });
+    expect(got.text).not.toContain("secret prompt text");
+    expect(got.text).not.toContain("gsk-test-groq");
+
+    const stream = await client.chat.completions.create({ model: "openai/gpt-4o", models: ["groq/llama-3.3-70b"], messages: [{ role: "user", content: "hi" }], stream: true } as never);
+    let id = "";
+    for await (const chunk of stream as unknown as AsyncIterable<{ id: string }>) id = chunk.id;
+    const streamed = await api(h, "GET", `/generation?id=${id}`, { key: h.tenant.apiKey });
+    expect(streamed.json.data).toMatchObject({ streamed: true, attempts: 2, provider: "groq", status: "success" });
+    expect(streamed.json.data.time_to_first_token_ms).toEqual(expect.any(Number));
+
+    const failed = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", messages: [{ role: "user", content: "hi" }] } });
+    expect(failed.status).toBe(502);
+
+    const other = await h.createTenant();
+    expect((await api(h, "GET", `/generation?id=${res.id}`, { key: other.apiKey })).status).toBe(404);
+    expect((await api(h, "GET", `/generation?id=nope`, { key: h.tenant.apiKey })).status).toBe(400);
+  });
+
   it("a disabled credential stops being used (within the cache's one-second bound)", async () => {
     const patched = await api(h, "PATCH", `/byok/${credentials.groq}`, { key: h.tenant.managementKey, body: { disabled: true } });
     expect(patched.status).toBe(200);

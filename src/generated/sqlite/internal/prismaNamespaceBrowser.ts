@@ -54,6 +54,7 @@ export const ModelName = {
   Membership: 'Membership',
   Workspace: 'Workspace',
   WorkspaceMember: 'WorkspaceMember',
+  Generation: 'Generation',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   Preset: 'Preset',
@@ -136,6 +137,34 @@ export const WorkspaceMemberScalarFieldEnum = {
 } as const
 
 export type WorkspaceMemberScalarFieldEnum = (typeof WorkspaceMemberScalarFieldEnum)[keyof typeof WorkspaceMemberScalarFieldEnum]
+
+
+export const GenerationScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  keyHash: 'keyHash',
+  requestedModel: 'requestedModel',
+  model: 'model',
+  provider: 'provider',
+  credentialId: 'credentialId',
+  credentialSource: 'credentialSource',
+  presetSlug: 'presetSlug',
+  presetVersion: 'presetVersion',
+  streamed: 'streamed',
+  promptTokens: 'promptTokens',
+  completionTokens: 'completionTokens',
+  totalTokens: 'totalTokens',
+  latencyMs: 'latencyMs',
+  timeToFirstTokenMs: 'timeToFirstTokenMs',
+  status: 'status',
+  finishReason: 'finishReason',
+  errorCode: 'errorCode',
+  attempts: 'attempts',
+  createdAt: 'createdAt'
+} as const
+
+export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
 
 
 export const AuditEventScalarFieldEnum = {

@@ -521,14 +521,6 @@ export type PresetScalarRelationFilter = {
   isNot?: Prisma.PresetWhereInput
 }
 
-export type IntFieldUpdateOperationsInput = {
-  set?: number
-  increment?: number
-  decrement?: number
-  multiply?: number
-  divide?: number
-}
-
 export type PresetCreateNestedOneWithoutVersionsInput = {
   create?: Prisma.XOR<Prisma.PresetCreateWithoutVersionsInput, Prisma.PresetUncheckedCreateWithoutVersionsInput>
   connectOrCreate?: Prisma.PresetCreateOrConnectWithoutVersionsInput

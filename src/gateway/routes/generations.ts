@@ -1,0 +1,78 @@
+/** `GET /api/v1/generation?id=…`: the record of one chat-completions request of the caller's organization. */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
+import type { GatewayContext } from "../context.js";
+import { callOptionsFor } from "../rpc.js";
+import { errorResponses } from "../schemas.js";
+
+const nullable = (type: string, description: string) => ({ type: [type, "null"], description });
+const generationSchema = {
+  type: "object",
+  required: ["id", "requested_model", "streamed", "latency_ms", "status", "attempts", "created_at"],
+  properties: {
+    id: { type: "string" },
+    key_hash: { type: "string", description: "SHA-256 hex of the API key that made the request." },
+    requested_model: { type: "string" },
+    model: nullable("string", "The model that served it."),
+    provider: nullable("string", "The provider that served it."),
+    credential_id: nullable("string", "The BYOK credential used."),
+    preset_slug: nullable("string", "The preset the request named."),
+    preset_version: nullable("integer", "The preset version applied."),
+    streamed: { type: "boolean" },
+    prompt_tokens: nullable("integer", "As the provider reported."),
+    completion_tokens: nullable("integer", "As the provider reported."),
+    total_tokens: nullable("integer", "As the provider reported."),
+    latency_ms: { type: "integer" },
+    time_to_first_token_ms: nullable("integer", "Streams: to the first chunk."),
+    status: { type: "string", enum: ["success", "error", "cancelled"] },
+    finish_reason: nullable("string", "Of the last choice."),
+    error_code: nullable("integer", "HTTP status of the error."),
+    attempts: { type: "integer" },
+    created_at: { type: "string", format: "date-time" },
+  },
+} as const;
+
+export async function registerGenerationRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
+  const client = createClient(GenerationsService, ctx.transport);
+  api.get<{ Querystring: { id: string } }>(
+    "/generation",
+    {
+      schema: {
+        operationId: "getGeneration",
+        summary: "The record of one chat-completions request",
+        description: "Who asked, what served it, tokens, timings and outcome; never message content or a provider key. Keys of the same organization only.",
+        tags: ["chat"],
+        querystring: { type: "object", required: ["id"], properties: { id: { type: "string", description: "The generation id (the `id` of the completion or its chunks)." } } },
+        response: { 200: { type: "object", required: ["data"], properties: { data: generationSchema } }, ...errorResponses(400, 401, 404, 500) },
+      },
+    },
+    async (req) => {
+      const g = (await client.getGeneration({ id: req.query.id }, callOptionsFor(req))).generation!;
+      return {
+        data: {
+          id: g.id,
+          key_hash: g.keyHash,
+          requested_model: g.requestedModel,
+          model: g.model ?? null,
+          provider: g.provider ?? null,
+          credential_id: g.credentialId ?? null,
+          preset_slug: g.presetSlug ?? null,
+          preset_version: g.presetVersion ?? null,
+          streamed: g.streamed,
+          prompt_tokens: g.promptTokens ?? null,
+          completion_tokens: g.completionTokens ?? null,
+          total_tokens: g.totalTokens ?? null,
+          latency_ms: g.latencyMs,
+          time_to_first_token_ms: g.timeToFirstTokenMs ?? null,
+          status: g.status,
+          finish_reason: g.finishReason ?? null,
+          error_code: g.errorCode ?? null,
+          attempts: g.attempts,
+          created_at: g.createdAt ? timestampDate(g.createdAt).toISOString() : null,
+        },
+      };
+    },
+  );
+}
