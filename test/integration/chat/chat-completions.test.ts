@@ -13,7 +13,7 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI, } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 
-describe("chat completions through BYOK credentials", () => {
+describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK credentials (%s)", (provider) => {
   let h: Harness;
   let ok: FakeUpstream;
   let down: FakeUpstream;
@@ -26,16 +26,17 @@ describe("chat completions through BYOK credentials", () => {
     down = await startFakeOpenAI(defaultScript(), { failStatus: 500, failMessage: "upstream is down" });
     slow = await startFakeOpenAI({ text: Array.from({ length: 50 }, (_, i) => `w${i} `), finish: "stop", usage: { input: 1, output: 50 } }, { chunkDelayMs: 50 });
     h = await startHarness({
+      provider,
       env: {
         PORTICO_PROVIDER_GROQ_BASE_URL: `${ok.url}/v1`,
         PORTICO_PROVIDER_OPENAI_BASE_URL: `${down.url}/v1`,
         PORTICO_PROVIDER_TOGETHER_BASE_URL: `${slow.url}/v1`,
       },
     });
-    for (const [provider, key] of [["groq", "gsk-test-groq"], ["openai", "sk-test-openai"], ["together", "tg-test"]] as const) {
-      const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider, key } });
+    for (const [slug, key] of [["groq", "gsk-test-groq"], ["openai", "sk-test-openai"], ["together", "tg-test"]] as const) {
+      const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: slug, key } });
       expect(res.status).toBe(200);
-      credentials[provider] = res.json.data.id;
+      credentials[slug] = res.json.data.id;
     }
     client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
   });
