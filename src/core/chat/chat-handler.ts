@@ -148,6 +148,28 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       }
     },
 
+    async listModels(_req, ctx: HandlerContext) {
+      const caller = callerOf(ctx);
+      const [creds, presets] = await Promise.all([
+        deps.credentials.listAll(caller.workspaceId),
+        deps.presets.listPresets(caller.workspaceId, { offset: 0, limit: 100 }),
+      ]);
+      const ids = new Map<string, { ownedBy: string; created: bigint }>();
+      const secs = (d: Date) => BigInt(Math.floor(d.getTime() / 1000));
+      for (const c of creds) {
+        if (c.disabled || !deps.providers.get(c.provider)) continue;
+        if (c.allowedApiKeyHashes && !c.allowedApiKeyHashes.includes(caller.keyHash)) continue;
+        if (c.allowedUserIds && !c.allowedUserIds.includes(caller.userId)) continue;
+        for (const m of c.allowedModels ?? [`${c.provider}/*`]) if (!ids.has(m)) ids.set(m, { ownedBy: c.provider, created: secs(c.createdAt) });
+      }
+      return {
+        models: [
+          ...presets.items.map((p) => ({ id: `@preset/${p.slug}`, ownedBy: "preset", created: secs(p.createdAt) })),
+          ...[...ids].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, m]) => ({ id, ...m })),
+        ],
+      };
+    },
+
     async *streamChatCompletion(req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
       const track = tracking(true);

@@ -50,6 +50,41 @@ const chunkSchema = {
 
 export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ChatService, ctx.transport);
+  api.get(
+    "/models",
+    {
+      schema: {
+        operationId: "listModels",
+        summary: "What the caller can route to",
+        description:
+          "OpenAI's model list shape. Presets of the workspace as `@preset/<slug>`, then, per provider with a BYOK credential the " +
+          "calling key may use, the credential's allowed models, or `<provider>/*` when it allows any.",
+        tags: ["chat"],
+        response: {
+          200: {
+            type: "object",
+            required: ["object", "data"],
+            properties: {
+              object: { type: "string", enum: ["list"] },
+              data: {
+                type: "array",
+                items: {
+                  type: "object",
+                  required: ["id", "object", "created", "owned_by"],
+                  properties: { id: { type: "string" }, object: { type: "string", enum: ["model"] }, created: { type: "integer" }, owned_by: { type: "string" } },
+                },
+              },
+            },
+          },
+          ...errorResponses(401, 500),
+        },
+      },
+    },
+    async (req) => {
+      const res = await client.listModels({}, callOptionsFor(req));
+      return { object: "list", data: res.models.map((m) => ({ id: m.id, object: "model", created: Number(m.created), owned_by: m.ownedBy })) };
+    },
+  );
   api.post<{ Body: unknown }>(
     "/chat/completions",
     {

@@ -207,6 +207,13 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
     expect((await api(h, "GET", `/generation?id=nope`, { key: h.tenant.apiKey })).status).toBe(400);
   });
 
+  it("GET /models lists the presets and what the caller's credentials can route (openai SDK)", async () => {
+    const page = await client.models.list();
+    const ids = page.data.map((m) => m.id);
+    expect(ids).toEqual(expect.arrayContaining(["@preset/brief", "groq/*", "openai/*", "together/*"]));
+    expect(page.data.find((m) => m.id === "groq/*")?.owned_by).toBe("groq");
+  });
+
   it("a disabled credential stops being used (within the cache's one-second bound)", async () => {
     const patched = await api(h, "PATCH", `/byok/${credentials.groq}`, { key: h.tenant.managementKey, body: { disabled: true } });
     expect(patched.status).toBe(200);

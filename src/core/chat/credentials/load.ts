@@ -15,6 +15,8 @@ export interface LoadedCredential extends CredentialRecord {
 
 export interface CredentialStore {
   forProvider(workspaceId: string, provider: string): Promise<LoadedCredential[]>;
+  /** Every credential of the workspace, without keys (for listing what can be routed). */
+  listAll(workspaceId: string): Promise<CredentialRecord[]>;
 }
 
 const list = (v: unknown): string[] | null => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : null);
@@ -48,6 +50,22 @@ export function createCredentialStore(deps: { db: Db; keyring: Keyring; ttlMs?: 
     });
   };
   return {
+    async listAll(workspaceId) {
+      const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, deletedAt: null } });
+      return rows.map((row) => ({
+        id: row.id,
+        provider: row.provider,
+        disabled: row.disabled,
+        allowedModels: list(row.allowedModels),
+        allowedApiKeyHashes: list(row.allowedApiKeyHashes),
+        allowedUserIds: list(row.allowedUserIds),
+        isRequired: row.isRequired,
+        isFallback: row.isFallback,
+        isByokOnly: row.isByokOnly,
+        sortOrder: row.sortOrder,
+        createdAt: row.createdAt,
+      }));
+    },
     forProvider(workspaceId, provider) {
       const key = `${workspaceId}\u0000${provider}`;
       const hit = cache.get(key);

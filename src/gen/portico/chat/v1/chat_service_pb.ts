@@ -11,7 +11,78 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiRAobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IksKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiRAobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkYKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USJgoFY2h1bmsYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0MvkBCgtDaGF0U2VydmljZRJzChRDcmVhdGVDaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRJ1ChRTdHJlYW1DaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCI2CgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDIkQKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJLChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkQKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChxTdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlEiYKBWNodW5rGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDLQAgoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+
+/**
+ * Lists routable models.
+ *
+ * @generated from message portico.chat.v1.ListModelsRequest
+ */
+export type ListModelsRequest = Message<"portico.chat.v1.ListModelsRequest"> & {
+};
+
+/**
+ * Describes the message portico.chat.v1.ListModelsRequest.
+ * Use `create(ListModelsRequestSchema)` to create a new message.
+ */
+export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 0);
+
+/**
+ * Routable models.
+ *
+ * @generated from message portico.chat.v1.ListModelsResponse
+ */
+export type ListModelsResponse = Message<"portico.chat.v1.ListModelsResponse"> & {
+  /**
+   * In order: presets, then provider models sorted by id.
+   *
+   * @generated from field: repeated portico.chat.v1.Model models = 1;
+   */
+  models: Model[];
+};
+
+/**
+ * Describes the message portico.chat.v1.ListModelsResponse.
+ * Use `create(ListModelsResponseSchema)` to create a new message.
+ */
+export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 1);
+
+/**
+ * A routable model id.
+ *
+ * @generated from message portico.chat.v1.Model
+ */
+export type Model = Message<"portico.chat.v1.Model"> & {
+  /**
+   * The id to put in `model`: `<provider>/<model>`, `<provider>/*` (any model of the provider), or `@preset/<slug>`.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The provider slug, or "preset".
+   *
+   * @generated from field: string owned_by = 2;
+   */
+  ownedBy: string;
+
+  /**
+   * Unix seconds when the preset or the credential that makes it routable was created.
+   *
+   * @generated from field: int64 created = 3;
+   */
+  created: bigint;
+};
+
+/**
+ * Describes the message portico.chat.v1.Model.
+ * Use `create(ModelSchema)` to create a new message.
+ */
+export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 2);
 
 /**
  * A chat-completions request.
@@ -32,7 +103,7 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
  * Use `create(CreateChatCompletionRequestSchema)` to create a new message.
  */
 export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 0);
+  messageDesc(file_portico_chat_v1_chat_service, 3);
 
 /**
  * The completion.
@@ -53,7 +124,7 @@ export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCo
  * Use `create(CreateChatCompletionResponseSchema)` to create a new message.
  */
 export const CreateChatCompletionResponseSchema: GenMessage<CreateChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 1);
+  messageDesc(file_portico_chat_v1_chat_service, 4);
 
 /**
  * A streaming chat-completions request.
@@ -74,7 +145,7 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
  * Use `create(StreamChatCompletionRequestSchema)` to create a new message.
  */
 export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 2);
+  messageDesc(file_portico_chat_v1_chat_service, 5);
 
 /**
  * One streamed chunk.
@@ -95,7 +166,7 @@ export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCo
  * Use `create(StreamChatCompletionResponseSchema)` to create a new message.
  */
 export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 3);
+  messageDesc(file_portico_chat_v1_chat_service, 6);
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
@@ -127,6 +198,17 @@ export const ChatService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamChatCompletionRequestSchema;
     output: typeof StreamChatCompletionResponseSchema;
+  },
+  /**
+   * What the caller can route to: per provider with a credential the caller may use, its allowed models
+   * (or `<provider>/*`), and the workspace's presets as `@preset/<slug>`.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.ListModels
+   */
+  listModels: {
+    methodKind: "unary";
+    input: typeof ListModelsRequestSchema;
+    output: typeof ListModelsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_chat_v1_chat_service, 0);
