@@ -37,7 +37,7 @@ import { createChatHandler } from "./chat/chat-handler.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
-import { createCredentialStore } from "./chat/credentials/load.js";
+import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
@@ -79,10 +79,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const closers: Array<() => Promise<void>> = [];
   const interns = createInternsModule({ db, config, logger });
   closers.push(() => interns.close());
-  const byok = await createByokDomain({ database, config, logger });
   // Worker processes of `portico serve` without Redis share invalidations through their primary.
   const bus = opts.bus ?? (!config.redisUrl && isServeWorker() ? createIpcInvalidationBus() : createInvalidationBus(config, logger));
   if (!opts.bus) closers.push(() => bus.close());
+  const byok = await createByokDomain({ database, config, logger, onChanged: () => bus.publish(BYOK_TOPIC, "*") }).catch(async (err: unknown) => {
+    if (!opts.bus) await bus.close();
+    throw err;
+  });
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());
   const workspaces = createWorkspacesService(db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
@@ -97,6 +100,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     credentials: createCredentialStore({
       db,
       keyring: byok.keyring,
+      bus,
       onUnusable: (id) => logger.warn({ credential_id: id }, "a BYOK credential's key cannot be opened; it is skipped"),
     }),
     providers: new ProviderRegistry(config.providers),

@@ -21,7 +21,13 @@ export interface ByokDomain {
 }
 
 /** Throws KeyringError when the master key is missing (production), malformed or wrong. */
-export async function createByokDomain(opts: { database: DatabaseHandle; config: Config; logger: Logger }): Promise<ByokDomain> {
+export async function createByokDomain(opts: {
+  database: DatabaseHandle;
+  config: Config;
+  logger: Logger;
+  /** Called after a credential was created, changed or deleted (committed), e.g. to drop cached keys. */
+  onChanged?: () => void | Promise<void>;
+}): Promise<ByokDomain> {
   const { database, config, logger } = opts;
   const log = logger.child({ component: "byok" });
   const onWarning = (message: string) => log.warn(message);
@@ -39,7 +45,13 @@ export async function createByokDomain(opts: { database: DatabaseHandle; config:
   const service = createByokService({
     repo: createByokRepository(database.db, database.provider),
     keyring,
-    audit: createAuditRecorder(database.db),
+    audit: (() => {
+      const record = createAuditRecorder(database.db);
+      return async (caller, entry) => {
+        await record(caller, entry);
+        await opts.onChanged?.();
+      };
+    })(),
   });
   return {
     keyring,

@@ -7,11 +7,15 @@ import type { Db } from "../../../db/client.js";
 import { decryptCredentialKey } from "../../byok/credential-crypto.js";
 import type { Keyring } from "../../byok/keyring.js";
 import type { CredentialRecord } from "./select.js";
+import type { InvalidationBus } from "../../../lib/invalidation.js";
 
 export interface LoadedCredential extends CredentialRecord {
   /** The decrypted provider key (never logged, never returned). Null when it cannot be opened. */
   apiKey: string | null;
 }
+
+/** The invalidation-bus topic of BYOK changes; any key clears the cache. */
+export const BYOK_TOPIC = "byok";
 
 export interface CredentialStore {
   forProvider(workspaceId: string, provider: string): Promise<LoadedCredential[]>;
@@ -21,9 +25,17 @@ export interface CredentialStore {
 
 const list = (v: unknown): string[] | null => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : null);
 
-export function createCredentialStore(deps: { db: Db; keyring: Keyring; ttlMs?: number; onUnusable?: (id: string, err: unknown) => void }): CredentialStore {
+export function createCredentialStore(deps: {
+  db: Db;
+  keyring: Keyring;
+  ttlMs?: number;
+  /** Drops every cached credential when any process publishes a BYOK change. */
+  bus?: InvalidationBus;
+  onUnusable?: (id: string, err: unknown) => void;
+}): CredentialStore {
   const ttl = deps.ttlMs ?? 1000;
   const cache = new Map<string, { at: number; value: Promise<LoadedCredential[]> }>();
+  deps.bus?.subscribe(BYOK_TOPIC, () => cache.clear());
   const read = async (workspaceId: string, provider: string): Promise<LoadedCredential[]> => {
     const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, provider, deletedAt: null } });
     return rows.map((row) => {
