@@ -13,12 +13,13 @@ import type { Command } from "commander";
 import type { Config } from "../config.js";
 import { CredentialUnusableError, decryptCredentialKey } from "../core/byok/credential-crypto.js";
 import { loadKeyring, MASTER_KEY_BYTES, type Keyring } from "../core/byok/keyring.js";
+import { providerKeySealedRow } from "../core/byok/provider-keys.js";
 import { credentialsPerKey, recordAndVerifyCheckValues } from "../core/byok/keyring-store.js";
 import { promoteKey, reencryptCredentials, retireUnusedKeys } from "../core/byok/rotation.js";
 import type { AdminCommandRegistrar } from "./admin.js";
 import { CliError, printJson, withDatabase } from "./shared.js";
 
-function keyringFor(cfg: Config): Keyring {
+export function keyringFor(cfg: Config): Keyring {
   return loadKeyring({
     masterKey: cfg.byok.masterKey,
     masterKeyFile: cfg.byok.masterKeyFile,
@@ -63,7 +64,7 @@ export const registerByokAdminCommands: AdminCommandRegistrar = (admin: Command,
           promoted = (await promoteKey(h.db, keyring, opts.newKeyId, () => randomBytes(MASTER_KEY_BYTES))).changed;
           if (promoted && opts.graceMs > 0) await sleep(opts.graceMs);
         }
-        process.stdout.write(`primary key: ${keyring.primaryId}${promoted ? " (new)" : ""}\n`);
+        if (!opts.json) process.stdout.write(`primary key: ${keyring.primaryId}${promoted ? " (new)" : ""}\n`);
         const re = await reencryptCredentials(h.db, keyring, {
           batchSize: opts.batchSize,
           pauseMs: opts.pauseMs,
@@ -118,7 +119,7 @@ export const registerByokAdminCommands: AdminCommandRegistrar = (admin: Command,
 
   byok
     .command("verify")
-    .description("open every live credential and report those that are unusable (exit code 3 if any)")
+    .description("open every live credential and shared provider key and report those that are unusable (exit code 3 if any)")
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) => {
       const cfg = config();
@@ -144,6 +145,15 @@ export const registerByokAdminCommands: AdminCommandRegistrar = (admin: Command,
               if (!(err instanceof CredentialUnusableError)) throw err;
               unusable.push({ id: row.id, reason: err.reason });
             }
+          }
+        }
+        for (const row of await h.db.providerKey.findMany({ orderBy: { id: "asc" } })) {
+          try {
+            decryptCredentialKey(keyring, providerKeySealedRow(row));
+            ok += 1;
+          } catch (err) {
+            if (!(err instanceof CredentialUnusableError)) throw err;
+            unusable.push({ id: row.id, reason: err.reason });
           }
         }
         return { usable: ok, unusable };

@@ -13,11 +13,16 @@ import { CliError, printJson, withDatabase, withServices } from "./shared.js";
 import { cliActor, recordAudit } from "../core/audit/audit-log.js";
 import type { Db } from "../db/client.js";
 import { registerByokAdminCommands } from "./admin-byok.js";
+import { registerProviderKeyAdminCommands } from "./admin-provider-keys.js";
 
 export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
 
 /** Other domains (interns, BYOK) add their admin subcommands here. */
-export const adminRegistrars: AdminCommandRegistrar[] = [registerInternAdminCommands, registerByokAdminCommands];
+export const adminRegistrars: AdminCommandRegistrar[] = [
+  registerInternAdminCommands,
+  registerByokAdminCommands,
+  registerProviderKeyAdminCommands,
+];
 
 function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {
   if (json) printJson(value);

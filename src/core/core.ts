@@ -38,6 +38,7 @@ import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
+import { createSharedCredentialStore } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
@@ -102,6 +103,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       keyring: byok.keyring,
       bus,
       onUnusable: (id) => logger.warn({ credential_id: id }, "a BYOK credential's key cannot be opened; it is skipped"),
+    }),
+    shared: createSharedCredentialStore({
+      db,
+      keyring: byok.keyring,
+      bus,
+      onUnusable: (id) => logger.warn({ provider_key_id: id }, "a shared provider key cannot be opened; it is skipped"),
     }),
     providers: new ProviderRegistry(config.providers),
     brand: config.brand,

@@ -39,14 +39,18 @@ export async function recordAndVerifyCheckValues(db: Db, keyring: Keyring): Prom
   }
 }
 
-/** Number of live (not wiped) credentials sealed under each key id. */
+/** Number of live (not wiped) credentials, BYOK and shared provider keys, sealed under each key id. */
 export async function credentialsPerKey(db: Db): Promise<Map<string, number>> {
   const groups = await db.byokCredential.groupBy({
     by: ["keyId"],
     where: { ciphertext: { not: null }, keyId: { not: null } },
     _count: { _all: true },
   });
-  return new Map(groups.map((g) => [g.keyId!, g._count._all]));
+  const usage = new Map(groups.map((g) => [g.keyId!, g._count._all]));
+  // The operator's shared provider keys are sealed with the same keyring.
+  const shared = await db.providerKey.groupBy({ by: ["keyId"], _count: { _all: true } });
+  for (const g of shared) usage.set(g.keyId, (usage.get(g.keyId) ?? 0) + g._count._all);
+  return usage;
 }
 
 /**

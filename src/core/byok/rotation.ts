@@ -8,6 +8,7 @@ import type { Db } from "../../db/client.js";
 import { CredentialUnusableError, decryptCredentialKey, sealCredentialKey } from "./credential-crypto.js";
 import { writeKeyringFile, type Keyring } from "./keyring.js";
 import { credentialsPerKey, recordAndVerifyCheckValues } from "./keyring-store.js";
+import { providerKeySealedRow } from "./provider-keys.js";
 
 export interface RotationProgress {
   reencrypted: number;
@@ -94,9 +95,58 @@ export async function reencryptCredentials(db: Db, keyring: Keyring, opts: Rotat
     if (aborted) break;
     if (changedThisPass === 0 && racedThisPass === 0) break;
   }
-  progress.remaining = await db.byokCredential.count({ where: { ...stale, NOT: { keyId: null } } });
+  if (!aborted) {
+    const shared = await reencryptProviderKeys(db, keyring, unusable, opts.signal);
+    progress.reencrypted += shared.reencrypted;
+    progress.raced += shared.raced;
+    aborted = shared.aborted;
+  }
+  progress.remaining =
+    (await db.byokCredential.count({ where: { ...stale, NOT: { keyId: null } } })) +
+    (await db.providerKey.count({ where: { keyId: { not: primaryId } } }));
   progress.unusable = [...unusable];
   return { ...progress, primaryId, aborted };
+}
+
+/**
+ * The operator's shared provider keys (a handful of rows): the same compare-and-swap re-encryption.
+ * Unusable ones are added to `unusable` and left as they are.
+ */
+async function reencryptProviderKeys(
+  db: Db,
+  keyring: Keyring,
+  unusable: Set<string>,
+  signal?: AbortSignal,
+): Promise<{ reencrypted: number; raced: number; aborted: boolean }> {
+  const out = { reencrypted: 0, raced: 0, aborted: false };
+  for (let pass = 0; pass < 3; pass++) {
+    const rows = await db.providerKey.findMany({ where: { keyId: { not: keyring.primaryId } }, orderBy: { id: "asc" } });
+    let raced = 0;
+    for (const row of rows) {
+      if (signal?.aborted) return { ...out, aborted: true };
+      if (unusable.has(row.id)) continue;
+      let key: string;
+      try {
+        key = decryptCredentialKey(keyring, providerKeySealedRow(row));
+      } catch (err) {
+        if (!(err instanceof CredentialUnusableError)) throw err;
+        unusable.add(row.id);
+        continue;
+      }
+      const sealed = sealCredentialKey(keyring, providerKeySealedRow(row), key);
+      const res = await db.providerKey.updateMany({
+        where: { id: row.id, keyId: row.keyId, ciphertext: { equals: Buffer.from(row.ciphertext) } },
+        data: { keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext) },
+      });
+      if (res.count === 1) out.reencrypted += 1;
+      else {
+        out.raced += 1;
+        raced += 1;
+      }
+    }
+    if (raced === 0) break;
+  }
+  return out;
 }
 
 export interface RetireResult {

@@ -26,6 +26,7 @@ import { callerOf, type Caller } from "../auth.js";
 import { invalidArgument, notFound, serviceError } from "../errors.js";
 import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
+import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import { selectCredentials } from "./credentials/select.js";
 import { applyPreset, presetReferenceOf, PresetReferenceError } from "./presets.js";
 import type { ChatBody, ChatChunk, ChatUsage, ProviderAdapter, UpstreamCall } from "./providers/index.js";
@@ -36,6 +37,8 @@ export interface ChatHandlerDeps {
   presets: PresetsRepository;
   generations: GenerationRecorder;
   credentials: CredentialStore;
+  /** The operator's shared provider keys (`portico admin provider-key`); none when absent. */
+  shared?: SharedCredentialStore;
   providers: ProviderRegistry;
   brand: string;
   logger: Logger;
@@ -45,6 +48,7 @@ interface Attempt {
   provider: string;
   requestedModel: string;
   credentialId: string;
+  credentialSource: "byok" | "shared";
   adapter: ProviderAdapter;
   call: UpstreamCall;
 }
@@ -91,15 +95,19 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     const attempts: Attempt[] = [];
     for (const plan of planned) {
       const provider = deps.providers.get(plan.provider)!;
-      const creds = await deps.credentials.forProvider(caller.workspaceId, plan.provider);
-      const order = selectCredentials(creds, [], { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
+      const [creds, shared] = await Promise.all([
+        deps.credentials.forProvider(caller.workspaceId, plan.provider),
+        deps.shared ? deps.shared.forProvider(plan.provider) : [],
+      ]);
+      const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
       for (const sel of order) {
-        const cred = creds.find((c) => c.id === sel.id);
+        const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
         if (!cred?.apiKey) continue;
         attempts.push({
           provider: plan.provider,
           requestedModel: plan.requestedModel,
           credentialId: cred.id,
+          credentialSource: sel.source,
           adapter: provider.adapter,
           call: { model: plan.upstreamModel, body: body as ChatBody, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal },
         });
@@ -150,9 +158,10 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
 
     async listModels(_req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
-      const [creds, presets] = await Promise.all([
+      const [creds, presets, shared] = await Promise.all([
         deps.credentials.listAll(caller.workspaceId),
         deps.presets.listPresets(caller.workspaceId, { offset: 0, limit: 100 }),
+        deps.shared ? deps.shared.providers() : [],
       ]);
       const ids = new Map<string, { ownedBy: string; created: bigint }>();
       const secs = (d: Date) => BigInt(Math.floor(d.getTime() / 1000));
@@ -161,6 +170,18 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         if (c.allowedApiKeyHashes && !c.allowedApiKeyHashes.includes(caller.keyHash)) continue;
         if (c.allowedUserIds && !c.allowedUserIds.includes(caller.userId)) continue;
         for (const m of c.allowedModels ?? [`${c.provider}/*`]) if (!ids.has(m)) ids.set(m, { ownedBy: c.provider, created: secs(c.createdAt) });
+      }
+      // The operator's shared keys serve every model of their provider, unless a credential the caller is
+      // governed by removes them for the whole provider (is_required).
+      for (const s of shared) {
+        if (!deps.providers.get(s.provider) || ids.has(`${s.provider}/*`)) continue;
+        const required = creds.some(
+          (c) =>
+            c.provider === s.provider && !c.disabled && c.isRequired &&
+            (!c.allowedApiKeyHashes || c.allowedApiKeyHashes.includes(caller.keyHash)) &&
+            (!c.allowedUserIds || c.allowedUserIds.includes(caller.userId)),
+        );
+        if (!required) ids.set(`${s.provider}/*`, { ownedBy: s.provider, created: secs(s.createdAt) });
       }
       return {
         models: [
@@ -254,7 +275,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       model: track.model,
       provider: track.provider,
       credentialId: track.credentialId,
-      credentialSource: track.credentialId ? "byok" : null,
+      credentialSource: track.credentialSource,
       presetSlug: track.presetSlug,
       presetVersion: track.presetVersion,
       streamed: track.streamed,
@@ -281,6 +302,7 @@ interface Tracking {
   model: string | null;
   provider: string | null;
   credentialId: string | null;
+  credentialSource: "byok" | "shared" | null;
   presetSlug: string | null;
   presetVersion: number | null;
   attempts: number;
@@ -301,6 +323,7 @@ function tracking(streamed: boolean): Tracking {
     model: null,
     provider: null,
     credentialId: null,
+    credentialSource: null,
     presetSlug: null,
     presetVersion: null,
     attempts: 0,
@@ -316,6 +339,7 @@ function served(track: Tracking, a: Attempt): void {
   track.provider = a.provider;
   track.model = a.requestedModel;
   track.credentialId = a.credentialId;
+  track.credentialSource = a.credentialSource;
 }
 
 function observe(track: Tracking, chunk: ChatChunk): void {

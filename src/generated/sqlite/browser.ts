@@ -74,6 +74,13 @@ export type PresetVersion = Prisma.PresetVersionModel
  */
 export type ByokCredential = Prisma.ByokCredentialModel
 /**
+ * Model ProviderKey
+ * The operator's own provider keys: the "shared credentials" the BYOK flags refer to, usable by every
+ * workspace after its own non-fallback credentials (`portico admin provider-key …`). Sealed with the
+ * same keyring as BYOK credentials and never returned.
+ */
+export type ProviderKey = Prisma.ProviderKeyModel
+/**
  * Model KeyringKey
  * Check values of keyring keys, so a wrong master key is refused at start-up.
  */

@@ -42,6 +42,8 @@ export interface Knobs {
   headerDelayMs?: number;
   /** Pause before each streamed event. */
   chunkDelayMs?: number;
+  /** Reply 401 with the provider's error body to requests authenticated with one of these keys. */
+  rejectKeys?: string[];
 }
 
 export interface RecordedRequest {
@@ -129,6 +131,14 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       });
       if (gone) {
         markAborted();
+        return;
+      }
+    }
+    if (k.rejectKeys?.length) {
+      const presented = [req.headers.authorization, req.headers["x-api-key"], req.headers["x-goog-api-key"], req.url].join(" ");
+      if (k.rejectKeys.some((key) => presented.includes(key))) {
+        res.writeHead(401, { "content-type": "application/json" });
+        res.end(JSON.stringify(wire.errorBody(401, "invalid api key")));
         return;
       }
     }

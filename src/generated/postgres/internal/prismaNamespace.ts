@@ -401,6 +401,7 @@ export const ModelName = {
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
   ByokCredential: 'ByokCredential',
+  ProviderKey: 'ProviderKey',
   KeyringKey: 'KeyringKey',
   Intern: 'Intern',
   InternSession: 'InternSession',
@@ -421,7 +422,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "preset" | "presetVersion" | "byokCredential" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1239,6 +1240,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    ProviderKey: {
+      payload: Prisma.$ProviderKeyPayload<ExtArgs>
+      fields: Prisma.ProviderKeyFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.ProviderKeyFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.ProviderKeyFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        findFirst: {
+          args: Prisma.ProviderKeyFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.ProviderKeyFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        findMany: {
+          args: Prisma.ProviderKeyFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>[]
+        }
+        create: {
+          args: Prisma.ProviderKeyCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        createMany: {
+          args: Prisma.ProviderKeyCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.ProviderKeyCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>[]
+        }
+        delete: {
+          args: Prisma.ProviderKeyDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        update: {
+          args: Prisma.ProviderKeyUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        deleteMany: {
+          args: Prisma.ProviderKeyDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.ProviderKeyUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.ProviderKeyUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>[]
+        }
+        upsert: {
+          args: Prisma.ProviderKeyUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$ProviderKeyPayload>
+        }
+        aggregate: {
+          args: Prisma.ProviderKeyAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateProviderKey>
+        }
+        groupBy: {
+          args: Prisma.ProviderKeyGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProviderKeyGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.ProviderKeyCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.ProviderKeyCountAggregateOutputType> | number
+        }
+      }
+    }
     KeyringKey: {
       payload: Prisma.$KeyringKeyPayload<ExtArgs>
       fields: Prisma.KeyringKeyFieldRefs
@@ -1829,6 +1904,21 @@ export const ByokCredentialScalarFieldEnum = {
 export type ByokCredentialScalarFieldEnum = (typeof ByokCredentialScalarFieldEnum)[keyof typeof ByokCredentialScalarFieldEnum]
 
 
+export const ProviderKeyScalarFieldEnum = {
+  id: 'id',
+  provider: 'provider',
+  label: 'label',
+  ciphertext: 'ciphertext',
+  keyId: 'keyId',
+  disabled: 'disabled',
+  sortOrder: 'sortOrder',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProviderKeyScalarFieldEnum = (typeof ProviderKeyScalarFieldEnum)[keyof typeof ProviderKeyScalarFieldEnum]
+
+
 export const KeyringKeyScalarFieldEnum = {
   id: 'id',
   checkValue: 'checkValue',
@@ -2150,6 +2240,7 @@ export type GlobalOmitConfig = {
   preset?: Prisma.PresetOmit
   presetVersion?: Prisma.PresetVersionOmit
   byokCredential?: Prisma.ByokCredentialOmit
+  providerKey?: Prisma.ProviderKeyOmit
   keyringKey?: Prisma.KeyringKeyOmit
   intern?: Prisma.InternOmit
   internSession?: Prisma.InternSessionOmit

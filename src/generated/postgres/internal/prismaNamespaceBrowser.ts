@@ -60,6 +60,7 @@ export const ModelName = {
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
   ByokCredential: 'ByokCredential',
+  ProviderKey: 'ProviderKey',
   KeyringKey: 'KeyringKey',
   Intern: 'Intern',
   InternSession: 'InternSession',
@@ -262,6 +263,21 @@ export const ByokCredentialScalarFieldEnum = {
 } as const
 
 export type ByokCredentialScalarFieldEnum = (typeof ByokCredentialScalarFieldEnum)[keyof typeof ByokCredentialScalarFieldEnum]
+
+
+export const ProviderKeyScalarFieldEnum = {
+  id: 'id',
+  provider: 'provider',
+  label: 'label',
+  ciphertext: 'ciphertext',
+  keyId: 'keyId',
+  disabled: 'disabled',
+  sortOrder: 'sortOrder',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type ProviderKeyScalarFieldEnum = (typeof ProviderKeyScalarFieldEnum)[keyof typeof ProviderKeyScalarFieldEnum]
 
 
 export const KeyringKeyScalarFieldEnum = {
