@@ -5,13 +5,20 @@
  * in this process over the in-memory transport, as `portico serve` runs one worker; fresh SQLite; a BYOK
  * credential stored through the API). Load from a worker thread over keep-alive HTTP/1.1.
  *
- *   node bin/run-ts.mjs bench/chat-relay.ts [--seconds 5] [--warmup 1]
+ *   node bin/run-ts.mjs bench/chat-relay.ts [--seconds 5] [--warmup 1] [--streams 500]
  *
  * Reports per target: non-streaming p50 at c=1 and req/s + p99 at c=32; streaming time to first chunk p50
- * at c=1. "Added" figures subtract the direct ones.
+ * at c=1. "Added" figures subtract the direct ones. Then, with a second fake upstream that streams 100
+ * numbered content chunks:
+ * - CPU per relayed chunk: the main thread's CPU time (from /proc, so the load generator's worker thread is
+ *   not counted) over streams read at c=8, minus the same figure when the fake upstream is called directly
+ *   (it runs in the main thread too), divided by the chunks the client received;
+ * - integrity at `--streams` concurrent streams (all open at once): every stream's content must be exactly
+ *   w0 … w99 in order and end with [DONE]; a lost, duplicated or reordered chunk makes the stream bad.
  */
 import http from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -25,6 +32,9 @@ const arg = (name: string, fallback: number) => {
 };
 
 interface Job {
+  /** load: closed-loop figures; streams: `concurrency` loops × `rounds` long streams, each checked. */
+  mode?: "load" | "streams";
+  rounds?: number;
   url: string;
   key: string;
   model: string;
@@ -39,12 +49,22 @@ async function main(): Promise<void> {
   const warmup = arg("warmup", 1);
   const { startFakeOpenAI } = await import("../test/helpers/fake-upstreams/openai.js");
   const fake = await startFakeOpenAI({ text: ["Hello", ", ", "world", "!"], finish: "stop", usage: { input: 12, output: 4 } });
+  const long = await startFakeOpenAI({ text: LONG_TEXT, finish: "stop", usage: { input: 12, output: LONG_TEXT.length } });
 
   // (b) the minimal relay
   const { fastify } = await import("fastify");
   const relay = fastify();
   relay.post("/v1/chat/completions", async (req, reply) => {
     const upstream = await fetch(`${fake.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer relay-key" },
+      body: JSON.stringify(req.body),
+    });
+    reply.code(upstream.status).header("content-type", upstream.headers.get("content-type") ?? "application/json");
+    return reply.send(Readable.fromWeb(upstream.body as never));
+  });
+  relay.post("/long/v1/chat/completions", async (req, reply) => {
+    const upstream = await fetch(`${long.url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: "Bearer relay-key" },
       body: JSON.stringify(req.body),
@@ -72,6 +92,7 @@ async function main(): Promise<void> {
     PORTICO_GRPC_PORT: "0",
     PORTICO_EMBEDDED_HOST: "false",
     PORTICO_PROVIDER_GROQ_BASE_URL: `${fake.url}/v1`,
+    PORTICO_PROVIDER_TOGETHER_BASE_URL: `${long.url}/v1`,
   });
   const metrics = createMetrics();
   const core = await createCore({ database, config, logger, metrics });
@@ -85,6 +106,12 @@ async function main(): Promise<void> {
     body: JSON.stringify({ provider: "groq", key: "gsk-bench" }),
   });
   if (stored.status !== 200) throw new Error(`BYOK create: ${stored.status}`);
+  const storedLong = await fetch(`${gw}/api/v1/byok`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${boot.management_key}`, "content-type": "application/json" },
+    body: JSON.stringify({ provider: "together", key: "tg-bench" }),
+  });
+  if (storedLong.status !== 200) throw new Error(`BYOK create: ${storedLong.status}`);
 
   const targets = [
     { name: "direct to the fake upstream", url: `${fake.url}/v1/chat/completions`, key: "direct-key", model: "llama-3.3-70b" },
@@ -93,7 +120,9 @@ async function main(): Promise<void> {
   ];
   const load = loadavg()[0]!.toFixed(2);
   const rows: Array<{ name: string; c1: LoadFigures; c32: LoadFigures; ttfc: LoadFigures }> = [];
+  const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
   for (const t of targets) {
+    if (only && t.name !== only) continue;
     const job = (stream: boolean, concurrency: number): Job => ({ url: t.url, key: t.key, model: t.model, stream, concurrency, seconds, warmup });
     const c1 = await runInWorker<LoadFigures>(import.meta.url, job(false, 1));
     const c32 = await runInWorker<LoadFigures>(import.meta.url, job(false, 32));
@@ -101,13 +130,33 @@ async function main(): Promise<void> {
     rows.push({ name: t.name, c1, c32, ttfc });
     console.error(`${t.name}: c=1 p50 ${c1.p50.toFixed(3)} ms, c=32 ${c32.rps.toFixed(0)} req/s p99 ${c32.p99.toFixed(2)} ms, TTFC p50 ${ttfc.p50.toFixed(3)} ms, errors ${c1.errors + c32.errors + ttfc.errors}`);
   }
+  const relayPort = (relay.server.address() as { port: number }).port;
+  const longTargets = [
+    { name: "direct to the fake upstream", url: `${long.url}/v1/chat/completions`, key: "direct-key", model: "llama-3.3-70b" },
+    { name: "minimal Fastify + fetch relay", url: `http://127.0.0.1:${relayPort}/long/v1/chat/completions`, key: "x", model: "llama-3.3-70b" },
+    { name: "Portico", url: `${gw}/api/v1/chat/completions`, key: boot.api_key!, model: "together/llama-3.3-70b" },
+  ];
+  const streamRows: Array<{ name: string; cpu: StreamFigures & { cpuMs: number }; wide: StreamFigures }> = [];
+  for (const t of only ? [] : longTargets) {
+    const base = { url: t.url, key: t.key, model: t.model, stream: true, seconds, warmup, mode: "streams" as const };
+    await runInWorker<StreamFigures>(import.meta.url, { ...base, concurrency: 8, rounds: 20 }); // warm-up
+    const before = mainThreadCpuMs();
+    const cpu = await runInWorker<StreamFigures>(import.meta.url, { ...base, concurrency: 8, rounds: Math.max(20, seconds * 40) });
+    const cpuMs = mainThreadCpuMs() - before;
+    const wide = await runInWorker<StreamFigures>(import.meta.url, { ...base, concurrency: streamsAtOnce, rounds: 2 });
+    streamRows.push({ name: t.name, cpu: { ...cpu, cpuMs }, wide });
+    console.error(`${t.name}: ${cpu.chunks} chunks in ${cpuMs.toFixed(0)} ms main-thread CPU; ${wide.streams} streams at c=${streamsAtOnce}: ${wide.bad} bad, ${wide.failed} failed`);
+  }
+
   await gateway.close();
   await core.close();
   await database.close();
   await relay.close();
   await fake.close();
+  await long.close();
   rmSync(dir, { recursive: true, force: true });
 
+  if (only) return;
   const direct = rows[0]!;
   const relayRow = rows[1]!;
   console.log(`\nNode ${process.version}, ${cpus().length} CPU(s), one process, ${seconds}s per scenario after ${warmup}s warm-up; load average at start ${load}.\n`);
@@ -119,10 +168,110 @@ async function main(): Promise<void> {
   }
   const portico = rows[2]!;
   console.log(`\nc=32 throughput, Portico / minimal relay: ${((100 * portico.c32.rps) / relayRow.c32.rps).toFixed(1)} %`);
+
+  const perChunkUs = (r: (typeof streamRows)[number]) => (1000 * r.cpu.cpuMs) / r.cpu.chunks;
+  console.log(`\nStreams of ${LONG_TEXT.length} content chunks (${LONG_TEXT.length + 2} chunk events each with role and finish): main-thread CPU at c=8, and ${streamsAtOnce} streams open at once (2 rounds).\n`);
+  console.log("| target | chunks read | main-thread CPU ms | µs per chunk | relay CPU per chunk µs | streams at once | bad streams | failed |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of streamRows) {
+    const relayUs = r === streamRows[0] ? "—" : (perChunkUs(r) - perChunkUs(streamRows[0]!)).toFixed(1);
+    console.log(`| ${r.name} | ${r.cpu.chunks} | ${r.cpu.cpuMs.toFixed(0)} | ${perChunkUs(r).toFixed(1)} | ${relayUs} | ${r.wide.streams} | ${r.wide.bad} | ${r.wide.failed} |`);
+  }
+}
+
+const LONG_TEXT = Array.from({ length: 100 }, (_, i) => `w${i} `);
+const streamsAtOnce = arg("streams", 500);
+
+/** utime + stime of the main thread (this process's first task), in ms; /proc counts in clock ticks. */
+function mainThreadCpuMs(): number {
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // Fields 14 and 15 of stat(5); after the ")" the list starts at field 3.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+
+interface StreamFigures {
+  streams: number;
+  /** Chunk events read (data lines other than [DONE]). */
+  chunks: number;
+  /** Streams whose content was not exactly w0 … w99 in order, or that did not end with [DONE]. */
+  bad: number;
+  /** Requests that failed (status, connection). */
+  failed: number;
+}
+
+async function streamsWorker(job: Job): Promise<StreamFigures> {
+  const target = new URL(job.url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
+  const payload = JSON.stringify({ model: job.model, messages: [{ role: "user", content: "Count." }], stream: true });
+  const expected = LONG_TEXT.join("");
+  const figures: StreamFigures = { streams: 0, chunks: 0, bad: 0, failed: 0 };
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const req = http.request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          headers: { authorization: `Bearer ${job.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+        },
+        (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (body += d));
+          res.on("end", () => {
+            figures.streams++;
+            if (res.statusCode !== 200) {
+              figures.failed++;
+              return resolve();
+            }
+            let content = "";
+            let done = false;
+            for (const event of body.split("\n\n")) {
+              const data = event.split("\n").find((l) => l.startsWith("data: "))?.slice(6);
+              if (data === undefined) continue;
+              if (data === "[DONE]") {
+                done = true;
+                continue;
+              }
+              figures.chunks++;
+              content += JSON.parse(data).choices?.[0]?.delta?.content ?? "";
+            }
+            if (content !== expected || !done) figures.bad++;
+            resolve();
+          });
+          res.on("error", () => {
+            figures.failed++;
+            resolve();
+          });
+        },
+      );
+      req.on("error", () => {
+        figures.streams++;
+        figures.failed++;
+        resolve();
+      });
+      req.end(payload);
+    });
+  await Promise.all(
+    Array.from({ length: job.concurrency }, async () => {
+      for (let i = 0; i < (job.rounds ?? 1); i++) await one();
+    }),
+  );
+  agent.destroy();
+  return figures;
 }
 
 async function worker(): Promise<void> {
   const job = workerData as Job;
+  if (job.mode === "streams") {
+    parentPort!.postMessage(await streamsWorker(job));
+    return;
+  }
   const target = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
   const payload = JSON.stringify({ model: job.model, messages: [{ role: "user", content: "Say hello." }], stream: job.stream });

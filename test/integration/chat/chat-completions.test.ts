@@ -189,6 +189,8 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
       finish_reason: "stop",
       attempts: 1,
     });
+    // Written with a raw INSERT: the time must read back as the moment of the request.
+    expect(Math.abs(Date.parse(got.json.data.created_at) - Date.now())).toBeLessThan(60_000);
     expect(got.text).not.toContain("secret prompt text");
     expect(got.text).not.toContain("gsk-test-groq");
 

@@ -14,7 +14,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -148,7 +148,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     return out;
   }
 
-  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<Response> {
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<UpstreamResponse> {
     const headers: Record<string, string> = {
       "x-api-key": call.apiKey,
       "anthropic-version": call.options?.anthropic_version ?? ANTHROPIC_VERSION,
@@ -220,7 +220,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       choices: [{ index: 0, delta, finish_reason: finish, ...(native !== undefined ? { native_finish_reason: native } : {}) }],
       ...(usage ? { usage } : {}),
     });
-    for await (const event of sseEvents(response, controller)) {
+    for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop")) {
       if (event.data === "") continue;
       const data = parseEventData(event.data);
       const type = (event.event ?? data.type) as string;

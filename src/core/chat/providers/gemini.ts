@@ -13,7 +13,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 
 type Part = Record<string, unknown>;
@@ -182,7 +182,7 @@ export class GeminiAdapter implements ProviderAdapter {
     return out;
   }
 
-  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<Response> {
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<UpstreamResponse> {
     const model = encodeURIComponent(call.model.replace(/^models\//, ""));
     return postJson({
       url: joinUrl(call.baseUrl, stream ? `models/${model}:streamGenerateContent?alt=sse` : `models/${model}:generateContent`),

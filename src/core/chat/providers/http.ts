@@ -1,9 +1,10 @@
 /**
  * HTTP plumbing shared by the provider adapters: one POST with JSON, classified failures, and an SSE
- * reader whose early exit aborts the upstream request. Node's fetch (undici) keeps connections alive
- * by default. The credential only ever travels in request headers; `redact` strips it from anything
+ * reader whose early exit aborts the upstream request, over node:http(s) with keep-alive agents. The credential only ever travels in request headers; `redact` strips it from anything
  * the provider echoes back before it reaches an error.
  */
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { UpstreamError, isRetryableStatus } from "./types.js";
 
@@ -26,20 +27,101 @@ export function redact<T>(value: T, apiKey: string): T {
   return text.includes(apiKey) ? (JSON.parse(text.split(apiKey).join("[redacted]")) as T) : value;
 }
 
-/** POSTs JSON; resolves with a 2xx response, throws `UpstreamError` for anything else. */
-export async function postJson(opts: PostOptions): Promise<Response> {
-  let response: Response;
-  try {
-    response = await fetch(opts.url, {
+/**
+ * An upstream response: its status and a body read once, as text or as chunks. Backed by node:http(s)
+ * rather than fetch: the WHATWG streams, AbortSignal plumbing and Response objects of fetch cost more CPU
+ * per request and per chunk than the relay itself (bench/chat-relay.ts, profile in bench/README.md).
+ */
+export interface UpstreamResponse {
+  status: number;
+  ok: boolean;
+  text(): Promise<string>;
+  /** The body as it arrives; pauses the socket while the consumer is not reading (backpressure). */
+  chunks(): AsyncIterable<Buffer>;
+  /** Drops the body and the connection it arrives on. */
+  cancel(): void;
+  /** Reads what is left of a body no longer needed, so the connection can serve the next request. */
+  release(): void;
+}
+
+const agents = {
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" }),
+};
+
+/**
+ * One POST. A kept-alive connection the upstream closed while it sat idle fails with ECONNRESET before any
+ * response; that request never reached the upstream, so it is sent once more on a fresh connection (the
+ * pattern of Node's `request.reusedSocket` documentation).
+ */
+function send(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, retried = false): Promise<IncomingMessage> {
+  const secure = url.protocol === "https:";
+  if (!secure && url.protocol !== "http:") return Promise.reject(new UpstreamError(0, `unsupported upstream URL scheme ${url.protocol}`, false));
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const req = (secure ? https : http).request(url, {
       method: "POST",
-      headers: { "content-type": "application/json", ...opts.headers },
-      body: JSON.stringify(opts.body),
-      signal: opts.signal,
+      agent: secure ? agents.https : agents.http,
+      headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
     });
+    // Not the `signal` option: that one stays attached after the response and would destroy the socket
+    // once it is back in the pool (or serving another request) when the caller's signal aborts later.
+    let response: IncomingMessage | undefined;
+    const onAbort = () => {
+      if (!response?.complete) req.destroy(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    const detach = () => signal.removeEventListener("abort", onAbort);
+    req.once("response", (res) => {
+      response = res;
+      res.once("end", detach);
+      res.once("close", detach);
+      resolve(res);
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      if (response) return; // after the response began, its own stream reports the failure
+      detach();
+      if (!retried && req.reusedSocket && err.code === "ECONNRESET" && !signal.aborted) resolve(send(url, headers, payload, signal, true));
+      else reject(err);
+    });
+    req.end(payload);
+  });
+}
+
+function wrap(res: IncomingMessage): UpstreamResponse {
+  const status = res.statusCode ?? 0;
+  return {
+    status,
+    ok: status >= 200 && status < 300,
+    async text() {
+      res.setEncoding("utf8");
+      let out = "";
+      for await (const piece of res) out += piece as string;
+      return out;
+    },
+    chunks: () => res as AsyncIterable<Buffer>,
+    cancel: () => res.destroy(),
+    release: () => {
+      if (res.complete) return;
+      // Whatever follows the end marker (the chunked terminator) is drained; an upstream that keeps sending loses the connection.
+      const timer = setTimeout(() => res.destroy(), 1000);
+      timer.unref();
+      res.once("close", () => clearTimeout(timer));
+      res.resume();
+    },
+  };
+}
+
+/** POSTs JSON; resolves with a 2xx response, throws `UpstreamError` for anything else. */
+export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
+  let response: UpstreamResponse;
+  try {
+    response = wrap(await send(new URL(opts.url), { "content-type": "application/json", ...opts.headers }, JSON.stringify(opts.body), opts.signal));
   } catch (err) {
     if (opts.signal.aborted) throw opts.signal.reason ?? err;
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new UpstreamError(0, `upstream connection failed: ${cause?.code ?? cause?.message ?? (err as Error).message}`, true);
+    if (err instanceof UpstreamError) throw err;
+    const e = err as NodeJS.ErrnoException;
+    throw new UpstreamError(0, `upstream connection failed: ${e.code ?? e.message}`, true);
   }
   if (response.ok) return response;
   const text = await response.text().catch(() => "");
@@ -55,8 +137,13 @@ export async function postJson(opts: PostOptions): Promise<Response> {
 }
 
 /** Parses a JSON response body; a body that is not JSON is a malformed response (status 0). */
-export async function readJson(response: Response): Promise<unknown> {
-  const text = await response.text();
+export async function readJson(response: UpstreamResponse): Promise<unknown> {
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    throw new UpstreamError(0, `upstream response broke: ${(err as Error).message}`, true);
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -66,37 +153,49 @@ export async function readJson(response: Response): Promise<unknown> {
 
 /**
  * Yields the server-sent events of `response` in order. Returning early (or `controller` aborting)
- * cancels the body, which closes the upstream connection.
+ * drops the body, which closes the upstream connection; returning after the event `isLast` recognises
+ * (the provider's end-of-response marker) reads the rest instead, so the connection is kept alive.
  */
-export async function* sseEvents(response: Response, controller: AbortController): AsyncGenerator<EventSourceMessage> {
-  const body = response.body;
-  if (!body) throw new UpstreamError(0, "upstream returned no body", true);
+export async function* sseEvents(
+  response: UpstreamResponse,
+  controller: AbortController,
+  isLast?: (event: EventSourceMessage) => boolean,
+): AsyncGenerator<EventSourceMessage> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => queue.push(event) });
-  const reader = body.getReader();
   const decoder = new TextDecoder();
+  const iterator = response.chunks()[Symbol.asyncIterator]();
   let finished = false;
+  let complete = false;
+  const next = () => {
+    const event = queue.shift()!;
+    if (isLast?.(event)) complete = true;
+    return event;
+  };
   try {
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let chunk: IteratorResult<Buffer>;
       try {
-        chunk = await reader.read();
+        chunk = await iterator.next();
       } catch (err) {
         if (controller.signal.aborted) throw controller.signal.reason ?? err;
         throw new UpstreamError(0, `upstream stream broke: ${(err as Error).message}`, true);
       }
       if (chunk.done) break;
       parser.feed(decoder.decode(chunk.value, { stream: true }));
-      while (queue.length > 0) yield queue.shift()!;
+      while (queue.length > 0) yield next();
     }
     parser.feed(decoder.decode());
     parser.feed("\n\n");
-    while (queue.length > 0) yield queue.shift()!;
+    while (queue.length > 0) yield next();
     finished = true;
   } finally {
     if (!finished) {
-      controller.abort();
-      reader.cancel().catch(() => undefined);
+      if (complete && !controller.signal.aborted) response.release();
+      else {
+        controller.abort();
+        response.cancel();
+      }
     }
   }
 }

@@ -5,7 +5,7 @@
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "./types.js";
-import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream } from "./http.js";
+import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -76,7 +76,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     return body;
   }
 
-  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<Response> {
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { authorization: `Bearer ${call.apiKey}` };
     if (stream) headers.accept = "text/event-stream";
     return postJson({
@@ -108,7 +108,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const response = await this.request(call, true, controller.signal);
     // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
     let finished = false;
-    for await (const event of sseEvents(response, controller)) {
+    for await (const event of sseEvents(response, controller, (e) => e.data.trim() === "[DONE]")) {
       const data = event.data.trim();
       if (data === "[DONE]") return;
       if (data === "") continue;

@@ -117,6 +117,22 @@ export function adapterContract(s: ContractSetup): void {
     expect(fake.connections).toBeLessThanOrEqual(2);
   });
 
+  it("a caller's signal that aborts after the response ends leaves the pooled connection working", async () => {
+    const fake = await start();
+    for (let i = 0; i < 3; i++) {
+      const done = new AbortController();
+      await s.adapter.complete(s.call(fake, undefined, done.signal));
+      done.abort(new Error("the call is over"));
+      const streamDone = new AbortController();
+      await collect(s.adapter.stream(s.call(fake, { stream: true }, streamDone.signal)));
+      streamDone.abort(new Error("the call is over"));
+    }
+    // The connection the aborted calls used serves the next request.
+    expect((await s.adapter.complete(s.call(fake))).choices.length).toBeGreaterThan(0);
+    expect(fake.requests).toHaveLength(7);
+    expect(fake.connections).toBeLessThanOrEqual(2);
+  });
+
   it("the upstream body never holds the key", async () => {
     const fake = await start();
     expect(JSON.stringify(s.adapter.upstreamBody(s.call(fake, { stream: true })))).not.toContain(KEY);
