@@ -1,18 +1,18 @@
 /**
- * Chat completions relay benchmark (issue 11): in one run, against one local fake upstream that speaks
- * OpenAI's wire format (test/helpers/fake-upstreams), the same requests sent (a) to the upstream directly,
+ * Chat completions relay benchmark (issue 11): in one run, against a local fake upstream that speaks
+ * OpenAI's wire format (test/helpers/fake-upstreams, in a worker thread of its own), the same requests sent (a) to the upstream directly,
  * (b) through a minimal Fastify + fetch (undici) relay written here, and (c) through Portico (core + gateway
  * in this process over the in-memory transport, as `portico serve` runs one worker; fresh SQLite; a BYOK
  * credential stored through the API). Load from a worker thread over keep-alive HTTP/1.1.
  *
- *   node bin/run-ts.mjs bench/chat-relay.ts [--seconds 5] [--warmup 1] [--streams 500]
+ *   node bin/run-ts.mjs bench/chat-relay.ts [--seconds 5] [--warmup 1] [--rounds 3] [--streams 500]
  *
  * Reports per target: non-streaming p50 at c=1 and req/s + p99 at c=32; streaming time to first chunk p50
  * at c=1. "Added" figures subtract the direct ones. Then, with a second fake upstream that streams 100
  * numbered content chunks:
- * - CPU per relayed chunk: the main thread's CPU time (from /proc, so the load generator's worker thread is
- *   not counted) over streams read at c=8, minus the same figure when the fake upstream is called directly
- *   (it runs in the main thread too), divided by the chunks the client received;
+ * - CPU per relayed chunk: the main thread's CPU time (from /proc, so neither the load generator's thread nor
+ *   the fake upstreams' thread is counted) over streams read at c=8, minus the same figure when the fake
+ *   upstream is called directly, divided by the chunks the client received;
  * - integrity at `--streams` concurrent streams (all open at once): every stream's content must be exactly
  *   w0 … w99 in order and end with [DONE]; a lost, duplicated or reordered chunk makes the stream bad.
  */
@@ -23,7 +23,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { runInWorker } from "./lib/worker.js";
+import { runInWorker, startWorker } from "./lib/worker.js";
 import { closedLoop, type LoadFigures } from "./lib/closed-loop.js";
 
 const arg = (name: string, fallback: number) => {
@@ -47,9 +47,11 @@ interface Job {
 async function main(): Promise<void> {
   const seconds = arg("seconds", 5);
   const warmup = arg("warmup", 1);
-  const { startFakeOpenAI } = await import("../test/helpers/fake-upstreams/openai.js");
-  const fake = await startFakeOpenAI({ text: ["Hello", ", ", "world", "!"], finish: "stop", usage: { input: 12, output: 4 } });
-  const long = await startFakeOpenAI({ text: LONG_TEXT, finish: "stop", usage: { input: 12, output: LONG_TEXT.length } });
+  // The fake upstreams run in a thread of their own, as a real upstream runs elsewhere: sharing the main
+  // thread would add their CPU time to every relayed request (and to the relays' CPU per chunk).
+  const fakes = await startWorker<{ fake: string; long: string }>(import.meta.url, { mode: "fakes" });
+  const fake = { url: fakes.ready.fake };
+  const long = { url: fakes.ready.long };
 
   // (b) the minimal relay
   const { fastify } = await import("fastify");
@@ -119,16 +121,31 @@ async function main(): Promise<void> {
     { name: "Portico", url: `${gw}/api/v1/chat/completions`, key: boot.api_key!, model: "groq/llama-3.3-70b" },
   ];
   const load = loadavg()[0]!.toFixed(2);
-  const rows: Array<{ name: string; c1: LoadFigures; c32: LoadFigures; ttfc: LoadFigures }> = [];
+  const rows: Array<{ name: string; c1: LoadFigures; c32: LoadFigures; ttfc: LoadFigures; c1Runs: number[]; ttfcRuns: number[] }> = [];
   const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined;
-  for (const t of targets) {
-    if (only && t.name !== only) continue;
-    const job = (stream: boolean, concurrency: number): Job => ({ url: t.url, key: t.key, model: t.model, stream, concurrency, seconds, warmup });
-    const c1 = await runInWorker<LoadFigures>(import.meta.url, job(false, 1));
-    const c32 = await runInWorker<LoadFigures>(import.meta.url, job(false, 32));
-    const ttfc = await runInWorker<LoadFigures>(import.meta.url, job(true, 1));
-    rows.push({ name: t.name, c1, c32, ttfc });
-    console.error(`${t.name}: c=1 p50 ${c1.p50.toFixed(3)} ms, c=32 ${c32.rps.toFixed(0)} req/s p99 ${c32.p99.toFixed(2)} ms, TTFC p50 ${ttfc.p50.toFixed(3)} ms, errors ${c1.errors + c32.errors + ttfc.errors}`);
+  const skipped: LoadFigures = { requests: 0, errors: 0, seconds: 0, rps: NaN, p50: NaN, p99: NaN, max: NaN };
+  const chosen = targets.filter((t) => !only || t.name === only);
+  for (const t of chosen) rows.push({ name: t.name, c1: skipped, c32: skipped, ttfc: skipped, c1Runs: [], ttfcRuns: [] });
+  const job = (t: (typeof targets)[number], stream: boolean, concurrency: number): Job => ({ url: t.url, key: t.key, model: t.model, stream, concurrency, seconds, warmup });
+  const phase = (name: string, j: Job) => (phases.includes(name) ? runInWorker<LoadFigures>(import.meta.url, j) : Promise.resolve(skipped));
+  // c=1 latencies drift with the machine (a virtual one wakes idle cores slowly): the targets take turns,
+  // `--rounds` times, and the median of each target's per-round p50 is reported.
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, t] of chosen.entries()) {
+      const r = rows[i]!;
+      const c1 = await phase("c1", job(t, false, 1));
+      const ttfc = await phase("ttfc", job(t, true, 1));
+      r.c1Runs.push(c1.p50);
+      r.ttfcRuns.push(ttfc.p50);
+      if (c1.errors + ttfc.errors > 0) r.c1 = { ...r.c1, errors: r.c1.errors + c1.errors + ttfc.errors };
+    }
+  }
+  for (const [i, t] of chosen.entries()) {
+    const r = rows[i]!;
+    r.c1 = { ...r.c1, p50: median(r.c1Runs) };
+    r.ttfc = { ...r.ttfc, p50: median(r.ttfcRuns) };
+    r.c32 = await phase("c32", job(t, false, 32));
+    console.error(`${t.name}: c=1 p50 ${r.c1Runs.map((v) => v.toFixed(3)).join("/")} ms, c=32 ${r.c32.rps.toFixed(0)} req/s p99 ${r.c32.p99.toFixed(2)} ms, TTFC p50 ${r.ttfcRuns.map((v) => v.toFixed(3)).join("/")} ms, errors ${r.c1.errors + r.c32.errors}`);
   }
   const relayPort = (relay.server.address() as { port: number }).port;
   const longTargets = [
@@ -152,19 +169,18 @@ async function main(): Promise<void> {
   await core.close();
   await database.close();
   await relay.close();
-  await fake.close();
-  await long.close();
+  await fakes.stop();
   rmSync(dir, { recursive: true, force: true });
 
   if (only) return;
   const direct = rows[0]!;
   const relayRow = rows[1]!;
-  console.log(`\nNode ${process.version}, ${cpus().length} CPU(s), one process, ${seconds}s per scenario after ${warmup}s warm-up; load average at start ${load}.\n`);
+  console.log(`\nNode ${process.version}, ${cpus().length} CPU(s), one process, ${seconds}s per scenario after ${warmup}s warm-up; c=1 and first-chunk p50: median of ${rounds} interleaved rounds; load average at start ${load}.\n`);
   console.log("| target | c=1 p50 ms (added) | c=32 req/s | c=32 p99 ms | stream: first chunk p50 ms (added) | errors |");
   console.log("|---|---:|---:|---:|---:|---:|");
   for (const r of rows) {
     const added = (v: number, d: number) => (r === direct ? `${v.toFixed(3)}` : `${v.toFixed(3)} (+${(v - d).toFixed(3)})`);
-    console.log(`| ${r.name} | ${added(r.c1.p50, direct.c1.p50)} | ${r.c32.rps.toFixed(0)} | ${r.c32.p99.toFixed(2)} | ${added(r.ttfc.p50, direct.ttfc.p50)} | ${r.c1.errors + r.c32.errors + r.ttfc.errors} |`);
+    console.log(`| ${r.name} | ${added(r.c1.p50, direct.c1.p50)} | ${r.c32.rps.toFixed(0)} | ${r.c32.p99.toFixed(2)} | ${added(r.ttfc.p50, direct.ttfc.p50)} | ${r.c1.errors + r.c32.errors} |`);
   }
   const portico = rows[2]!;
   console.log(`\nc=32 throughput, Portico / minimal relay: ${((100 * portico.c32.rps) / relayRow.c32.rps).toFixed(1)} %`);
@@ -181,6 +197,13 @@ async function main(): Promise<void> {
 
 const LONG_TEXT = Array.from({ length: 100 }, (_, i) => `w${i} `);
 const streamsAtOnce = arg("streams", 500);
+const rounds = arg("rounds", 3);
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+};
+/** `--phases c1,ttfc` runs only those load phases (for profiling one of them); default all three. */
+const phases = process.argv.includes("--phases") ? process.argv[process.argv.indexOf("--phases") + 1]!.split(",") : ["c1", "c32", "ttfc"];
 
 /** utime + stime of the main thread (this process's first task), in ms; /proc counts in clock ticks. */
 function mainThreadCpuMs(): number {
@@ -266,7 +289,19 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
   return figures;
 }
 
+/** The fake upstreams' thread: starts both, reports their URLs, closes them on "stop". */
+async function fakesWorker(): Promise<void> {
+  const { startFakeOpenAI } = await import("../test/helpers/fake-upstreams/openai.js");
+  const fake = await startFakeOpenAI({ text: ["Hello", ", ", "world", "!"], finish: "stop", usage: { input: 12, output: 4 } });
+  const long = await startFakeOpenAI({ text: LONG_TEXT, finish: "stop", usage: { input: 12, output: LONG_TEXT.length } });
+  parentPort!.once("message", () => {
+    void Promise.all([fake.close(), long.close()]).then(() => process.exit(0));
+  });
+  parentPort!.postMessage({ fake: fake.url, long: long.url });
+}
+
 async function worker(): Promise<void> {
+  if ((workerData as { mode?: string }).mode === "fakes") return fakesWorker();
   const job = workerData as Job;
   if (job.mode === "streams") {
     parentPort!.postMessage(await streamsWorker(job));

@@ -14,3 +14,24 @@ export function runInWorker<T>(moduleUrl: string, data: unknown): Promise<T> {
     worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
   });
 }
+
+/**
+ * Starts a benchmark module in a worker thread that stays up (a fake upstream, say): resolves with its first
+ * message; `stop()` posts "stop" and waits for the worker to exit.
+ */
+export async function startWorker<T>(moduleUrl: string, data: unknown): Promise<{ ready: T; stop(): Promise<void> }> {
+  const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(moduleUrl)});`;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: data });
+  const ready = await new Promise<T>((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+  });
+  return {
+    ready,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        worker.once("exit", () => resolve());
+        worker.postMessage("stop");
+      }),
+  };
+}

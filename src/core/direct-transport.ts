@@ -25,6 +25,13 @@ import {
 
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
+/**
+ * Abort reasons of calls that ended normally, built once: an Error (or the DOMException `abort()` makes
+ * without a reason) captures a stack trace, which cost more than the rest of ending a call.
+ */
+const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
+const CLIENT_CLOSED = new ConnectError("the client closed the stream", Code.Canceled);
+
 /** Collects the service implementations a `routes` function registers. */
 function collectImplementations(routes: (router: ConnectRouter) => void): Map<string, MethodImplSpec> {
   const specs = new Map<string, MethodImplSpec>();
@@ -124,7 +131,7 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       try {
         return (await run(req)) as never;
       } finally {
-        ac.abort();
+        ac.abort(CALL_ENDED);
       }
     },
 
@@ -178,7 +185,7 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
             yield* messages;
           } finally {
             // The caller stopped reading (or the stream ended): the handler sees its signal abort.
-            ac.abort(new ConnectError("the client closed the stream", Code.Canceled));
+            ac.abort(CLIENT_CLOSED);
           }
         })(),
       } as never;
