@@ -3,7 +3,8 @@
  * Redis: connections are spread over both workers, an intern prompt succeeds whichever worker takes it
  * (the other forwards to the one holding the embedded host's link), a paused run is answered through
  * either worker, the intern turn budget is one
- * budget for the whole serve, a revoked key is refused by every worker within one second, and a worker
+ * budget for the whole serve, a paused run nobody answers is cancelled at its deadline once (a late
+ * answer through either worker is refused), a revoked key is refused by every worker within one second, and a worker
  * killed with SIGKILL is replaced while what it acknowledged stays written.
  */
 import http from "node:http";
@@ -11,6 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../../src/core/identity/keys.js";
 import { runPortico, startPortico } from "../../helpers/cli.js";
@@ -57,6 +59,7 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
       PORTICO_WORKERS: "2",
       PORTICO_INTERN_RATE_LIMIT: "4",
       PORTICO_INTERN_RATE_WINDOW_S: "600",
+      PORTICO_INTERACTION_DEADLINE_MS: "5000",
     };
     const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env, 120_000)).stdout);
     const started = await startPortico(["serve"], env, (out) =>
@@ -116,6 +119,48 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
       expect(answered.status).toBe(200);
       expect(contentOf(chunksOf(answered.text))).toContain(`${word}\n`);
     }
+
+    // A paused run nobody answers is cancelled at its deadline, once, by whichever worker's timer or sweep
+    // gets there; a late answer through either worker is refused and the session takes a new turn.
+    // (A key of its own: the management key spent its turn budget above.)
+    const deadlineKey = JSON.parse(
+      (await request(`${api}/keys`, { method: "POST", headers: mkAuth, body: JSON.stringify({ name: "deadline" }) })).text,
+    ).key as string;
+    const dlAuth = { authorization: `Bearer ${deadlineKey}`, "content-type": "application/json" };
+    const asked = await request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+      method: "POST",
+      headers: dlAuth,
+      body: JSON.stringify(chatBody("$ echo unanswered", { approval_mode: "manual" })),
+    });
+    const askedChunks = chunksOf(asked.text);
+    const question = toolCallOf(askedChunks);
+    const sessionId = finalOf(askedChunks).session_id as string;
+    const db = new Database(join(dataDir, "portico.db"), { readonly: true, fileMustExist: true });
+    try {
+      const runOf = () => db.prepare(`SELECT r.state, r.endReason FROM "InternRun" r JOIN "InternSession" s ON r.sessionId = s.id WHERE s.sessionKey = ? ORDER BY r.createdAt DESC LIMIT 1`).get(sessionId) as { state: string; endReason: string | null };
+      expect(runOf().state).toBe("paused");
+      for (let i = 0; i < 600 && runOf().state === "paused"; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(runOf()).toEqual({ state: "cancelled", endReason: "deadline" });
+      expect((db.prepare(`SELECT count(*) AS n FROM "InternRun" r JOIN "InternSession" s ON r.sessionId = s.id WHERE s.sessionKey = ?`).get(sessionId) as { n: number }).n).toBe(1);
+    } finally {
+      db.close();
+    }
+    for (let i = 0; i < 2; i++) {
+      const late = await request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: dlAuth,
+        body: JSON.stringify(answerBody(sessionId, question.id, "allow_once")),
+      });
+      expect(late.status).toBe(409);
+      expect(JSON.parse(late.text).error.metadata.reason).toBe("interaction_not_pending");
+    }
+    const again = await request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+      method: "POST",
+      headers: dlAuth,
+      body: JSON.stringify(chatBody("$ echo next-turn", { session_id: sessionId })),
+    });
+    expect(again.status).toBe(200);
+    expect(contentOf(chunksOf(again.text))).toContain("next-turn\n");
 
     // Acknowledged writes survive a worker's death.
     const mk = { authorization: `Bearer ${boot.management_key}`, "content-type": "application/json" };
