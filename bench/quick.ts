@@ -1,5 +1,5 @@
 /**
- * `npm run bench:quick`: short runs of the benchmarks behind issue 12's goals, compared with the bounds in
+ * `npm run bench:quick`: short runs of the benchmarks behind issue 12's goals (and issue 11's relay figures), compared with the bounds in
  * bench/quick-thresholds.json; exits 1 when a figure regressed past its bound. Under two minutes on the
  * 2-core development machine. A new entry: add a probe below (command + how to read its figure) and its bound.
  *
@@ -59,6 +59,21 @@ const probes: Probe[] = [
       const line = out.split("\n").find((l) => l.includes('"scenario":"first chunk'));
       if (!line) throw new Error(`no first-chunk row in:\n${out.slice(-1500)}`);
       return { intern_first_chunk_added_p50_ms: (JSON.parse(line) as { firstChunkAddedP50ms: number }).firstChunkAddedP50ms };
+    },
+  },
+  {
+    name: "chat completions relay (bench/chat-relay.ts)",
+    args: ts("chat-relay.ts", "--seconds", "2", "--warmup", "1", "--rounds", "1", "--streams", "200"),
+    read: (out) => {
+      const share = num(/c=32 throughput, Portico \/ minimal relay: ([\d.]+) %/.exec(out)?.[1] ?? "NaN");
+      // The second "| Portico |" row is the streams table: relay CPU per chunk, then bad and failed streams.
+      const streams = out.split("\n").filter((l) => l.startsWith("| Portico |"))[1]?.split("|").slice(1, -1).map((c) => c.trim());
+      if (!streams) throw new Error(`no streams row in:\n${out.slice(-1500)}`);
+      return {
+        chat_c32_share_of_minimal_relay_pct: share,
+        chat_cpu_per_relayed_chunk_us: num(streams[4]!),
+        chat_bad_or_failed_streams: num(streams[6]!) + num(streams[7]!),
+      };
     },
   },
   {

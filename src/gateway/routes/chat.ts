@@ -58,7 +58,8 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
         summary: "What the caller can route to",
         description:
           "OpenAI's model list shape. Presets of the workspace as `@preset/<slug>`, then, per provider with a BYOK credential the " +
-          "calling key may use, the credential's allowed models, or `<provider>/*` when it allows any.",
+          "calling key may use, the credential's allowed models, or `<provider>/*` when it allows any; `<provider>/*` also for a " +
+          "provider with a shared operator key, unless an `is_required` credential of the caller removes them.",
         tags: ["chat"],
         response: {
           200: {
@@ -94,8 +95,9 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
         summary: "Create a chat completion through the providers the model names",
         description:
           "An OpenAI chat-completions request. `model` is `<provider>/<model>` or `@preset/<slug>[@<version>]` (or name a preset in `preset`); " +
-          "`models` lists fallbacks and `provider` orders, restricts or ignores providers. The caller's BYOK credentials for the provider are " +
-          "used, in the order their flags define (docs/chat.md). With `stream: true` the answer is server-sent events ending with `data: [DONE]`.",
+          "`models` lists fallbacks and `provider` orders, restricts or ignores providers. The caller's BYOK credentials for the provider and the " +
+          "operator's shared provider keys are used, in the order the BYOK flags define (docs/chat.md). With `stream: true` the answer is " +
+          "server-sent events ending with `data: [DONE]`.",
         tags: ["chat"],
         body: requestSchemas(ctx.brand).createChatCompletion,
         response: {
