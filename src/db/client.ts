@@ -101,18 +101,61 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<DatabaseH
   };
 }
 
+/** The better-sqlite3 statement methods the Prisma adapter uses (`prepare(sql).bind(args)` then these). */
+interface SqliteStatement {
+  reader: boolean;
+  bind(args: unknown[]): SqliteStatement;
+  run(...args: unknown[]): unknown;
+  columns(): unknown[];
+  raw(on?: boolean): SqliteStatement;
+  all(...args: unknown[]): unknown[];
+}
+
+const STATEMENT_CACHE_SIZE = 256;
+
 /**
- * Transactions take SQLite's write lock when they begin (BEGIN IMMEDIATE instead of the adapter's
- * deferred BEGIN), so a read-then-write transaction cannot fail with SQLITE_BUSY_SNAPSHOT because
- * another process (an admin command, a second core) wrote in between; it waits (busy_timeout) instead.
+ * Two changes to how the adapter prepares statements:
+ * - Transactions take SQLite's write lock when they begin (BEGIN IMMEDIATE instead of the adapter's
+ *   deferred BEGIN), so a read-then-write transaction cannot fail with SQLITE_BUSY_SNAPSHOT because
+ *   another process (an admin command, a second core) wrote in between; it waits (busy_timeout) instead.
+ * - Prepared statements are reused (an LRU of {@link STATEMENT_CACHE_SIZE} by SQL text) instead of being
+ *   compiled for every query. The adapter binds parameters with `bind()`, which a statement allows only
+ *   once, so it gets a facade whose `bind(args)` passes the arguments to each call of the shared statement.
+ *   Statements are never iterated, so one is never busy when it is used again.
  */
-function immediateTransactions(adapter: unknown): void {
-  const driver = (adapter as { client?: { prepare: (sql: string) => unknown } }).client;
+function reuseStatements(adapter: unknown): void {
+  const driver = (adapter as { client?: { prepare: (sql: string) => SqliteStatement } }).client;
   if (!driver || typeof driver.prepare !== "function") {
     throw new Error("SQLite adapter internals changed: cannot make transactions immediate");
   }
   const prepare = driver.prepare.bind(driver);
-  driver.prepare = (sql: string) => prepare(sql === "BEGIN" ? "BEGIN IMMEDIATE" : sql);
+  const cache = new Map<string, SqliteStatement>();
+  const statement = (sql: string): SqliteStatement => {
+    let st = cache.get(sql);
+    if (st) {
+      cache.delete(sql);
+    } else {
+      st = prepare(sql);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(sql, st);
+    return st;
+  };
+  const bound = (st: SqliteStatement, args: unknown[]): SqliteStatement =>
+    ({
+      reader: st.reader,
+      bind: () => {
+        throw new TypeError("bind() can only be invoked once per statement");
+      },
+      run: () => st.run(args),
+      columns: () => st.columns(),
+      raw: () => ({ all: () => st.raw(true).all(args) }),
+      all: () => st.raw(false).all(args),
+    }) as unknown as SqliteStatement;
+  driver.prepare = (sql: string) => {
+    const st = statement(sql === "BEGIN" ? "BEGIN IMMEDIATE" : sql);
+    return { ...bound(st, []), bind: (args: unknown[]) => bound(st, args) } as SqliteStatement;
+  };
 }
 
 async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<Db> {
@@ -135,7 +178,7 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
           "PRAGMA secure_delete = ON",
         ].join(";\n"),
       );
-      immediateTransactions(adapter);
+      reuseStatements(adapter);
       return gateSqliteAdapter(adapter);
     }
   }
