@@ -50,6 +50,77 @@ function collectImplementations(routes: (router: ConnectRouter) => void): Map<st
   return specs;
 }
 
+/** An async iterable of one value (cheaper than an async generator). */
+function once<T>(value: T): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      let done = false;
+      return {
+        next: () => {
+          if (done) return Promise.resolve({ done: true, value: undefined } as IteratorResult<T>);
+          done = true;
+          return Promise.resolve({ done: false, value });
+        },
+        return: () => {
+          done = true;
+          return Promise.resolve({ done: true, value: undefined } as IteratorResult<T>);
+        },
+      };
+    },
+  };
+}
+
+/**
+ * `source` mapped by `fn`, calling `onEnd` once when it ends, fails or its reader stops (return/throw).
+ * A hand-written iterator: every async-generator layer costs several promise turns per message.
+ */
+function mapMessages<T, U>(source: AsyncIterable<T>, fn: (value: T) => U, onEnd: () => void): AsyncIterable<U> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      let ended = false;
+      const end = () => {
+        if (!ended) {
+          ended = true;
+          onEnd();
+        }
+      };
+      return {
+        async next() {
+          if (ended) return { done: true, value: undefined };
+          try {
+            const r = await it.next();
+            if (r.done) {
+              end();
+              return { done: true, value: undefined };
+            }
+            return { done: false, value: fn(r.value) };
+          } catch (err) {
+            end();
+            throw err;
+          }
+        },
+        async return() {
+          try {
+            if (!ended) await it.return?.();
+          } finally {
+            end();
+          }
+          return { done: true, value: undefined };
+        },
+        async throw(err?: unknown) {
+          try {
+            if (!ended && it.throw) await it.throw(err);
+          } finally {
+            end();
+          }
+          throw err;
+        },
+      };
+    },
+  };
+}
+
 function toMessage<D extends DescMessage>(schema: D, value: unknown) {
   return isMessage(value, schema) ? value : create(schema, value as never);
 }
@@ -139,25 +210,16 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       const spec = lookup(method);
       if (spec.kind !== "server_streaming") throw new ConnectError("only server streaming is supported in process", Code.Unimplemented);
       const ac = linkSignal(signal, timeoutMs);
-      let first: unknown;
-      for await (const m of input) {
-        first = m;
-        break;
-      }
+      // Server streaming has one request message: take it without a for-await (and its return()).
+      const first = await input[Symbol.asyncIterator]().next();
       const req = {
         stream: true,
         ...requestCommon(method, ac, header, contextValues),
-        message: (async function* () {
-          yield toMessage(method.input, first);
-        })(),
+        message: once(toMessage(method.input, first.value)),
       } as StreamRequest;
       const run = intercept(async (r) => {
         const ctx = contextFor(method, r, timeoutMs);
-        let request: unknown;
-        for await (const m of (r as StreamRequest).message) {
-          request = m;
-          break;
-        }
+        const request = (await (r as StreamRequest).message[Symbol.asyncIterator]().next()).value;
         const iterable = (spec.impl as (m: unknown, c: unknown) => AsyncIterable<unknown>)(request, ctx);
         return {
           stream: true,
@@ -165,9 +227,7 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
           method,
           header: ctx.responseHeader,
           trailer: ctx.responseTrailer,
-          message: (async function* () {
-            for await (const out of iterable) yield toMessage(method.output, out);
-          })(),
+          message: iterable,
         } as StreamResponse;
       });
       let res: StreamResponse;
@@ -177,17 +237,11 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
         ac.abort();
         throw err;
       }
-      const messages = res.message;
+      // One layer between the handler's messages and the caller: each message is made a message of the
+      // output type, and when the stream ends or the caller stops reading, the handler sees its signal abort.
       return {
         ...res,
-        message: (async function* () {
-          try {
-            yield* messages;
-          } finally {
-            // The caller stopped reading (or the stream ended): the handler sees its signal abort.
-            ac.abort(CLIENT_CLOSED);
-          }
-        })(),
+        message: mapMessages(res.message, (out) => toMessage(method.output, out), () => ac.abort(CLIENT_CLOSED)),
       } as never;
     },
   };
