@@ -136,6 +136,30 @@ describe("SQLite connection", () => {
     expect(Number(await one("synchronous"))).toBe(1); // NORMAL
     expect(Number(await one("busy_timeout"))).toBe(5000);
   });
+
+  it("reuses prepared statements: each call gets its own arguments, past the cache's size too, and writes in transactions", async () => {
+    const db = handle().db;
+    // The same statement text with different arguments, interleaved with reads and writes.
+    const pairs = await Promise.all(Array.from({ length: 50 }, (_, i) => db.$queryRawUnsafe<Array<{ v: number }>>("SELECT ? + ? AS v", i, 1000)));
+    expect(pairs.map((r) => Number(r[0]!.v))).toEqual(Array.from({ length: 50 }, (_, i) => i + 1000));
+    // More distinct statement texts than the cache holds (256): evicted ones are prepared again.
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 300; i++) {
+        const rows = await db.$queryRawUnsafe<Array<{ v: number }>>(`SELECT ? * ${i} AS v`, round + 1);
+        expect(Number(rows[0]!.v)).toBe((round + 1) * i);
+      }
+    }
+    // A reused write statement inside interactive transactions (BEGIN IMMEDIATE) and outside.
+    await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS reuse_probe (k TEXT PRIMARY KEY, v INTEGER)`);
+    for (let i = 0; i < 5; i++) {
+      await db.$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`INSERT INTO reuse_probe (k, v) VALUES (?, ?)`, `t${i}`, i);
+      });
+      await db.$executeRawUnsafe(`INSERT INTO reuse_probe (k, v) VALUES (?, ?)`, `n${i}`, i * 10);
+    }
+    const all = await db.$queryRawUnsafe<Array<{ k: string; v: number }>>(`SELECT k, v FROM reuse_probe ORDER BY k`);
+    expect(all.map((r) => `${r.k}=${Number(r.v)}`)).toEqual(["n0=0", "n1=10", "n2=20", "n3=30", "n4=40", "t0=0", "t1=1", "t2=2", "t3=3", "t4=4"]);
+  });
 });
 
 describe("resolveDatabaseUrl", () => {
