@@ -16,7 +16,12 @@ export interface PostOptions {
   apiKey: string;
   /** Pulls a readable message out of the provider's parsed error body. */
   errorMessage: (body: unknown) => string | undefined;
+  /** The upstream may stay silent (no response headers, no body bytes) this long; default {@link UPSTREAM_IDLE_TIMEOUT_MS}. */
+  idleTimeoutMs?: number;
 }
+
+/** Like undici's headers and body timeouts (which `fetch` applied before): 300 s without a byte fails the call. */
+export const UPSTREAM_IDLE_TIMEOUT_MS = 300_000;
 
 /** Replaces every occurrence of the key in a string or JSON value. */
 export function redact<T>(value: T, apiKey: string): T {
@@ -54,7 +59,7 @@ const agents = {
  * response; that request never reached the upstream, so it is sent once more on a fresh connection (the
  * pattern of Node's `request.reusedSocket` documentation).
  */
-function send(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, retried = false): Promise<IncomingMessage> {
+function send(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, idleMs: number, retried = false): Promise<IncomingMessage> {
   const secure = url.protocol === "https:";
   if (!secure && url.protocol !== "http:") return Promise.reject(new UpstreamError(0, `unsupported upstream URL scheme ${url.protocol}`, false));
   if (signal.aborted) return Promise.reject(signal.reason);
@@ -72,6 +77,7 @@ function send(url: URL, headers: Record<string, string>, payload: string, signal
     };
     signal.addEventListener("abort", onAbort, { once: true });
     const detach = () => signal.removeEventListener("abort", onAbort);
+    req.setTimeout(idleMs, () => req.destroy(new UpstreamError(0, `upstream sent nothing for ${Math.round(idleMs / 1000)} s`, true)));
     req.once("response", (res) => {
       response = res;
       res.once("end", detach);
@@ -81,7 +87,7 @@ function send(url: URL, headers: Record<string, string>, payload: string, signal
     req.on("error", (err: NodeJS.ErrnoException) => {
       if (response) return; // after the response began, its own stream reports the failure
       detach();
-      if (!retried && req.reusedSocket && err.code === "ECONNRESET" && !signal.aborted) resolve(send(url, headers, payload, signal, true));
+      if (!retried && req.reusedSocket && err.code === "ECONNRESET" && !signal.aborted) resolve(send(url, headers, payload, signal, idleMs, true));
       else reject(err);
     });
     req.end(payload);
@@ -116,7 +122,7 @@ function wrap(res: IncomingMessage): UpstreamResponse {
 export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
   let response: UpstreamResponse;
   try {
-    response = wrap(await send(new URL(opts.url), { "content-type": "application/json", ...opts.headers }, JSON.stringify(opts.body), opts.signal));
+    response = wrap(await send(new URL(opts.url), { "content-type": "application/json", ...opts.headers }, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS));
   } catch (err) {
     if (opts.signal.aborted) throw opts.signal.reason ?? err;
     if (err instanceof UpstreamError) throw err;
