@@ -2,7 +2,9 @@
  * Call options for RPCs made on behalf of an HTTP request: the caller's credentials and session
  * header pass through unchanged (the core decides everything about auth), plus the request id.
  */
-import type { CallOptions } from "@connectrpc/connect";
+import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type { CallOptions, Transport } from "@connectrpc/connect";
+import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyRequest } from "fastify";
 
 const FORWARDED_HEADERS = ["authorization", "x-session-id"] as const;
@@ -16,4 +18,30 @@ export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallO
   const opts: CallOptions = { headers };
   if (signal) opts.signal = signal;
   return opts;
+}
+
+/**
+ * A server-streaming call straight on the transport, read with `next()`: the messages arrive without the
+ * promise client's wrapper (a down-levelled async generator costing several promise turns per message).
+ * Errors, including ones raised before the first message, surface from `next()`, as with the client.
+ */
+export function serverStream<I extends DescMessage, O extends DescMessage>(
+  transport: Transport,
+  method: DescMethodServerStreaming<I, O>,
+  input: MessageInitShape<I>,
+  options: CallOptions,
+): { next(): Promise<IteratorResult<MessageShape<O>>>; return(): Promise<void> } {
+  let iterator: AsyncIterator<MessageShape<O>> | undefined;
+  const opened = transport
+    .stream(method, options.signal, options.timeoutMs, options.headers, createAsyncIterable([input]), options.contextValues)
+    .then((res) => (iterator = res.message[Symbol.asyncIterator]()));
+  opened.catch(() => undefined); // reported by the first next()
+  return {
+    next: async () => (iterator ?? (await opened)).next(),
+    /** Stops reading: the call ends (in process, the handler's generator finishes and its signal aborts). */
+    async return() {
+      const it = iterator ?? (await opened.catch(() => undefined));
+      await it?.return?.();
+    },
+  };
 }

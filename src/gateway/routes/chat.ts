@@ -6,13 +6,13 @@
  * a chunk with `finish_reason: "error"`. Writes wait for the socket (backpressure), and a client that
  * leaves aborts the RPC and with it the upstream request.
  */
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService, type StreamChatCompletionResponse } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
-import { callOptionsFor } from "../rpc.js";
+import { callOptionsFor, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 import { SseWriter } from "../sse.js";
 
@@ -128,7 +128,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
           reply.raw.off("close", onClose);
         }
       }
-      return streamCompletion(req, reply, client, json);
+      return streamCompletion(req, reply, ctx.transport, json);
     },
   );
 }
@@ -136,7 +136,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
 async function streamCompletion(
   req: FastifyRequest,
   reply: FastifyReply,
-  client: ReturnType<typeof createClient<typeof ChatService>>,
+  transport: Transport,
   body: Record<string, never>,
 ): Promise<void> {
   const ac = new AbortController();
@@ -144,7 +144,7 @@ async function streamCompletion(
     if (!reply.raw.writableFinished) ac.abort();
   };
   reply.raw.on("close", onClose);
-  const stream = client.streamChatCompletion({ body }, callOptionsFor(req, ac.signal))[Symbol.asyncIterator]();
+  const stream = serverStream(transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, ac.signal));
   let first: IteratorResult<StreamChatCompletionResponse>;
   try {
     // Errors before the first chunk (bad request, no credential, every provider down) are HTTP errors.

@@ -88,6 +88,34 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
     expect(refused.code).toBe(16); // UNAUTHENTICATED
   });
 
+  it("a split gateway (gRPC to the core) streams the same answer and maps an error before the first chunk", async () => {
+    const { buildGateway } = await import("../../../src/gateway/app.js");
+    const { createCoreTransport } = await import("../../../src/gateway/core-transport.js");
+    const { createMetrics } = await import("../../../src/lib/metrics.js");
+    const split = await buildGateway({
+      transport: createCoreTransport(h.coreUrl),
+      logger: h.gateway.log as never,
+      metrics: createMetrics(),
+      bodyLimitBytes: h.config.bodyLimitBytes,
+      brand: h.config.brand,
+    });
+    await split.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const port = (split.server.address() as { port: number }).port;
+      const remote = new OpenAI({ baseURL: `http://127.0.0.1:${port}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+      const stream = await remote.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }], stream: true });
+      let text = "";
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
+      expect(text).toBe("Hello, world");
+      const missing = await remote.chat.completions
+        .create({ model: "@preset/does-not-exist", messages: [{ role: "user", content: "hi" }], stream: true })
+        .catch((e: unknown) => e);
+      expect(missing).toMatchObject({ status: 404 });
+    } finally {
+      await split.close();
+    }
+  });
+
   it("streaming: chunks in order, usage on the last, [DONE] at the end", async () => {
     const stream = await client.chat.completions.create({
       model: "groq/llama-3.3-70b",
