@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   ChatMessageSchema,
@@ -21,7 +21,7 @@ import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
-import { callOptionsFor } from "../rpc.js";
+import { callOptionsFor, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { wrongTypeField } from "../../contract/requests/intern-chat.js";
@@ -95,7 +95,6 @@ const chatCompletionChunkSchema = {
 } as const;
 
 export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
-  const client = createClient(InternsService, ctx.transport);
 
   api.post<{ Params: { internId: string } }>(
     "/interns/:internId/chat/completions",
@@ -119,14 +118,13 @@ export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayCon
         },
       },
     },
-    async (req, reply) => streamChat(req, reply, client, ctx),
+    async (req, reply) => streamChat(req, reply, ctx),
   );
 }
 
 async function streamChat(
   req: FastifyRequest<{ Params: { internId: string } }>,
   reply: FastifyReply,
-  client: ReturnType<typeof createClient<typeof InternsService>>,
   ctx: GatewayContext,
 ): Promise<void> {
   const ac = new AbortController();
@@ -135,7 +133,7 @@ async function streamChat(
   };
   reply.raw.on("close", onClose);
   const rpcRequest = toStreamChatRequest(req.params.internId, req.body);
-  const stream = client.streamChat(rpcRequest, callOptionsFor(req, ac.signal))[Symbol.asyncIterator]();
+  const stream = serverStream(ctx.transport, InternsService.method.streamChat, rpcRequest, callOptionsFor(req, ac.signal));
   let first: IteratorResult<StreamChatResponse>;
   try {
     first = await stream.next();
