@@ -102,13 +102,23 @@ function processesUnder(dir: string): number[] {
   return pids;
 }
 
-function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-    ...(signal ? { signal } : {}),
-  });
+/**
+ * Sends an intern prompt. With several serve workers, the one taking the request learns where the embedded
+ * host's link lives shortly after the host attached, and until then answers 502 (agent unavailable); a
+ * 502 is retried for a bounded while, anything else is returned.
+ */
+async function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+    if (res.status !== 502 || attempt >= 40) return res;
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** Reads an SSE response until `until(text)` holds; returns the text so far (the stream stays open). */
