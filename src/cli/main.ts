@@ -82,6 +82,11 @@ program
           await primary.stop();
           if (fatal) throw new Error(fatal);
         },
+        // A second signal to the primary is a second signal to every worker: each exits at once and takes
+        // its agent processes along, without waiting to notice that the primary is gone.
+        onForceExit: () => {
+          for (const w of primary.workers().values()) if (!w.isDead()) w.process.kill("SIGTERM");
+        },
       });
       const primary = startServePrimary({
         workers,

@@ -25,6 +25,8 @@ export interface ShutdownOptions {
   sink?: LogSink;
   /** Called on the first signal; resolves when the process may exit. */
   close: () => Promise<void>;
+  /** Called just before a forced exit (second signal or deadline), e.g. to pass the urgency on to child processes. */
+  onForceExit?: () => void;
 }
 
 /** Installs the SIGTERM/SIGINT handlers; returns a function that starts the stop programmatically. */
@@ -50,6 +52,11 @@ export function installShutdown(opts: ShutdownOptions): (reason: string) => void
       if (!process.stderr.destroyed && process.stderr.writableLength < 65_536) process.stderr.write(JSON.stringify(pending) + "\n");
     } catch {
       // stderr is gone; nothing more to say
+    }
+    try {
+      opts.onForceExit?.();
+    } catch {
+      // exiting regardless
     }
     killTrackedProcessGroups();
     process.exit(1);

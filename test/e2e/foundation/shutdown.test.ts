@@ -203,6 +203,9 @@ describe("shutdown ends within its bound", () => {
     expect(exit.ms).toBeLessThan(LIMIT_MS);
     await stderrClosed;
     expect(err).toContain("exiting before the graceful stop finished");
-    await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
+    // The primary passes the second signal on to its workers, which kill their agent groups as they exit; a
+    // worker whose event loop is busy (a loaded machine) is still bound by its own deadline and watchdog
+    // (grace + 2 s after its first signal).
+    await expect.poll(() => processesUnder(s.dataDir), { timeout: GRACE_MS + 5_000 }).toEqual([]);
   });
 });
