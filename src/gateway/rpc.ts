@@ -5,7 +5,7 @@
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 
 const FORWARDED_HEADERS = ["authorization", "x-session-id"] as const;
 
@@ -44,4 +44,38 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
       await it?.return?.();
     },
   };
+}
+
+/**
+ * Watches the HTTP client of `reply`: the signal aborts when the client goes away before the reply finished
+ * (the RPC made with it stops, and with it the upstream work). `release()` stops watching.
+ */
+export function abortOnClientClose(reply: FastifyReply): { signal: AbortSignal; release(): void } {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  };
+  reply.raw.on("close", onClose);
+  return { signal: ac.signal, release: () => reply.raw.off("close", onClose) };
+}
+
+/**
+ * The first message of a stream answering `reply`. An error before it is thrown (it becomes an HTTP error in
+ * the envelope); when the client already left, nobody reads the answer: the reply is dropped and the
+ * result is undefined.
+ */
+export async function firstMessage<T>(
+  stream: { next(): Promise<IteratorResult<T>> },
+  reply: FastifyReply,
+  client: { signal: AbortSignal; release(): void },
+): Promise<IteratorResult<T> | undefined> {
+  try {
+    return await stream.next();
+  } catch (err) {
+    client.release();
+    if (!client.signal.aborted) throw err;
+    reply.hijack();
+    reply.raw.destroy();
+    return undefined;
+  }
 }

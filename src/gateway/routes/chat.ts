@@ -8,11 +8,11 @@
  */
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ChatService, type StreamChatCompletionResponse } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
-import { callOptionsFor, serverStream } from "../rpc.js";
+import { abortOnClientClose, callOptionsFor, firstMessage, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 import { SseWriter } from "../sse.js";
 
@@ -116,16 +116,12 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
       }
       const json = body as Record<string, never>;
       if ((body as { stream?: unknown }).stream !== true) {
-        const ac = new AbortController();
-        const onClose = () => {
-          if (!reply.raw.writableFinished) ac.abort();
-        };
-        reply.raw.on("close", onClose);
+        const watch = abortOnClientClose(reply);
         try {
-          const res = await client.createChatCompletion({ body: json }, callOptionsFor(req, ac.signal));
+          const res = await client.createChatCompletion({ body: json }, callOptionsFor(req, watch.signal));
           return reply.type("application/json; charset=utf-8").send(JSON.stringify(res.completion ?? {}));
         } finally {
-          reply.raw.off("close", onClose);
+          watch.release();
         }
       }
       return streamCompletion(req, reply, ctx.transport, json);
@@ -139,27 +135,13 @@ async function streamCompletion(
   transport: Transport,
   body: Record<string, never>,
 ): Promise<void> {
-  const ac = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) ac.abort();
-  };
-  reply.raw.on("close", onClose);
-  const stream = serverStream(transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, ac.signal));
-  let first: IteratorResult<StreamChatCompletionResponse>;
-  try {
-    // Errors before the first chunk (bad request, no credential, every provider down) are HTTP errors.
-    first = await stream.next();
-  } catch (err) {
-    reply.raw.off("close", onClose);
-    if (ac.signal.aborted) {
-      reply.hijack();
-      reply.raw.destroy();
-      return;
-    }
-    throw err;
-  }
+  const watch = abortOnClientClose(reply);
+  const stream = serverStream(transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, watch.signal));
+  // Errors before the first chunk (bad request, no credential, every provider down) are HTTP errors.
+  const first = await firstMessage(stream, reply, watch);
+  if (!first) return;
   reply.hijack();
-  const sse = new SseWriter(reply.raw, ac.signal);
+  const sse = new SseWriter(reply.raw, watch.signal);
   sse.open({ headers: { "x-request-id": String(req.id) } });
   try {
     let next = first;
@@ -178,8 +160,8 @@ async function streamCompletion(
     }
   } finally {
     if (sse.isOpen) await sse.write(DONE);
-    reply.raw.off("close", onClose);
-    if (!sse.isOpen) await stream.return?.();
+    watch.release();
+    if (!sse.isOpen) await stream.return();
     sse.end();
   }
 }

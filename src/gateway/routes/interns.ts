@@ -21,7 +21,7 @@ import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
-import { callOptionsFor, serverStream } from "../rpc.js";
+import { abortOnClientClose, callOptionsFor, firstMessage, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { wrongTypeField } from "../../contract/requests/intern-chat.js";
@@ -127,30 +127,15 @@ async function streamChat(
   reply: FastifyReply,
   ctx: GatewayContext,
 ): Promise<void> {
-  const ac = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) ac.abort();
-  };
-  reply.raw.on("close", onClose);
+  const watch = abortOnClientClose(reply);
   const rpcRequest = toStreamChatRequest(req.params.internId, req.body);
-  const stream = serverStream(ctx.transport, InternsService.method.streamChat, rpcRequest, callOptionsFor(req, ac.signal));
-  let first: IteratorResult<StreamChatResponse>;
-  try {
-    first = await stream.next();
-  } catch (err) {
-    reply.raw.off("close", onClose);
-    if (ac.signal.aborted) {
-      // The client left before the stream opened; nobody reads the answer.
-      reply.hijack();
-      reply.raw.destroy();
-      return;
-    }
-    throw err;
-  }
+  const stream = serverStream(ctx.transport, InternsService.method.streamChat, rpcRequest, callOptionsFor(req, watch.signal));
+  const first = await firstMessage(stream, reply, watch);
+  if (!first) return; // the client left before the stream opened
   if (first.done) throw new ConnectError("the intern stream ended before it started", Code.Internal);
 
   reply.hijack();
-  const sse = new SseWriter(reply.raw, ac.signal);
+  const sse = new SseWriter(reply.raw, watch.signal);
   sse.open({ headers: { "x-request-id": String(req.id) } });
   const chunkCtx: ChunkContext = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), brand: ctx.brand };
   let finished = false;
@@ -206,7 +191,7 @@ async function streamChat(
       if (!finalSent) await sse.data(JSON.stringify(finalChunk(chunkCtx, defaultModel(ctx.brand), sessionHint, null)));
       await sse.write(DONE);
     }
-    reply.raw.off("close", onClose);
+    watch.release();
     sse.end();
   }
 }
