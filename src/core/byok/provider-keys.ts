@@ -11,6 +11,7 @@
 import type { Db } from "../../db/client.js";
 import { invalidArgument, notFound } from "../errors.js";
 import type { InvalidationBus } from "../../lib/invalidation.js";
+import { createTtlCache } from "../../lib/ttl-cache.js";
 import { decryptCredentialKey, sealCredentialKey, type CredentialBinding, type SealedCredentialRow } from "./credential-crypto.js";
 import type { Keyring } from "./keyring.js";
 import { byokLabel } from "./label.js";
@@ -132,8 +133,7 @@ export function createSharedCredentialStore(deps: {
   bus?: InvalidationBus;
   onUnusable?: (id: string, err: unknown) => void;
 }): SharedCredentialStore {
-  const ttl = deps.ttlMs ?? 1000;
-  const cache = new Map<string, { at: number; value: Promise<SharedCredential[]> }>();
+  const cache = createTtlCache<SharedCredential[]>({ ttlMs: deps.ttlMs ?? 1000 });
   deps.bus?.subscribe(PROVIDER_KEYS_TOPIC, () => cache.clear());
   const read = async (provider: string): Promise<SharedCredential[]> => {
     const rows = await deps.db.providerKey.findMany({
@@ -150,17 +150,8 @@ export function createSharedCredentialStore(deps: {
     }
     return out;
   };
-  const cached = (key: string, load: () => Promise<SharedCredential[]>) => {
-    const hit = cache.get(key);
-    const now = performance.now();
-    if (hit && now - hit.at < ttl) return hit.value;
-    const value = load();
-    cache.set(key, { at: now, value });
-    value.catch(() => cache.delete(key));
-    return value;
-  };
   return {
-    forProvider: (provider) => cached(provider, () => read(provider)),
+    forProvider: (provider) => cache.get(provider, () => read(provider)),
     async providers() {
       const rows = await deps.db.providerKey.findMany({ where: { disabled: false }, select: { provider: true, createdAt: true }, orderBy: { createdAt: "asc" } });
       const first = new Map<string, Date>();

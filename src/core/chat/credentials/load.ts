@@ -8,6 +8,7 @@ import { decryptCredentialKey } from "../../byok/credential-crypto.js";
 import type { Keyring } from "../../byok/keyring.js";
 import type { CredentialRecord } from "./select.js";
 import type { InvalidationBus } from "../../../lib/invalidation.js";
+import { createTtlCache } from "../../../lib/ttl-cache.js";
 
 export interface LoadedCredential extends CredentialRecord {
   /** The decrypted provider key (never logged, never returned). Null when it cannot be opened. */
@@ -25,6 +26,25 @@ export interface CredentialStore {
 
 const list = (v: unknown): string[] | null => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : null);
 
+type CredentialRow = Awaited<ReturnType<Db["byokCredential"]["findMany"]>>[number];
+
+/** A stored credential's routing fields (never its key). */
+function recordOf(row: CredentialRow): CredentialRecord {
+  return {
+    id: row.id,
+    provider: row.provider,
+    disabled: row.disabled,
+    allowedModels: list(row.allowedModels),
+    allowedApiKeyHashes: list(row.allowedApiKeyHashes),
+    allowedUserIds: list(row.allowedUserIds),
+    isRequired: row.isRequired,
+    isFallback: row.isFallback,
+    isByokOnly: row.isByokOnly,
+    sortOrder: row.sortOrder,
+    createdAt: row.createdAt,
+  };
+}
+
 export function createCredentialStore(deps: {
   db: Db;
   keyring: Keyring;
@@ -33,8 +53,7 @@ export function createCredentialStore(deps: {
   bus?: InvalidationBus;
   onUnusable?: (id: string, err: unknown) => void;
 }): CredentialStore {
-  const ttl = deps.ttlMs ?? 1000;
-  const cache = new Map<string, { at: number; value: Promise<LoadedCredential[]> }>();
+  const cache = createTtlCache<LoadedCredential[]>({ ttlMs: deps.ttlMs ?? 1000 });
   deps.bus?.subscribe(BYOK_TOPIC, () => cache.clear());
   const read = async (workspaceId: string, provider: string): Promise<LoadedCredential[]> => {
     const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, provider, deletedAt: null } });
@@ -45,49 +64,14 @@ export function createCredentialStore(deps: {
       } catch (err) {
         deps.onUnusable?.(row.id, err);
       }
-      return {
-        id: row.id,
-        provider: row.provider,
-        disabled: row.disabled,
-        allowedModels: list(row.allowedModels),
-        allowedApiKeyHashes: list(row.allowedApiKeyHashes),
-        allowedUserIds: list(row.allowedUserIds),
-        isRequired: row.isRequired,
-        isFallback: row.isFallback,
-        isByokOnly: row.isByokOnly,
-        sortOrder: row.sortOrder,
-        createdAt: row.createdAt,
-        apiKey,
-      };
+      return { ...recordOf(row), apiKey };
     });
   };
   return {
     async listAll(workspaceId) {
       const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, deletedAt: null } });
-      return rows.map((row) => ({
-        id: row.id,
-        provider: row.provider,
-        disabled: row.disabled,
-        allowedModels: list(row.allowedModels),
-        allowedApiKeyHashes: list(row.allowedApiKeyHashes),
-        allowedUserIds: list(row.allowedUserIds),
-        isRequired: row.isRequired,
-        isFallback: row.isFallback,
-        isByokOnly: row.isByokOnly,
-        sortOrder: row.sortOrder,
-        createdAt: row.createdAt,
-      }));
+      return rows.map(recordOf);
     },
-    forProvider(workspaceId, provider) {
-      const key = `${workspaceId}\u0000${provider}`;
-      const hit = cache.get(key);
-      const now = performance.now();
-      if (hit && now - hit.at < ttl) return hit.value;
-      const value = read(workspaceId, provider);
-      cache.set(key, { at: now, value });
-      value.catch(() => cache.delete(key));
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
-      return value;
-    },
+    forProvider: (workspaceId, provider) => cache.get(`${workspaceId}\u0000${provider}`, () => read(workspaceId, provider)),
   };
 }
