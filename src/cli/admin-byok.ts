@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
 import type { Config } from "../config.js";
-import { CredentialUnusableError, decryptCredentialKey } from "../core/byok/credential-crypto.js";
+import { CredentialUnusableError, decryptCredentialKey, type SealedCredentialRow } from "../core/byok/credential-crypto.js";
 import { loadKeyring, MASTER_KEY_BYTES, type Keyring } from "../core/byok/keyring.js";
 import { providerKeySealedRow } from "../core/byok/provider-keys.js";
 import { credentialsPerKey, recordAndVerifyCheckValues } from "../core/byok/keyring-store.js";
@@ -128,6 +128,15 @@ export const registerByokAdminCommands: AdminCommandRegistrar = (admin: Command,
         await recordAndVerifyCheckValues(h.db, keyring);
         const unusable: Array<{ id: string; reason: string }> = [];
         let ok = 0;
+        const check = (row: SealedCredentialRow) => {
+          try {
+            decryptCredentialKey(keyring, row);
+            ok += 1;
+          } catch (err) {
+            if (!(err instanceof CredentialUnusableError)) throw err;
+            unusable.push({ id: row.id, reason: err.reason });
+          }
+        };
         let cursor: string | undefined;
         for (;;) {
           const rows = await h.db.byokCredential.findMany({
@@ -138,24 +147,10 @@ export const registerByokAdminCommands: AdminCommandRegistrar = (admin: Command,
           if (rows.length === 0) break;
           for (const row of rows) {
             cursor = row.id;
-            try {
-              decryptCredentialKey(keyring, row);
-              ok += 1;
-            } catch (err) {
-              if (!(err instanceof CredentialUnusableError)) throw err;
-              unusable.push({ id: row.id, reason: err.reason });
-            }
+            check(row);
           }
         }
-        for (const row of await h.db.providerKey.findMany({ orderBy: { id: "asc" } })) {
-          try {
-            decryptCredentialKey(keyring, providerKeySealedRow(row));
-            ok += 1;
-          } catch (err) {
-            if (!(err instanceof CredentialUnusableError)) throw err;
-            unusable.push({ id: row.id, reason: err.reason });
-          }
-        }
+        for (const row of await h.db.providerKey.findMany({ orderBy: { id: "asc" } })) check(providerKeySealedRow(row));
         return { usable: ok, unusable };
       });
       if (opts.json) printJson(report);
