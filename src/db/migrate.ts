@@ -238,12 +238,30 @@ export function sqlitePathFromUrl(url: string): string {
   return path;
 }
 
+/**
+ * `PRAGMA journal_mode = WAL` on a file still in rollback mode needs the file to itself, and SQLite answers
+ * SQLITE_BUSY at once (the busy timeout does not apply) when another process is switching it too, as happens
+ * when several processes start on a new data folder together: retried until `timeoutMs`.
+ */
+async function enableWal(db: { pragma(sql: string): unknown }, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      db.pragma("journal_mode = WAL");
+      return;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "SQLITE_BUSY" || Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    }
+  }
+}
+
 async function runSqlite(url: string, migrations: MigrationFile[], busyTimeoutMs: number): Promise<RunMigrationsResult> {
   const { default: Database } = await import("better-sqlite3");
   const db = new Database(sqlitePathFromUrl(url), { timeout: busyTimeoutMs });
   try {
     // Persistent in the file; the application connection sets it too.
-    db.pragma("journal_mode = WAL");
+    await enableWal(db, busyTimeoutMs);
     // Off while migrating (a no-op inside a transaction, hence here): Prisma's SQLite "redefine
     // table" migrations DROP and recreate tables, which with enforcement on would run ON DELETE
     // actions. Integrity is checked with foreign_key_check before each commit instead.
