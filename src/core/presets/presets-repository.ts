@@ -63,6 +63,8 @@ export interface PresetsRepositoryOptions {
   backoffBaseMs?: number;
   /** Random source in [0, 1) for jitter (injectable for tests). */
   random?: () => number;
+  /** Told of each SQLite group transaction of more than one creation: its size, and whether it committed. */
+  onGroupCommit?: (size: number, committed: boolean) => void;
 }
 
 export interface PresetsRepository {
@@ -89,7 +91,7 @@ export function createPresetsRepository(db: Db, opts: PresetsRepositoryOptions):
   const maxAttempts = opts.maxAttempts ?? 8;
   const base = opts.backoffBaseMs ?? 5;
   const random = opts.random ?? Math.random;
-  const attempt = opts.provider === "postgresql" ? createOnPostgres(db) : createOnSqlite(db);
+  const attempt = opts.provider === "postgresql" ? createOnPostgres(db) : createOnSqlite(db, opts.onGroupCommit);
 
   return {
     async createVersion(input) {
@@ -188,6 +190,75 @@ function sqliteStatements(db: Db, input: CreateVersionInput, presetId: string, v
   ];
 }
 
+/**
+ * The statements of a group of creations on SQLite: three in all, whatever the group's size (each
+ * statement costs far more in the Prisma client than in SQLite, and the write lock is held meanwhile).
+ *
+ * 1. One multi-row upsert. SQLite applies its rows in order, so creations of one slug count up one by
+ *    one, and RETURNING gives each creation's own view of the preset (latestVersion at that row,
+ *    designatedVersionId = that creation's version id, which is how rows are matched to creations:
+ *    RETURNING order is not guaranteed).
+ * 2. One version INSERT. A creation's number is the preset's final latestVersion minus the creations
+ *    of the same slug that come after it in the group.
+ * 3. One audit INSERT for the creations that have an actor.
+ */
+function groupStatements(db: Db, group: readonly Pending[]) {
+  const later = new Map<string, number>();
+  const after: number[] = new Array<number>(group.length);
+  for (let i = group.length - 1; i >= 0; i--) {
+    const key = `${group[i]!.input.workspaceId}\u0000${group[i]!.input.slug}`;
+    after[i] = later.get(key) ?? 0;
+    later.set(key, after[i]! + 1);
+  }
+  const upserts = group.map(
+    ({ input, presetId, versionId, now }) =>
+      Prisma.sql`(${presetId}, ${input.workspaceId}, ${input.slug}, ${input.slug}, 'active', ${input.creatorUserId},
+                  ${versionId}, 1, ${now}, ${now})`,
+  );
+  const versions = group.map(
+    ({ input, versionId, now }, i) =>
+      Prisma.sql`(${versionId}, ${input.workspaceId}, ${input.slug}, ${after[i]!}, ${JSON.stringify(input.config)},
+                  ${input.systemPrompt}, ${input.creatorUserId}, ${now})`,
+  );
+  const audits = group.flatMap(({ input, now }, i) => {
+    const actor = input.actor;
+    if (!actor) return [];
+    const key = actor.type === "api_key" ? actor : undefined;
+    return [
+      Prisma.sql`(${randomUUID()}, ${actor.organizationId}, ${actor.type}, ${key?.keyHash ?? null}, ${key?.keyLabel ?? null},
+                  ${key?.userId ?? null}, ${input.workspaceId}, ${input.slug}, ${after[i]!}, ${now})`,
+    ];
+  });
+  return [
+    db.$queryRaw<Record<string, unknown>[]>`
+      INSERT INTO "Preset" ("id", "workspaceId", "slug", "name", "status", "creatorUserId",
+                            "designatedVersionId", "latestVersion", "createdAt", "updatedAt")
+      VALUES ${Prisma.join(upserts)}
+      ON CONFLICT ("workspaceId", "slug") DO UPDATE SET
+        "latestVersion" = "Preset"."latestVersion" + 1,
+        "designatedVersionId" = excluded."designatedVersionId",
+        "updatedAt" = excluded."updatedAt"
+      RETURNING ${PRESET_COLUMNS}`,
+    db.$queryRaw<Record<string, unknown>[]>`
+      INSERT INTO "PresetVersion" ("id", "presetId", "version", "config", "systemPrompt", "creatorId", "createdAt", "updatedAt")
+      SELECT v.column1, p."id", p."latestVersion" - v.column4, v.column5, v.column6, v.column7, v.column8, v.column8
+      FROM (VALUES ${Prisma.join(versions)}) v
+      JOIN "Preset" p ON p."workspaceId" = v.column2 AND p."slug" = v.column3
+      RETURNING ${VERSION_COLUMNS}`,
+    ...(audits.length > 0
+      ? [
+          db.$queryRaw<Record<string, unknown>[]>`
+            INSERT INTO "AuditEvent" (${AUDIT_COLUMNS})
+            SELECT v.column1, v.column2, p."workspaceId", v.column3, v.column4, v.column5, v.column6,
+                   'preset.version.create', 'preset', p."id",
+                   json_object('slug', p."slug", 'version', p."latestVersion" - v.column9), v.column10
+            FROM (VALUES ${Prisma.join(audits)}) v
+            JOIN "Preset" p ON p."workspaceId" = v.column7 AND p."slug" = v.column8`,
+        ]
+      : []),
+  ];
+}
+
 /** Most creations committed together in one SQLite transaction. */
 export const SQLITE_GROUP_COMMIT_MAX = 64;
 
@@ -203,12 +274,15 @@ interface Pending {
 /**
  * Group commit on SQLite: SQLite has one writer, so creations that arrive while a transaction is
  * committing wait and then commit together, in arrival order, in ONE batch transaction (one BEGIN …
- * COMMIT; each creation's two statements in sequence, so versions of one slug still count up one by
- * one). Each caller is answered only after that COMMIT, so a 200 still means the version is written.
+ * COMMIT; see groupStatements). The first creation waits for the end of the event loop's current
+ * poll phase (setImmediate), so the requests read from the network in the same turn join it: a
+ * transaction runs on microtasks alone and would otherwise commit before the next request is even
+ * parsed, leaving every group at one creation. Each caller is answered only after that COMMIT, so a
+ * 200 still means the version is written.
  * When a group fails (one creation's conflict would roll back all of them), its creations run again
  * one by one, so one bad creation never fails another.
  */
-function createOnSqlite(db: Db): CreateAttempt {
+function createOnSqlite(db: Db, onGroupCommit?: (size: number, committed: boolean) => void): CreateAttempt {
   const queue: Pending[] = [];
   let running = false;
 
@@ -230,24 +304,27 @@ function createOnSqlite(db: Db): CreateAttempt {
           await one(group[0]!);
           continue;
         }
-        const statements = group.map((p) => sqliteStatements(db, p.input, p.presetId, p.versionId, p.now));
         let results: Record<string, unknown>[][];
         try {
-          results = await db.$transaction(statements.flat());
+          results = await db.$transaction(groupStatements(db, group));
+          onGroupCommit?.(group.length, true);
         } catch {
+          onGroupCommit?.(group.length, false);
           for (const p of group) await one(p);
           continue;
         }
-        let at = 0;
-        group.forEach((p, i) => {
-          const first = at;
-          at += statements[i]!.length;
+        const presets = new Map(results[0]!.map((r) => [String(r.designatedVersionId), r]));
+        const versions = new Map(results[1]!.map((r) => [String(r.id), r]));
+        for (const p of group) {
           try {
-            p.resolve({ preset: presetRow(single(results[first]!)), version: versionRow(single(results[first + 1]!)) });
+            const preset = presets.get(p.versionId);
+            const version = versions.get(p.versionId);
+            if (!preset || !version) throw new Error("preset creation returned no row for a creation of the group");
+            p.resolve({ preset: presetRow(preset), version: versionRow(version) });
           } catch (err) {
             p.reject(err);
           }
-        });
+        }
       }
     } finally {
       running = false;
@@ -257,7 +334,10 @@ function createOnSqlite(db: Db): CreateAttempt {
   return (input, presetId, versionId, now) =>
     new Promise((resolve, reject) => {
       queue.push({ input, presetId, versionId, now, resolve, reject });
-      if (!running) void drain();
+      if (!running) {
+        running = true;
+        setImmediate(() => void drain());
+      }
     });
 }
 

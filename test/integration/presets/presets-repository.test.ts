@@ -120,6 +120,40 @@ describe.each(dbProviders)("presets repository (%s)", (provider, fresh) => {
     expect(await h().db.presetVersion.count({ where: { presetId: preset.id } })).toBe(50);
   });
 
+  it("answers each of many interleaved concurrent creates with its own version, numbered in call order", async () => {
+    const groups: Array<[number, boolean]> = [];
+    const r = createPresetsRepository(h().db, { provider, onGroupCommit: (size, ok) => groups.push([size, ok]) });
+    const actor = { type: "api_key" as const, organizationId: "org-1", keyHash: "b".repeat(64), keyLabel: "pk-v1-bbb...bbbb", userId: "user-2" };
+    // Slugs interleaved, half of the creations audited: on SQLite they share group transactions.
+    const results = await Promise.all(
+      Array.from({ length: 36 }, (_, i) =>
+        r.createVersion({ ...input(`mix-${i % 3}`, { config: { seed: i } }), ...(i % 2 === 0 ? { actor } : {}) }),
+      ),
+    );
+    results.forEach((res, i) => {
+      expect(res.preset.slug).toBe(`mix-${i % 3}`);
+      expect(res.version.config).toEqual({ seed: i });
+      expect(res.version.version).toBe(Math.floor(i / 3) + 1);
+      expect(res.preset.latestVersion).toBe(res.version.version);
+      expect(res.preset.designatedVersionId).toBe(res.version.id);
+      expect(res.version.presetId).toBe(res.preset.id);
+    });
+    for (const res of results) {
+      expect(await h().db.presetVersion.findUniqueOrThrow({ where: { id: res.version.id } })).toEqual(res.version);
+    }
+    for (let k = 0; k < 3; k++) {
+      const preset = await h().db.preset.findUniqueOrThrow({ where: { workspaceId_slug: { workspaceId: "ws-1", slug: `mix-${k}` } } });
+      expect(preset.latestVersion).toBe(12);
+      expect(preset.designatedVersionId).toBe(results[33 + k]!.version.id);
+      const events = await h().db.auditEvent.findMany({ where: { targetId: preset.id, action: "preset.version.create" } });
+      const audited = results.filter((_, i) => i % 3 === k && i % 2 === 0).map((res) => res.version.version);
+      expect(events.map((e) => (e.details as { version: number }).version).sort((x, y) => x - y)).toEqual(audited);
+      expect(events.every((e) => e.actorKeyHash === actor.keyHash && e.actorUserId === "user-2" && e.workspaceId === "ws-1")).toBe(true);
+    }
+    // SQLite: creations made in the same turn of the event loop commit together, in one group transaction.
+    if (provider === "sqlite") expect(groups).toEqual([[36, true]]);
+  });
+
   it("writes nothing when the version row cannot be inserted", async () => {
     // An inconsistent preset whose next version number is already taken: the upsert succeeds, the
     // version INSERT violates (presetId, version), and the whole creation must roll back.
