@@ -5,7 +5,10 @@
  * (its own event loop) with keep-alive connections: HTTP/1.1 through an http.Agent, gRPC through one
  * connect-node HTTP/2 transport. Each scenario runs a warm-up and then a fixed duration.
  *
- *   node bin/run-ts.mjs bench/presets-create.ts [--seconds 5] [--warmup 1] [--only "gateway POST"]
+ *   node bin/run-ts.mjs bench/presets-create.ts [--seconds 5] [--warmup 1] [--only "gateway POST"] [--postgres [URL]]
+ *
+ * `--postgres` runs on a fresh PostgreSQL database created on URL's server (default
+ * postgresql://postgres@127.0.0.1:5432/postgres) and dropped at the end.
  *
  * Prints a Markdown table and the gateway/bare throughput ratios.
  */
@@ -53,6 +56,25 @@ const BODY = {
   stream: false,
 };
 
+/** A new empty database on the server of `adminUrl`, and how to drop it. */
+async function createPgDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const { default: pg } = await import("pg");
+  const name = `portico_bench_${process.pid}_${Date.now()}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: adminUrl });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}
+
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
@@ -76,7 +98,9 @@ async function main(): Promise<void> {
     ]);
 
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-"));
-  const database = await openDatabase({ dataDir: join(dir, "data") });
+  const pgAt = process.argv.indexOf("--postgres");
+  const pgDb = pgAt > 0 ? await createPgDatabase(process.argv[pgAt + 1]?.startsWith("postgres") ? process.argv[pgAt + 1]! : "postgresql://postgres@127.0.0.1:5432/postgres") : undefined;
+  const database = await openDatabase({ dataDir: join(dir, "data"), databaseUrl: pgDb?.url });
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
   const logger = createLogger({ level: "warn", destination: sink });
   const config = loadConfig({ PORTICO_DATA_DIR: join(dir, "data"), HOST: "127.0.0.1", PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_EMBEDDED_HOST: "false" });
@@ -120,9 +144,10 @@ async function main(): Promise<void> {
   await coreServer.close();
   await core.close();
   await database.close();
+  await pgDb?.drop();
   rmSync(dir, { recursive: true, force: true });
 
-  console.log(`\nNode ${process.version}, ${cpus().length} CPU(s) (${cpus()[0]?.model ?? "?"}), SQLite, ${seconds}s per scenario after ${warmup}s warm-up; ${versions} preset versions written.\n`);
+  console.log(`\nNode ${process.version}, ${cpus().length} CPU(s) (${cpus()[0]?.model ?? "?"}), ${pgDb ? "PostgreSQL" : "SQLite"}, ${seconds}s per scenario after ${warmup}s warm-up; ${versions} preset versions written.\n`);
   console.log("| scenario | concurrency | req/s | p50 ms | p99 ms | max ms | errors |");
   console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const r of results) {

@@ -117,13 +117,18 @@ const STATEMENT_CACHE_SIZE = 256;
  * Two changes to how the adapter prepares statements:
  * - Transactions take SQLite's write lock when they begin (BEGIN IMMEDIATE instead of the adapter's
  *   deferred BEGIN), so a read-then-write transaction cannot fail with SQLITE_BUSY_SNAPSHOT because
- *   another process (an admin command, a second core) wrote in between; it waits (busy_timeout) instead.
+ *   another process (an admin command, a second core) wrote in between. The lock is taken without
+ *   blocking the event loop: the returned `beginWhenFree` (run by the transaction gate before the
+ *   adapter starts a transaction) tries BEGIN IMMEDIATE with no busy timeout and, while another process
+ *   holds the lock, retries on timers (1, 2, 4, 8, 8 … ms) up to the busy timeout; the adapter's own
+ *   BEGIN then finds the transaction open. better-sqlite3 is synchronous, so waiting in SQLite's busy
+ *   handler would stall every request of this process while a `serve` worker next door commits.
  * - Prepared statements are reused (an LRU of {@link STATEMENT_CACHE_SIZE} by SQL text) instead of being
  *   compiled for every query. The adapter binds parameters with `bind()`, which a statement allows only
  *   once, so it gets a facade whose `bind(args)` passes the arguments to each call of the shared statement.
  *   Statements are never iterated, so one is never busy when it is used again.
  */
-function reuseStatements(adapter: unknown): void {
+function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLock {
   const driver = (adapter as { client?: { prepare: (sql: string) => SqliteStatement } }).client;
   if (!driver || typeof driver.prepare !== "function") {
     throw new Error("SQLite adapter internals changed: cannot make transactions immediate");
@@ -152,10 +157,59 @@ function reuseStatements(adapter: unknown): void {
       raw: () => ({ all: () => st.raw(true).all(args) }),
       all: () => st.raw(false).all(args),
     }) as unknown as SqliteStatement;
+  const beginImmediate = prepare("BEGIN IMMEDIATE");
+  const rollback = prepare("ROLLBACK");
+  // Not prepared once: SQLite applies busy_timeout when the PRAGMA is compiled, not when it is run.
+  const exec = (driver as unknown as { exec(sql: string): void }).exec.bind(driver);
+  const noWait = () => exec("PRAGMA busy_timeout = 0");
+  const wait = () => exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+  /** beginWhenFree opened the transaction the adapter is about to BEGIN. */
+  let begun = false;
+  const begin = {
+    reader: false,
+    run: () => {
+      if (!begun) return beginImmediate.run();
+      begun = false;
+      return { changes: 0, lastInsertRowid: 0 };
+    },
+  };
   driver.prepare = (sql: string) => {
-    const st = statement(sql === "BEGIN" ? "BEGIN IMMEDIATE" : sql);
+    if (sql === "BEGIN") return { ...begin, bind: () => begin } as unknown as SqliteStatement;
+    const st = statement(sql);
     return { ...bound(st, []), bind: (args: unknown[]) => bound(st, args) } as SqliteStatement;
   };
+  return {
+    async beginWhenFree() {
+      const deadline = Date.now() + busyTimeoutMs;
+      for (let delay = 1; ; delay = Math.min(delay * 2, 8)) {
+        noWait();
+        try {
+          beginImmediate.run();
+          begun = true;
+          return;
+        } catch (err) {
+          if (!String((err as { code?: unknown }).code).startsWith("SQLITE_BUSY")) throw err;
+        } finally {
+          wait();
+        }
+        // Past the deadline the adapter's BEGIN waits the busy timeout once more, then fails as before.
+        if (Date.now() >= deadline) return;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    },
+    abandon() {
+      if (!begun) return;
+      begun = false;
+      rollback.run();
+    },
+  };
+}
+
+/** Takes SQLite's write lock for the next transaction without blocking the event loop (see reuseStatements). */
+export interface SqliteWriteLock {
+  beginWhenFree(): Promise<void>;
+  /** Rolls back a transaction beginWhenFree opened if the adapter then failed to start it. */
+  abandon(): void;
 }
 
 async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<Db> {
@@ -178,8 +232,7 @@ async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<D
           "PRAGMA secure_delete = ON",
         ].join(";\n"),
       );
-      reuseStatements(adapter);
-      return gateSqliteAdapter(adapter);
+      return gateSqliteAdapter(adapter, reuseStatements(adapter, busyTimeoutMs));
     }
   }
 

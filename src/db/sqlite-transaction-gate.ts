@@ -50,8 +50,17 @@ interface GateableAdapter<T extends GateableTransaction> {
   startTransaction(...args: never[]): Promise<T>;
 }
 
-/** Makes an adapter's queries outside transactions wait for open transactions (mutates it in place). */
-export function gateSqliteAdapter<T extends GateableTransaction, A extends GateableAdapter<T>>(adapter: A): A {
+/** Takes the database's write lock before a transaction starts (see src/db/client.ts). */
+interface WriteLock {
+  beginWhenFree(): Promise<void>;
+  abandon(): void;
+}
+
+/**
+ * Makes an adapter's queries outside transactions wait for open transactions (mutates it in place).
+ * With `lock`, a transaction that holds the gate first waits for the database's write lock.
+ */
+export function gateSqliteAdapter<T extends GateableTransaction, A extends GateableAdapter<T>>(adapter: A, lock?: WriteLock): A {
   const gate = createTransactionGate();
   const outside = <F extends (...args: never[]) => Promise<unknown>>(fn: F): F =>
     (async (...args: Parameters<F>) => {
@@ -67,6 +76,7 @@ export function gateSqliteAdapter<T extends GateableTransaction, A extends Gatea
   target.startTransaction = (async (...args: Parameters<A["startTransaction"]>) => {
     const release = await gate.acquire();
     try {
+      await lock?.beginWhenFree();
       const tx = await startTransaction(...args);
       const commit = tx.commit.bind(tx);
       const rollback = tx.rollback.bind(tx);
@@ -86,6 +96,7 @@ export function gateSqliteAdapter<T extends GateableTransaction, A extends Gatea
       };
       return tx;
     } catch (err) {
+      lock?.abandon();
       release();
       throw err;
     }

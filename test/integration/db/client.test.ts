@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   isUniqueViolation,
+  openDatabase,
   redactDatabaseUrl,
   resolveDatabaseUrl,
   uniqueViolationFields,
@@ -159,6 +160,50 @@ describe("SQLite connection", () => {
     }
     const all = await db.$queryRawUnsafe<Array<{ k: string; v: number }>>(`SELECT k, v FROM reuse_probe ORDER BY k`);
     expect(all.map((r) => `${r.k}=${Number(r.v)}`)).toEqual(["n0=0", "n1=10", "n2=20", "n3=30", "n4=40", "t0=0", "t1=1", "t2=2", "t3=3", "t4=4"]);
+  });
+
+  it("waits for another connection's write lock without blocking the event loop", async () => {
+    // A second client on the same file stands for a second `serve` worker. Both run on this one
+    // thread, so a transaction that waited in SQLite's busy handler would stall the thread until its
+    // busy timeout and fail with SQLITE_BUSY, the holder never getting the chance to commit.
+    const other = await openDatabase({ databaseUrl: handle().url, dataDir: tmpdir() });
+    try {
+      const db = handle().db;
+      await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lock_probe (k TEXT PRIMARY KEY)`);
+      let holding!: () => void;
+      const held = new Promise<void>((r) => (holding = r));
+      let finish!: () => void;
+      const finished = new Promise<void>((r) => (finish = r));
+      const holder = other.db.$transaction(
+        async (tx) => {
+          await tx.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('holder')`);
+          holding();
+          await finished;
+        },
+        { timeout: 60_000 },
+      );
+      await held;
+      let waiterDone = false;
+      // Two statements: Prisma runs a batch of one without a transaction.
+      const waiter = db
+        .$transaction([
+          db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('waiter-1')`),
+          db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('waiter-2')`),
+        ])
+        .finally(() => {
+        waiterDone = true;
+      });
+      // Several turns of the event loop while the holder keeps the lock: the waiter is still waiting.
+      for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 2));
+      expect(waiterDone).toBe(false);
+      finish();
+      await holder;
+      await waiter;
+      const rows = await db.$queryRawUnsafe<Array<{ k: string }>>(`SELECT k FROM lock_probe ORDER BY k`);
+      expect(rows.map((r) => r.k)).toEqual(["holder", "waiter-1", "waiter-2"]);
+    } finally {
+      await other.close();
+    }
   });
 });
 
