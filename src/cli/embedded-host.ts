@@ -13,8 +13,7 @@ import { startEmbeddedHost } from "../host/embedded.js";
  */
 export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logger: Logger): Promise<void> {
   if (!cfg.embeddedHost || !proc.database || !proc.coreServer || !proc.core) return;
-  const db = proc.database.db;
-  const intern = await db.intern.findFirst({ where: { name: BUILTIN_INTERN_NAME }, orderBy: { createdAt: "asc" } });
+  const intern = await builtinIntern(proc);
   if (!intern) {
     logger.info("no built-in intern in the database; embedded intern host not started");
     return;
@@ -30,4 +29,32 @@ export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logg
   });
   proc.onClose.push(() => host.close());
   logger.info({ intern_id: intern.id }, "embedded intern host started with the built-in agent");
+}
+
+function builtinIntern(proc: RunningProcess): Promise<{ id: string } | null> {
+  return proc.database!.db.intern.findFirst({ where: { name: BUILTIN_INTERN_NAME }, orderBy: { createdAt: "asc" }, select: { id: true } });
+}
+
+/** How long start-up waits for the embedded host's link before serving without it. */
+export const EMBEDDED_HOST_WAIT_MS = 20_000;
+
+/**
+ * Holds a `serve` process (every worker of one) until a prompt to the built-in intern would find the
+ * embedded host: its link is attached here or, with several workers, the worker holding it is known.
+ * Until then /readyz answers 503, so "ready" never means "intern prompts fail with 502". A host that
+ * does not attach within {@link EMBEDDED_HOST_WAIT_MS} is logged and the process serves anyway (the
+ * rest of the API does not depend on it).
+ */
+export async function waitForEmbeddedHost(proc: RunningProcess, cfg: Config, logger: Logger, timeoutMs = EMBEDDED_HOST_WAIT_MS): Promise<void> {
+  if (!cfg.embeddedHost || !proc.database || !proc.core) return;
+  const intern = await builtinIntern(proc);
+  if (!intern) return;
+  const deadline = Date.now() + timeoutMs;
+  while (!(await proc.core.internReachable(intern.id))) {
+    if (Date.now() >= deadline) {
+      logger.warn({ intern_id: intern.id, waited_ms: timeoutMs }, "the embedded intern host has not attached; serving without it for now");
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

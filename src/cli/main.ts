@@ -105,22 +105,23 @@ program
     const worker = isServeWorker();
     const base = serverLogger(cfg);
     const logger = worker ? base.logger.child({ worker: cfg.workerIndex }) : base.logger;
-    const [{ startServe }, { firstRunBootstrap }, { attachEmbeddedHost }] = await Promise.all([
+    const [{ startServe }, { firstRunBootstrap }, { attachEmbeddedHost, waitForEmbeddedHost }] = await Promise.all([
       import("../server.js"),
       import("./first-run.js"),
       import("./embedded-host.js"),
     ]);
     const proc = await startServe(cfg, logger);
+    // Signals are handled from here on, before the embedded host spawns agent processes: a signal during
+    // the rest of start-up must take them along too, not kill this process with Node's default handler.
+    const stop = installShutdown({ logger, sink: base.sink, graceMs: cfg.shutdownTimeoutMs, close: () => proc.close() });
+    // Without its primary a worker has no one to coordinate with: stop.
+    if (worker) process.on("disconnect", () => stop("primary gone"));
     await firstRunBootstrap(proc, cfg, logger);
     // One embedded intern host per serve: in worker 0 when there are several.
     if (!worker || cfg.workerIndex === 0) await attachEmbeddedHost(proc, cfg, logger);
+    await waitForEmbeddedHost(proc, cfg, logger);
     proc.startupComplete = true;
-    const stop = installShutdown({ logger, sink: base.sink, graceMs: cfg.shutdownTimeoutMs, close: () => proc.close() });
-    if (worker) {
-      // Without its primary a worker has no one to coordinate with: stop.
-      process.on("disconnect", () => stop("primary gone"));
-      reportReady();
-    }
+    if (worker) reportReady();
   });
 
 program

@@ -66,6 +66,8 @@ export interface Core {
   listening(url: string): void;
   /** A host token for an intern valid only on this process (the embedded host of `portico serve`). */
   issueLocalHostToken(internId: string): string;
+  /** Whether a prompt to the intern would find its host now (its link is here or another process holds it). */
+  internReachable(internId: string): Promise<boolean>;
   /** Stops background work (timers, links). The database is closed by its owner. */
   close(): Promise<void>;
 }
@@ -165,6 +167,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     createInMemoryTransport: () => createDirectTransport(routes, interceptors),
     listening: (url) => interns.listening(url),
     issueLocalHostToken: (internId) => interns.issueLocalHostToken(internId),
+    internReachable: (internId) => interns.reachable(internId),
     async close() {
       for (const close of closers.reverse()) await close();
     },

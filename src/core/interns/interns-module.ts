@@ -99,6 +99,10 @@ export function createInternsModule(deps: InternsModuleDeps) {
       localTokens.set(hashSecret(token), internId);
       return token;
     },
+    /** Whether a prompt to the intern would find its host: the link is here, or another process holds it. */
+    async reachable(internId: string): Promise<boolean> {
+      return manager.holdsLink(internId) || (await cluster.ownerOf(internId)) !== undefined;
+    },
     /** The core listens at `url`: other processes may forward intern calls there. */
     listening(url: string): void {
       cluster.setUrl(url);
