@@ -1,11 +1,11 @@
 /**
- * Re-encryption of BYOK credentials under the keyring's primary key, and retirement of keys that no
- * longer seal anything. Row by row with compare-and-swap on (key id, ciphertext), so it is
+ * Re-encryption of BYOK credentials and the operator's shared provider keys under the keyring's primary
+ * key (one loop over both tables, see SealedTable), and retirement of keys that no longer seal anything. Row by row with compare-and-swap on (key id, ciphertext), so it is
  * idempotent, resumable after a crash at any point, and safe while servers keep serving: a row
  * changed concurrently is simply picked up again on the next pass.
  */
 import type { Db } from "../../db/client.js";
-import { CredentialUnusableError, decryptCredentialKey, sealCredentialKey } from "./credential-crypto.js";
+import { CredentialUnusableError, decryptCredentialKey, sealCredentialKey, type SealedCredentialRow } from "./credential-crypto.js";
 import { writeKeyringFile, type Keyring } from "./keyring.js";
 import { credentialsPerKey, recordAndVerifyCheckValues } from "./keyring-store.js";
 import { providerKeySealedRow } from "./provider-keys.js";
@@ -36,117 +36,111 @@ export interface RotationResult extends RotationProgress {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Re-encrypts every live credential not sealed under the primary key. */
+/**
+ * One table of sealed keys as the rotation loop sees it: rows not under the primary key, page by page
+ * in id order; a compare-and-swap write of a row's new seal; what is left to do.
+ */
+interface SealedTable<R extends { id: string; keyId: string | null; ciphertext: Uint8Array | null }> {
+  stale(after: string | undefined, take: number): Promise<R[]>;
+  /** The row as the credential crypto binds it (its AAD names the row). */
+  binding(row: R): SealedCredentialRow;
+  /** Writes the new seal if the row still holds the one read; false when it changed meanwhile. */
+  swap(row: R, sealed: { keyId: string; ciphertext: Buffer }): Promise<boolean>;
+  remaining(): Promise<number>;
+}
+
+function credentialsTable(db: Db, primaryId: string): SealedTable<{ id: string; workspaceId: string; provider: string; keyId: string | null; ciphertext: Uint8Array | null; deletedAt: Date | null }> {
+  const stale = { keyId: { not: primaryId }, ciphertext: { not: null }, NOT: { keyId: null } } as const;
+  return {
+    stale: (after, take) =>
+      db.byokCredential.findMany({
+        where: { ...stale, ...(after ? { id: { gt: after } } : {}) },
+        orderBy: { id: "asc" },
+        take,
+        select: { id: true, workspaceId: true, provider: true, keyId: true, ciphertext: true, deletedAt: true },
+      }),
+    binding: (row) => row,
+    swap: async (row, sealed) =>
+      (
+        await db.byokCredential.updateMany({
+          where: { id: row.id, keyId: row.keyId, ciphertext: { equals: Buffer.from(row.ciphertext!) }, deletedAt: null },
+          data: { keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext) },
+        })
+      ).count === 1,
+    remaining: () => db.byokCredential.count({ where: stale }),
+  };
+}
+
+/** The operator's shared provider keys (a handful of rows). */
+function providerKeysTable(db: Db, primaryId: string): SealedTable<{ id: string; provider: string; keyId: string; ciphertext: Uint8Array }> {
+  return {
+    stale: (after, take) =>
+      db.providerKey.findMany({
+        where: { keyId: { not: primaryId }, ...(after ? { id: { gt: after } } : {}) },
+        orderBy: { id: "asc" },
+        take,
+        select: { id: true, provider: true, keyId: true, ciphertext: true },
+      }),
+    binding: providerKeySealedRow,
+    swap: async (row, sealed) =>
+      (
+        await db.providerKey.updateMany({
+          where: { id: row.id, keyId: row.keyId, ciphertext: { equals: Buffer.from(row.ciphertext) } },
+          data: { keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext) },
+        })
+      ).count === 1,
+    remaining: () => db.providerKey.count({ where: { keyId: { not: primaryId } } }),
+  };
+}
+
+/** Re-encrypts every live BYOK credential, then every shared provider key, not sealed under the primary key. */
 export async function reencryptCredentials(db: Db, keyring: Keyring, opts: RotateOptions = {}): Promise<RotationResult> {
   const batchSize = Math.max(1, opts.batchSize ?? 100);
   const primaryId = keyring.primaryId;
   const progress: RotationProgress = { reencrypted: 0, raced: 0, unusable: [], remaining: 0 };
   const unusable = new Set<string>();
-  const stale = { keyId: { not: primaryId }, ciphertext: { not: null } } as const;
+  const tables = [credentialsTable(db, primaryId), providerKeysTable(db, primaryId)] as SealedTable<{ id: string; keyId: string | null; ciphertext: Uint8Array | null }>[];
+  const remaining = async () => (await Promise.all(tables.map((t) => t.remaining()))).reduce((a, b) => a + b, 0);
   let aborted = false;
 
-  // Passes until one finds nothing left to do except unusable rows.
-  for (;;) {
-    let cursor: string | undefined;
-    let changedThisPass = 0;
-    let racedThisPass = 0;
+  tables: for (const table of tables) {
+    // Passes until one finds nothing left to do except unusable rows.
     for (;;) {
-      const rows = await db.byokCredential.findMany({
-        where: { ...stale, keyId: { not: primaryId }, NOT: { keyId: null }, ...(cursor ? { id: { gt: cursor } } : {}) },
-        orderBy: { id: "asc" },
-        take: batchSize,
-        select: { id: true, workspaceId: true, provider: true, keyId: true, ciphertext: true, deletedAt: true },
-      });
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        if (opts.signal?.aborted) {
-          aborted = true;
-          break;
+      let cursor: string | undefined;
+      let touched = 0;
+      for (;;) {
+        const rows = await table.stale(cursor, batchSize);
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          if (opts.signal?.aborted) {
+            aborted = true;
+            break tables;
+          }
+          cursor = row.id;
+          if (unusable.has(row.id)) continue;
+          let key: string;
+          try {
+            key = decryptCredentialKey(keyring, table.binding(row));
+          } catch (err) {
+            if (!(err instanceof CredentialUnusableError)) throw err;
+            unusable.add(row.id);
+            continue;
+          }
+          touched += 1;
+          if (await table.swap(row, sealCredentialKey(keyring, table.binding(row), key))) progress.reencrypted += 1;
+          else progress.raced += 1;
         }
-        cursor = row.id;
-        if (unusable.has(row.id)) continue;
-        let key: string;
-        try {
-          key = decryptCredentialKey(keyring, row);
-        } catch (err) {
-          if (!(err instanceof CredentialUnusableError)) throw err;
-          unusable.add(row.id);
-          continue;
-        }
-        const sealed = sealCredentialKey(keyring, row, key);
-        const res = await db.byokCredential.updateMany({
-          where: { id: row.id, keyId: row.keyId, ciphertext: { equals: Buffer.from(row.ciphertext!) }, deletedAt: null },
-          data: { keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext) },
-        });
-        if (res.count === 1) {
-          progress.reencrypted += 1;
-          changedThisPass += 1;
-        } else {
-          progress.raced += 1;
-          racedThisPass += 1;
-        }
+        progress.remaining = await remaining();
+        progress.unusable = [...unusable];
+        opts.onProgress?.({ ...progress, unusable: [...unusable] });
+        if (opts.pauseMs) await sleep(opts.pauseMs);
       }
-      if (aborted) break;
-      progress.remaining = await db.byokCredential.count({ where: { ...stale, NOT: { keyId: null } } });
-      progress.unusable = [...unusable];
-      opts.onProgress?.({ ...progress, unusable: [...unusable] });
-      if (opts.pauseMs) await sleep(opts.pauseMs);
+      if (touched === 0) break;
     }
-    if (aborted) break;
-    if (changedThisPass === 0 && racedThisPass === 0) break;
   }
-  if (!aborted) {
-    const shared = await reencryptProviderKeys(db, keyring, unusable, opts.signal);
-    progress.reencrypted += shared.reencrypted;
-    progress.raced += shared.raced;
-    aborted = shared.aborted;
-  }
-  progress.remaining =
-    (await db.byokCredential.count({ where: { ...stale, NOT: { keyId: null } } })) +
-    (await db.providerKey.count({ where: { keyId: { not: primaryId } } }));
+  progress.remaining = await remaining();
   progress.unusable = [...unusable];
   return { ...progress, primaryId, aborted };
-}
-
-/**
- * The operator's shared provider keys (a handful of rows): the same compare-and-swap re-encryption.
- * Unusable ones are added to `unusable` and left as they are.
- */
-async function reencryptProviderKeys(
-  db: Db,
-  keyring: Keyring,
-  unusable: Set<string>,
-  signal?: AbortSignal,
-): Promise<{ reencrypted: number; raced: number; aborted: boolean }> {
-  const out = { reencrypted: 0, raced: 0, aborted: false };
-  for (let pass = 0; pass < 3; pass++) {
-    const rows = await db.providerKey.findMany({ where: { keyId: { not: keyring.primaryId } }, orderBy: { id: "asc" } });
-    let raced = 0;
-    for (const row of rows) {
-      if (signal?.aborted) return { ...out, aborted: true };
-      if (unusable.has(row.id)) continue;
-      let key: string;
-      try {
-        key = decryptCredentialKey(keyring, providerKeySealedRow(row));
-      } catch (err) {
-        if (!(err instanceof CredentialUnusableError)) throw err;
-        unusable.add(row.id);
-        continue;
-      }
-      const sealed = sealCredentialKey(keyring, providerKeySealedRow(row), key);
-      const res = await db.providerKey.updateMany({
-        where: { id: row.id, keyId: row.keyId, ciphertext: { equals: Buffer.from(row.ciphertext) } },
-        data: { keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext) },
-      });
-      if (res.count === 1) out.reencrypted += 1;
-      else {
-        out.raced += 1;
-        raced += 1;
-      }
-    }
-    if (raced === 0) break;
-  }
-  return out;
 }
 
 export interface RetireResult {
