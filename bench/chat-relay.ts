@@ -225,6 +225,30 @@ interface StreamFigures {
   failed: number;
 }
 
+/** POSTs a JSON body with the job's key on a keep-alive agent (both load workers). */
+function post(
+  target: URL,
+  key: string,
+  agent: http.Agent,
+  payload: string,
+  onResponse: (res: http.IncomingMessage) => void,
+  onError: () => void,
+): void {
+  const req = http.request(
+    {
+      agent,
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+    },
+    onResponse,
+  );
+  req.on("error", onError);
+  req.end(payload);
+}
+
 async function streamsWorker(job: Job): Promise<StreamFigures> {
   const target = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
@@ -233,15 +257,11 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
   const figures: StreamFigures = { streams: 0, chunks: 0, bad: 0, failed: 0 };
   const one = () =>
     new Promise<void>((resolve) => {
-      const req = http.request(
-        {
-          agent,
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          method: "POST",
-          headers: { authorization: `Bearer ${job.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-        },
+      post(
+        target,
+        job.key,
+        agent,
+        payload,
         (res) => {
           let body = "";
           res.setEncoding("utf8");
@@ -272,13 +292,12 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
             resolve();
           });
         },
+        () => {
+          figures.streams++;
+          figures.failed++;
+          resolve();
+        },
       );
-      req.on("error", () => {
-        figures.streams++;
-        figures.failed++;
-        resolve();
-      });
-      req.end(payload);
     });
   await Promise.all(
     Array.from({ length: job.concurrency }, async () => {
@@ -314,15 +333,11 @@ async function worker(): Promise<void> {
   const send = () =>
     new Promise<{ ok: boolean; firstMs?: number }>((resolve) => {
       const t0 = process.hrtime.bigint();
-      const req = http.request(
-        {
-          agent,
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          method: "POST",
-          headers: { authorization: `Bearer ${job.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-        },
+      post(
+        target,
+        job.key,
+        agent,
+        payload,
         (res) => {
           let first: number | undefined;
           res.on("data", () => {
@@ -330,9 +345,8 @@ async function worker(): Promise<void> {
           });
           res.on("end", () => resolve({ ok: res.statusCode === 200, firstMs: first }));
         },
+        () => resolve({ ok: false }),
       );
-      req.on("error", () => resolve({ ok: false }));
-      req.end(payload);
     });
   let firsts: number[] = [];
   const figures = await closedLoop({
