@@ -178,38 +178,57 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
     const st = statement(sql);
     return { ...bound(st, []), bind: (args: unknown[]) => bound(st, args) } as SqliteStatement;
   };
+  const commit = prepare("COMMIT");
+  /** BEGIN IMMEDIATE once the lock is free; false past the busy timeout (the caller then blocks as before). */
+  const takeLock = async (): Promise<boolean> => {
+    const deadline = Date.now() + busyTimeoutMs;
+    for (let delay = 1; ; delay = Math.min(delay * 2, 8)) {
+      noWait();
+      try {
+        beginImmediate.run();
+        return true;
+      } catch (err) {
+        if (!String((err as { code?: unknown }).code).startsWith("SQLITE_BUSY")) throw err;
+      } finally {
+        wait();
+      }
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  };
   return {
     async beginWhenFree() {
-      const deadline = Date.now() + busyTimeoutMs;
-      for (let delay = 1; ; delay = Math.min(delay * 2, 8)) {
-        noWait();
-        try {
-          beginImmediate.run();
-          begun = true;
-          return;
-        } catch (err) {
-          if (!String((err as { code?: unknown }).code).startsWith("SQLITE_BUSY")) throw err;
-        } finally {
-          wait();
-        }
-        // Past the deadline the adapter's BEGIN waits the busy timeout once more, then fails as before.
-        if (Date.now() >= deadline) return;
-        await new Promise((r) => setTimeout(r, delay));
-      }
+      // Past the deadline the adapter's BEGIN waits the busy timeout once more, then fails as before.
+      if (await takeLock()) begun = true;
     },
     abandon() {
       if (!begun) return;
       begun = false;
       rollback.run();
     },
+    async write(run) {
+      if (!(await takeLock())) return run();
+      let result: Awaited<ReturnType<typeof run>>;
+      try {
+        result = await run();
+      } catch (err) {
+        rollback.run();
+        throw err;
+      }
+      commit.run();
+      return result;
+    },
   };
 }
 
-/** Takes SQLite's write lock for the next transaction without blocking the event loop (see reuseStatements). */
+/** Takes SQLite's write lock without blocking the event loop (see reuseStatements). */
 export interface SqliteWriteLock {
+  /** Before a transaction starts: the adapter's BEGIN then finds the transaction open. */
   beginWhenFree(): Promise<void>;
   /** Rolls back a transaction beginWhenFree opened if the adapter then failed to start it. */
   abandon(): void;
+  /** Runs one writing statement made outside a transaction as BEGIN IMMEDIATE … COMMIT, the lock taken first. */
+  write<T>(run: () => Promise<T>): Promise<T>;
 }
 
 async function createSqliteClient(url: string, busyTimeoutMs: number): Promise<Db> {

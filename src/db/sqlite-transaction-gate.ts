@@ -50,20 +50,34 @@ interface GateableAdapter<T extends GateableTransaction> {
   startTransaction(...args: never[]): Promise<T>;
 }
 
-/** Takes the database's write lock before a transaction starts (see src/db/client.ts). */
+/** Takes the database's write lock without blocking (see src/db/client.ts). */
 interface WriteLock {
   beginWhenFree(): Promise<void>;
   abandon(): void;
+  write<T>(run: () => Promise<T>): Promise<T>;
 }
+
+/** Statements that write (the adapter's queries carry their SQL text as `sql`). */
+const WRITE = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 
 /**
  * Makes an adapter's queries outside transactions wait for open transactions (mutates it in place).
- * With `lock`, a transaction that holds the gate first waits for the database's write lock.
+ * With `lock`, a transaction that holds the gate first waits for the database's write lock, and so does
+ * a writing statement outside a transaction (it then holds the gate as a transaction of its own).
  */
 export function gateSqliteAdapter<T extends GateableTransaction, A extends GateableAdapter<T>>(adapter: A, lock?: WriteLock): A {
   const gate = createTransactionGate();
   const outside = <F extends (...args: never[]) => Promise<unknown>>(fn: F): F =>
     (async (...args: Parameters<F>) => {
+      const sql = (args[0] as { sql?: unknown } | undefined)?.sql;
+      if (lock && typeof sql === "string" && WRITE.test(sql)) {
+        const release = await gate.acquire();
+        try {
+          return await lock.write(() => fn(...args));
+        } finally {
+          release();
+        }
+      }
       // Check and run in one synchronous step: better-sqlite3 executes the statement before yielding.
       while (gate.busy) await gate.whenIdle();
       return fn(...args);

@@ -193,14 +193,28 @@ describe("SQLite connection", () => {
         .finally(() => {
         waiterDone = true;
       });
-      // Several turns of the event loop while the holder keeps the lock: the waiter is still waiting.
+      // A single write outside any transaction waits the same way.
+      let singleDone = false;
+      const single = db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('single')`).finally(() => {
+        singleDone = true;
+      });
+      // Several turns of the event loop while the holder keeps the lock: the waiters are still waiting.
       for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 2));
       expect(waiterDone).toBe(false);
+      expect(singleDone).toBe(false);
       finish();
       await holder;
       await waiter;
+      expect(await single).toBe(1);
       const rows = await db.$queryRawUnsafe<Array<{ k: string }>>(`SELECT k FROM lock_probe ORDER BY k`);
-      expect(rows.map((r) => r.k)).toEqual(["holder", "waiter-1", "waiter-2"]);
+      expect(rows.map((r) => r.k)).toEqual(["holder", "single", "waiter-1", "waiter-2"]);
+      // A failing single write is rolled back and leaves the connection usable.
+      await expect(db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('single')`)).rejects.toThrow();
+      await db.$transaction([
+        db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('after-1')`),
+        db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('after-2')`),
+      ]);
+      expect(await db.$queryRawUnsafe<Array<{ n: bigint }>>(`SELECT count(*) AS n FROM lock_probe`)).toEqual([{ n: 6n }]);
     } finally {
       await other.close();
     }
