@@ -121,7 +121,9 @@ program
     if (!worker || cfg.workerIndex === 0) await attachEmbeddedHost(proc, cfg, logger);
     await waitForEmbeddedHost(proc, cfg, logger);
     proc.startupComplete = true;
+    // One process: say so here; with workers, the primary says it once every worker is ready.
     if (worker) reportReady();
+    else logger.info("serving");
   });
 
 program

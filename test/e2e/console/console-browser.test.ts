@@ -50,7 +50,7 @@ async function serve(dataDir: string): Promise<Served> {
       const managementKey = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
       const apiKey = /api key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
       const internId = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      if (base && managementKey && apiKey && internId && out.includes("embedded intern host started")) {
+      if (base && managementKey && apiKey && internId && /"msg":"serving/.test(out)) {
         child.stdout!.off("data", onData);
         child.stderr!.off("data", onData);
         // Keep draining so a full pipe never blocks the server.

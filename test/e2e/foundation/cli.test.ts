@@ -71,8 +71,9 @@ describe("portico CLI", () => {
       const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
       const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
       const intern = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      const attached = out.includes("embedded intern host started");
-      return base && key && intern && attached ? { base, key, intern } : undefined;
+      // Ready: one process logs "serving", the primary of several "serving with worker processes".
+      const ready = /"msg":"serving/.test(out);
+      return base && key && intern && ready ? { base, key, intern } : undefined;
     });
     try {
       const health = await fetch(value.base.replace(/\/api\/v1$/, "/healthz"));
@@ -80,17 +81,14 @@ describe("portico CLI", () => {
       const me = await fetch(`${value.base}/key`, { headers: { authorization: `Bearer ${value.key}` } });
       expect(me.status).toBe(200);
       expect(((await me.json()) as any).data.is_management_key).toBe(true);
-      // The built-in intern runs `$ <command>` lines through the embedded host.
-      let text = "";
-      for (let attempt = 0; attempt < 20 && !text.includes("[DONE]"); attempt++) {
-        const res = await fetch(`${value.base}/interns/${value.intern}/chat/completions`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${value.key}`, "content-type": "application/json" },
-          body: JSON.stringify({ stream: true, messages: [{ role: "user", content: "$ echo out-of-the-box" }] }),
-        });
-        text = await res.text();
-        if (res.status === 502) await new Promise((r) => setTimeout(r, 250)); // host still attaching
-      }
+      // The built-in intern runs `$ <command>` lines through the embedded host, attached before "serving".
+      const res = await fetch(`${value.base}/interns/${value.intern}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${value.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ stream: true, messages: [{ role: "user", content: "$ echo out-of-the-box" }] }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
       expect(text).toContain("out-of-the-box\\n");
       expect(text).toContain('"finish_reason":"stop"');
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);

@@ -51,7 +51,8 @@ async function serve(extraEnv: Record<string, string> = {}): Promise<Served> {
       const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
       const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
       const intern = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      if (base && key && intern && out.includes("embedded intern host started")) {
+      // Ready: one process logs "serving", the primary of several "serving with worker processes".
+      if (base && key && intern && /"msg":"serving/.test(out)) {
         child.stdout!.off("data", onData);
         child.stderr!.off("data", onData);
         resolve({ child, base, key, intern, dataDir });
@@ -102,23 +103,14 @@ function processesUnder(dir: string): number[] {
   return pids;
 }
 
-/**
- * Sends an intern prompt. With several serve workers, the one taking the request learns where the embedded
- * host's link lives shortly after the host attached, and until then answers 502 (agent unavailable); a
- * 502 is retried for a bounded while, anything else is returned.
- */
-async function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
-  for (let attempt = 0; ; attempt++) {
-    const res = await fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-      ...(signal ? { signal } : {}),
-    });
-    if (res.status !== 502 || attempt >= 40) return res;
-    await res.body?.cancel();
-    await new Promise((r) => setTimeout(r, 250));
-  }
+/** Sends an intern prompt (serve is ready, so whichever worker takes it reaches the embedded host). */
+function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${s.key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
 }
 
 /** Reads an SSE response until `until(text)` holds; returns the text so far (the stream stays open). */
