@@ -179,6 +179,7 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
     return { ...bound(st, []), bind: (args: unknown[]) => bound(st, args) } as SqliteStatement;
   };
   const commit = prepare("COMMIT");
+  const inTransaction = () => (driver as unknown as { inTransaction: boolean }).inTransaction;
   /** BEGIN IMMEDIATE once the lock is free; false past the busy timeout (the caller then blocks as before). */
   const takeLock = async (): Promise<boolean> => {
     const deadline = Date.now() + busyTimeoutMs;
@@ -204,19 +205,18 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
     abandon() {
       if (!begun) return;
       begun = false;
-      rollback.run();
+      if (inTransaction()) rollback.run();
     },
     async write(run) {
       if (!(await takeLock())) return run();
-      let result: Awaited<ReturnType<typeof run>>;
       try {
-        result = await run();
-      } catch (err) {
-        rollback.run();
-        throw err;
+        const result = await run();
+        commit.run();
+        return result;
+      } finally {
+        // The statement or the COMMIT failed (SQLite may already have rolled back): never leave it open.
+        if (inTransaction()) rollback.run();
       }
-      commit.run();
-      return result;
     },
   };
 }
