@@ -14,7 +14,7 @@ import { createCore, type Core } from "./core/core.js";
 import { startCoreServer, type CoreServer } from "./core/server.js";
 import { buildGateway } from "./gateway/app.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
-import { isServeWorker } from "./cluster/ipc.js";
+import { createIpcMetrics, isServeWorker } from "./cluster/ipc.js";
 
 export interface RunningProcess {
   coreServer?: CoreServer;
@@ -116,6 +116,8 @@ export async function startGateway(
 /** `portico serve`: core + gateway in one process, joined by an in-memory transport. */
 export async function startServe(config: Config, logger: Logger): Promise<RunningProcess> {
   const metrics = createMetrics();
+  // Workers share the gateway port: a scrape must see all of them, whichever answers.
+  if (isServeWorker()) metrics.render = createIpcMetrics(metrics.registry);
   const handle = await startCoreProcess(config, logger, metrics);
   try {
     const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics, () => handle.startupComplete);

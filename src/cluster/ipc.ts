@@ -7,10 +7,12 @@
  *
  * - intern link leases: which worker holds an intern's host link, and the worker's internal core URL;
  * - cancellations of runs decided by a worker that does not hold the link;
- * - the invalidation bus (API keys and other caches).
+ * - the invalidation bus (API keys and other caches);
+ * - /metrics: the primary gathers every worker's registry with prom-client's AggregatorRegistry.
  * The intern turn limit uses rate-limiter-flexible's own cluster limiter (its master lives in the primary).
  */
 import cluster from "node:cluster";
+import { AggregatorRegistry, type Registry } from "prom-client";
 import type { InternCluster, LinkOwner } from "../core/interns/cluster.js";
 import type { CancelReason } from "../gen/portico/internlink/v1/internlink_service_pb.js";
 import { createLocalInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
@@ -24,12 +26,14 @@ export type WorkerMessage =
   | { channel: typeof IPC_CHANNEL; type: "drop"; internId: string; instanceId: string }
   | { channel: typeof IPC_CHANNEL; type: "owner?"; requestId: number; internId: string }
   | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
-  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string };
+  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string }
+  | { channel: typeof IPC_CHANNEL; type: "metrics?"; requestId: number };
 
 export type PrimaryMessage =
   | { channel: typeof IPC_CHANNEL; type: "owner"; requestId: number; owner: LinkOwner | null }
   | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
-  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string };
+  | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string }
+  | { channel: typeof IPC_CHANNEL; type: "metrics"; requestId: number; text?: string; error?: string };
 
 /** True in a worker process of `portico serve` (forked by the primary). */
 export function isServeWorker(): boolean {
@@ -132,5 +136,38 @@ export function createIpcInvalidationBus(): InvalidationBus {
       off();
       await local.close();
     },
+  };
+}
+
+/**
+ * /metrics of a worker: asks the primary for every worker's metrics summed (counters and histograms
+ * added, gauges per prom-client's aggregators), and answers the primary's collection with `registry`.
+ * Rejects when the primary does not answer in time or a worker's collection failed.
+ */
+export function createIpcMetrics(registry: Registry, timeoutMs = 6_000): () => Promise<string> {
+  AggregatorRegistry.setRegistries(registry);
+  new AggregatorRegistry(); // installs prom-client's listener that answers the primary's collection
+  const waiting = new Map<number, (reply: { text?: string; error?: string }) => void>();
+  let nextId = 1;
+  onPrimaryMessage((msg) => {
+    if (msg.type !== "metrics") return;
+    waiting.get(msg.requestId)?.(msg);
+    waiting.delete(msg.requestId);
+  });
+  return () => {
+    if (!process.connected) return Promise.reject(new Error("the serve primary is gone"));
+    const requestId = nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.delete(requestId);
+        reject(new Error("the serve primary did not answer with the workers' metrics in time"));
+      }, timeoutMs);
+      waiting.set(requestId, (reply) => {
+        clearTimeout(timer);
+        if (typeof reply.text === "string") resolve(reply.text);
+        else reject(new Error(`collecting the workers' metrics failed: ${reply.error ?? "no answer"}`));
+      });
+      send({ channel: IPC_CHANNEL, type: "metrics?", requestId });
+    });
   };
 }

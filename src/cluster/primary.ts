@@ -2,7 +2,8 @@
  * The primary of a multi-process `portico serve`: forks one worker per CPU (PORTICO_WORKERS), each a full
  * core + gateway sharing the public ports through node:cluster, and holds what they share when there is
  * no Redis (src/cluster/ipc.ts): intern link leases, relayed cancellations and invalidations, and
- * rate-limiter-flexible's cluster master for the intern turn budget. The primary opens no database and
+ * rate-limiter-flexible's cluster master for the intern turn budget. With or without Redis it also sums
+ * the workers' metrics for /metrics, which any worker may answer. The primary opens no database and
  * serves no request.
  *
  * A worker that dies is replaced (same index, so the embedded intern host comes back with worker 0); its
@@ -11,6 +12,7 @@
  */
 import cluster, { type Worker } from "node:cluster";
 import { RateLimiterClusterMaster } from "rate-limiter-flexible";
+import { AggregatorRegistry } from "prom-client";
 import type { Logger } from "../log.js";
 import type { LinkOwner } from "../core/interns/cluster.js";
 import { IPC_CHANNEL, type PrimaryMessage, type WorkerMessage } from "./ipc.js";
@@ -37,6 +39,7 @@ export interface ServePrimary {
 
 export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
   new RateLimiterClusterMaster();
+  const metrics = new AggregatorRegistry();
   if (opts.execArgv) cluster.setupPrimary({ execArgv: opts.execArgv });
   const log = opts.logger.child({ component: "serve-primary" });
   const leases = new Map<string, LinkOwner>();
@@ -86,6 +89,12 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
           break;
         case "bus":
           broadcast(w, { channel: IPC_CHANNEL, type: "bus", topic: msg.topic, key: msg.key });
+          break;
+        case "metrics?":
+          metrics.clusterMetrics().then(
+            (text) => sendTo(w, { channel: IPC_CHANNEL, type: "metrics", requestId: msg.requestId, text }),
+            (err: unknown) => sendTo(w, { channel: IPC_CHANNEL, type: "metrics", requestId: msg.requestId, error: err instanceof Error ? err.message : String(err) }),
+          );
           break;
       }
     });

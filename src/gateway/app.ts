@@ -181,9 +181,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     }
     return send(reply, publicError(503, "Not ready"));
   });
-  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+  app.get("/metrics", { schema: { hide: true } }, async (req, reply) => {
+    let text: string;
+    try {
+      text = await opts.metrics.render();
+    } catch (err) {
+      req.log.warn({ err }, "metrics unavailable");
+      return send(reply, publicError(503, "Metrics unavailable: the other worker processes did not answer"));
+    }
     reply.type(opts.metrics.registry.contentType);
-    return opts.metrics.registry.metrics();
+    return text;
   });
 
   await registerConsoleRoutes(app as unknown as FastifyInstance);

@@ -1,6 +1,8 @@
 /**
  * Prometheus metrics of one process. Each process builds one registry in its composition root and
- * passes it to the parts that record; /metrics renders it.
+ * passes it to the parts that record; /metrics answers with `render()`: this registry, or in a worker of
+ * `portico serve` the sum over every worker (src/cluster/ipc.ts), since the workers share one port and a
+ * scrape reaches whichever of them the cluster picks.
  */
 import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
@@ -21,7 +23,7 @@ export function createMetrics() {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
     registers: [registry],
   });
-  return { registry, rpcDuration, httpDuration };
+  return { registry, rpcDuration, httpDuration, render: (): Promise<string> => registry.metrics() };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

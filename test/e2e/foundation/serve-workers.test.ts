@@ -5,7 +5,8 @@
  * either worker, the intern turn budget is one
  * budget for the whole serve, a paused run nobody answers is cancelled at its deadline once (a late
  * answer through either worker is refused), a revoked key is refused by every worker within one second, and a worker
- * killed with SIGKILL is replaced while what it acknowledged stays written.
+ * killed with SIGKILL is replaced while what it acknowledged stays written. A scrape of /metrics counts the
+ * requests of both workers, whichever worker answers it.
  */
 import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -190,4 +191,38 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
     for (let i = 0; i < 4; i++) expect((await request(`${api}/key`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(401);
     expect(performance.now() - since).toBeLessThan(1000);
   }, 240_000);
+
+  it("answers /metrics with the sum over both workers, whichever takes the scrape", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "portico-workers-metrics-"));
+    dirs.push(dataDir);
+    const env = { PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_DATA_DIR: dataDir, PORTICO_LOG_LEVEL: "info", PORTICO_WORKERS: "2", PORTICO_EMBEDDED_HOST: "false" };
+    const started = await startPortico(["serve"], env, (out) =>
+      out.includes("serving with worker processes") ? /"url":"(http:\/\/127\.0\.0\.1:\d+)\/api\/v1","msg":"gateway listening/.exec(out)?.[1] : undefined,
+    );
+    const serve = started.child;
+    try {
+      const root = started.value;
+      // 20 probes, each on a connection of its own: the cluster hands them to both workers.
+      const served = new Map<string, number>();
+      for (let i = 0; i < 20; i++) {
+        const res = await request(`${root}/readyz`);
+        expect(res.status).toBe(200);
+        const instance = JSON.parse(res.text).instance_id as string;
+        served.set(instance, (served.get(instance) ?? 0) + 1);
+      }
+      expect(served.size).toBe(2);
+      const countOf = (text: string) => Number(/^portico_gateway_http_request_duration_seconds_count\{method="GET",route="\/readyz",status="200"\} (\d+)$/m.exec(text)?.[1]);
+      // Each worker answers some of these scrapes; every one of them counts all 20 probes.
+      for (let i = 0; i < 6; i++) {
+        const scrape = await request(`${root}/metrics`);
+        expect(scrape.status).toBe(200);
+        expect(countOf(scrape.text)).toBe(20);
+        expect(scrape.text).toMatch(/^process_cpu_seconds_total \d/m);
+      }
+    } finally {
+      const gone = new Promise((r) => serve.once("exit", r));
+      serve.kill("SIGTERM");
+      await gone;
+    }
+  }, 120_000);
 });
