@@ -87,6 +87,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Word used in place of a brand in public identifiers such as `service.provide_input` (PORTICO_BRAND). */
   brand: string;
+  /** When set, GET /metrics requires `Authorization: Bearer <this token>` (PORTICO_METRICS_TOKEN). */
+  metricsToken: string | undefined;
   /** Whether `portico serve` attaches the embedded intern host with the built-in agent (PORTICO_EMBEDDED_HOST). */
   embeddedHost: boolean;
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
@@ -182,6 +184,13 @@ const Env = z
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
+    PORTICO_METRICS_TOKEN: z.preprocess(
+      (v) => (v === "" ? undefined : v),
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{16,256}$/, { error: () => "must be 16 to 256 printable characters without spaces" })
+        .optional(),
+    ),
   })
   .superRefine((env, ctx) => {
     if (Boolean(env.PORTICO_GRPC_TLS_CERT_FILE) !== Boolean(env.PORTICO_GRPC_TLS_KEY_FILE)) {
@@ -211,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: e.PORTICO_BODY_LIMIT_BYTES,
     requestTimeoutMs: e.PORTICO_REQUEST_TIMEOUT_MS,
     brand: e.PORTICO_BRAND,
+    metricsToken: e.PORTICO_METRICS_TOKEN,
     embeddedHost: e.PORTICO_EMBEDDED_HOST,
     instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
     workers: e.PORTICO_WORKERS,

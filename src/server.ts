@@ -101,6 +101,7 @@ export async function startGateway(
     bodyLimitBytes: config.bodyLimitBytes,
     requestTimeoutMs: config.requestTimeoutMs,
     brand: config.brand,
+    metricsToken: config.metricsToken,
   });
   await app.listen({ host: config.host, port: config.httpPort }).catch(async (err: unknown) => {
     await app.close().catch(() => undefined);

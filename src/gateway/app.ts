@@ -3,7 +3,7 @@
  * RPCs. It owns HTTP concerns only (parsing, limits, envelopes, SSE); the core decides the rest.
  * buildGateway() returns the app without listening; server code owns listen and shutdown.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
 import fastifySwagger from "@fastify/swagger";
@@ -32,6 +32,8 @@ export interface GatewayOptions {
   requestTimeoutMs?: number;
   /** False while the process is still setting up (first-run bootstrap): /readyz answers 503. */
   startupComplete?: () => boolean;
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>`; otherwise it is open. */
+  metricsToken?: string | undefined;
 }
 
 declare module "fastify" {
@@ -181,7 +183,12 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     }
     return send(reply, publicError(503, "Not ready"));
   });
+  const metricsAllowed = bearerCheck(opts.metricsToken);
   app.get("/metrics", { schema: { hide: true } }, async (req, reply) => {
+    if (!metricsAllowed(req.headers.authorization)) {
+      reply.header("www-authenticate", 'Bearer realm="metrics"');
+      return send(reply, publicError(401, "Metrics need the bearer token configured in PORTICO_METRICS_TOKEN"));
+    }
     let text: string;
     try {
       text = await opts.metrics.render();
@@ -256,4 +263,15 @@ function gatewayMessage(error: FastifyError, status: number, bodyLimit: number):
   if (error.validation) return `Invalid request parameters: ${error.message}`;
   if (status === 400 && error instanceof SyntaxError) return "Malformed JSON body";
   return status === 404 ? "Resource not found" : "Invalid request";
+}
+
+/** Whether an Authorization header carries `token` as a bearer credential (always true without a token). */
+function bearerCheck(token: string | undefined): (header: string | undefined) => boolean {
+  if (token === undefined) return () => true;
+  const digest = (v: string) => createHash("sha256").update(v).digest();
+  const expected = digest(token);
+  return (header) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+    return m !== null && timingSafeEqual(digest(m[1]!), expected);
+  };
 }

@@ -30,6 +30,22 @@ describe("configuration", () => {
     expect(() => loadConfig({ PORTICO_INTERN_RATE_LIMIT: "0" })).toThrow(/^PORTICO_INTERN_RATE_LIMIT must be an integer between 1 and /);
   });
 
+  it("takes a metrics token of 16 to 256 printable characters, and never repeats a refused one", () => {
+    expect(loadConfig({}).metricsToken).toBeUndefined();
+    expect(loadConfig({ PORTICO_METRICS_TOKEN: "" }).metricsToken).toBeUndefined();
+    expect(loadConfig({ PORTICO_METRICS_TOKEN: "0123456789abcdef" }).metricsToken).toBe("0123456789abcdef");
+    for (const bad of ["short-secret", "has a space in it ok", "x".repeat(257)]) {
+      let message = "";
+      try {
+        loadConfig({ PORTICO_METRICS_TOKEN: bad });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message).toBe("PORTICO_METRICS_TOKEN must be 16 to 256 printable characters without spaces");
+    }
+  });
+
   it("treats an empty variable as unset and accepts the usual boolean words", () => {
     const c = loadConfig({ PORT: "", PORTICO_BRAND: "", PORTICO_PRODUCTION: "YES", PORTICO_EMBEDDED_HOST: "off" });
     expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });
