@@ -4,7 +4,7 @@
  * reads process.env. Errors name the variable at fault.
  */
 import { resolve } from "node:path";
-import { boolSetting, intSetting, settingsMessage, textSetting, z } from "./lib/settings.js";
+import { boolSetting, intSetting, optionalInt, settingsMessage, textSetting, z } from "./lib/settings.js";
 
 export interface InternChatConfig {
   /** How long a paused run waits for the caller's answer (PORTICO_INTERACTION_DEADLINE_MS). */
@@ -89,6 +89,11 @@ export interface Config {
   brand: string;
   /** When set, GET /metrics requires `Authorization: Bearer <this token>` (PORTICO_METRICS_TOKEN). */
   metricsToken: string | undefined;
+  /**
+   * `portico core` only: an HTTP/1.1 port on HOST that answers GET /metrics with the core's own metrics
+   * (PORTICO_METRICS_PORT; unset: none). The core's gRPC port speaks HTTP/2 only, which scrapers do not.
+   */
+  metricsPort: number | undefined;
   /** Whether `portico serve` attaches the embedded intern host with the built-in agent (PORTICO_EMBEDDED_HOST). */
   embeddedHost: boolean;
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
@@ -184,6 +189,7 @@ const Env = z
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
+    PORTICO_METRICS_PORT: optionalInt(0, 65535),
     PORTICO_METRICS_TOKEN: z.preprocess(
       (v) => (v === "" ? undefined : v),
       z
@@ -221,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: e.PORTICO_REQUEST_TIMEOUT_MS,
     brand: e.PORTICO_BRAND,
     metricsToken: e.PORTICO_METRICS_TOKEN,
+    metricsPort: e.PORTICO_METRICS_PORT,
     embeddedHost: e.PORTICO_EMBEDDED_HOST,
     instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
     workers: e.PORTICO_WORKERS,

@@ -3,6 +3,7 @@
  * from one Config. Nothing below this file reads the environment.
  */
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { FolderError } from "./lib/dirs.js";
 import { redactDatabaseUrl } from "./db/client.js";
 import { createCoreTransport } from "./gateway/core-transport.js";
@@ -13,6 +14,7 @@ import { openDatabase, type DatabaseHandle } from "./db/client.js";
 import { createCore, type Core } from "./core/core.js";
 import { startCoreServer, type CoreServer } from "./core/server.js";
 import { buildGateway } from "./gateway/app.js";
+import { createMetricsEndpoint } from "./gateway/metrics-endpoint.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { createIpcMetrics, isServeWorker } from "./cluster/ipc.js";
 
@@ -129,6 +131,49 @@ export async function startServe(config: Config, logger: Logger): Promise<Runnin
     await handle.close();
     throw err;
   }
+}
+
+/**
+ * `portico core` with PORTICO_METRICS_PORT: a plain HTTP/1.1 listener on HOST for GET /metrics (the same
+ * endpoint as the gateway's, token included); anything else is 404 in the error envelope.
+ */
+export async function startMetricsListener(config: Config, logger: Logger, metrics: Metrics, port: number): Promise<{ url: string; close(): Promise<void> }> {
+  const scrape = createMetricsEndpoint(metrics, config.metricsToken, logger.child({ component: "metrics" }));
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/metrics" || (req.method !== "GET" && req.method !== "HEAD")) {
+      const status = path === "/metrics" ? 405 : 404;
+      const message = status === 405 ? "Only GET is served here" : "Resource not found: this port serves GET /metrics only";
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...(status === 405 ? { allow: "GET, HEAD" } : {}) });
+      res.end(JSON.stringify({ error: { code: status, message } }));
+      return;
+    }
+    scrape(req.headers.authorization).then((answer) => {
+      res.writeHead(answer.status, answer.headers);
+      res.end(req.method === "HEAD" ? undefined : answer.body);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, config.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  }).catch((err: unknown) => {
+    throw listenError(err, "PORTICO_METRICS_PORT", config.host, port);
+  });
+  const address = server.address();
+  const bound = typeof address === "object" && address ? address.port : port;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${bound}/metrics`;
+  logger.info({ url }, "metrics listening");
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
 
 /** `portico gateway --core <url>`: the gateway alone, dialing a core over gRPC (pooled HTTP/2 sessions). */

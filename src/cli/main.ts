@@ -132,8 +132,16 @@ program
   .action(async () => {
     const cfg = config();
     const { logger, sink } = serverLogger(cfg);
-    const { startCoreProcess } = await import("../server.js");
-    const proc = await startCoreProcess(cfg, logger);
+    const [{ startCoreProcess, startMetricsListener }, { createMetrics }] = await Promise.all([import("../server.js"), import("../lib/metrics.js")]);
+    const metrics = createMetrics();
+    const proc = await startCoreProcess(cfg, logger, metrics);
+    if (cfg.metricsPort !== undefined) {
+      const listener = await startMetricsListener(cfg, logger, metrics, cfg.metricsPort).catch(async (err: unknown) => {
+        await proc.close();
+        throw err;
+      });
+      proc.onClose.push(() => listener.close());
+    }
     proc.startupComplete = true;
     holdUntilSignal(proc, cfg, logger, sink);
   });

@@ -3,7 +3,7 @@
  * RPCs. It owns HTTP concerns only (parsing, limits, envelopes, SSE); the core decides the rest.
  * buildGateway() returns the app without listening; server code owns listen and shutdown.
  */
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
 import fastifySwagger from "@fastify/swagger";
@@ -18,6 +18,7 @@ import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, t
 import { registerGatewayRoutes } from "./routes/index.js";
 import { registerConsoleRoutes } from "./routes/console.js";
 import { checkJsonInput } from "./json-input.js";
+import { createMetricsEndpoint } from "./metrics-endpoint.js";
 
 /** Fastify error code of a body that breaks the JSON input limits (depth, Unicode). */
 const JSON_INPUT_ERROR = "PORTICO_JSON_INPUT";
@@ -183,21 +184,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     }
     return send(reply, publicError(503, "Not ready"));
   });
-  const metricsAllowed = bearerCheck(opts.metricsToken);
+  const scrape = createMetricsEndpoint(opts.metrics, opts.metricsToken, app.log);
   app.get("/metrics", { schema: { hide: true } }, async (req, reply) => {
-    if (!metricsAllowed(req.headers.authorization)) {
-      reply.header("www-authenticate", 'Bearer realm="metrics"');
-      return send(reply, publicError(401, "Metrics need the bearer token configured in PORTICO_METRICS_TOKEN"));
-    }
-    let text: string;
-    try {
-      text = await opts.metrics.render();
-    } catch (err) {
-      req.log.warn({ err }, "metrics unavailable");
-      return send(reply, publicError(503, "Metrics unavailable: the other worker processes did not answer"));
-    }
-    reply.type(opts.metrics.registry.contentType);
-    return text;
+    const answer = await scrape(req.headers.authorization);
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
 
   await registerConsoleRoutes(app as unknown as FastifyInstance);
@@ -265,13 +255,3 @@ function gatewayMessage(error: FastifyError, status: number, bodyLimit: number):
   return status === 404 ? "Resource not found" : "Invalid request";
 }
 
-/** Whether an Authorization header carries `token` as a bearer credential (always true without a token). */
-function bearerCheck(token: string | undefined): (header: string | undefined) => boolean {
-  if (token === undefined) return () => true;
-  const digest = (v: string) => createHash("sha256").update(v).digest();
-  const expected = digest(token);
-  return (header) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-    return m !== null && timingSafeEqual(digest(m[1]!), expected);
-  };
-}

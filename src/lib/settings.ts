@@ -20,6 +20,12 @@ export function optionalCount() {
   return z.preprocess(emptyAsAbsent, z.coerce.number(problem).int(problem).min(0, problem).optional());
 }
 
+/** An optional integer setting in [min, max] (no default: unset means the feature is off). */
+export function optionalInt(min: number, max: number) {
+  const problem = { error: () => `must be an integer between ${min} and ${max}` };
+  return z.preprocess(emptyAsAbsent, z.coerce.number(problem).int(problem).min(min, problem).max(max, problem).optional());
+}
+
 /** A boolean setting: 1/true/yes/on or 0/false/no/off (any case); unset or empty → `fallback`. */
 export function boolSetting(fallback: boolean) {
   return z.preprocess(

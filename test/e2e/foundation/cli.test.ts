@@ -99,12 +99,16 @@ describe("portico CLI", () => {
     }
   });
 
-  it("runs split: a core process and a gateway process joined over gRPC", async () => {
+  it("runs split: a core process and a gateway process joined over gRPC; the core's metrics on a port of their own", async () => {
     const env = { PORTICO_DATA_DIR: dataDir(), PORTICO_EMBEDDED_HOST: "false" };
     const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env)).stdout);
-    const core = await startPortico(["core"], { ...env, PORTICO_GRPC_PORT: "0" }, (out) =>
-      /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"core listening/.exec(out)?.[1],
-    );
+    const metricsToken = "core-metrics-token-0123456789";
+    const started = await startPortico(["core"], { ...env, PORTICO_GRPC_PORT: "0", PORTICO_METRICS_PORT: "0", PORTICO_METRICS_TOKEN: metricsToken }, (out) => {
+      const grpc = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"core listening/.exec(out)?.[1];
+      const metrics = /"url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)","msg":"metrics listening/.exec(out)?.[1];
+      return grpc && metrics ? { grpc, metrics } : undefined;
+    });
+    const core = { child: started.child, value: started.value.grpc };
     try {
       const gw = await startPortico(["gateway", "--core", core.value], { ...env, PORT: "0" }, (out) =>
         /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1],
@@ -117,6 +121,22 @@ describe("portico CLI", () => {
         expect(((await me.json()) as any).data.organization_id).toBe(boot.organization_id);
         const bad = await fetch(`${gw.value}/key`, { headers: { authorization: "Bearer pk-v1-nope" } });
         expect(bad.status).toBe(401);
+
+        // The core's own metrics count the RPCs the gateway made; the port needs the token and serves nothing else.
+        const scrape = await fetch(started.value.metrics, { headers: { authorization: `Bearer ${metricsToken}` } });
+        expect(scrape.status).toBe(200);
+        const text = await scrape.text();
+        const calls = (code: string) =>
+          Number(new RegExp(`^portico_core_rpc_duration_seconds_count\\{procedure="portico\\.identity\\.v1\\.IdentityService/GetCaller",code="${code}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+        expect(calls("ok")).toBe(1);
+        expect(calls("16")).toBe(1); // Code.Unauthenticated
+        const refused = await fetch(started.value.metrics);
+        expect(refused.status).toBe(401);
+        expect(await refused.json()).toEqual({ error: { code: 401, message: "Metrics need the bearer token configured in PORTICO_METRICS_TOKEN" } });
+        const elsewhere = await fetch(started.value.metrics.replace(/\/metrics$/, "/healthz"));
+        expect(elsewhere.status).toBe(404);
+        expect(((await elsewhere.json()) as any).error.code).toBe(404);
+        expect(started.output()).not.toContain(metricsToken);
       } finally {
         gw.child.kill("SIGTERM");
       }

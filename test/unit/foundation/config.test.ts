@@ -46,6 +46,16 @@ describe("configuration", () => {
     }
   });
 
+  it("reads the core's metrics port, off unless set", () => {
+    expect(loadConfig({}).metricsPort).toBeUndefined();
+    expect(loadConfig({ PORTICO_METRICS_PORT: "" }).metricsPort).toBeUndefined();
+    expect(loadConfig({ PORTICO_METRICS_PORT: "0" }).metricsPort).toBe(0);
+    expect(loadConfig({ PORTICO_METRICS_PORT: "9464" }).metricsPort).toBe(9464);
+    for (const bad of ["-1", "65536", "94.5", "metrics"]) {
+      expect(() => loadConfig({ PORTICO_METRICS_PORT: bad })).toThrow("PORTICO_METRICS_PORT must be an integer between 0 and 65535");
+    }
+  });
+
   it("treats an empty variable as unset and accepts the usual boolean words", () => {
     const c = loadConfig({ PORT: "", PORTICO_BRAND: "", PORTICO_PRODUCTION: "YES", PORTICO_EMBEDDED_HOST: "off" });
     expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });
