@@ -129,7 +129,7 @@ describe("portico CLI", () => {
         const calls = (code: string) =>
           Number(new RegExp(`^portico_core_rpc_duration_seconds_count\\{procedure="portico\\.identity\\.v1\\.IdentityService/GetCaller",code="${code}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
         expect(calls("ok")).toBe(1);
-        expect(calls("16")).toBe(1); // Code.Unauthenticated
+        expect(calls("unauthenticated")).toBe(1);
         const refused = await fetch(started.value.metrics);
         expect(refused.status).toBe(401);
         expect(await refused.json()).toEqual({ error: { code: 401, message: "Metrics need the bearer token configured in PORTICO_METRICS_TOKEN" } });
