@@ -7,7 +7,7 @@
  * (is_fallback with is_byok_only / is_required) live in the core.
  */
 import { isByokProvider } from "../../core/byok/providers.js";
-import { boolean, nullable, object, string, z } from "./kit.js";
+import { array, boolean, nullable, object, string } from "./kit.js";
 
 /** Longest accepted provider key, in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 32 * 1024;
@@ -22,7 +22,7 @@ const NUL = "\u0000";
 
 /** A rule on a string-typed field whose message never shows the value. */
 function rule(check: (v: string) => boolean, problem: string) {
-  return z.string().refine(check, { error: () => problem, abort: true });
+  return string().refine(check, { error: () => problem, abort: true });
 }
 
 const key = string()
@@ -44,7 +44,7 @@ const name = nullable(
 /** A list whose entries' problems are reported on the list (`allowed_models`) naming the entry (`[3]`). */
 function list(opts: { min?: number; minText?: string; maxText: string; entry: (v: string) => string | undefined }) {
   return nullable(
-    z.array(string()).superRefine((values, ctx) => {
+    array(string()).superRefine((values, ctx) => {
       if (opts.min !== undefined && values.length < opts.min) return void ctx.addIssue({ code: "custom", input: values, message: opts.minText! });
       if (values.length > MAX_LIST_ITEMS) return void ctx.addIssue({ code: "custom", input: values, message: opts.maxText });
       for (let i = 0; i < values.length; i++) {
