@@ -1,6 +1,7 @@
 /**
  * Child process for SQLite multi-process tests: opens the database in argv[2] (a data folder) and
- * inserts one user, printing "ok" or the error message.
+ * inserts one user, printing "opened" once the database is open (the insert follows at once), then "ok" or the
+ * error message.
  */
 import { randomUUID } from "node:crypto";
 import { openDatabase } from "../../src/db/client.js";
@@ -8,6 +9,7 @@ import { openDatabase } from "../../src/db/client.js";
 const dataDir = process.argv[2];
 if (!dataDir) throw new Error("usage: sqlite-write-child <dataDir>");
 const h = await openDatabase({ dataDir, migrate: false });
+process.stdout.write("opened\n");
 try {
   await h.db.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`child-${randomUUID()}@x.invalid`}, ${"child"}, ${new Date()})`;
   process.stdout.write("ok\n");

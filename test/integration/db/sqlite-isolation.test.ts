@@ -89,13 +89,20 @@ describe("SQLite: a read-then-write transaction survives another process writing
         stdio: ["ignore", "pipe", "inherit"],
       });
       let childOut = "";
-      child.stdout.on("data", (d) => (childOut += d));
+      let opened!: () => void;
+      const childOpened = new Promise<void>((r) => (opened = r));
+      child.stdout.on("data", (d) => {
+        childOut += d;
+        if (childOut.includes("opened\n")) opened();
+      });
       const childDone = new Promise<void>((r) => child.on("exit", () => r()));
-      await new Promise((r) => setTimeout(r, 1500)); // the child has started and tried to write
+      await Promise.race([childOpened, childDone]);
+      // Its INSERT follows the "opened" line at once and waits for this transaction's lock.
+      await new Promise((r) => setTimeout(r, 200));
       mayWrite();
       expect(await tx).toBe("ok");
       await childDone;
-      expect(childOut.trim()).toBe("ok");
+      expect(childOut.trim().split("\n")).toEqual(["opened", "ok"]);
       expect(await a.db.user.count()).toBe(2);
     } finally {
       await a.close();

@@ -166,14 +166,15 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
 
   it("503 busy with Retry-After while the host reports no capacity", async () => {
     host.send({ case: "capacity", value: { runningRuns: 8, pausedRuns: 0, busy: true } as never });
-    await new Promise((r) => setTimeout(r, 100));
-    const busy = await chat(h, internId, chatBody("hello"), { key });
-    expect(busy.status).toBe(503);
+    // The report travels over the host link: wait until the core has it (a run started before then ends normally).
+    let busy!: Awaited<ReturnType<typeof chat>>;
+    await expect
+      .poll(async () => (busy = await chat(h, internId, chatBody("hello"), { key })).status, { timeout: 15_000, interval: 20 })
+      .toBe(503);
     expect(busy.json.error.metadata).toEqual({ reason: "busy", retryable: true });
     expect(Number(busy.headers.get("retry-after"))).toBeGreaterThan(0);
     host.send({ case: "capacity", value: { runningRuns: 0, pausedRuns: 0, busy: false } as never });
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await chat(h, internId, chatBody("hello"), { key })).status).toBe(200);
+    await expect.poll(async () => (await chat(h, internId, chatBody("hello"), { key })).status, { timeout: 15_000, interval: 20 }).toBe(200);
   });
 
   it("a tool answer for another session is interaction_unknown", async () => {
