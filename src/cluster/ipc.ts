@@ -52,16 +52,47 @@ function onPrimaryMessage(fn: (msg: PrimaryMessage) => void): () => void {
   return () => void process.off("message", listener);
 }
 
+/**
+ * Requests to the primary whose reply carries the same `requestId`: `ask` resolves with the reply, or with
+ * undefined when none comes within `timeoutMs` or the requests are abandoned.
+ */
+function createPrimaryRequests<R>() {
+  const waiting = new Map<number, (reply: R | undefined) => void>();
+  let nextId = 1;
+  return {
+    ask(message: (requestId: number) => WorkerMessage, timeoutMs: number): Promise<R | undefined> {
+      const requestId = nextId++;
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiting.delete(requestId);
+          resolve(undefined);
+        }, timeoutMs);
+        waiting.set(requestId, (reply) => {
+          clearTimeout(timer);
+          resolve(reply);
+        });
+        send(message(requestId));
+      });
+    },
+    answer(requestId: number, reply: R): void {
+      waiting.get(requestId)?.(reply);
+      waiting.delete(requestId);
+    },
+    abandon(): void {
+      for (const resolve of waiting.values()) resolve(undefined);
+      waiting.clear();
+    },
+  };
+}
+
 export function createIpcCluster(opts: { instanceId: string; advertiseUrl: string | undefined; timeoutMs?: number }): InternCluster {
   let url = opts.advertiseUrl;
   const held = new Set<string>();
-  const waiting = new Map<number, (owner: LinkOwner | undefined) => void>();
+  const owners = createPrimaryRequests<LinkOwner | undefined>();
   const cancelHandlers: Array<(internId: string, runId: string, reason: CancelReason) => void> = [];
-  let nextId = 1;
   const off = onPrimaryMessage((msg) => {
     if (msg.type === "owner") {
-      waiting.get(msg.requestId)?.(msg.owner ?? undefined);
-      waiting.delete(msg.requestId);
+      owners.answer(msg.requestId, msg.owner ?? undefined);
     } else if (msg.type === "cancel") {
       for (const h of cancelHandlers) h(msg.internId, msg.runId, msg.reason as CancelReason);
     }
@@ -79,20 +110,10 @@ export function createIpcCluster(opts: { instanceId: string; advertiseUrl: strin
       held.delete(internId);
       send({ channel: IPC_CHANNEL, type: "drop", internId, instanceId: opts.instanceId });
     },
-    ownerOf(internId) {
-      if (!process.connected) return Promise.resolve(undefined);
-      const requestId = nextId++;
-      return new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          waiting.delete(requestId);
-          resolve(undefined);
-        }, opts.timeoutMs ?? 2_000);
-        waiting.set(requestId, (owner) => {
-          clearTimeout(timer);
-          resolve(owner && owner.instanceId !== opts.instanceId ? owner : undefined);
-        });
-        send({ channel: IPC_CHANNEL, type: "owner?", requestId, internId });
-      });
+    async ownerOf(internId) {
+      if (!process.connected) return undefined;
+      const owner = await owners.ask((requestId) => ({ channel: IPC_CHANNEL, type: "owner?", requestId, internId }), opts.timeoutMs ?? 2_000);
+      return owner && owner.instanceId !== opts.instanceId ? owner : undefined;
     },
     async cancelRemote(internId, runId, reason) {
       send({ channel: IPC_CHANNEL, type: "cancel", internId, runId, reason });
@@ -109,8 +130,7 @@ export function createIpcCluster(opts: { instanceId: string; advertiseUrl: strin
       for (const id of held) send({ channel: IPC_CHANNEL, type: "drop", internId: id, instanceId: opts.instanceId });
       held.clear();
       off();
-      for (const resolve of waiting.values()) resolve(undefined);
-      waiting.clear();
+      owners.abandon();
     },
   };
 }
@@ -147,27 +167,15 @@ export function createIpcInvalidationBus(): InvalidationBus {
 export function createIpcMetrics(registry: Registry, timeoutMs = 6_000): () => Promise<string> {
   AggregatorRegistry.setRegistries(registry);
   new AggregatorRegistry(); // installs prom-client's listener that answers the primary's collection
-  const waiting = new Map<number, (reply: { text?: string; error?: string }) => void>();
-  let nextId = 1;
+  const replies = createPrimaryRequests<{ text?: string; error?: string }>();
   onPrimaryMessage((msg) => {
-    if (msg.type !== "metrics") return;
-    waiting.get(msg.requestId)?.(msg);
-    waiting.delete(msg.requestId);
+    if (msg.type === "metrics") replies.answer(msg.requestId, msg);
   });
-  return () => {
-    if (!process.connected) return Promise.reject(new Error("the serve primary is gone"));
-    const requestId = nextId++;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiting.delete(requestId);
-        reject(new Error("the serve primary did not answer with the workers' metrics in time"));
-      }, timeoutMs);
-      waiting.set(requestId, (reply) => {
-        clearTimeout(timer);
-        if (typeof reply.text === "string") resolve(reply.text);
-        else reject(new Error(`collecting the workers' metrics failed: ${reply.error ?? "no answer"}`));
-      });
-      send({ channel: IPC_CHANNEL, type: "metrics?", requestId });
-    });
+  return async () => {
+    if (!process.connected) throw new Error("the serve primary is gone");
+    const reply = await replies.ask((requestId) => ({ channel: IPC_CHANNEL, type: "metrics?", requestId }), timeoutMs);
+    if (!reply) throw new Error("the serve primary did not answer with the workers' metrics in time");
+    if (typeof reply.text === "string") return reply.text;
+    throw new Error(`collecting the workers' metrics failed: ${reply.error ?? "no answer"}`);
   };
 }
