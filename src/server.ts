@@ -15,6 +15,7 @@ import { createCore, type Core } from "./core/core.js";
 import { startCoreServer, type CoreServer } from "./core/server.js";
 import { buildGateway } from "./gateway/app.js";
 import { createMetricsEndpoint } from "./gateway/metrics-endpoint.js";
+import { publicError } from "./gateway/errors.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { createIpcMetrics, isServeWorker } from "./cluster/ipc.js";
 
@@ -142,10 +143,9 @@ export async function startMetricsListener(config: Config, logger: Logger, metri
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path !== "/metrics" || (req.method !== "GET" && req.method !== "HEAD")) {
-      const status = path === "/metrics" ? 405 : 404;
-      const message = status === 405 ? "Only GET is served here" : "Resource not found: this port serves GET /metrics only";
-      res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...(status === 405 ? { allow: "GET, HEAD" } : {}) });
-      res.end(JSON.stringify({ error: { code: status, message } }));
+      const err = path === "/metrics" ? publicError(405, "Only GET is served here") : publicError(404, "Resource not found: this port serves GET /metrics only");
+      res.writeHead(err.status, { "content-type": "application/json; charset=utf-8", ...(err.status === 405 ? { allow: "GET, HEAD" } : {}) });
+      res.end(JSON.stringify(err.body));
       return;
     }
     scrape(req.headers.authorization).then((answer) => {

@@ -254,4 +254,3 @@ function gatewayMessage(error: FastifyError, status: number, bodyLimit: number):
   if (status === 400 && error instanceof SyntaxError) return "Malformed JSON body";
   return status === 404 ? "Resource not found" : "Invalid request";
 }
-
