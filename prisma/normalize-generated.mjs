@@ -39,9 +39,8 @@ for (const dir of ["sqlite", "postgres"]) {
 }
 
 // The generator loads the query compiler's wasm by importing a module whose only export is a 2.5 MB
-// base64 string. An ES module is never unloaded, so every process kept that string and the module's
-// source text (about 5 MB of heap) for its whole life. Read the same file as text instead and decode
-// it: nothing keeps the text once the wasm module is compiled. Measured with bench/memory-parts.mjs.
+// base64 string, which every process then kept for its whole life. Point the generated loader at
+// src/db/prisma-wasm.ts, which reads the same file as text (measured with bench/memory-parts.mjs).
 function loadWasmFromFile(text, file) {
   const importLine = /\n(\s*)const \{ wasm \} = await import\("(@prisma\/client\/runtime\/query_compiler_bg\.\w+\.wasm-base64\.mjs)"\)\n\s*return await decodeBase64AsWasm\(wasm\)\n/;
   const m = importLine.exec(text);
@@ -50,22 +49,8 @@ function loadWasmFromFile(text, file) {
     throw new Error(`${file}: query compiler wasm import not found (Prisma generator output changed?)`);
   }
   const [, indent, specifier] = m;
-  let out = text.replace(importLine, `\n${indent}return await decodeBase64AsWasm(await readWasmBase64("${specifier}"))\n`);
-  const helper = [
-    "",
-    "// Portico (prisma/normalize-generated.mjs): the base64 wasm is read as text rather than imported, so",
-    "// no module keeps the 2.5 MB string alive after the wasm is compiled.",
-    "async function readWasmBase64(specifier: string): Promise<string> {",
-    "  const [{ readFile }, { createRequire }] = await Promise.all([import('node:fs/promises'), import('node:module')])",
-    "  const source = await readFile(createRequire(import.meta.url).resolve(specifier), 'latin1')",
-    "  const literal = /\"([A-Za-z0-9+/=]+)\"/.exec(source)",
-    "  if (!literal) throw new Error(`no base64 wasm literal in ${specifier}`)",
-    "  return literal[1]!",
-    "}",
-    "",
-  ].join("\n");
-  const anchor = "\nasync function decodeBase64AsWasm(";
-  if (!out.includes(anchor)) throw new Error(`${file}: decodeBase64AsWasm not found (Prisma generator output changed?)`);
-  out = out.replace(anchor, `${helper}${anchor}`);
-  return out;
+  const out = text.replace(importLine, `\n${indent}return await decodeBase64AsWasm(await readWasmBase64("${specifier}"))\n`);
+  const anchor = 'import type * as Prisma from "./prismaNamespace.js"\n';
+  if (!out.includes(anchor)) throw new Error(`${file}: Prisma namespace import not found (Prisma generator output changed?)`);
+  return out.replace(anchor, `${anchor}import { readWasmBase64 } from "../../../db/prisma-wasm.js" // Portico: prisma/normalize-generated.mjs\n`);
 }
