@@ -4,7 +4,7 @@
  * reads process.env. Errors name the variable at fault.
  */
 import { resolve } from "node:path";
-import { boolSetting, intSetting, optionalInt, settingsMessage, textSetting, z } from "./lib/settings.js";
+import { boolSetting, emptyAsAbsent, intSetting, optionalInt, settingsMessage, textSetting, z } from "./lib/settings.js";
 
 export interface InternChatConfig {
   /** How long a paused run waits for the caller's answer (PORTICO_INTERACTION_DEADLINE_MS). */
@@ -157,7 +157,7 @@ const Env = z
     PORT: intSetting(8080, 0, 65535),
     PORTICO_GRPC_PORT: intSetting(50051, 0, 65535),
     PORTICO_BRAND: z.preprocess(
-      (v) => (v === "" ? undefined : v),
+      emptyAsAbsent,
       z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, { error: () => "must be a short lowercase word" }).default("service"),
     ),
     PORTICO_GRPC_TLS_CERT_FILE: textSetting(),
@@ -190,13 +190,7 @@ const Env = z
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
-    PORTICO_METRICS_TOKEN: z.preprocess(
-      (v) => (v === "" ? undefined : v),
-      z
-        .string()
-        .regex(/^[\x21-\x7e]{16,256}$/, { error: () => "must be 16 to 256 printable characters without spaces" })
-        .optional(),
-    ),
+    PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
   .superRefine((env, ctx) => {
     if (Boolean(env.PORTICO_GRPC_TLS_CERT_FILE) !== Boolean(env.PORTICO_GRPC_TLS_KEY_FILE)) {

@@ -230,10 +230,7 @@ const HostEnv = z.looseObject({
   PORTICO_HOST_WORK_ROOT: textSetting(),
   PORTICO_HOST_PROFILE: textSetting(),
   PORTICO_HOST_BWRAP: textSetting(),
-  PORTICO_HOST_RUN_AS: z.preprocess(
-    (v) => (v === "" ? undefined : v),
-    z.string().regex(/^(\d+:\d+|off)$/, { error: () => "must be uid:gid or off" }).optional(),
-  ),
+  PORTICO_HOST_RUN_AS: textSetting({ pattern: /^(\d+:\d+|off)$/, problem: "must be uid:gid or off" }),
 });
 
 /**

@@ -6,7 +6,8 @@
 import { z } from "zod";
 
 /** An empty variable counts as unset (so `PORT=` keeps the default). */
-const emptyAsAbsent = (v: unknown) => (v === "" ? undefined : v);
+/** An empty variable counts as unset. */
+export const emptyAsAbsent = (v: unknown) => (v === "" ? undefined : v);
 
 /** An integer setting in [min, max]; unset or empty → `fallback`. */
 export function intSetting(fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
@@ -36,9 +37,10 @@ export function boolSetting(fallback: boolean) {
   );
 }
 
-/** A text setting; unset or empty → undefined. */
-export function textSetting() {
-  return z.preprocess(emptyAsAbsent, z.string().optional());
+/** A text setting; unset or empty → undefined. With a rule, any other value must match `pattern` or fails with `problem`. */
+export function textSetting(rule?: { pattern: RegExp; problem: string }) {
+  const text = rule ? z.string().regex(rule.pattern, { error: () => rule.problem }) : z.string();
+  return z.preprocess(emptyAsAbsent, text.optional());
 }
 
 /** The first issue as "<setting> <problem>", the setting being the issue's dotted path under `prefix`. */
