@@ -20,6 +20,16 @@ export const KEY_HASH = /^[a-f0-9]{64}$/;
 /** PostgreSQL text and jsonb cannot hold U+0000, so stored strings never contain it (on every backend). */
 const NUL = "\u0000";
 
+/**
+ * A provider key travels in an HTTP header (`Authorization`, `x-api-key`, `x-goog-api-key`), which cannot
+ * carry characters outside ASCII or line breaks: such a key would be stored and then fail every request.
+ * Real provider keys are visible ASCII without spaces, so that is the rule.
+ */
+export const HEADER_SAFE_KEY = /^[\x21-\x7e]+$/;
+const KEY_CHARACTERS =
+  "must contain only visible ASCII characters, without spaces or line breaks (a provider key is sent in an HTTP header); " +
+  "check for a character pasted from a document, such as an ellipsis (U+2026) or a typographic quote";
+
 /** A rule on a string-typed field whose message never shows the value. */
 function rule(check: (v: string) => boolean, problem: string) {
   return string().refine(check, { error: () => problem, abort: true });
@@ -29,7 +39,8 @@ const key = string()
   .refine((k) => k.length > 0, { error: () => "is required and must be a non-empty string", abort: true })
   .refine((k) => k.trim().length > 0, { error: () => "must not be blank", abort: true })
   .refine((k) => !/\p{Cs}/u.test(k), { error: () => "must be a well-formed Unicode string", abort: true })
-  .refine((k) => Buffer.byteLength(k, "utf8") <= MAX_KEY_BYTES, { error: () => `must be at most ${MAX_KEY_BYTES} bytes`, abort: true });
+  .refine((k) => Buffer.byteLength(k, "utf8") <= MAX_KEY_BYTES, { error: () => `must be at most ${MAX_KEY_BYTES} bytes`, abort: true })
+  .refine((k) => HEADER_SAFE_KEY.test(k), { error: () => KEY_CHARACTERS, abort: true });
 
 const provider = string()
   .refine((p) => p !== "", { error: () => "is required", abort: true })
