@@ -40,7 +40,8 @@ export async function withServices<T>(cfg: Config, fn: (services: AdminServices)
     // Changes reach the caches of running processes through Redis when it is configured; otherwise
     // their time bound (PORTICO_AUTH_CACHE_TTL_MS, at most 1 s) makes a revocation take effect.
     const bus = createInvalidationBus(cfg);
-    const workspaces = createWorkspacesService(h.db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
+    const standing = () => bus.publish(AUTH_TOPIC, ALL_KEYS);
+    const workspaces = createWorkspacesService(h.db, { onMembershipChanged: standing, onWorkspaceDeleted: standing });
     const keys = createKeysService({ db: h.db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
     try {
       return await fn({ db: h.db, workspaces, keys, interns: createInternAdmin({ db: h.db }) });

@@ -23,6 +23,8 @@ export interface KeyRecord extends Caller {
   disabled: boolean;
   revoked: boolean;
   creatorIsMember: boolean;
+  /** The key's workspace was deleted: the key is refused like a revoked one. */
+  workspaceDeleted: boolean;
 }
 
 export type KeyLookup = (keyHash: string) => Promise<KeyRecord | null>;
@@ -55,6 +57,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
     if (!record || !digestsEqual(record.keyHash, hash)) throw unauthenticated("Invalid or missing API key");
     if (record.revoked) throw unauthenticated("API key has been revoked");
     if (record.disabled) throw unauthenticated("API key is disabled");
+    if (record.workspaceDeleted) throw unauthenticated("API key's workspace has been deleted");
     if (!record.creatorIsMember) throw permissionDenied(CREATOR_DEPARTED);
     const caller: Caller = {
       keyId: record.keyId,

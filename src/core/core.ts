@@ -91,7 +91,10 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   });
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());
-  const workspaces = createWorkspacesService(db, { onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS) });
+  const workspaces = createWorkspacesService(db, {
+    onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
+    onWorkspaceDeleted: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
+  });
   const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });

@@ -20,6 +20,7 @@ interface KeyRow {
   revoked: unknown;
   internsProgramme: unknown;
   creatorIsMember: unknown;
+  workspaceDeleted: unknown;
 }
 
 /** SQLite returns booleans and CASE results as 0/1 (number or bigint); PostgreSQL as booleans/numbers. */
@@ -31,7 +32,8 @@ export function createIdentityRepository(db: Db) {
   return {
     /**
      * Resolves a key hash into everything the auth interceptor needs in one statement (key, its
-     * organization and the creator's membership): this runs on every request, so one round trip.
+     * organization, the creator's membership and whether its workspace was deleted): this runs on
+     * every request, so one round trip.
      */
     async findKeyByHash(keyHash: string): Promise<KeyRecord | null> {
       const rows = await db.$queryRaw<KeyRow[]>`
@@ -40,10 +42,12 @@ export function createIdentityRepository(db: Db) {
                k."creatorUserId" AS "userId", k."isManagement" AS "isManagement", k."disabled" AS "disabled",
                CASE WHEN k."revokedAt" IS NULL THEN 0 ELSE 1 END AS "revoked",
                o."internsProgramme" AS "internsProgramme",
-               CASE WHEN m."id" IS NOT NULL AND m."removedAt" IS NULL THEN 1 ELSE 0 END AS "creatorIsMember"
+               CASE WHEN m."id" IS NOT NULL AND m."removedAt" IS NULL THEN 1 ELSE 0 END AS "creatorIsMember",
+               CASE WHEN w."deletedAt" IS NULL THEN 0 ELSE 1 END AS "workspaceDeleted"
         FROM "ApiKey" k
         JOIN "Organization" o ON o."id" = k."organizationId"
         LEFT JOIN "Membership" m ON m."organizationId" = k."organizationId" AND m."userId" = k."creatorUserId"
+        LEFT JOIN "Workspace" w ON w."id" = k."workspaceId"
         WHERE k."hash" = ${keyHash}`;
       const row = rows[0];
       if (!row) return null;
@@ -59,6 +63,7 @@ export function createIdentityRepository(db: Db) {
         disabled: truthy(row.disabled),
         revoked: truthy(row.revoked),
         creatorIsMember: truthy(row.creatorIsMember),
+        workspaceDeleted: truthy(row.workspaceDeleted),
       };
     },
 

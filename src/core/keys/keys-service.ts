@@ -9,7 +9,7 @@ import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { generateApiKey, hashSecret, labelForSecret } from "../identity/keys.js";
 import { checkName, checkPage, isKeyHash } from "../management/rules.js";
-import type { WorkspacesService } from "../workspaces/workspaces-service.js";
+import { WORKSPACE_NOT_FOUND, lockActiveWorkspace, type WorkspacesService } from "../workspaces/workspaces-service.js";
 
 export interface KeysServiceDeps {
   db: Db;
@@ -65,6 +65,8 @@ export function createKeysService(deps: KeysServiceDeps) {
       if (!member) throw invalidArgument("user", "the key's creator must be a member of the organization");
       const plaintext = generateApiKey();
       const record = await db.$transaction(async (tx) => {
+        // The workspace may have been deleted since it was resolved: checked again under its lock.
+        if (!(await lockActiveWorkspace(tx, ws.id))) throw invalidArgument("workspace_id", WORKSPACE_NOT_FOUND);
         const key = await tx.apiKey.create({
           data: {
             hash: hashSecret(plaintext),

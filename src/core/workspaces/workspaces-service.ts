@@ -4,7 +4,7 @@
  */
 import type { Db } from "../../db/client.js";
 import { isUniqueViolation } from "../../db/client.js";
-import type { User, Workspace, WorkspaceMember } from "../../db/prisma.js";
+import type { DbTransaction, User, Workspace, WorkspaceMember } from "../../db/prisma.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { slugify } from "../identity/identity-repository.js";
@@ -35,6 +35,18 @@ function auditDetails(w: Pick<Workspace, "name" | "slug" | "description">) {
 export interface WorkspacesServiceHooks {
   /** Called after a user joined or left the organization (committed): keys they created change standing. */
   onMembershipChanged?: () => void | Promise<void>;
+  /** Called after a workspace was deleted (committed): keys it held are refused from now on. */
+  onWorkspaceDeleted?: () => void | Promise<void>;
+}
+
+/**
+ * Inside a transaction, locks a workspace row until the transaction ends if it is not deleted
+ * (a no-op UPDATE: a row lock on PostgreSQL, the write lock on SQLite) and says whether it was.
+ * Whatever is created in a workspace under this lock cannot race the workspace's deletion.
+ */
+export async function lockActiveWorkspace(tx: DbTransaction, workspaceId: string): Promise<boolean> {
+  const n = await tx.$executeRaw`UPDATE "Workspace" SET "deletedAt" = NULL WHERE "id" = ${workspaceId} AND "deletedAt" IS NULL`;
+  return n > 0;
 }
 
 export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = {}) {
@@ -122,18 +134,25 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       }
     },
 
-    /** Soft-deletes a workspace; refused while it holds active keys unless `force` (operator CLI only). */
+    /**
+     * Soft-deletes a workspace; refused while it holds active keys unless `force` (operator CLI only).
+     * The workspace row is marked first, which locks it (PostgreSQL row lock; SQLite's write lock) until
+     * the transaction ends, and key creation takes the same lock (lockActiveWorkspace): a key created
+     * concurrently is either counted here (the delete is refused) or refused itself, never left active
+     * in a deleted workspace. Keys of a deleted workspace (after `force`) are refused by the auth check.
+     */
     async delete(actor: Actor, id: string, opts: { force?: boolean } = {}) {
       const ws = await workspaceOf(actor, id);
       await db.$transaction(async (tx) => {
+        const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { deletedAt: new Date(), updatedAt: new Date() } });
+        if (res.count === 0) throw notFound();
         if (!opts.force) {
           const keys = await tx.apiKey.count({ where: { workspaceId: ws.id, revokedAt: null } });
           if (keys > 0) throw stateConflict(`The workspace still holds ${keys} active API key(s); delete them first`);
         }
-        const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { deletedAt: new Date(), updatedAt: new Date() } });
-        if (res.count === 0) throw notFound();
         await recordAudit(tx, actor, { action: "workspace.delete", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { slug: ws.slug } });
       });
+      await hooks.onWorkspaceDeleted?.();
     },
 
     /** Adds a user (found or created by email) to the actor's organization. */

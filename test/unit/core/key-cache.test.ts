@@ -15,6 +15,7 @@ const record = (hash: string, over: Partial<KeyRecord> = {}): KeyRecord => ({
   disabled: false,
   revoked: false,
   creatorIsMember: true,
+  workspaceDeleted: false,
   ...over,
 });
 
