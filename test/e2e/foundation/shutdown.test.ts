@@ -5,7 +5,7 @@
  * allow a further margin for a loaded machine. Tests wait for the `exit` event, never sleep.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -103,6 +103,15 @@ function processesUnder(dir: string): number[] {
   return pids;
 }
 
+/** The command line of a process ("" once it is gone). */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+  } catch {
+    return "";
+  }
+}
+
 /** Sends an intern prompt (serve is ready, so whichever worker takes it reaches the embedded host). */
 function chat(s: Served, body: unknown, signal?: AbortSignal): Promise<Response> {
   return fetch(`${s.base}/interns/${s.intern}/chat/completions`, {
@@ -171,6 +180,22 @@ describe("shutdown ends within its bound", () => {
     expect(exit.ms).toBeLessThan(LIMIT_MS);
     expect(exit.signal).toBeNull();
     await expect.poll(() => processesUnder(s.dataDir), { timeout: 5_000 }).toEqual([]);
+  });
+
+  it("when the serve primary is SIGKILLed, its workers take the agent's command along", async () => {
+    // Two workers: a primary that serves nothing, worker 0 holding the embedded host.
+    const s = await serve({ PORTICO_WORKERS: "2" });
+    const res = await chat(s, { stream: true, messages: [{ role: "user", content: "$ sleep 600" }] });
+    expect(res.status).toBe(200);
+    await readUntil(res, (t) => t.includes("sleep"));
+    // The command itself runs (the stream names it in the plan before the terminal starts).
+    await expect.poll(() => processesUnder(s.dataDir).some((pid) => commandLine(pid) === "sleep 600"), { timeout: 10_000 }).toBe(true);
+    const exited = new Promise((r) => s.child.once("exit", r));
+    s.child.kill("SIGKILL");
+    await exited;
+    // No handler of the primary runs; the workers lose their IPC channel and exit, and whatever they
+    // started goes with them, within the documented bound (2 s after the deadline) and a loaded machine's margin.
+    await expect.poll(() => processesUnder(s.dataDir), { timeout: LIMIT_MS }).toEqual([]);
   });
 
   it("a second signal exits at once, naming what was pending on stderr", async () => {
