@@ -8,7 +8,7 @@ import { Reason } from "../../contract/reasons.js";
 import { Code } from "@connectrpc/connect";
 import type { Db } from "../../db/client.js";
 import { isUniqueViolation } from "../../db/client.js";
-import type { Intern, InternRun } from "../../db/prisma.js";
+import type { DbTransaction, Intern, InternRun, Prisma } from "../../db/prisma.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, serviceError } from "../errors.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
@@ -78,6 +78,17 @@ export interface InternAdminDeps {
   db: Db;
   /** This process's live host links (closed at once on suspend, token revocation and delete). */
   links?: LinkRegistry;
+}
+
+/**
+ * Changes an intern inside a transaction and returns it; 404 when it is gone (deleted by a concurrent
+ * request since it was read), never Prisma's "record not found" (a 500).
+ */
+async function updateIntern(tx: DbTransaction, id: string, data: Prisma.InternUpdateManyMutationInput): Promise<Intern> {
+  const res = await tx.intern.updateMany({ where: { id }, data });
+  const row = res.count === 0 ? null : await tx.intern.findUnique({ where: { id } });
+  if (!row) throw internNotFound();
+  return row;
 }
 
 export function createInternAdmin(deps: InternAdminDeps) {
@@ -158,7 +169,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
       if (Object.keys(settings).length === 0) return view(intern);
       try {
         const updated = await db.$transaction(async (tx) => {
-          const row = await tx.intern.update({ where: { id: intern.id }, data: { ...columns(settings), updatedAt: new Date() } });
+          const row = await updateIntern(tx, intern.id, { ...columns(settings), updatedAt: new Date() });
           await recordAudit(tx, actor, { action: "intern.update", targetType: "intern", targetId: intern.id, workspaceId, details: auditOf(settings) });
           return row;
         });
@@ -169,17 +180,21 @@ export function createInternAdmin(deps: InternAdminDeps) {
       }
     },
 
-    /** Deletes the intern with its sessions, runs and questions; refused while a run is live. */
+    /**
+     * Deletes the intern with its sessions, runs and questions; refused while a run is live. The intern
+     * row is locked first, so a concurrent delete or change waits and then finds it gone (404).
+     */
     async delete(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
       await db.$transaction(async (tx) => {
+        await updateIntern(tx, intern.id, { updatedAt: new Date() });
         const live = await tx.internRun.count({ where: { internId: intern.id, state: { in: ["streaming", "paused"] } } });
         if (live > 0) throw stateConflict("The intern has a run in progress or waiting for an answer; wait for it to end or cancel it first");
         const runs = await tx.internRun.findMany({ where: { internId: intern.id }, select: { id: true } });
         await tx.internInteraction.deleteMany({ where: { runId: { in: runs.map((r) => r.id) } } });
         await tx.internRun.deleteMany({ where: { internId: intern.id } });
         await tx.internSession.deleteMany({ where: { internId: intern.id } });
-        await tx.intern.delete({ where: { id: intern.id } });
+        if ((await tx.intern.deleteMany({ where: { id: intern.id } })).count === 0) throw internNotFound();
         await recordAudit(tx, actor, { action: "intern.delete", targetType: "intern", targetId: intern.id, workspaceId, details: { name: intern.name } });
       });
       closeLink(intern.id, "intern deleted");
@@ -188,7 +203,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
     async suspend(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
       await db.$transaction(async (tx) => {
-        await tx.intern.update({ where: { id: intern.id }, data: { suspendedAt: intern.suspendedAt ?? new Date(), updatedAt: new Date() } });
+        await updateIntern(tx, intern.id, { suspendedAt: intern.suspendedAt ?? new Date(), updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.suspend", targetType: "intern", targetId: intern.id, workspaceId });
       });
       closeLink(intern.id, "intern suspended");
@@ -198,7 +213,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
       const intern = await internOf(workspaceId, id);
       if (!intern.suspendedAt) return;
       await db.$transaction(async (tx) => {
-        await tx.intern.update({ where: { id: intern.id }, data: { suspendedAt: null, updatedAt: new Date() } });
+        await updateIntern(tx, intern.id, { suspendedAt: null, updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.provision", targetType: "intern", targetId: intern.id, workspaceId });
       });
     },
@@ -208,7 +223,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
       const intern = await internOf(workspaceId, id);
       const token = generateHostToken();
       const updated = await db.$transaction(async (tx) => {
-        const row = await tx.intern.update({ where: { id: intern.id }, data: { hostTokenHash: hashSecret(token), updatedAt: new Date() } });
+        const row = await updateIntern(tx, intern.id, { hostTokenHash: hashSecret(token), updatedAt: new Date() });
         await recordAudit(tx, actor, {
           action: intern.hostTokenHash ? "intern.host_token.rotate" : "intern.host_token.issue",
           targetType: "intern",
@@ -224,7 +239,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
     async revokeHostToken(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
       await db.$transaction(async (tx) => {
-        await tx.intern.update({ where: { id: intern.id }, data: { hostTokenHash: null, updatedAt: new Date() } });
+        await updateIntern(tx, intern.id, { hostTokenHash: null, updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.host_token.revoke", targetType: "intern", targetId: intern.id, workspaceId });
       });
       closeLink(intern.id, "host token revoked");
