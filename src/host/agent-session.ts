@@ -9,7 +9,7 @@ import { acpRuntime, loadAcp } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import type { AgentChannel, AgentLauncher } from "./agent-process.js";
 import { agentEnvironment, type AgentFolders } from "./agent-env.js";
-import { modelFromSessionState, repairIncomingMessage } from "./mapping.js";
+import { acpErrorText, modelFromSessionState, repairIncomingMessage } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { createTerminalManager, type TerminalManager } from "./terminals.js";
 
@@ -26,6 +26,10 @@ export interface AgentInstance {
   terminals: TerminalManager;
   dead: boolean;
   suppressUpdates: boolean;
+  /** When the agent last sent a session/update (replayed history included); undefined before any. */
+  lastUpdateAt: number | undefined;
+  /** Set when an earlier conversation could not be restored and a new ACP session was opened instead: the next run says so. */
+  restoreNote: string | undefined;
   exitInfo: string | undefined;
 }
 
@@ -81,6 +85,11 @@ export interface AgentPool<R> {
 function exitDescription(exit: { code: number | null; signal: string | null; error?: string | undefined }): string {
   return exit.error ? `could not start (${exit.error})` : exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
 }
+
+/** After a `session/load` answered without replaying first, how long the agent must stay quiet before the run's prompt goes out. */
+export const REPLAY_QUIET_MS = 150;
+/** The longest a start waits for a late replay to end. */
+export const REPLAY_SETTLE_MAX_MS = 2_000;
 
 export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
   const { limits, logger, profile, folders } = opts;
@@ -142,6 +151,8 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
         terminals: createTerminalManager({ maxOpen: limits.maxOpenTerminalsPerSession, maxOutputBytes: limits.maxTerminalOutputBytes }),
         dead: false,
         suppressUpdates: false,
+        lastUpdateAt: undefined,
+        restoreNote: undefined,
       } as Partial<AgentInstance> as AgentInstance;
       void channel.exited.then((exit) => {
         agent.dead = true;
@@ -175,7 +186,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       await channel.dispose(0);
       // The connection closed because the process ended: its exit status is the reason.
       const exit = exitedFirst ?? (connectionLost ? exitInfo : undefined);
-      const base = exit ? `the agent process ${exit}` : errorMessage(err);
+      const base = exit ? `the agent process ${exit}` : acpErrorText(err);
       throw new AgentStartError(tail ? `${base}; agent stderr: ${tail}` : base, budget.aborted);
     } finally {
       budget.removeEventListener("abort", onBudget);
@@ -195,24 +206,43 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     const caps = agent.init.agentCapabilities ?? {};
     let state: { modes?: acp.SessionModeState | null; configOptions?: unknown; models?: unknown } | undefined;
     const prev = session.previousAcpSessionId;
-    if (prev && caps.sessionCapabilities?.resume) {
-      state = (await conn.agent.request(acpRuntime().methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
-      agent.acpSessionId = prev;
-    } else if (prev && caps.loadSession) {
-      agent.acpSessionId = prev;
+    const restore = prev ? (caps.sessionCapabilities?.resume ? "resume" : caps.loadSession ? "load" : undefined) : undefined;
+    let restored = false;
+    if (prev && restore) {
+      // Whatever the agent sends while a session comes back is history, not output of a run.
       agent.suppressUpdates = true;
+      agent.acpSessionId = prev;
       try {
-        state = ((await conn.agent.request(acpRuntime().methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
-      } finally {
-        agent.suppressUpdates = false;
+        if (restore === "resume") {
+          state = (await conn.agent.request(acpRuntime().methods.agent.session.resume, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) as typeof state;
+        } else {
+          agent.lastUpdateAt = undefined;
+          state = ((await conn.agent.request(acpRuntime().methods.agent.session.load, { sessionId: prev, cwd: session.cwd, mcpServers: [] })) ?? {}) as typeof state;
+          // ACP replays before the answer; gemini-cli replays after it. No update before the answer: wait until
+          // the agent has been quiet for a moment, so a late replay is dropped here and not taken for the answer.
+          if (agent.lastUpdateAt === undefined) await settleReplay(agent);
+        }
+        restored = true;
+      } catch (err) {
+        if (agent.dead || conn.signal.aborted) throw err;
+        // The folder stays; the conversation does not: say so, and go on in a new ACP session (a failed
+        // restore must not make every later prompt of this session fail the same way).
+        const reason = acpErrorText(err);
+        logger.info({ session: session.key, method: `session/${restore}`, reason }, "the agent could not restore the session; starting a new agent session in the same folder");
+        agent.restoreNote = `The agent could not restore this session's earlier conversation (session/${restore}: ${reason}); it goes on in a new agent session in the same working folder.`;
       }
-    } else {
-      const res = await conn.agent.request(acpRuntime().methods.agent.session.new, { cwd: session.cwd, mcpServers: [] }).catch((err: unknown) => {
-        throw authHint(err, agent.init);
-      });
-      agent.acpSessionId = res.sessionId;
-      state = res as typeof state;
-      if (prev) logger.info({ session: session.key }, "agent cannot resume sessions; started a new agent session");
+    }
+    try {
+      if (!restored) {
+        const res = await conn.agent.request(acpRuntime().methods.agent.session.new, { cwd: session.cwd, mcpServers: [] }).catch((err: unknown) => {
+          throw authHint(err, agent.init);
+        });
+        agent.acpSessionId = res.sessionId;
+        state = res as typeof state;
+        if (prev && !restore) logger.info({ session: session.key }, "agent cannot resume sessions; started a new agent session");
+      }
+    } finally {
+      agent.suppressUpdates = false;
     }
     if (state?.modes) {
       agent.currentModeId = state.modes.currentModeId;
@@ -220,6 +250,17 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     }
     agent.model = modelFromSessionState(state ?? {});
     session.previousAcpSessionId = agent.acpSessionId;
+  }
+
+  /** Resolves once the agent has sent nothing for {@link REPLAY_QUIET_MS} (at most {@link REPLAY_SETTLE_MAX_MS}). */
+  async function settleReplay(agent: AgentInstance): Promise<void> {
+    const start = Date.now();
+    for (;;) {
+      const now = Date.now();
+      const quietFor = now - Math.max(start, agent.lastUpdateAt ?? start);
+      if (quietFor >= REPLAY_QUIET_MS || now - start >= REPLAY_SETTLE_MAX_MS || agent.dead) return;
+      await new Promise((r) => setTimeout(r, REPLAY_QUIET_MS - quietFor).unref());
+    }
   }
 
   /** Stops an agent and resolves once its process has exited. */
@@ -326,7 +367,7 @@ function authHint(err: unknown, init: acp.InitializeResponse): unknown {
   if ((err as { code?: unknown }).code !== -32000) return err;
   const offered = (init.authMethods ?? []).map((m) => m.id);
   return new Error(
-    `${errorMessage(err)}: the agent requires ACP authenticate; set the profile's "authMethod" to one of: ${offered.join(", ") || "(the agent offers none)"}`,
+    `${acpErrorText(err)}: the agent requires ACP authenticate; set the profile's "authMethod" to one of: ${offered.join(", ") || "(the agent offers none)"}`,
   );
 }
 

@@ -19,7 +19,7 @@ import { AgentCapReached, AgentStartError, createAgentPool, type AgentInstance, 
 import { EscalationLedger } from "./escalation.js";
 import { RunEventQueue, takeRoundRobin, type EventInit } from "./event-queue.js";
 import { readConfinedText, writeConfinedText, type Confinement } from "./file-access.js";
-import { clip, modelFromSessionState, offeredKinds, operationForToolKind, selfDriveOptionId, usageFromTurn, usdCost, type OfferedOption } from "./mapping.js";
+import { acpErrorText, clip, modelFromSessionState, offeredKinds, operationForToolKind, selfDriveOptionId, usageFromTurn, usdCost, type OfferedOption } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "./questions.js";
 import type { TerminalManager } from "./terminals.js";
@@ -193,6 +193,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   }
 
   function onUpdate(session: Session, agent: AgentInstance, params: acp.SessionNotification): void {
+    agent.lastUpdateAt = Date.now();
     if (agent.suppressUpdates || params.sessionId !== agent.acpSessionId) return;
     const u = params.update;
     const run = activeRunOf(session);
@@ -422,6 +423,11 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       prompt: [{ type: "text", text: prompt }],
     });
     emit(run, { case: "started", value: {} });
+    if (agent.restoreNote) {
+      // The caller's earlier conversation is gone on the agent's side: the stream says so (as reasoning, not answer text).
+      emit(run, { case: "reasoning", value: { text: `${agent.restoreNote}\n` } });
+      agent.restoreNote = undefined;
+    }
     if (agent.model) reportModel(run, agent.model);
     run.durationTimer = setTimeout(() => cancel(run, "duration"), limits.maxRunDurationMs);
     run.durationTimer.unref();
@@ -447,10 +453,9 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
           value: { code: 502, reason: "turn_failed", message: `the agent process ${agent.exitInfo ?? "closed its connection"} during the turn`, retryable: true },
         });
       } else {
-        const e = err as { message?: string; code?: number };
         emit(run, {
           case: "turnFailed",
-          value: { code: 502, reason: "turn_failed", message: `the agent failed the turn: ${clip(e.message ?? String(err))}`, retryable: false },
+          value: { code: 502, reason: "turn_failed", message: `the agent failed the turn: ${acpErrorText(err)}`, retryable: false },
         });
       }
     }

@@ -144,3 +144,33 @@ export function utf8Tail(buf: Buffer, limit: number): Buffer {
 export function clip(text: string, max = 300): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
+
+/**
+ * An ACP error as text, with its detail: agents put the cause in JSON-RPC `error.data` ("Internal error"
+ * alone says nothing; gemini-cli's failed `session/load` says "No previous sessions found for this project."
+ * there). A string is used as is; an object by its message/details field, else as JSON.
+ */
+export function acpErrorText(err: unknown, max = 400): string {
+  const e = (typeof err === "object" && err !== null ? err : {}) as { message?: unknown; data?: unknown };
+  const message = typeof e.message === "string" && e.message ? e.message : String(err);
+  const detail = acpErrorDataText(e.data);
+  return clip(detail && !message.includes(detail) ? `${message}: ${detail}` : message, max);
+}
+
+function acpErrorDataText(data: unknown): string | undefined {
+  if (data === undefined || data === null) return undefined;
+  if (typeof data === "string") return data.trim() || undefined;
+  if (typeof data === "object") {
+    const d = data as Record<string, unknown>;
+    for (const k of ["message", "details", "detail", "error", "reason"]) {
+      const v = d[k];
+      if (typeof v === "string" && v.trim()) return v.trim();
+    }
+    try {
+      return JSON.stringify(data);
+    } catch {
+      return undefined;
+    }
+  }
+  return String(data);
+}

@@ -305,3 +305,68 @@ describe("host engine: an agent that cannot start", () => {
     await until(() => e.sessions().length === 0, 10_000);
   });
 });
+
+/** Runs one prompt of a session to its end; returns its events. */
+async function runOnce(e: HostEngine, runId: string, sessionId: string, prompt: unknown): Promise<RunEvent[]> {
+  start(e, runId, sessionId, prompt);
+  const events: RunEvent[] = [];
+  await until(() => drain(e, events).some((x) => x.runId === runId && ["turnEnded", "turnFailed", "rejected", "runEnded"].includes(x.event.case ?? "")));
+  return events.filter((x) => x.runId === runId);
+}
+
+const textsOf = (events: RunEvent[], c: "content" | "reasoning"): string =>
+  events.flatMap((x) => (x.event.case === c ? [(x.event.value as { text: string }).text] : [])).join("");
+
+describe("host engine: a session that comes back after a reap or an eviction", () => {
+  const geminiLoadFailure = { code: -32603, message: "Internal error", data: "No previous sessions found for this project." };
+
+  it("falls back to a new agent session when session/load fails, says so in the stream, and is not stuck", async () => {
+    const e = make({ idleAgentTtlMs: 300 }, { loadSession: true, loadFails: geminiLoadFailure });
+    expect((await runOnce(e, "r1", "s1", "one")).at(-1)?.event.case).toBe("turnEnded");
+    await until(() => e.sessions()[0]?.agentAlive === false);
+    const second = await runOnce(e, "r2", "s1", "two");
+    expect(second.at(-1)?.event.case).toBe("turnEnded");
+    expect(textsOf(second, "content")).toBe("echo: two");
+    // The stream says the earlier conversation is gone, with the agent's own words for why.
+    expect(textsOf(second, "reasoning")).toMatch(/could not restore.*session\/load.*No previous sessions found for this project\..*new agent session/s);
+    expect(seen.filter((t) => t === "new" || t === "load")).toEqual(["new", "load", "new"]);
+    // The next prompt goes on in that new session without a note.
+    const third = await runOnce(e, "r3", "s1", "three");
+    expect(third.at(-1)?.event.case).toBe("turnEnded");
+    expect(textsOf(third, "reasoning")).toBe("");
+  });
+
+  it("falls back to a new agent session when session/resume fails", async () => {
+    const e = make({ maxAgents: 1 }, { resume: true, resumeFails: { code: -32603, message: "Internal error", data: { details: "session file missing" } } });
+    await runOnce(e, "r1", "a", "one");
+    await runOnce(e, "r2", "b", "two"); // evicts a
+    const back = await runOnce(e, "r3", "a", "three");
+    expect(back.at(-1)?.event.case).toBe("turnEnded");
+    expect(textsOf(back, "reasoning")).toContain("session/resume: Internal error: session file missing");
+    expect(seen.filter((t) => t === "new" || t === "resume")).toEqual(["new", "new", "resume", "new"]);
+  });
+
+  it("carries the agent's error detail (error.data) into a start failure", async () => {
+    const e = make({}, { newFails: { code: -32603, message: "Internal error", data: { message: "model quota exhausted" } } });
+    const events = await runOnce(e, "r1", "s1", "hi");
+    expect(events.at(-1)?.event).toMatchObject({ case: "rejected", value: { reason: "turn_failed" } });
+    expect((events.at(-1)!.event.value as { message: string }).message).toBe("the agent could not be started: Internal error: model quota exhausted");
+  });
+
+  it("does not forward history an agent replays after its session/load answer (gemini-cli)", async () => {
+    const e = make({ idleAgentTtlMs: 300 }, { loadSession: true, replay: { text: "REPLAYED HISTORY", after: true, delayMs: 30 } });
+    await runOnce(e, "r1", "s1", "one");
+    await until(() => e.sessions()[0]?.agentAlive === false);
+    const second = await runOnce(e, "r2", "s1", { steps: [{ sleep: 300 }, { content: "fresh answer" }] });
+    expect(seen.filter((t) => t === "new" || t === "load")).toEqual(["new", "load"]);
+    expect(textsOf(second, "content")).toBe("fresh answer");
+  });
+
+  it("does not forward history replayed before the session/load answer either", async () => {
+    const e = make({ idleAgentTtlMs: 300 }, { loadSession: true, replay: { text: "REPLAYED HISTORY" } });
+    await runOnce(e, "r1", "s1", "one");
+    await until(() => e.sessions()[0]?.agentAlive === false);
+    const second = await runOnce(e, "r2", "s1", "two");
+    expect(textsOf(second, "content")).toBe("echo: two");
+  });
+});
