@@ -5,8 +5,8 @@
  * (workspace, API key hashes) need the database and live in the service.
  */
 import { ByokFields } from "../../contract/requests/byok.js";
-import { RuleViolation, validate } from "../../contract/requests/kit.js";
-import { invalidArgument } from "../errors.js";
+import { validate } from "../../contract/requests/kit.js";
+import { checkRules, invalidArgument } from "../errors.js";
 
 export { KEY_HASH, MAX_KEY_BYTES, MAX_LIST_ENTRY_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS } from "../../contract/requests/byok.js";
 
@@ -23,12 +23,7 @@ export function isLookupId(id: string): boolean {
 
 /** Checks one field with its definition; a violation becomes 400 bad_request naming `field`. */
 function check<K extends keyof typeof ByokFields>(name: K, value: unknown, field: string = name): void {
-  try {
-    validate(ByokFields[name], value, field);
-  } catch (err) {
-    if (err instanceof RuleViolation) throw invalidArgument(field, err.message);
-    throw err;
-  }
+  checkRules(() => validate(ByokFields[name], value, field));
 }
 
 export function validateKey(key: string | undefined, field = "key"): string {

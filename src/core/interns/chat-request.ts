@@ -8,7 +8,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { StreamChatRequest } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import { checkInternChatRequest } from "../../contract/requests/intern-chat.js";
-import { RuleViolation } from "../../contract/requests/kit.js";
+import { ruleError } from "../errors.js";
 import { badRequest } from "./intern-errors.js";
 
 export interface ChatLimits {
@@ -85,8 +85,7 @@ export function parseChatRequest(req: StreamChatRequest, limits: ChatLimits, hea
       ...(sessionKey !== undefined ? { session_id: sessionKey } : {}),
     });
   } catch (err) {
-    if (err instanceof RuleViolation) throw badRequest(err.message, err.field);
-    throw err;
+    throw ruleError(err);
   }
   const approvalMode = req.approvalMode === "" ? "self-drive" : req.approvalMode;
   const lastIndex = req.messages.length - 1;

@@ -13,7 +13,7 @@ import {
   type CreatePresetVersionRequest,
 } from "../../gen/portico/presets/v1/presets_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
-import { conflict, invalidArgument, notFound } from "../errors.js";
+import { checkRules, conflict, invalidArgument, notFound } from "../errors.js";
 import { createChatRequestValidator, type ChatRequestValidator } from "../../contract/requests/chat-request.js";
 import { RuleViolation } from "../../contract/requests/kit.js";
 import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
@@ -38,7 +38,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
   const validate: ChatRequestValidator = createChatRequestValidator({ brand: deps.brand });
 
   const presetOf = async (workspaceId: string, rawSlug: string): Promise<PresetRow> => {
-    const slug = rules(() => checkSlug(rawSlug));
+    const slug = checkRules(() => checkSlug(rawSlug));
     const preset = await repository.findPreset(workspaceId, slug);
     if (!preset) throw notFound();
     return preset;
@@ -48,8 +48,8 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
     async createPresetVersion(req, ctx) {
       const caller = callerOf(ctx);
       requireManagement(caller);
-      const slug = rules(() => checkSlug(req.slug));
-      const { config, systemPrompt } = rules(() => {
+      const slug = checkRules(() => checkSlug(req.slug));
+      const { config, systemPrompt } = checkRules(() => {
         const json = chatRequestJson(req);
         validate(json);
         const stored = { config: pickPresetConfig(json), systemPrompt: deriveSystemPrompt(json.messages) };
@@ -82,14 +82,14 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
 
     async listPresets(req, ctx) {
       const caller = callerOf(ctx);
-      const page = rules(() => normalisePage(req.offset, req.limit));
+      const page = checkRules(() => normalisePage(req.offset, req.limit));
       const { items, total } = await repository.listPresets(caller.workspaceId, page);
       return { presets: items.map(presetToProto), totalCount: total };
     },
 
     async listPresetVersions(req, ctx) {
       const caller = callerOf(ctx);
-      const page = rules(() => normalisePage(req.offset, req.limit));
+      const page = checkRules(() => normalisePage(req.offset, req.limit));
       const preset = await presetOf(caller.workspaceId, req.slug);
       const { items, total } = await repository.listVersions(preset.id, page);
       return { versions: items.map(versionToProto), totalCount: total };
@@ -97,7 +97,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
 
     async getPresetVersion(req, ctx) {
       const caller = callerOf(ctx);
-      const number = rules(() => parseVersionNumber(req.version));
+      const number = checkRules(() => parseVersionNumber(req.version));
       const preset = await presetOf(caller.workspaceId, req.slug);
       const version = number === null ? null : await repository.findVersion(preset.id, number);
       if (!version) throw notFound();
@@ -118,16 +118,6 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       return { preset: presetToProto(res.preset), designatedVersion: res.version ? versionToProto(res.version) : undefined };
     },
   };
-}
-
-/** Runs pure rules, turning a RuleViolation into INVALID_ARGUMENT naming the field. */
-function rules<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof RuleViolation) throw invalidArgument(err.field, err.message);
-    throw err;
-  }
 }
 
 /**
