@@ -37,12 +37,15 @@ export interface UpstreamCall {
   options?: Readonly<Record<string, string>>;
 }
 
+/** Token usage (see Usage in ../model.ts for the canonical meaning of each field). */
 export interface ChatUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: { cached_tokens?: number };
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens?: number };
+  /** Filled by the model catalog (cost issue); adapters leave it absent. */
+  cost?: number | null;
 }
 
 export interface ToolCall {

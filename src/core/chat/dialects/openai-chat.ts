@@ -1,0 +1,20 @@
+/**
+ * The OpenAI chat-completions dialect at the core's edge: the ChatService's JSON bodies in and out. The
+ * canonical model (../model.ts) uses this dialect's shapes, so decoding is taking the JSON object as the
+ * request (the validate stage checks it) and encoding is handing the stamped object back: no copy, no
+ * per-chunk work. Another dialect gets a module like this one that translates both ways.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { CanonicalRequest, CanonicalResponse, StreamEvent } from "../model.js";
+
+export function decodeRequest(body: JsonObject | undefined): CanonicalRequest {
+  return (body ?? {}) as unknown as CanonicalRequest;
+}
+
+export function encodeResponse(completion: CanonicalResponse): JsonObject {
+  return completion as unknown as JsonObject;
+}
+
+export function encodeEvent(event: StreamEvent): JsonObject {
+  return event as unknown as JsonObject;
+}

@@ -1,0 +1,48 @@
+/**
+ * The canonical model of one LLM call in the core: the request, the response, the stream event, usage, tool
+ * calls and errors that every pipeline stage (src/core/chat/pipeline) and every provider adapter
+ * (src/core/chat/providers) exchange.
+ *
+ * Decision: the canonical model uses the field names and shapes of the OpenAI chat-completions wire format
+ * (snake_case JSON objects), the lingua franca most providers and peers already speak (Envoy AI Gateway and
+ * Portkey translate every schema to and from it). So:
+ *
+ * - the OpenAI chat-completions dialect (src/core/chat/dialects/openai-chat.ts) decodes by validating and
+ *   encodes by stamping the generation id and provider: the same-dialect pass-through costs no copy per chunk
+ *   beyond the one shallow spread that stamps `id` and `provider`;
+ * - a second dialect (Anthropic Messages, Responses) decodes into these shapes at the edge and encodes out of
+ *   them, and provider adapters for other wire formats (Anthropic, Gemini) translate from and to them;
+ * - fields the OpenAI format lacks are added here under their own names (usage `cache_write_tokens`, `cost`)
+ *   and are optional, so existing producers stay valid.
+ *
+ * Nothing here is a class or does work: these are the types; the pipeline's per-request state is in
+ * pipeline/stage.ts.
+ */
+import type { ChatBody, ChatChunk, ChatCompletion, ChatUsage, FinishReason, ToolCall } from "./providers/types.js";
+
+export type { FinishReason, ToolCall };
+
+/**
+ * A validated request. Unknown top-level fields are kept (the API accepts them); stages that change the
+ * request (preset) replace the object rather than mutate the caller's.
+ */
+export type CanonicalRequest = ChatBody;
+
+/** A complete (non-streamed) answer: one `chat.completion` object with `id` (generation id) and `provider`. */
+export type CanonicalResponse = ChatCompletion & { provider?: string };
+
+/** One event of a streamed answer: one `chat.completion.chunk`, `id` and `provider` stamped. */
+export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalError; debug?: Record<string, unknown> };
+
+/**
+ * Token usage: the OpenAI names, plus what the catalog and cost issues need: cached prompt tokens read
+ * (`prompt_tokens_details.cached_tokens`) and written (`prompt_tokens_details.cache_write_tokens`), reasoning
+ * tokens (`completion_tokens_details.reasoning_tokens`) and `cost` (absent until the model catalog prices it).
+ */
+export type Usage = ChatUsage;
+
+/** An error inside a stream after its first byte (`finish_reason: "error"` chunk). `code` is an HTTP status. */
+export interface CanonicalError {
+  code: number;
+  message: string;
+}

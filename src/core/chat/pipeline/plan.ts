@@ -1,0 +1,58 @@
+/**
+ * Stage "plan": the attempts of the request, in order: the (provider, model) pairs from `model`, `models` and
+ * `provider` preferences (../routing.ts), and for each the credentials the BYOK flags allow
+ * (../credentials/select.ts), the caller's workspace's first, then the operator's shared ones.
+ */
+import { Reason, serviceError } from "../../errors.js";
+import type { SharedCredentialStore } from "../../byok/provider-keys.js";
+import type { CredentialStore } from "../credentials/load.js";
+import { selectCredentials } from "../credentials/select.js";
+import type { ProviderRegistry } from "../providers/index.js";
+import { modelsOf, planAttempts, preferencesOf } from "../routing.js";
+import { invalidArgument } from "../../errors.js";
+import type { ChatStage } from "./stage.js";
+
+export interface PlanDeps {
+  credentials: CredentialStore;
+  /** The operator's shared provider keys (`portico admin provider-key`); none when absent. */
+  shared?: SharedCredentialStore;
+  providers: ProviderRegistry;
+}
+
+export function createPlanStage(deps: PlanDeps): ChatStage {
+  return {
+    name: "plan",
+    async run(call, next) {
+      const { caller, track } = call;
+      const body = call.request;
+      const models = modelsOf(body);
+      track.requestedModel = models[0] ?? "";
+      if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
+      const planned = planAttempts(models, preferencesOf(body), (p) => deps.providers.get(p) !== undefined);
+      for (const plan of planned) {
+        const provider = deps.providers.get(plan.provider)!;
+        const [creds, shared] = await Promise.all([
+          deps.credentials.forProvider(caller.workspaceId, plan.provider),
+          deps.shared ? deps.shared.forProvider(plan.provider) : [],
+        ]);
+        const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
+        for (const sel of order) {
+          const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
+          if (!cred?.apiKey) continue;
+          call.attempts.push({
+            provider: plan.provider,
+            requestedModel: plan.requestedModel,
+            credentialId: cred.id,
+            credentialSource: sel.source,
+            adapter: provider.adapter,
+            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal },
+          });
+        }
+      }
+      if (call.attempts.length === 0) {
+        throw serviceError(Reason.NO_CREDENTIAL, `No provider credential may serve ${models.join(", ")}: store one with POST /api/v1/byok, or check its flags`);
+      }
+      return next();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Stage "preset": applies the preset the request names (`model: "@preset/<slug>[@<version>]"` or the
+ * `preset` field; rules in ../presets.ts and docs/chat.md), replacing `call.request` with the merged request.
+ */
+import { invalidArgument, notFound } from "../../errors.js";
+import type { PresetsRepository } from "../../presets/presets-repository.js";
+import { applyPreset, presetReferenceOf, PresetReferenceError, type PresetReference } from "../presets.js";
+import type { CanonicalRequest } from "../model.js";
+import type { ChatStage } from "./stage.js";
+
+export function createPresetStage(deps: { presets: PresetsRepository }): ChatStage {
+  return {
+    name: "preset",
+    async run(call, next) {
+      let ref: PresetReference | null;
+      try {
+        ref = presetReferenceOf(call.request);
+      } catch (err) {
+        if (err instanceof PresetReferenceError) throw invalidArgument(err.field, err.message);
+        throw err;
+      }
+      if (ref) {
+        const preset = await deps.presets.findPreset(call.caller.workspaceId, ref.slug);
+        if (!preset) throw notFound(`No preset "${ref.slug}" in this workspace`);
+        const version = ref.version !== undefined
+          ? await deps.presets.findVersion(preset.id, ref.version)
+          : preset.designatedVersionId ? await deps.presets.findVersionById(preset.designatedVersionId) : null;
+        if (!version) throw notFound(ref.version !== undefined ? `Preset "${ref.slug}" has no version ${ref.version}` : `Preset "${ref.slug}" has no designated version`);
+        call.request = applyPreset(call.request, { config: (version.config ?? {}) as Record<string, unknown>, systemPrompt: version.systemPrompt }) as CanonicalRequest;
+        call.track.presetSlug = ref.slug;
+        call.track.presetVersion = version.version;
+      }
+      return next();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * Stage "record": the outermost stage. Writes one generation record per request (generations.ts, through the
+ * GenerationRecorder seam) once the answer is complete: after a non-streamed answer or error, after the last
+ * event of a stream, or when the consumer stops reading (`cancelled`). Never blocks the response.
+ */
+import { ConnectError } from "@connectrpc/connect";
+import { ALL_REASONS, ruleOf } from "../../../contract/reasons.js";
+import { errorDetailOf } from "../../../lib/service-error.js";
+import type { Caller } from "../../auth.js";
+import type { GenerationRecorder } from "../seams.js";
+import type { StreamEvent } from "../model.js";
+import type { ChatCall, ChatStage, Tracking } from "./stage.js";
+
+export function createRecordStage(deps: { generations: GenerationRecorder }): ChatStage {
+  const record = (track: Tracking, caller: Caller) => deps.generations.record(recordOf(track, caller));
+
+  async function* recordAfter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent> {
+    const { track } = call;
+    try {
+      yield* events;
+      if (track.status === "pending") track.status = call.signal.aborted ? "cancelled" : "success";
+    } catch (err) {
+      failed(track, err, call.signal);
+      throw err;
+    } finally {
+      if (track.status === "pending") track.status = "cancelled"; // the consumer stopped reading
+      record(track, call.caller);
+    }
+  }
+
+  return {
+    name: "record",
+    async run(call, next) {
+      let outcome;
+      try {
+        outcome = await next();
+      } catch (err) {
+        failed(call.track, err, call.signal);
+        record(call.track, call.caller);
+        throw err;
+      }
+      if (outcome.kind === "stream") return { kind: "stream", events: recordAfter(call, outcome.events) };
+      record(call.track, call.caller);
+      return outcome;
+    },
+  };
+}
+
+function failed(track: Tracking, err: unknown, signal: AbortSignal): void {
+  if (signal.aborted) {
+    track.status = "cancelled";
+    return;
+  }
+  track.status = "error";
+  const detail = err instanceof ConnectError ? errorDetailOf(err) : undefined;
+  const reason = detail ? ALL_REASONS.find((r) => ruleOf(r).wire === detail.reason) : undefined;
+  track.errorCode = reason !== undefined ? ruleOf(reason).status : 500;
+}
+
+function recordOf(track: Tracking, caller: Caller) {
+  return {
+    id: track.id,
+    organizationId: caller.organizationId,
+    workspaceId: caller.workspaceId,
+    keyHash: caller.keyHash,
+    requestedModel: track.requestedModel,
+    model: track.model,
+    provider: track.provider,
+    credentialId: track.credentialId,
+    credentialSource: track.credentialSource,
+    presetSlug: track.presetSlug,
+    presetVersion: track.presetVersion,
+    streamed: track.streamed,
+    promptTokens: track.usage?.prompt_tokens ?? null,
+    completionTokens: track.usage?.completion_tokens ?? null,
+    totalTokens: track.usage?.total_tokens ?? null,
+    latencyMs: performance.now() - track.start,
+    timeToFirstTokenMs: track.timeToFirstTokenMs,
+    status: track.status === "pending" ? ("error" as const) : track.status,
+    finishReason: track.finishReason,
+    errorCode: track.errorCode,
+    attempts: track.attempts,
+    createdAt: new Date(track.startedAt),
+  };
+}

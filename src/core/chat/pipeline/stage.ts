@@ -1,0 +1,112 @@
+/**
+ * The chat pipeline's one stage contract (docs/architecture.md, "The chat pipeline").
+ *
+ * A stage is `run(call, next)`: it may read and change the call (the request, the planned attempts, what will
+ * be recorded), call `next()` once to run the rest of the chain and get its outcome, and change or wrap that
+ * outcome on the way back; or answer without calling `next()` (a cache hit), or throw a ConnectError (a
+ * refusal). Streaming and non-streaming requests go through the same chain: the outcome is either a complete
+ * answer or a stream of events that begins only once an attempt produced its first event, so every error
+ * before the first byte is thrown (and becomes the HTTP/gRPC error), and a stage that must act after a stream
+ * ends wraps `events`.
+ *
+ * Adding a stage: one module exporting a `ChatStage`, and one line in the list composed in chat-handler.ts.
+ */
+import { randomUUID } from "node:crypto";
+import type { Caller } from "../../auth.js";
+import type { CanonicalRequest, CanonicalResponse, StreamEvent, Usage } from "../model.js";
+import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
+
+/** One (provider, model, credential) the execute stage may call, in order. */
+export interface Attempt {
+  provider: string;
+  /** The model as the caller named it (`<provider>/<model>`). */
+  requestedModel: string;
+  credentialId: string;
+  credentialSource: "byok" | "shared";
+  adapter: ProviderAdapter;
+  call: UpstreamCall;
+}
+
+/** What the record stage writes of the request (generations.ts); stages fill it as they learn it. */
+export interface Tracking {
+  id: string;
+  start: number;
+  startedAt: number;
+  streamed: boolean;
+  requestedModel: string;
+  model: string | null;
+  provider: string | null;
+  credentialId: string | null;
+  credentialSource: "byok" | "shared" | null;
+  presetSlug: string | null;
+  presetVersion: number | null;
+  attempts: number;
+  usage: Usage | null;
+  finishReason: string | null;
+  timeToFirstTokenMs: number | null;
+  status: "pending" | "success" | "error" | "cancelled";
+  errorCode: number | null;
+}
+
+/** The state of one request as it moves through the chain. */
+export interface ChatCall {
+  readonly caller: Caller;
+  /** Aborts when the caller goes away; passed to every upstream request. */
+  readonly signal: AbortSignal;
+  readonly streamed: boolean;
+  /** The request, decoded from its dialect (validated by the validate stage, changed by the preset stage). */
+  request: CanonicalRequest;
+  /** The attempts, in order (the plan stage fills them; the execute stage runs them). */
+  attempts: Attempt[];
+  /** What will be recorded. */
+  readonly track: Tracking;
+}
+
+export type ChatOutcome =
+  | { kind: "completion"; completion: CanonicalResponse }
+  | { kind: "stream"; events: AsyncIterable<StreamEvent> };
+
+export type Next = () => Promise<ChatOutcome>;
+
+export interface ChatStage {
+  /** A short name for logs and docs: "validate", "preset", "plan", "execute", "record". */
+  readonly name: string;
+  run(call: ChatCall, next: Next): Promise<ChatOutcome>;
+}
+
+/** Runs `stages` in order; the last one must answer without calling `next()`. */
+export function compose(stages: readonly ChatStage[]): (call: ChatCall) => Promise<ChatOutcome> {
+  const dispatch = (call: ChatCall, i: number): Promise<ChatOutcome> => {
+    const stage = stages[i];
+    if (!stage) return Promise.reject(new Error("the chat pipeline ended without an answer"));
+    return stage.run(call, () => dispatch(call, i + 1));
+  };
+  return (call) => dispatch(call, 0);
+}
+
+/** A fresh call for `request` (the body as received, not yet validated). */
+export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest): ChatCall {
+  return { caller, signal, streamed, request, attempts: [], track: tracking(streamed) };
+}
+
+function tracking(streamed: boolean): Tracking {
+  return {
+    id: `gen-${randomUUID()}`,
+    start: performance.now(),
+    startedAt: Date.now(),
+    streamed,
+    requestedModel: "",
+    model: null,
+    provider: null,
+    credentialId: null,
+    credentialSource: null,
+    presetSlug: null,
+    presetVersion: null,
+    attempts: 0,
+    usage: null,
+    finishReason: null,
+    timeToFirstTokenMs: null,
+    status: "pending",
+    errorCode: null,
+  };
+}
