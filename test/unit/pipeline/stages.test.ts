@@ -76,6 +76,8 @@ function chain(make: (call: ChatCall) => Attempt[]) {
   return { run, records };
 }
 
+async function* none(): AsyncGenerator<StreamEvent> {}
+
 async function collect(outcome: ChatOutcome): Promise<StreamEvent[]> {
   if (outcome.kind !== "stream") throw new Error("expected a stream");
   const out: StreamEvent[] = [];
@@ -95,7 +97,13 @@ describe("compose", () => {
         return out;
       },
     });
-    const answer: ChatStage = { name: "answer", run: async () => { seen.push("answer"); return { kind: "stream", events: [] }; } };
+    const answer: ChatStage = {
+      name: "answer",
+      run: async () => {
+        seen.push("answer");
+        return { kind: "stream", events: none() };
+      },
+    };
     await compose([stage("a"), stage("b"), answer])(newCall(caller, new AbortController().signal, true, request()));
     expect(seen).toEqual([">a", ">b", "answer", "<b", "<a"]);
   });
@@ -197,7 +205,7 @@ describe("plan", () => {
   it("plans model then fallbacks, each with the workspace's credentials in order", async () => {
     const plan = createPlanStage({ credentials: store({ openai: ["o1", "o2"], anthropic: ["a1"] }), providers: new ProviderRegistry() });
     const call = newCall(caller, new AbortController().signal, false, request({ models: ["anthropic/claude-sonnet-4", "openai/gpt-4o"] }));
-    await plan.run(call, async () => ({ kind: "stream", events: [] }));
+    await plan.run(call, async () => ({ kind: "stream", events: none() }));
     expect(call.attempts.map((a) => [a.requestedModel, a.call.apiKey, a.call.model])).toEqual([
       ["openai/gpt-4o", "o1", "gpt-4o"],
       ["openai/gpt-4o", "o2", "gpt-4o"],
@@ -208,7 +216,7 @@ describe("plan", () => {
 
   it("no usable credential is no_credential", async () => {
     const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry() });
-    const err = await plan.run(newCall(caller, new AbortController().signal, false, request()), async () => ({ kind: "stream", events: [] })).catch((e: unknown) => e);
+    const err = await plan.run(newCall(caller, new AbortController().signal, false, request()), async () => ({ kind: "stream", events: none() })).catch((e: unknown) => e);
     expect(errorDetailOf(err as ConnectError)?.reason).toBe("no_credential");
   });
 });
