@@ -90,6 +90,8 @@ function exitDescription(exit: { code: number | null; signal: string | null; err
 export const REPLAY_QUIET_MS = 150;
 /** The longest a start waits for a late replay to end. */
 export const REPLAY_SETTLE_MAX_MS = 2_000;
+/** How long an evicted (idle) agent may take to exit after end of input before it is signalled. */
+export const EVICTION_GRACE_MS = 200;
 
 export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
   const { limits, logger, profile, folders } = opts;
@@ -263,14 +265,19 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     }
   }
 
-  /** Stops an agent and resolves once its process has exited. */
-  async function stopAgent(session: SessionEntry<R>, why: string): Promise<void> {
+  /**
+   * Stops an agent and resolves once its process has exited. An evicted agent is idle and a new run waits
+   * for its slot: it gets end of input and {@link EVICTION_GRACE_MS} to exit on its own (time to save its
+   * session), then SIGTERM; agents that ignore end of input (claude-code-acp, codex-acp) do not hold the
+   * new run for the cancel grace.
+   */
+  async function stopAgent(session: SessionEntry<R>, why: "idle" | "evicted"): Promise<void> {
     const agent = session.agent;
     if (!agent) return;
     session.agent = undefined;
     logger.debug({ session: session.key, why }, "stopping agent");
     agent.terminals.disposeAll();
-    await agent.channel.dispose(limits.cancelGraceMs);
+    await agent.channel.dispose(why === "evicted" ? Math.min(EVICTION_GRACE_MS, limits.cancelGraceMs) : limits.cancelGraceMs);
     await agent.channel.exited;
   }
 

@@ -2,7 +2,7 @@
  * Bounded agents with real processes: 30 new sessions through a host whose cap is 3 leave at most 3
  * agent process groups alive at any time, and an evicted session comes back on its next prompt.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -63,4 +63,42 @@ describe("agent cap with real agent processes", () => {
     engine = undefined;
     expect([...pids].filter(groupAlive)).toEqual([]);
   }, 240_000);
+
+  it("an evicted idle agent that ignores end of input is stopped at once, not after the cancel grace", async () => {
+    workRoot = mkdtempSync(join(tmpdir(), "portico-cap-"));
+    const agentLog = join(workRoot, "agent.log");
+    const events: RunEvent[] = [];
+    const e = createHostEngine({
+      profile: {
+        ...scriptedAgentCommand(REPO_ROOT),
+        inheritEnv: "all",
+        // Like claude-code-acp and codex-acp: end of input does not end the agent.
+        env: { SCRIPTED_AGENT_CONFIG: JSON.stringify({ ignoreEof: true }), SCRIPTED_AGENT_LOG: agentLog },
+      },
+      workRoot,
+      limits: resolveLimits({ maxAgents: 1, agentStartBudgetMs: 60_000, cancelGraceMs: 30_000 }),
+      logger: pino({ level: "silent" }),
+      runAs: undefined,
+      bwrap: undefined,
+      hostVersion: "test",
+      onReadable: () => {
+        for (let ev = e.takeEvent(); ev; ev = e.takeEvent()) events.push(ev);
+      },
+      onCapacity: () => {},
+    });
+    engine = e;
+    const ended = (runId: string): boolean => events.some((x) => x.runId === runId && (x.event.case === "turnEnded" || x.event.case === "rejected" || x.event.case === "turnFailed"));
+    e.startRun(create(StartRunSchema, { runId: "a", sessionId: "sa", prompt: "one" }));
+    await waitUntil(() => ended("a"), 60_000, "run a");
+    // A second session at the cap evicts the idle agent of the first.
+    e.startRun(create(StartRunSchema, { runId: "b", sessionId: "sb", prompt: "two" }));
+    await waitUntil(() => ended("b"), 60_000, "run b");
+    expect(events.filter((x) => x.runId === "b").at(-1)!.event.case).toBe("turnEnded");
+    // The evicted agent saw end of input, then SIGTERM: the host did not wait out a grace (2 s before) for an
+    // agent that had no run to protect. The bound leaves a loaded machine room and stays under that grace.
+    const at = (what: string): number => Number(new RegExp(`^${what} (\\d+)$`, "m").exec(readFileSync(agentLog, "utf8"))?.[1]);
+    expect(at("eof")).toBeGreaterThan(0);
+    expect(at("term")).toBeGreaterThan(0);
+    expect(at("term") - at("eof")).toBeLessThan(1_500);
+  }, 120_000);
 });
