@@ -43,10 +43,12 @@ function processHandle(): RunningProcess {
     onClose: [],
     startupComplete: false,
     async close() {
+      // The gateway first: its open requests and streams end (in band at the drain deadline) while the
+      // core, the embedded host and the database still serve them.
+      await handle.gateway?.close();
       for (const fn of handle.onClose.splice(0).reverse()) {
         await fn().catch(() => undefined);
       }
-      await handle.gateway?.close();
       await handle.internalCoreServer?.close();
       await handle.coreServer?.close();
       await handle.core?.close();
@@ -105,6 +107,8 @@ export async function startGateway(
     requestTimeoutMs: config.requestTimeoutMs,
     brand: config.brand,
     metricsToken: config.metricsToken,
+    heartbeatIntervalMs: config.interns.heartbeatIntervalMs,
+    drainMs: drainBudget(config.shutdownTimeoutMs),
   });
   await app.listen({ host: config.host, port: config.httpPort }).catch(async (err: unknown) => {
     await app.close().catch(() => undefined);
@@ -185,6 +189,14 @@ export async function startSplitGateway(config: Config, logger: Logger, coreUrl:
   handle.gateway = app;
   handle.gatewayUrl = url;
   return handle;
+}
+
+/**
+ * The part of the shutdown budget (PORTICO_SHUTDOWN_TIMEOUT_MS) open requests and streams may use to end
+ * by themselves; the rest is kept for the embedded host, the core and the database to stop.
+ */
+export function drainBudget(shutdownTimeoutMs: number): number {
+  return Math.max(Math.floor(shutdownTimeoutMs / 2), shutdownTimeoutMs - 3_000);
 }
 
 /** A listen failure, naming the setting that chose the address. */

@@ -19,6 +19,7 @@ import { registerGatewayRoutes } from "./routes/index.js";
 import { registerConsoleRoutes } from "./routes/console.js";
 import { checkJsonInput } from "./json-input.js";
 import { createMetricsEndpoint } from "./metrics-endpoint.js";
+import { createSseRelay } from "./sse-relay.js";
 
 /** Fastify error code of a body that breaks the JSON input limits (depth, Unicode). */
 const JSON_INPUT_ERROR = "PORTICO_JSON_INPUT";
@@ -35,7 +36,17 @@ export interface GatewayOptions {
   startupComplete?: () => boolean;
   /** When set, /metrics requires `Authorization: Bearer <metricsToken>`; otherwise it is open. */
   metricsToken?: string | undefined;
+  /** Idle time after which an open stream carries a `: keepalive` comment; default 30 s. */
+  heartbeatIntervalMs?: number;
+  /**
+   * On close: how long open requests and streams may run to their end before the streams still open
+   * are ended in band (error chunk and `data: [DONE]`); default 5 s.
+   */
+  drainMs?: number;
 }
+
+/** A streaming answer opens (200, headers, `: keepalive`) after at most this long without its first chunk. */
+export const STREAM_OPEN_AFTER_MS = 1_000;
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -69,8 +80,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     ajv: { customOptions: { allowUnionTypes: true, coerceTypes: false, useDefaults: false, removeAdditional: false, allErrors: false } },
+    // Connections still open after the drain (see preClose below) are closed; requests arriving during
+    // the drain get a 503 in the envelope from the onRequest hook.
     forceCloseConnections: true,
-    return503OnClosing: true,
+    return503OnClosing: false,
     // A client must deliver its whole request in time (a slow or stalled body is cut with 408); only
     // receiving is limited, so long SSE responses are unaffected. Node checks every `connectionsCheckingInterval`.
     requestTimeout: requestTimeoutMs,
@@ -115,8 +128,38 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     },
   });
 
+  const heartbeatMs = opts.heartbeatIntervalMs ?? 30_000;
+  const relay = createSseRelay({ heartbeatMs });
+  let closing = false;
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+    if (closing) {
+      reply.header("connection", "close").header("retry-after", "1");
+      return send(reply, publicError(503, "The server is shutting down; retry the request.", metadataFor(req.url, 503)));
+    }
+    inFlight += 1;
+    reply.raw.once("close", () => {
+      inFlight -= 1;
+      if (inFlight === 0) drained?.();
+    });
+  });
+  // A stop lets what is running end: no new connections, idle ones closed, requests and streams given
+  // until the drain deadline, then the streams still open ended in band (never a connection reset).
+  app.addHook("preClose", async () => {
+    closing = true;
+    const deadline = Date.now() + (opts.drainMs ?? 5_000);
+    app.server.close();
+    app.server.closeIdleConnections();
+    const requestsDone = inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (drained = resolve));
+    await relay.drain(deadline);
+    const left = deadline - Date.now();
+    if (left > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([requestsDone, new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    }
   });
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unmatched";
@@ -197,6 +240,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     logger: opts.logger,
     metrics: opts.metrics,
     brand: opts.brand,
+    relay,
+    streamOpenAfterMs: Math.min(STREAM_OPEN_AFTER_MS, heartbeatMs),
   };
   await app.register(
     async (api) => {

@@ -88,6 +88,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     bodyLimitBytes: config.bodyLimitBytes,
     brand: config.brand,
     requestTimeoutMs: config.requestTimeoutMs,
+    heartbeatIntervalMs: config.interns.heartbeatIntervalMs,
   });
   await gateway.listen({ host: "127.0.0.1", port: 0 });
   const address = gateway.server.address();

@@ -6,17 +6,16 @@
  * a chunk with `finish_reason: "error"`. Writes wait for the socket (backpressure), and a client that
  * leaves aborts the RPC and with it the upstream request.
  */
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, firstMessage, serverStream } from "../rpc.js";
+import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
-import { SseWriter } from "../sse.js";
+import { HEARTBEAT } from "../sse-relay.js";
 
-const DONE = "data: [DONE]\n\n";
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
 
 /** The response objects are the providers' OpenAI-shaped objects; the schema lists the fixed fields. */
@@ -124,7 +123,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
           watch.release();
         }
       }
-      return streamCompletion(req, reply, ctx.transport, json);
+      return streamCompletion(req, reply, ctx, json);
     },
   );
 }
@@ -132,36 +131,24 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
 async function streamCompletion(
   req: FastifyRequest,
   reply: FastifyReply,
-  transport: Transport,
+  ctx: GatewayContext,
   body: Record<string, never>,
 ): Promise<void> {
-  const watch = abortOnClientClose(reply);
-  const stream = serverStream(transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, watch.signal));
-  // Errors before the first chunk (bad request, no credential, every provider down) are HTTP errors.
-  const first = await firstMessage(stream, reply, watch);
-  if (!first) return;
-  reply.hijack();
-  const sse = new SseWriter(reply.raw, watch.signal);
-  sse.open({ headers: { "x-request-id": String(req.id) } });
-  try {
-    let next = first;
-    while (!next.done) {
-      const r = sse.data(JSON.stringify(next.value.chunk ?? {}));
-      if (r instanceof Promise) await r;
-      if (!sse.isOpen) break;
-      next = await stream.next();
-    }
-  } catch (err) {
-    if (sse.isOpen) {
-      const pub = publicErrorFromConnect(ConnectError.from(err));
-      const code = ConnectError.from(err).code;
-      if (code !== Code.Canceled) req.log.warn({ code: Code[code] }, "chat stream broke after it opened");
-      await sse.data(JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "error" }], error: { code: pub.status, message: pub.body.error.message } }));
-    }
-  } finally {
-    if (sse.isOpen) await sse.write(DONE);
-    watch.release();
-    if (!sse.isOpen) await stream.return();
-    sse.end();
-  }
+  const call = ctx.relay.start(req, reply);
+  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, call.signal));
+  await call.run(stream, {
+    name: "chat",
+    // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
+    // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
+    openAfterMs: ctx.streamOpenAfterMs,
+    // A message without a chunk is the core saying "still working": a keepalive.
+    render: (msg) => (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT),
+    onError: (err, shutdown) => {
+      const pub = publicErrorFromConnect(err);
+      if (!shutdown && err.code !== Code.Canceled && pub.status >= 500) req.log.warn({ code: Code[err.code] }, "chat stream broke after it opened");
+      const status = shutdown ? 503 : pub.status;
+      const message = shutdown ? err.rawMessage : pub.body.error.message;
+      return [JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "error" }], error: { code: status, message } })];
+    },
+  });
 }

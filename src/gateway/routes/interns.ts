@@ -21,13 +21,12 @@ import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
-import { abortOnClientClose, callOptionsFor, firstMessage, serverStream } from "../rpc.js";
+import { callOptionsFor, serverStream } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { wrongTypeField } from "../../contract/requests/intern-chat.js";
-import { SseWriter } from "../sse.js";
+import { HEARTBEAT } from "../sse-relay.js";
 
-const DONE = "data: [DONE]\n\n";
 const SEVERED = ruleOf(Reason.STREAM_SEVERED);
 
 /**
@@ -127,71 +126,53 @@ async function streamChat(
   reply: FastifyReply,
   ctx: GatewayContext,
 ): Promise<void> {
-  const watch = abortOnClientClose(reply);
+  const call = ctx.relay.start(req, reply);
   const rpcRequest = toStreamChatRequest(req.params.internId, req.body);
-  const stream = serverStream(ctx.transport, InternsService.method.streamChat, rpcRequest, callOptionsFor(req, watch.signal));
-  const first = await firstMessage(stream, reply, watch);
-  if (!first) return; // the client left before the stream opened
-  if (first.done) throw new ConnectError("the intern stream ended before it started", Code.Internal);
-
-  reply.hijack();
-  const sse = new SseWriter(reply.raw, watch.signal);
-  sse.open({ headers: { "x-request-id": String(req.id) } });
+  const stream = serverStream(ctx.transport, InternsService.method.streamChat, rpcRequest, callOptionsFor(req, call.signal));
   const chunkCtx: ChunkContext = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), brand: ctx.brand };
+  const model = defaultModel(ctx.brand);
+  let opened = false;
   let finished = false;
   let finalSent = false;
-  const sessionHint = rpcRequest.sessionId ?? null;
+  const finalIfMissing = (): string[] =>
+    finalSent ? [] : [JSON.stringify(finalChunk(chunkCtx, model, rpcRequest.sessionId ?? null, null))];
 
-  const emit = (ev: StreamChatResponse): Promise<boolean> | boolean => {
-    const out = toChunk(ev, chunkCtx);
-    if (out.kind === "heartbeat") return sse.comment("keepalive");
-    if (out.kind === "none") return true;
-    if (ev.event.case === "finish") finished = true;
-    if (ev.event.case === "final") finalSent = true;
-    return sse.data(JSON.stringify(out.chunk));
-  };
-
-  try {
-    let r = emit(first.value);
-    if (r instanceof Promise) await r;
-    for (;;) {
-      const next = await stream.next();
-      if (next.done) break;
-      r = emit(next.value);
-      if (r instanceof Promise) await r;
-    }
-  } catch (err) {
-    if (!sse.isOpen) {
-      req.log.debug({ err }, "intern stream ended after the client left");
-    } else {
-      const ce = ConnectError.from(err);
-      const pub = publicErrorFromConnect(ce);
-      const reason = (pub.body.error.metadata?.reason as string | undefined) ?? ruleOf(ce.code === Code.Unavailable ? Reason.STREAM_SEVERED : Reason.INTERNAL_ERROR).wire;
-      const severed = ce.code === Code.Unavailable || ce.code === Code.Internal || ce.code === Code.Unknown;
-      if (pub.status >= 500) req.log.warn({ code: Code[ce.code] }, "intern stream broke after it opened");
-      if (!finished) {
-        const chunk = severed
-          ? errorChunk(chunkCtx, defaultModel(ctx.brand), {
-              code: SEVERED.status,
-              message: "The connection to the intern broke without its confirmation.",
-              reason: SEVERED.wire,
-              retryable: SEVERED.retryable,
-            })
-          : errorChunk(chunkCtx, defaultModel(ctx.brand), {
-              code: pub.status,
-              message: pub.body.error.message,
-              reason,
-              retryable: (pub.body.error.metadata?.retryable as boolean | undefined) ?? false,
-            });
-        await sse.data(JSON.stringify(chunk));
+  await call.run(stream, {
+    name: "intern",
+    render: (ev: StreamChatResponse) => {
+      opened = true;
+      const out = toChunk(ev, chunkCtx);
+      if (out.kind === "heartbeat") return HEARTBEAT;
+      if (out.kind === "none") return undefined;
+      if (ev.event.case === "finish") finished = true;
+      if (ev.event.case === "final") finalSent = true;
+      return JSON.stringify(out.chunk);
+    },
+    onEnd: () => {
+      // The core always sends at least one event; an empty stream is a core fault, in band as any other.
+      if (!opened) return [JSON.stringify(errorChunk(chunkCtx, model, inBandError(new ConnectError("the intern stream ended before it started", Code.Internal)))), ...finalIfMissing()];
+      return finalIfMissing();
+    },
+    onError: (err, shutdown) => {
+      if (shutdown) {
+        const rule = ruleOf(Reason.CORE_UNAVAILABLE);
+        const chunk = errorChunk(chunkCtx, model, { code: rule.status, message: err.rawMessage, reason: rule.wire, retryable: true });
+        return [...(finished ? [] : [JSON.stringify(chunk)]), ...finalIfMissing()];
       }
-    }
-  } finally {
-    if (sse.isOpen) {
-      if (!finalSent) await sse.data(JSON.stringify(finalChunk(chunkCtx, defaultModel(ctx.brand), sessionHint, null)));
-      await sse.write(DONE);
-    }
-    watch.release();
-    sse.end();
+      const e = inBandError(err);
+      if (e.code >= 500 && err.code !== Code.Canceled) req.log.warn({ code: Code[err.code] }, "intern stream broke after it opened");
+      return [...(finished ? [] : [JSON.stringify(errorChunk(chunkCtx, model, e))]), ...finalIfMissing()];
+    },
+  });
+}
+
+/** The error chunk's body for a stream that broke after it opened. */
+function inBandError(ce: ConnectError): { code: number; message: string; reason: string; retryable: boolean } {
+  const severed = ce.code === Code.Unavailable || ce.code === Code.Internal || ce.code === Code.Unknown;
+  if (severed) {
+    return { code: SEVERED.status, message: "The connection to the intern broke without its confirmation.", reason: SEVERED.wire, retryable: SEVERED.retryable };
   }
+  const pub = publicErrorFromConnect(ce);
+  const reason = (pub.body.error.metadata?.reason as string | undefined) ?? ruleOf(Reason.INTERNAL_ERROR).wire;
+  return { code: pub.status, message: pub.body.error.message, reason, retryable: (pub.body.error.metadata?.retryable as boolean | undefined) ?? false };
 }
