@@ -77,7 +77,7 @@ describe("a streaming answer opens before the provider's first byte", () => {
   it("an error known before the stream opens keeps its HTTP status and envelope", async () => {
     const res = await stream("nobody/m");
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = (await res.json()) as { error: { code: number } };
     expect(body.error.code).toBe(400);
   });
 });
