@@ -98,7 +98,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
-  const generations = createGenerationStore({ db, provider: database.provider, logger });
+  const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry });
   closers.push(() => generations.close());
   const chat = createChatHandler({
     presets: presetsRepository,

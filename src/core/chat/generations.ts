@@ -1,10 +1,23 @@
 /**
  * Generations: one row per chat-completions request, written off the request path. `record()` queues the
  * row and returns at once; a flush writes queued rows (multi-row INSERTs, see `write`) every `flushMs` or
- * as soon as `batch` rows wait. The queue is bounded (`maxQueued`): past it, new rows are dropped and
- * counted (a database that cannot keep up must not grow the process without bound). `close()` flushes what is left.
+ * as soon as `batch` rows wait.
+ *
+ * Rows are kept until they are written: when a write fails (the database is restarting, a connection was
+ * terminated), the rows that were not written go back to the head of the queue and the store retries with
+ * backoff (`retryMinMs` doubling up to `retryMaxMs`) until the database answers again. An INSERT is
+ * idempotent (ON CONFLICT DO NOTHING on the row id), so a statement whose commit was acknowledged by the
+ * database but not seen here is re-sent harmlessly. While the database is reachable but a batch still
+ * fails (a row the database refuses), the batch is written row by row after a few tries and the rows the
+ * database refuses are dropped.
+ *
+ * The queue is bounded (`maxQueued`): past it, new rows are dropped (a database that stays down must not
+ * grow the process without bound). Every dropped row is counted (`dropped()`, and the Prometheus counter
+ * `portico_generation_records_dropped_total` by reason) and logged (at most once a second, with the count
+ * so far). `close()` writes what is left, trying for at most `closeTimeoutMs`.
  */
 import type { Logger } from "pino";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { Db, DbProvider } from "../../db/client.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
@@ -37,7 +50,7 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
         );
         tuples.push(`(${ph.join(", ")})`);
       }
-      sql = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")}`;
+      sql = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")} ON CONFLICT ("id") DO NOTHING`;
       cache.set(n, sql);
     }
     return sql;
@@ -56,60 +69,224 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
   ];
 }
 
-export function createGenerationStore(deps: {
+export interface GenerationStoreOptions {
   db: Db;
   provider?: DbProvider;
   logger: Logger;
   flushMs?: number;
   batch?: number;
+  /** Most rows held in memory (queued or being written); past it new rows are dropped and counted. */
   maxQueued?: number;
-}): GenerationStore {
+  /** First wait after a failed write, doubled per failure up to retryMaxMs. */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+  /** Longest time close() keeps trying to write what is left. */
+  closeTimeoutMs?: number;
+  /** Registry for the dropped-rows counter and the queue gauge. */
+  registry?: Registry;
+}
+
+/** Failed tries, while the database answers, after which a batch is written row by row. */
+const TRIES_BEFORE_SPLIT = 3;
+
+/**
+ * Whether the database refused the row itself (an integrity or data error: SQLSTATE classes 22 and 23,
+ * SQLite constraint and datatype errors), as opposed to not being able to write anything now (locked,
+ * restarting, connection lost), after which the row is kept.
+ */
+function isRowError(err: unknown): boolean {
+  const e = err as { message?: unknown; code?: unknown; meta?: unknown };
+  const text = `${String(e?.message ?? "")} ${JSON.stringify(e?.meta ?? {})}`;
+  return /\b2[23][0-9A-Z]{3}\b|constraint|violates|datatype mismatch|invalid input|out of range|too long/i.test(text);
+}
+
+export function createGenerationStore(deps: GenerationStoreOptions): GenerationStore {
   const flushMs = deps.flushMs ?? 50;
   const batch = deps.batch ?? 200;
   const maxQueued = deps.maxQueued ?? 10_000;
-  let queue: GenerationRecord[] = [];
-  let dropped = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let writing: Promise<void> = Promise.resolve();
+  const retryMinMs = deps.retryMinMs ?? 100;
+  const retryMaxMs = deps.retryMaxMs ?? 5_000;
+  const closeTimeoutMs = deps.closeTimeoutMs ?? 5_000;
+  const provider = deps.provider ?? "sqlite";
+  const droppedCounter = deps.registry
+    ? new Counter({
+        name: "portico_generation_records_dropped_total",
+        help: "Generation records lost: queue_full (the in-memory bound was hit while the database could not keep up), refused (the database rejected the row) or shutdown (still unwritten when the process stopped).",
+        labelNames: ["reason"] as const,
+        registers: [deps.registry],
+      })
+    : undefined;
+  const pendingGauge = deps.registry
+    ? new Gauge({
+        name: "portico_generation_records_pending",
+        help: "Generation records held in memory, not yet written to the database.",
+        registers: [deps.registry],
+        collect() {
+          this.set(queue.length + inFlight);
+        },
+      })
+    : undefined;
+  void pendingGauge;
 
-  const insert = insertStatement(deps.provider ?? "sqlite");
-  const write = async (rows: GenerationRecord[]): Promise<void> => {
+  let queue: GenerationRecord[] = [];
+  let inFlight = 0;
+  let dropped = 0;
+  let lastDropLog = -Infinity;
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> | undefined;
+  /** Consecutive failed writes; > 0 means the store is backing off. */
+  let failures = 0;
+  let tries = 0;
+  let closed = false;
+
+  const drop = (n: number, reason: "queue_full" | "refused" | "shutdown"): void => {
+    dropped += n;
+    droppedCounter?.inc({ reason }, n);
+    const now = performance.now();
+    if (now - lastDropLog >= 1_000) {
+      lastDropLog = now;
+      deps.logger.error({ dropped, reason }, "generation records lost (see portico_generation_records_dropped_total)");
+    }
+  };
+
+  const insert = insertStatement(provider);
+  /** Writes rows in statements of ROWS_PER_STATEMENT; returns how many were written before a failure. */
+  const write = async (rows: GenerationRecord[]): Promise<{ written: number; error?: unknown }> => {
+    // Raw multi-row INSERTs: Prisma's createMany costs ~0.4 ms of CPU per row here (query compiler and
+    // per-field processing), which stalled the event loop of the serving process for tens of ms per flush;
+    // a prepared statement of at most ROWS_PER_STATEMENT rows costs a tenth of that and bounds each stall.
+    let written = 0;
     try {
-      // Raw multi-row INSERTs: Prisma's createMany costs ~0.4 ms of CPU per row here (query compiler and
-      // per-field processing), which stalled the event loop of the serving process for tens of ms per flush;
-      // a prepared statement of at most ROWS_PER_STATEMENT rows costs a tenth of that and bounds each stall.
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
         const part = rows.slice(i, i + ROWS_PER_STATEMENT);
-        await deps.db.$executeRawUnsafe(insert(part.length), ...part.flatMap((r) => values(r, deps.provider ?? "sqlite")));
+        await deps.db.$executeRawUnsafe(insert(part.length), ...part.flatMap((r) => values(r, provider)));
+        written += part.length;
       }
-    } catch (err) {
-      deps.logger.error({ err: { message: (err as Error).message }, rows: rows.length }, "could not record generations");
+      return { written };
+    } catch (error) {
+      return { written, error };
+    }
+  };
+
+  const databaseAnswers = async (): Promise<boolean> => {
+    try {
+      await deps.db.$queryRawUnsafe("SELECT 1");
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  /** Writes rows one by one, dropping (and counting) those the database refuses. */
+  const writeOneByOne = async (rows: GenerationRecord[]): Promise<GenerationRecord[]> => {
+    for (let i = 0; i < rows.length; i++) {
+      const { error } = await write([rows[i]!]);
+      if (!error) continue;
+      if (!isRowError(error) || !(await databaseAnswers())) return rows.slice(i);
+      deps.logger.warn({ err: { message: (error as Error).message } }, "the database refused a generation record; it is dropped");
+      drop(1, "refused");
+    }
+    return [];
+  };
+
+  const schedule = (ms: number): void => {
+    if (timer || closed) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void flush();
+    }, ms);
+  };
+
+  /** One pass: takes the queue, writes it, puts back what was not written. */
+  const pass = async (): Promise<void> => {
+    const rows = queue;
+    queue = [];
+    inFlight = rows.length;
+    let left: GenerationRecord[] = [];
+    try {
+      const { written, error } = await write(rows);
+      if (!error) {
+        if (failures > 0) deps.logger.info({ failures }, "generation records are written again");
+        failures = 0;
+        tries = 0;
+        return;
+      }
+      left = rows.slice(written);
+      if (await databaseAnswers()) {
+        tries++;
+        if (tries >= TRIES_BEFORE_SPLIT) {
+          left = await writeOneByOne(left);
+          tries = 0;
+        }
+      }
+      if (left.length > 0) {
+        if (failures === 0) {
+          deps.logger.warn({ err: { message: (error as Error).message }, rows: left.length }, "could not record generations; kept in memory and retried");
+        }
+        failures++;
+      } else {
+        failures = 0;
+      }
+    } finally {
+      inFlight = 0;
+      // What was not written goes first; new rows that do not fit beside it are dropped.
+      if (left.length > 0) {
+        const room = Math.max(0, maxQueued - left.length);
+        if (queue.length > room) {
+          drop(queue.length - room, "queue_full");
+          queue = queue.slice(0, room);
+        }
+        queue = left.concat(queue);
+      }
     }
   };
 
   const flush = (): Promise<void> => {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (queue.length === 0) return writing;
-    const rows = queue;
-    queue = [];
-    writing = writing.then(() => write(rows));
+    if (writing) return writing;
+    if (queue.length === 0) return Promise.resolve();
+    writing = pass().finally(() => {
+      writing = undefined;
+      if (queue.length === 0) return;
+      if (failures > 0) schedule(Math.min(retryMaxMs, retryMinMs * 2 ** (failures - 1)));
+      else if (queue.length >= batch) void flush();
+      else schedule(flushMs);
+    });
     return writing;
   };
 
   return {
     record(rec) {
-      if (queue.length >= maxQueued) {
-        if (dropped++ % 1000 === 0) deps.logger.warn({ dropped }, "generation queue full; records dropped");
+      if (queue.length + inFlight >= maxQueued) {
+        drop(1, "queue_full");
         return;
       }
       queue.push(rec);
+      if (failures > 0 || writing) return; // the retry timer or the running pass picks it up
       if (queue.length >= batch) void flush();
-      else timer ??= setTimeout(() => void flush(), flushMs);
+      else schedule(flushMs);
     },
-    flush,
-    async close() {
+    async flush() {
+      if (writing) await writing;
       await flush();
+    },
+    async close() {
+      const deadline = performance.now() + closeTimeoutMs;
+      if (writing) await writing;
+      while (queue.length > 0 && performance.now() < deadline) {
+        await flush();
+        if (queue.length > 0 && failures > 0) {
+          await new Promise((r) => setTimeout(r, Math.min(retryMaxMs, retryMinMs * 2 ** (failures - 1), Math.max(0, deadline - performance.now()))));
+        }
+      }
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (queue.length > 0) {
+        drop(queue.length, "shutdown");
+        queue = [];
+      }
     },
     dropped: () => dropped,
   };
