@@ -149,7 +149,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     );
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
-    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links }) }));
+    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links }), brand: config.brand }));
     router.service(ByokService, byok.handler);
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));

@@ -13,9 +13,11 @@ import { maskPaths } from "../management/rules.js";
 import { internStatus, type InternAdmin, type InternSettings, type InternView } from "./intern-admin.js";
 import { outsideProgramme } from "./intern-errors.js";
 import type { Init } from "../proto-init.js";
+import { pendingQuestionToProto } from "./sessions.js";
 
-export function internToProto(v: InternView): Init<Intern> {
+export function internViewToProto(v: InternView, brand: string): Init<Intern> {
   const i = v.intern;
+  const pending = new Map(v.pending.map((q) => [q.runId, q]));
   return {
     id: i.id,
     name: i.name,
@@ -39,6 +41,7 @@ export function internToProto(v: InternView): Init<Intern> {
       state: r.state,
       runId: r.id,
       startedAt: timestampFromDate(r.createdAt),
+      ...(r.state === "paused" && pending.has(r.id) ? { pendingQuestion: pendingQuestionToProto(pending.get(r.id)!, brand) } : {}),
     })),
     createdAt: timestampFromDate(i.createdAt),
     updatedAt: timestampFromDate(i.updatedAt),
@@ -56,8 +59,9 @@ function checkWorkspace(given: string | undefined, workspaceId: string): void {
   if (given !== undefined && given !== workspaceId) throw invalidArgument("workspace_id", "workspace_id must be the API key's workspace");
 }
 
-export function createInternAdminHandler(deps: { admin: InternAdmin }): ServiceImpl<typeof InternAdminService> {
+export function createInternAdminHandler(deps: { admin: InternAdmin; brand: string }): ServiceImpl<typeof InternAdminService> {
   const { admin } = deps;
+  const internToProto = (v: InternView) => internViewToProto(v, deps.brand);
   return {
     async listInterns(req, ctx) {
       const { workspaceId } = managerOf(ctx);

@@ -8,7 +8,7 @@ import { Reason } from "../../contract/reasons.js";
 import { Code } from "@connectrpc/connect";
 import type { Db } from "../../db/client.js";
 import { isUniqueViolation } from "../../db/client.js";
-import type { DbTransaction, Intern, InternRun, Prisma } from "../../db/prisma.js";
+import type { DbTransaction, Intern, InternInteraction, InternRun, Prisma } from "../../db/prisma.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, serviceError } from "../errors.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
@@ -25,6 +25,8 @@ export interface InternView {
   intern: Intern;
   /** Runs streaming or paused. */
   live: InternRun[];
+  /** The questions paused runs wait for. */
+  pending: InternInteraction[];
 }
 
 export interface InternSettings {
@@ -101,10 +103,12 @@ export function createInternAdmin(deps: InternAdminDeps) {
     return intern;
   };
 
-  const view = async (intern: Intern): Promise<InternView> => ({
-    intern,
-    live: await db.internRun.findMany({ where: { internId: intern.id, state: { in: ["streaming", "paused"] } }, orderBy: { createdAt: "asc" } }),
-  });
+  const view = async (intern: Intern): Promise<InternView> => {
+    const live = await db.internRun.findMany({ where: { internId: intern.id, state: { in: ["streaming", "paused"] } }, orderBy: { createdAt: "asc" } });
+    const paused = live.filter((r) => r.state === "paused").map((r) => r.id);
+    const pending = paused.length === 0 ? [] : await db.internInteraction.findMany({ where: { runId: { in: paused }, state: { in: ["pending", "delivering"] } } });
+    return { intern, live, pending };
+  };
 
   const nameTaken = (name: string) => stateConflict(`An intern named "${name}" already exists in this workspace`);
 

@@ -85,3 +85,13 @@ export function keyShareUsed(retryAfterSeconds: number): ConnectError {
     retryAfterSeconds,
   });
 }
+
+/** 404: the intern has no session with this id. */
+export function sessionNotFound(): ConnectError {
+  return serviceError(Reason.NOT_FOUND, "Session not found");
+}
+
+/** 409 conflict: CancelSessionRun on a session no run holds. */
+export function noRunToCancel(): ConnectError {
+  return serviceError(Reason.STATE_CONFLICT, "The session has no run to cancel.");
+}

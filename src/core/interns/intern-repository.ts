@@ -150,6 +150,15 @@ export function createInternRepository(db: Db) {
       return db.internSession.findUnique({ where: { id } });
     },
 
+    async findSessionByKey(internId: string, sessionKey: string) {
+      return db.internSession.findUnique({ where: { internId_sessionKey: { internId, sessionKey } } });
+    },
+
+    /** The session's most recent run, or null when it never had one. */
+    async latestRunOfSession(sessionId: string) {
+      return db.internRun.findFirst({ where: { sessionId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] });
+    },
+
     // ---------- runs ----------
 
     async createRun(input: { id: string; internId: string; sessionId: string; sessionKey: string; approvalMode: string }) {
@@ -191,10 +200,18 @@ export function createInternRepository(db: Db) {
       operation: string | null;
       options: string[];
       deadlineAt: Date;
+      /** The tool call's arguments object as the stream presents it. */
+      arguments: Prisma.InputJsonObject;
     }) {
       return db.internInteraction.create({
         data: { ...input, options: input.options as unknown as Prisma.InputJsonValue, state: "pending" },
       });
+    },
+
+    /** The unanswered (or being answered) questions of these runs. */
+    async pendingInteractionsOfRuns(runIds: string[]) {
+      if (runIds.length === 0) return [];
+      return db.internInteraction.findMany({ where: { runId: { in: runIds }, state: { in: ["pending", "delivering"] } } });
     },
 
     async findInteraction(id: string) {

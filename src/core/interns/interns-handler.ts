@@ -19,7 +19,7 @@ import {
 } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import { callerOf, type Caller } from "../auth.js";
 import { parseChatRequest } from "./chat-request.js";
-import { internNotFound, internUnreachable, outsideProgramme, rateLimited } from "./intern-errors.js";
+import { badRequest, internNotFound, internUnreachable, outsideProgramme, rateLimited } from "./intern-errors.js";
 import type { InternCluster, LinkOwner } from "./cluster.js";
 import { errorDetailOf } from "../errors.js";
 import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
@@ -123,6 +123,10 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           continue;
         }
         if (item.kind === "aborted") return;
+        if (item.kind === "ended") {
+          yield* ending(run, item.ending);
+          return;
+        }
         if (item.kind === "startFailed") {
           yield message(run.model, errorFinish(item.code, item.reason, item.message, item.retryable));
           yield message(run.model, finalEvent(run, true));
@@ -162,7 +166,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
                 kind: q.kind || "permission",
                 ...(q.operation !== undefined ? { operation: q.operation } : {}),
                 options: q.options,
-                ...(run.interaction ? { deadline: timestampFromDate(run.interaction.deadlineAt) } : {}),
+                ...(run.interaction ? { deadline: timestampFromDate(run.interaction.deadlineAt), arguments: run.interaction.arguments } : {}),
               },
             });
             yield message(run.model, stopFinish("tool_calls"));
@@ -236,7 +240,30 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
     return fresh ? `${intern.instructions}\n\n${prompt}` : prompt;
   };
 
+  /** The caller's visible intern (programme, organization and workspace checked) and a valid session id. */
+  async function sessionTarget(req: { internId: string; sessionId: string }, ctx: HandlerContext): Promise<Intern> {
+    const caller = callerOf(ctx);
+    if (!caller.internsProgramme) throw outsideProgramme();
+    const length = [...req.sessionId].length;
+    if (length < 1 || length > 256) throw badRequest("session_id must be 1 to 256 characters", "session_id");
+    const intern = UUID_SHAPE.test(req.internId) ? await repo.findIntern(req.internId) : null;
+    if (!intern || intern.organizationId !== caller.organizationId || intern.workspaceId !== caller.workspaceId) {
+      throw internNotFound();
+    }
+    return intern;
+  }
+
   return {
+    async getSession(req, ctx) {
+      const intern = await sessionTarget(req, ctx);
+      return { session: await manager.getSession(intern, req.sessionId) };
+    },
+
+    async cancelSessionRun(req, ctx) {
+      const intern = await sessionTarget(req, ctx);
+      return { session: await manager.cancelSession(intern, req.sessionId) };
+    },
+
     async *streamChat(req, ctx) {
       const caller = callerOf(ctx);
       if (!caller.internsProgramme) throw outsideProgramme();

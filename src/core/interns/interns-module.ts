@@ -53,6 +53,7 @@ export function createInternsModule(deps: InternsModuleDeps) {
     config: deps.config.interns,
     instanceId: deps.config.instanceId,
     logger: deps.logger,
+    brand: deps.config.brand,
   });
   const linkHandler = createInternLinkHandler({
     repo,

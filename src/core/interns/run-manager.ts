@@ -14,6 +14,7 @@
  * deadline timer. The per-session turn lock is InternSession.activeRunId.
  */
 import { randomUUID } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
@@ -39,6 +40,8 @@ import {
   internTimeout,
   keyShareUsed,
   internUnreachable,
+  noRunToCancel,
+  sessionNotFound,
   sessionBusy,
   streamSeveredBeforeStart,
 } from "./intern-errors.js";
@@ -46,6 +49,7 @@ import { TERMINAL_RUN_STATES, type InternRepository, type RunState, type UsageRe
 import type { InternLink, LinkRegistry } from "./link-registry.js";
 import type { Background } from "./background.js";
 import type { InternCluster } from "./cluster.js";
+import { argumentsOf, questionArguments, sessionToProto } from "./sessions.js";
 
 /** Bytes of undelivered text a run may buffer in the core before it fails with attachment_failed. */
 export const MAX_BUFFERED_BYTES_PER_RUN = 8 * 1024 * 1024;
@@ -59,6 +63,8 @@ export type RunItem =
   | { kind: "severed" }
   | { kind: "overflow" }
   | { kind: "aborted" }
+  /** The run was ended by the core (e.g. cancelled through the API): render this ending. */
+  | { kind: "ended"; ending: RunEnding }
   /** The host refused or never started the run after the response opened (role chunk sent). */
   | { kind: "startFailed"; code: number; reason: string; message: string; retryable: boolean };
 
@@ -86,6 +92,7 @@ export type EndingCause =
   | { on: "overflow" }
   | { on: "deadline" }
   | { on: "clientGone" }
+  | { on: "cancelled" }
   | { on: "notPending" }
   | { on: "hostLost" }
   | { on: "startFailed"; reason: string; clientGone: boolean };
@@ -127,6 +134,12 @@ export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, {
     finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
   }),
   clientGone: () => ({ state: "cancelled", endReason: "client_disconnected", finish: { kind: "stop" } }),
+  // A caller cancelled the run through the API (CancelSessionRun).
+  cancelled: () => ({
+    state: "cancelled",
+    endReason: "cancelled",
+    finish: { kind: "error", code: 410, reason: "run_ended", message: "The run was cancelled.", retryable: false },
+  }),
   hostLost: () => ({
     state: "ended",
     endReason: "host_lost",
@@ -178,7 +191,7 @@ export class ActiveRun {
   attached = false;
   /** Hash of the API key that started the run (unknown for runs taken over after a reconnect). */
   callerKey: string | undefined;
-  interaction: { id: string; deadlineAt: Date } | undefined;
+  interaction: { id: string; deadlineAt: Date; arguments: JsonObject } | undefined;
   deadlineTimer: NodeJS.Timeout | undefined;
   startWaiter: { resolve(): void; reject(err: ConnectError): void } | undefined;
   private queue: RunItem[] = [];
@@ -247,6 +260,8 @@ export interface RunManagerDeps {
   config: InternChatConfig;
   instanceId: string;
   logger: Logger;
+  /** Word in `<brand>.provide_input`. */
+  brand: string;
 }
 
 export interface StartRunInput {
@@ -564,17 +579,84 @@ export function createRunManager(deps: RunManagerDeps) {
     await cluster.cancelRemote(internId, runId, CancelReason.DEADLINE).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
   }
 
-  /** Another process decided to cancel a run (its deadline passed there) whose link may be here. */
+  /**
+   * Another process decided to cancel a run (its deadline passed there, or a caller cancelled it there)
+   * whose link or stream may be here; that process has already recorded the end.
+   */
   cluster.onCancel((internId, runId, reason) => {
     const run = runs.get(runId);
     if (run && run.internId === internId) {
       const link = run.link;
-      later(() => end(run, { on: "deadline" }));
+      later(() => endAndTell(run, reason === CancelReason.DEADLINE ? { on: "deadline" } : { on: "cancelled" }));
       link?.cancelRun(runId, reason);
       return;
     }
     links.get(internId)?.cancelRun(runId, reason);
   });
+
+  /** Ends a run here and, when a client is reading it, ends its stream with the ending. */
+  async function endAndTell(run: ActiveRun, cause: EndingCause): Promise<void> {
+    const attached = run.attached && run.state !== "done";
+    const ending = await end(run, cause);
+    // A run still waiting for RunStarted needs no start outcome any more: the ending is its outcome.
+    run.startWaiter?.resolve();
+    if (attached) {
+      run.clearQueue();
+      run.push({ kind: "ended", ending });
+    }
+  }
+
+  // ---------- sessions: read, cancel ----------
+
+  async function sessionOf(intern: Intern, sessionKey: string) {
+    const session = await repo.findSessionByKey(intern.id, sessionKey);
+    if (!session) throw sessionNotFound();
+    return session;
+  }
+
+  /** The session with its live (or latest) run and the question it waits for. */
+  async function getSession(intern: Intern, sessionKey: string) {
+    const session = await sessionOf(intern, sessionKey);
+    const held = session.activeRunId ? await repo.findRun(session.activeRunId) : null;
+    const run = held && !TERMINAL_RUN_STATES.includes(held.state as RunState) ? held : await repo.latestRunOfSession(session.id);
+    const pending = run && run.state === "paused" ? await repo.pendingInteractionOfRun(run.id) : null;
+    return sessionToProto(sessionKey, run, pending, deps.brand);
+  }
+
+  /**
+   * Cancels the run holding the session, streaming or paused, wherever it runs: the end is recorded first
+   * (so the session is free when this returns), then the host is told, and a stream open on the run ends
+   * with a run_ended error finish.
+   */
+  async function cancelSession(intern: Intern, sessionKey: string) {
+    const session = await sessionOf(intern, sessionKey);
+    const runId = session.activeRunId;
+    if (!runId) throw noRunToCancel();
+    const local = runs.get(runId);
+    if (local && local.state !== "done") {
+      log.info({ runId }, "run cancelled by a caller");
+      const link = local.link;
+      await endAndTell(local, { on: "cancelled" });
+      if (link) link.cancelRun(runId, CancelReason.CALLER);
+      else await cluster.cancelRemote(intern.id, runId, CancelReason.CALLER).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
+      return getSession(intern, sessionKey);
+    }
+    const row = await repo.findRun(runId);
+    const ending = endingOf({ on: "cancelled" });
+    if (!row || !(await repo.transitionRun(runId, ["streaming", "paused"], ending.state, { endReason: ending.endReason }))) {
+      // Already over (a stale lock): release it; there is nothing to cancel.
+      await repo.unlockSession(session.id, runId);
+      throw noRunToCancel();
+    }
+    log.info({ runId }, "run cancelled by a caller (relayed elsewhere)");
+    await repo.voidInteractionsOfRun(runId);
+    await repo.unlockSession(session.id, runId);
+    // The process relaying it (if any) ends its stream; the host holding it cancels it.
+    const link = links.get(intern.id);
+    if (link) link.cancelRun(runId, CancelReason.CALLER);
+    await cluster.cancelRemote(intern.id, runId, CancelReason.CALLER).catch((err: unknown) => log.warn({ err, runId }, "could not publish a cancellation"));
+    return getSession(intern, sessionKey);
+  }
 
   function scheduleDeadline(run: ActiveRun): void {
     if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
@@ -658,6 +740,7 @@ export function createRunManager(deps: RunManagerDeps) {
   async function pause(run: ActiveRun, q: Question): Promise<void> {
     const deadlineAt = new Date(Date.now() + config.interactionDeadlineMs);
     const id = q.interactionId || randomUUID();
+    const args = questionArguments({ kind: q.kind, operation: q.operation, options: q.options, extra: q.arguments }, deadlineAt);
     await repo.createInteraction({
       id,
       runId: run.id,
@@ -665,6 +748,7 @@ export function createRunManager(deps: RunManagerDeps) {
       operation: q.operation ?? null,
       options: q.options,
       deadlineAt,
+      arguments: args,
     });
     const extra: Parameters<InternRepository["transitionRun"]>[3] = { lastSeq: run.lastSeq };
     if (run.model) extra.model = run.model;
@@ -675,7 +759,7 @@ export function createRunManager(deps: RunManagerDeps) {
       return;
     }
     run.state = "paused";
-    run.interaction = { id, deadlineAt };
+    run.interaction = { id, deadlineAt, arguments: args };
     scheduleDeadline(run);
   }
 
@@ -752,7 +836,7 @@ export function createRunManager(deps: RunManagerDeps) {
         run.link = link;
         run.model = row.model ?? run.model;
         run.lastSeq = Math.max(run.lastSeq, row.lastSeq);
-        run.interaction = { id: pending.id, deadlineAt: pending.deadlineAt };
+        run.interaction = { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) };
         runs.set(run.id, run);
         scheduleDeadline(run);
         continue;
@@ -796,6 +880,8 @@ export function createRunManager(deps: RunManagerDeps) {
     holdsLink: (internId: string) => links.get(internId) !== undefined,
     startRun,
     answer,
+    getSession,
+    cancelSession,
     pause,
     detach,
     clientGone,

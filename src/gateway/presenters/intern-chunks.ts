@@ -95,7 +95,8 @@ export function toChunk(ev: StreamChatResponse, ctx: ChunkContext): ChunkOutput 
     case "reasoning":
       return { kind: "chunk", chunk: deltaChunk(ctx, model, { reasoning: e.value.text }) };
     case "question": {
-      const args = JSON.stringify({
+      // The core's arguments object (also what GET …/sessions/{id} shows); built here for older cores.
+      const args = JSON.stringify(e.value.arguments ?? {
         kind: e.value.kind,
         operation: e.value.operation ?? null,
         options: e.value.options,

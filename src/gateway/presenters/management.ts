@@ -7,6 +7,7 @@ import type { AuditEvent } from "../../gen/portico/audit/v1/audit_event_pb.js";
 import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
 import type { Intern } from "../../gen/portico/internadmin/v1/intern_pb.js";
+import { pendingQuestionSchema, presentPendingQuestion } from "./intern-sessions.js";
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : new Date(0).toISOString());
 
@@ -167,12 +168,13 @@ export const internSchema = {
       description: "Sessions whose run is streaming or paused (waiting for an answer).",
       items: {
         type: "object",
-        required: ["session_id", "state", "run_id", "started_at"],
+        required: ["session_id", "state", "run_id", "started_at", "pending_question"],
         properties: {
           session_id: str("Session id."),
           state: str("streaming or paused."),
           run_id: str("The run in progress."),
           started_at: str("ISO 8601."),
+          pending_question: pendingQuestionSchema,
         },
       },
     },
@@ -205,7 +207,13 @@ export function presentIntern(i: Intern, hostToken?: string) {
       reported_model: host?.reportedModel ?? null,
       has_token: host?.hasToken ?? false,
     },
-    sessions: i.sessions.map((s) => ({ session_id: s.sessionId, state: s.state, run_id: s.runId, started_at: iso(s.startedAt) })),
+    sessions: i.sessions.map((s) => ({
+      session_id: s.sessionId,
+      state: s.state,
+      run_id: s.runId,
+      started_at: iso(s.startedAt),
+      pending_question: presentPendingQuestion(s.pendingQuestion),
+    })),
     ...(hostToken !== undefined ? { host_token: hostToken } : {}),
   };
 }

@@ -8,6 +8,7 @@ import { registerKeyRoutes } from "./keys.js";
 import { registerWorkspaceRoutes } from "./workspaces.js";
 import { registerAuditRoutes } from "./audit.js";
 import { registerInternAdminRoutes } from "./intern-admin.js";
+import { registerInternSessionRoutes } from "./intern-sessions.js";
 import { registerChatRoutes } from "./chat.js";
 import { registerGenerationRoutes } from "./generations.js";
 
@@ -21,6 +22,7 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerWorkspaceRoutes(api, ctx);
   await registerAuditRoutes(api, ctx);
   await registerInternAdminRoutes(api, ctx);
+  await registerInternSessionRoutes(api, ctx);
   await registerChatRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
 }

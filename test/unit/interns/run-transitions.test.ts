@@ -16,6 +16,7 @@ const SAMPLES: Record<EndingCause["on"], EndingCause[]> = {
   overflow: [{ on: "overflow" }],
   deadline: [{ on: "deadline" }],
   clientGone: [{ on: "clientGone" }],
+  cancelled: [{ on: "cancelled" }],
   notPending: [{ on: "notPending" }],
   hostLost: [{ on: "hostLost" }],
   startFailed: [{ on: "startFailed", reason: "timeout", clientGone: false }, { on: "startFailed", reason: "x", clientGone: true }, { on: "startFailed", reason: "stream_severed", clientGone: false }],
@@ -51,6 +52,7 @@ describe("the run transition table", () => {
     expect(endingOf({ on: "overflow" })).toMatchObject({ state: "failed", endReason: "attachment_failed", finish: { code: 410, reason: "attachment_failed" } });
     expect(endingOf({ on: "clientGone" })).toMatchObject({ state: "cancelled", endReason: "client_disconnected" });
     expect(endingOf({ on: "hostLost" })).toMatchObject({ state: "ended", endReason: "host_lost" });
+    expect(endingOf({ on: "cancelled" })).toMatchObject({ state: "cancelled", endReason: "cancelled", finish: { code: 410, reason: "run_ended" } });
     expect(endingOf({ on: "startFailed", reason: "x", clientGone: true }).state).toBe("cancelled");
     expect(endingOf({ on: "startFailed", reason: "stream_severed", clientGone: false }).state).toBe("ended");
     expect(endingOf({ on: "startFailed", reason: "timeout", clientGone: false }).state).toBe("failed");

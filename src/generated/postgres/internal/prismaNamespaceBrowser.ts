@@ -335,6 +335,8 @@ export const InternRunScalarFieldEnum = {
   usage: 'usage',
   endReason: 'endReason',
   lastSeq: 'lastSeq',
+  owner: 'owner',
+  leaseUntil: 'leaseUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   endedAt: 'endedAt'
@@ -349,6 +351,7 @@ export const InternInteractionScalarFieldEnum = {
   kind: 'kind',
   operation: 'operation',
   options: 'options',
+  arguments: 'arguments',
   state: 'state',
   answer: 'answer',
   deadlineAt: 'deadlineAt',

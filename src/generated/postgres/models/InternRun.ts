@@ -44,6 +44,8 @@ export type InternRunMinAggregateOutputType = {
   model: string | null
   endReason: string | null
   lastSeq: number | null
+  owner: string | null
+  leaseUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
   endedAt: Date | null
@@ -59,6 +61,8 @@ export type InternRunMaxAggregateOutputType = {
   model: string | null
   endReason: string | null
   lastSeq: number | null
+  owner: string | null
+  leaseUntil: Date | null
   createdAt: Date | null
   updatedAt: Date | null
   endedAt: Date | null
@@ -75,6 +79,8 @@ export type InternRunCountAggregateOutputType = {
   usage: number
   endReason: number
   lastSeq: number
+  owner: number
+  leaseUntil: number
   createdAt: number
   updatedAt: number
   endedAt: number
@@ -100,6 +106,8 @@ export type InternRunMinAggregateInputType = {
   model?: true
   endReason?: true
   lastSeq?: true
+  owner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
   endedAt?: true
@@ -115,6 +123,8 @@ export type InternRunMaxAggregateInputType = {
   model?: true
   endReason?: true
   lastSeq?: true
+  owner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
   endedAt?: true
@@ -131,6 +141,8 @@ export type InternRunCountAggregateInputType = {
   usage?: true
   endReason?: true
   lastSeq?: true
+  owner?: true
+  leaseUntil?: true
   createdAt?: true
   updatedAt?: true
   endedAt?: true
@@ -234,6 +246,8 @@ export type InternRunGroupByOutputType = {
   usage: runtime.JsonValue | null
   endReason: string | null
   lastSeq: number
+  owner: string | null
+  leaseUntil: Date | null
   createdAt: Date
   updatedAt: Date
   endedAt: Date | null
@@ -273,6 +287,8 @@ export type InternRunWhereInput = {
   usage?: Prisma.JsonNullableFilter<"InternRun">
   endReason?: Prisma.StringNullableFilter<"InternRun"> | string | null
   lastSeq?: Prisma.IntFilter<"InternRun"> | number
+  owner?: Prisma.StringNullableFilter<"InternRun"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableFilter<"InternRun"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"InternRun"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"InternRun"> | Date | string
   endedAt?: Prisma.DateTimeNullableFilter<"InternRun"> | Date | string | null
@@ -289,6 +305,8 @@ export type InternRunOrderByWithRelationInput = {
   usage?: Prisma.SortOrderInput | Prisma.SortOrder
   endReason?: Prisma.SortOrderInput | Prisma.SortOrder
   lastSeq?: Prisma.SortOrder
+  owner?: Prisma.SortOrderInput | Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   endedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -308,6 +326,8 @@ export type InternRunWhereUniqueInput = Prisma.AtLeast<{
   usage?: Prisma.JsonNullableFilter<"InternRun">
   endReason?: Prisma.StringNullableFilter<"InternRun"> | string | null
   lastSeq?: Prisma.IntFilter<"InternRun"> | number
+  owner?: Prisma.StringNullableFilter<"InternRun"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableFilter<"InternRun"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"InternRun"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"InternRun"> | Date | string
   endedAt?: Prisma.DateTimeNullableFilter<"InternRun"> | Date | string | null
@@ -324,6 +344,8 @@ export type InternRunOrderByWithAggregationInput = {
   usage?: Prisma.SortOrderInput | Prisma.SortOrder
   endReason?: Prisma.SortOrderInput | Prisma.SortOrder
   lastSeq?: Prisma.SortOrder
+  owner?: Prisma.SortOrderInput | Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   endedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -348,6 +370,8 @@ export type InternRunScalarWhereWithAggregatesInput = {
   usage?: Prisma.JsonNullableWithAggregatesFilter<"InternRun">
   endReason?: Prisma.StringNullableWithAggregatesFilter<"InternRun"> | string | null
   lastSeq?: Prisma.IntWithAggregatesFilter<"InternRun"> | number
+  owner?: Prisma.StringNullableWithAggregatesFilter<"InternRun"> | string | null
+  leaseUntil?: Prisma.DateTimeNullableWithAggregatesFilter<"InternRun"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"InternRun"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"InternRun"> | Date | string
   endedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"InternRun"> | Date | string | null
@@ -364,6 +388,8 @@ export type InternRunCreateInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: string | null
   lastSeq?: number
+  owner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   endedAt?: Date | string | null
@@ -380,6 +406,8 @@ export type InternRunUncheckedCreateInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: string | null
   lastSeq?: number
+  owner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   endedAt?: Date | string | null
@@ -396,6 +424,8 @@ export type InternRunUpdateInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   lastSeq?: Prisma.IntFieldUpdateOperationsInput | number
+  owner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -412,6 +442,8 @@ export type InternRunUncheckedUpdateInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   lastSeq?: Prisma.IntFieldUpdateOperationsInput | number
+  owner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -428,6 +460,8 @@ export type InternRunCreateManyInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: string | null
   lastSeq?: number
+  owner?: string | null
+  leaseUntil?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
   endedAt?: Date | string | null
@@ -444,6 +478,8 @@ export type InternRunUpdateManyMutationInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   lastSeq?: Prisma.IntFieldUpdateOperationsInput | number
+  owner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -460,6 +496,8 @@ export type InternRunUncheckedUpdateManyInput = {
   usage?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   endReason?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   lastSeq?: Prisma.IntFieldUpdateOperationsInput | number
+  owner?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  leaseUntil?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   endedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -476,6 +514,8 @@ export type InternRunCountOrderByAggregateInput = {
   usage?: Prisma.SortOrder
   endReason?: Prisma.SortOrder
   lastSeq?: Prisma.SortOrder
+  owner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   endedAt?: Prisma.SortOrder
@@ -495,6 +535,8 @@ export type InternRunMaxOrderByAggregateInput = {
   model?: Prisma.SortOrder
   endReason?: Prisma.SortOrder
   lastSeq?: Prisma.SortOrder
+  owner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   endedAt?: Prisma.SortOrder
@@ -510,6 +552,8 @@ export type InternRunMinOrderByAggregateInput = {
   model?: Prisma.SortOrder
   endReason?: Prisma.SortOrder
   lastSeq?: Prisma.SortOrder
+  owner?: Prisma.SortOrder
+  leaseUntil?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   endedAt?: Prisma.SortOrder
@@ -532,6 +576,8 @@ export type InternRunSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   usage?: boolean
   endReason?: boolean
   lastSeq?: boolean
+  owner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   endedAt?: boolean
@@ -548,6 +594,8 @@ export type InternRunSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   usage?: boolean
   endReason?: boolean
   lastSeq?: boolean
+  owner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   endedAt?: boolean
@@ -564,6 +612,8 @@ export type InternRunSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   usage?: boolean
   endReason?: boolean
   lastSeq?: boolean
+  owner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   endedAt?: boolean
@@ -580,12 +630,14 @@ export type InternRunSelectScalar = {
   usage?: boolean
   endReason?: boolean
   lastSeq?: boolean
+  owner?: boolean
+  leaseUntil?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   endedAt?: boolean
 }
 
-export type InternRunOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionId" | "sessionKey" | "state" | "approvalMode" | "model" | "usage" | "endReason" | "lastSeq" | "createdAt" | "updatedAt" | "endedAt", ExtArgs["result"]["internRun"]>
+export type InternRunOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "internId" | "sessionId" | "sessionKey" | "state" | "approvalMode" | "model" | "usage" | "endReason" | "lastSeq" | "owner" | "leaseUntil" | "createdAt" | "updatedAt" | "endedAt", ExtArgs["result"]["internRun"]>
 
 export type $InternRunPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "InternRun"
@@ -610,6 +662,15 @@ export type $InternRunPayload<ExtArgs extends runtime.Types.Extensions.InternalA
      * Highest event sequence number relayed to a client.
      */
     lastSeq: number
+    /**
+     * Core instance relaying the run (PORTICO_INSTANCE_ID), while it is streaming or paused.
+     */
+    owner: string | null
+    /**
+     * Until when the owner vouches for the run: it renews this while the run is live in its memory. A
+     * live run whose lease has passed is owned by no process and is reconciled by any core's sweep.
+     */
+    leaseUntil: Date | null
     createdAt: Date
     updatedAt: Date
     endedAt: Date | null
@@ -1046,6 +1107,8 @@ export interface InternRunFieldRefs {
   readonly usage: Prisma.FieldRef<"InternRun", 'Json'>
   readonly endReason: Prisma.FieldRef<"InternRun", 'String'>
   readonly lastSeq: Prisma.FieldRef<"InternRun", 'Int'>
+  readonly owner: Prisma.FieldRef<"InternRun", 'String'>
+  readonly leaseUntil: Prisma.FieldRef<"InternRun", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"InternRun", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"InternRun", 'DateTime'>
   readonly endedAt: Prisma.FieldRef<"InternRun", 'DateTime'>

@@ -1971,6 +1971,8 @@ export const InternRunScalarFieldEnum = {
   usage: 'usage',
   endReason: 'endReason',
   lastSeq: 'lastSeq',
+  owner: 'owner',
+  leaseUntil: 'leaseUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   endedAt: 'endedAt'
@@ -1985,6 +1987,7 @@ export const InternInteractionScalarFieldEnum = {
   kind: 'kind',
   operation: 'operation',
   options: 'options',
+  arguments: 'arguments',
   state: 'state',
   answer: 'answer',
   deadlineAt: 'deadlineAt',

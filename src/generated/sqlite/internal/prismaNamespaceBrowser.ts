@@ -332,6 +332,8 @@ export const InternRunScalarFieldEnum = {
   usage: 'usage',
   endReason: 'endReason',
   lastSeq: 'lastSeq',
+  owner: 'owner',
+  leaseUntil: 'leaseUntil',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   endedAt: 'endedAt'
@@ -346,6 +348,7 @@ export const InternInteractionScalarFieldEnum = {
   kind: 'kind',
   operation: 'operation',
   options: 'options',
+  arguments: 'arguments',
   state: 'state',
   answer: 'answer',
   deadlineAt: 'deadlineAt',

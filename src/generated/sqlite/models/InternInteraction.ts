@@ -54,6 +54,7 @@ export type InternInteractionCountAggregateOutputType = {
   kind: number
   operation: number
   options: number
+  arguments: number
   state: number
   answer: number
   deadlineAt: number
@@ -93,6 +94,7 @@ export type InternInteractionCountAggregateInputType = {
   kind?: true
   operation?: true
   options?: true
+  arguments?: true
   state?: true
   answer?: true
   deadlineAt?: true
@@ -179,6 +181,7 @@ export type InternInteractionGroupByOutputType = {
   kind: string
   operation: string | null
   options: runtime.JsonValue
+  arguments: runtime.JsonValue | null
   state: string
   answer: string | null
   deadlineAt: Date
@@ -213,6 +216,7 @@ export type InternInteractionWhereInput = {
   kind?: Prisma.StringFilter<"InternInteraction"> | string
   operation?: Prisma.StringNullableFilter<"InternInteraction"> | string | null
   options?: Prisma.JsonFilter<"InternInteraction">
+  arguments?: Prisma.JsonNullableFilter<"InternInteraction">
   state?: Prisma.StringFilter<"InternInteraction"> | string
   answer?: Prisma.StringNullableFilter<"InternInteraction"> | string | null
   deadlineAt?: Prisma.DateTimeFilter<"InternInteraction"> | Date | string
@@ -226,6 +230,7 @@ export type InternInteractionOrderByWithRelationInput = {
   kind?: Prisma.SortOrder
   operation?: Prisma.SortOrderInput | Prisma.SortOrder
   options?: Prisma.SortOrder
+  arguments?: Prisma.SortOrderInput | Prisma.SortOrder
   state?: Prisma.SortOrder
   answer?: Prisma.SortOrderInput | Prisma.SortOrder
   deadlineAt?: Prisma.SortOrder
@@ -242,6 +247,7 @@ export type InternInteractionWhereUniqueInput = Prisma.AtLeast<{
   kind?: Prisma.StringFilter<"InternInteraction"> | string
   operation?: Prisma.StringNullableFilter<"InternInteraction"> | string | null
   options?: Prisma.JsonFilter<"InternInteraction">
+  arguments?: Prisma.JsonNullableFilter<"InternInteraction">
   state?: Prisma.StringFilter<"InternInteraction"> | string
   answer?: Prisma.StringNullableFilter<"InternInteraction"> | string | null
   deadlineAt?: Prisma.DateTimeFilter<"InternInteraction"> | Date | string
@@ -255,6 +261,7 @@ export type InternInteractionOrderByWithAggregationInput = {
   kind?: Prisma.SortOrder
   operation?: Prisma.SortOrderInput | Prisma.SortOrder
   options?: Prisma.SortOrder
+  arguments?: Prisma.SortOrderInput | Prisma.SortOrder
   state?: Prisma.SortOrder
   answer?: Prisma.SortOrderInput | Prisma.SortOrder
   deadlineAt?: Prisma.SortOrder
@@ -274,6 +281,7 @@ export type InternInteractionScalarWhereWithAggregatesInput = {
   kind?: Prisma.StringWithAggregatesFilter<"InternInteraction"> | string
   operation?: Prisma.StringNullableWithAggregatesFilter<"InternInteraction"> | string | null
   options?: Prisma.JsonWithAggregatesFilter<"InternInteraction">
+  arguments?: Prisma.JsonNullableWithAggregatesFilter<"InternInteraction">
   state?: Prisma.StringWithAggregatesFilter<"InternInteraction"> | string
   answer?: Prisma.StringNullableWithAggregatesFilter<"InternInteraction"> | string | null
   deadlineAt?: Prisma.DateTimeWithAggregatesFilter<"InternInteraction"> | Date | string
@@ -287,6 +295,7 @@ export type InternInteractionCreateInput = {
   kind: string
   operation?: string | null
   options: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: string
   answer?: string | null
   deadlineAt: Date | string
@@ -300,6 +309,7 @@ export type InternInteractionUncheckedCreateInput = {
   kind: string
   operation?: string | null
   options: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: string
   answer?: string | null
   deadlineAt: Date | string
@@ -313,6 +323,7 @@ export type InternInteractionUpdateInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   operation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   options?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   answer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   deadlineAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -326,6 +337,7 @@ export type InternInteractionUncheckedUpdateInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   operation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   options?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   answer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   deadlineAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -339,6 +351,7 @@ export type InternInteractionCreateManyInput = {
   kind: string
   operation?: string | null
   options: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: string
   answer?: string | null
   deadlineAt: Date | string
@@ -352,6 +365,7 @@ export type InternInteractionUpdateManyMutationInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   operation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   options?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   answer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   deadlineAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -365,6 +379,7 @@ export type InternInteractionUncheckedUpdateManyInput = {
   kind?: Prisma.StringFieldUpdateOperationsInput | string
   operation?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   options?: Prisma.JsonNullValueInput | runtime.InputJsonValue
+  arguments?: Prisma.NullableJsonNullValueInput | runtime.InputJsonValue
   state?: Prisma.StringFieldUpdateOperationsInput | string
   answer?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   deadlineAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
@@ -378,6 +393,7 @@ export type InternInteractionCountOrderByAggregateInput = {
   kind?: Prisma.SortOrder
   operation?: Prisma.SortOrder
   options?: Prisma.SortOrder
+  arguments?: Prisma.SortOrder
   state?: Prisma.SortOrder
   answer?: Prisma.SortOrder
   deadlineAt?: Prisma.SortOrder
@@ -417,6 +433,7 @@ export type InternInteractionSelect<ExtArgs extends runtime.Types.Extensions.Int
   kind?: boolean
   operation?: boolean
   options?: boolean
+  arguments?: boolean
   state?: boolean
   answer?: boolean
   deadlineAt?: boolean
@@ -430,6 +447,7 @@ export type InternInteractionSelectCreateManyAndReturn<ExtArgs extends runtime.T
   kind?: boolean
   operation?: boolean
   options?: boolean
+  arguments?: boolean
   state?: boolean
   answer?: boolean
   deadlineAt?: boolean
@@ -443,6 +461,7 @@ export type InternInteractionSelectUpdateManyAndReturn<ExtArgs extends runtime.T
   kind?: boolean
   operation?: boolean
   options?: boolean
+  arguments?: boolean
   state?: boolean
   answer?: boolean
   deadlineAt?: boolean
@@ -456,6 +475,7 @@ export type InternInteractionSelectScalar = {
   kind?: boolean
   operation?: boolean
   options?: boolean
+  arguments?: boolean
   state?: boolean
   answer?: boolean
   deadlineAt?: boolean
@@ -463,7 +483,7 @@ export type InternInteractionSelectScalar = {
   answeredAt?: boolean
 }
 
-export type InternInteractionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "runId" | "kind" | "operation" | "options" | "state" | "answer" | "deadlineAt" | "createdAt" | "answeredAt", ExtArgs["result"]["internInteraction"]>
+export type InternInteractionOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "runId" | "kind" | "operation" | "options" | "arguments" | "state" | "answer" | "deadlineAt" | "createdAt" | "answeredAt", ExtArgs["result"]["internInteraction"]>
 
 export type $InternInteractionPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "InternInteraction"
@@ -474,6 +494,11 @@ export type $InternInteractionPayload<ExtArgs extends runtime.Types.Extensions.I
     kind: string
     operation: string | null
     options: runtime.JsonValue
+    /**
+     * The `provide_input` tool call's arguments object exactly as the stream presented it (null for rows
+     * written before it was stored: rebuilt from kind, operation, options and deadlineAt).
+     */
+    arguments: runtime.JsonValue | null
     /**
      * pending | delivering (an answer is on its way to the host) | answered | expired | cancelled | void
      */
@@ -910,6 +935,7 @@ export interface InternInteractionFieldRefs {
   readonly kind: Prisma.FieldRef<"InternInteraction", 'String'>
   readonly operation: Prisma.FieldRef<"InternInteraction", 'String'>
   readonly options: Prisma.FieldRef<"InternInteraction", 'Json'>
+  readonly arguments: Prisma.FieldRef<"InternInteraction", 'Json'>
   readonly state: Prisma.FieldRef<"InternInteraction", 'String'>
   readonly answer: Prisma.FieldRef<"InternInteraction", 'String'>
   readonly deadlineAt: Prisma.FieldRef<"InternInteraction", 'DateTime'>

@@ -6,13 +6,113 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { ListValue, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import type { Session } from "./session_pb.js";
+import { file_portico_interns_v1_session } from "./session_pb.js";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file portico/interns/v1/interns_service.proto.
  */
 export const file_portico_interns_v1_interns_service: GenFile = /*@__PURE__*/
-  fileDesc("Cihwb3J0aWNvL2ludGVybnMvdjEvaW50ZXJuc19zZXJ2aWNlLnByb3RvEhJwb3J0aWNvLmludGVybnMudjEi3wEKEVN0cmVhbUNoYXRSZXF1ZXN0EhEKCWludGVybl9pZBgBIAEoCRIxCghtZXNzYWdlcxgCIAMoCzIfLnBvcnRpY28uaW50ZXJucy52MS5DaGF0TWVzc2FnZRIOCgZzdHJlYW0YAyABKAgSFQoNYXBwcm92YWxfbW9kZRgEIAEoCRISCgVtb2RlbBgFIAEoCUgAiAEBEhcKCnNlc3Npb25faWQYBiABKAlIAYgBARIXCg9tYWxmb3JtZWRfZmllbGQYByABKAlCCAoGX21vZGVsQg0KC19zZXNzaW9uX2lkIooBCgtDaGF0TWVzc2FnZRIMCgRyb2xlGAEgASgJEicKB2NvbnRlbnQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFAoMdG9vbF9jYWxsX2lkGAMgASgJEi4KCnRvb2xfY2FsbHMYBCABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlIp0DChJTdHJlYW1DaGF0UmVzcG9uc2USDQoFbW9kZWwYASABKAkSLQoEcm9sZRgCIAEoCzIdLnBvcnRpY28uaW50ZXJucy52MS5Sb2xlRXZlbnRIABIzCgdjb250ZW50GAMgASgLMiAucG9ydGljby5pbnRlcm5zLnYxLkNvbnRlbnRFdmVudEgAEjcKCXJlYXNvbmluZxgEIAEoCzIiLnBvcnRpY28uaW50ZXJucy52MS5SZWFzb25pbmdFdmVudEgAEjUKCHF1ZXN0aW9uGAUgASgLMiEucG9ydGljby5pbnRlcm5zLnYxLlF1ZXN0aW9uRXZlbnRIABIxCgZmaW5pc2gYBiABKAsyHy5wb3J0aWNvLmludGVybnMudjEuRmluaXNoRXZlbnRIABIvCgVmaW5hbBgHIAEoCzIeLnBvcnRpY28uaW50ZXJucy52MS5GaW5hbEV2ZW50SAASNwoJaGVhcnRiZWF0GAggASgLMiIucG9ydGljby5pbnRlcm5zLnYxLkhlYXJ0YmVhdEV2ZW50SABCBwoFZXZlbnQiGQoJUm9sZUV2ZW50EgwKBHJvbGUYASABKAkiHAoMQ29udGVudEV2ZW50EgwKBHRleHQYASABKAkiHgoOUmVhc29uaW5nRXZlbnQSDAoEdGV4dBgBIAEoCSKaAQoNUXVlc3Rpb25FdmVudBIWCg5pbnRlcmFjdGlvbl9pZBgBIAEoCRIMCgRraW5kGAIgASgJEhYKCW9wZXJhdGlvbhgDIAEoCUgAiAEBEg8KB29wdGlvbnMYBCADKAkSLAoIZGVhZGxpbmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgwKCl9vcGVyYXRpb24iTQoLRmluaXNoRXZlbnQSDgoGcmVhc29uGAEgASgJEi4KBWVycm9yGAIgASgLMh8ucG9ydGljby5pbnRlcm5zLnYxLlN0cmVhbUVycm9yIk8KC1N0cmVhbUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSEQoJcmV0cnlhYmxlGAQgASgIIkoKCkZpbmFsRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIoCgV1c2FnZRgCIAEoCzIZLnBvcnRpY28uaW50ZXJucy52MS5Vc2FnZSKZAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIUCgx0b3RhbF90b2tlbnMYAyABKAMSEQoEY29zdBgEIAEoAUgAiAEBEhoKDWNhY2hlZF90b2tlbnMYBSABKANIAYgBAUIHCgVfY29zdEIQCg5fY2FjaGVkX3Rva2VucyIQCg5IZWFydGJlYXRFdmVudDJvCg5JbnRlcm5zU2VydmljZRJdCgpTdHJlYW1DaGF0EiUucG9ydGljby5pbnRlcm5zLnYxLlN0cmVhbUNoYXRSZXF1ZXN0GiYucG9ydGljby5pbnRlcm5zLnYxLlN0cmVhbUNoYXRSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Cihwb3J0aWNvL2ludGVybnMvdjEvaW50ZXJuc19zZXJ2aWNlLnByb3RvEhJwb3J0aWNvLmludGVybnMudjEiOgoRR2V0U2Vzc2lvblJlcXVlc3QSEQoJaW50ZXJuX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiQgoSR2V0U2Vzc2lvblJlc3BvbnNlEiwKB3Nlc3Npb24YASABKAsyGy5wb3J0aWNvLmludGVybnMudjEuU2Vzc2lvbiJAChdDYW5jZWxTZXNzaW9uUnVuUmVxdWVzdBIRCglpbnRlcm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCSJIChhDYW5jZWxTZXNzaW9uUnVuUmVzcG9uc2USLAoHc2Vzc2lvbhgBIAEoCzIbLnBvcnRpY28uaW50ZXJucy52MS5TZXNzaW9uIt8BChFTdHJlYW1DaGF0UmVxdWVzdBIRCglpbnRlcm5faWQYASABKAkSMQoIbWVzc2FnZXMYAiADKAsyHy5wb3J0aWNvLmludGVybnMudjEuQ2hhdE1lc3NhZ2USDgoGc3RyZWFtGAMgASgIEhUKDWFwcHJvdmFsX21vZGUYBCABKAkSEgoFbW9kZWwYBSABKAlIAIgBARIXCgpzZXNzaW9uX2lkGAYgASgJSAGIAQESFwoPbWFsZm9ybWVkX2ZpZWxkGAcgASgJQggKBl9tb2RlbEINCgtfc2Vzc2lvbl9pZCKKAQoLQ2hhdE1lc3NhZ2USDAoEcm9sZRgBIAEoCRInCgdjb250ZW50GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhQKDHRvb2xfY2FsbF9pZBgDIAEoCRIuCgp0b29sX2NhbGxzGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZSKdAwoSU3RyZWFtQ2hhdFJlc3BvbnNlEg0KBW1vZGVsGAEgASgJEi0KBHJvbGUYAiABKAsyHS5wb3J0aWNvLmludGVybnMudjEuUm9sZUV2ZW50SAASMwoHY29udGVudBgDIAEoCzIgLnBvcnRpY28uaW50ZXJucy52MS5Db250ZW50RXZlbnRIABI3CglyZWFzb25pbmcYBCABKAsyIi5wb3J0aWNvLmludGVybnMudjEuUmVhc29uaW5nRXZlbnRIABI1CghxdWVzdGlvbhgFIAEoCzIhLnBvcnRpY28uaW50ZXJucy52MS5RdWVzdGlvbkV2ZW50SAASMQoGZmluaXNoGAYgASgLMh8ucG9ydGljby5pbnRlcm5zLnYxLkZpbmlzaEV2ZW50SAASLwoFZmluYWwYByABKAsyHi5wb3J0aWNvLmludGVybnMudjEuRmluYWxFdmVudEgAEjcKCWhlYXJ0YmVhdBgIIAEoCzIiLnBvcnRpY28uaW50ZXJucy52MS5IZWFydGJlYXRFdmVudEgAQgcKBWV2ZW50IhkKCVJvbGVFdmVudBIMCgRyb2xlGAEgASgJIhwKDENvbnRlbnRFdmVudBIMCgR0ZXh0GAEgASgJIh4KDlJlYXNvbmluZ0V2ZW50EgwKBHRleHQYASABKAkixgEKDVF1ZXN0aW9uRXZlbnQSFgoOaW50ZXJhY3Rpb25faWQYASABKAkSDAoEa2luZBgCIAEoCRIWCglvcGVyYXRpb24YAyABKAlIAIgBARIPCgdvcHRpb25zGAQgAygJEiwKCGRlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCglhcmd1bWVudHMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgwKCl9vcGVyYXRpb24iTQoLRmluaXNoRXZlbnQSDgoGcmVhc29uGAEgASgJEi4KBWVycm9yGAIgASgLMh8ucG9ydGljby5pbnRlcm5zLnYxLlN0cmVhbUVycm9yIk8KC1N0cmVhbUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSEQoJcmV0cnlhYmxlGAQgASgIIkoKCkZpbmFsRXZlbnQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIoCgV1c2FnZRgCIAEoCzIZLnBvcnRpY28uaW50ZXJucy52MS5Vc2FnZSKZAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoAxIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoAxIUCgx0b3RhbF90b2tlbnMYAyABKAMSEQoEY29zdBgEIAEoAUgAiAEBEhoKDWNhY2hlZF90b2tlbnMYBSABKANIAYgBAUIHCgVfY29zdEIQCg5fY2FjaGVkX3Rva2VucyIQCg5IZWFydGJlYXRFdmVudDK7AgoOSW50ZXJuc1NlcnZpY2USXQoKU3RyZWFtQ2hhdBIlLnBvcnRpY28uaW50ZXJucy52MS5TdHJlYW1DaGF0UmVxdWVzdBomLnBvcnRpY28uaW50ZXJucy52MS5TdHJlYW1DaGF0UmVzcG9uc2UwARJbCgpHZXRTZXNzaW9uEiUucG9ydGljby5pbnRlcm5zLnYxLkdldFNlc3Npb25SZXF1ZXN0GiYucG9ydGljby5pbnRlcm5zLnYxLkdldFNlc3Npb25SZXNwb25zZRJtChBDYW5jZWxTZXNzaW9uUnVuEisucG9ydGljby5pbnRlcm5zLnYxLkNhbmNlbFNlc3Npb25SdW5SZXF1ZXN0GiwucG9ydGljby5pbnRlcm5zLnYxLkNhbmNlbFNlc3Npb25SdW5SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_portico_interns_v1_session]);
+
+/**
+ * GetSessionRequest names a session of an intern.
+ *
+ * @generated from message portico.interns.v1.GetSessionRequest
+ */
+export type GetSessionRequest = Message<"portico.interns.v1.GetSessionRequest"> & {
+  /**
+   * The intern (UUID).
+   *
+   * @generated from field: string intern_id = 1;
+   */
+  internId: string;
+
+  /**
+   * The caller-visible session id, 1 to 256 characters.
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message portico.interns.v1.GetSessionRequest.
+ * Use `create(GetSessionRequestSchema)` to create a new message.
+ */
+export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
+  messageDesc(file_portico_interns_v1_interns_service, 0);
+
+/**
+ * GetSessionResponse carries the session.
+ *
+ * @generated from message portico.interns.v1.GetSessionResponse
+ */
+export type GetSessionResponse = Message<"portico.interns.v1.GetSessionResponse"> & {
+  /**
+   * The session.
+   *
+   * @generated from field: portico.interns.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message portico.interns.v1.GetSessionResponse.
+ * Use `create(GetSessionResponseSchema)` to create a new message.
+ */
+export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
+  messageDesc(file_portico_interns_v1_interns_service, 1);
+
+/**
+ * CancelSessionRunRequest names the session whose run to cancel.
+ *
+ * @generated from message portico.interns.v1.CancelSessionRunRequest
+ */
+export type CancelSessionRunRequest = Message<"portico.interns.v1.CancelSessionRunRequest"> & {
+  /**
+   * The intern (UUID).
+   *
+   * @generated from field: string intern_id = 1;
+   */
+  internId: string;
+
+  /**
+   * The caller-visible session id, 1 to 256 characters.
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+};
+
+/**
+ * Describes the message portico.interns.v1.CancelSessionRunRequest.
+ * Use `create(CancelSessionRunRequestSchema)` to create a new message.
+ */
+export const CancelSessionRunRequestSchema: GenMessage<CancelSessionRunRequest> = /*@__PURE__*/
+  messageDesc(file_portico_interns_v1_interns_service, 2);
+
+/**
+ * CancelSessionRunResponse carries the session after the cancellation.
+ *
+ * @generated from message portico.interns.v1.CancelSessionRunResponse
+ */
+export type CancelSessionRunResponse = Message<"portico.interns.v1.CancelSessionRunResponse"> & {
+  /**
+   * The session (state "idle" once its run is cancelled).
+   *
+   * @generated from field: portico.interns.v1.Session session = 1;
+   */
+  session?: Session | undefined;
+};
+
+/**
+ * Describes the message portico.interns.v1.CancelSessionRunResponse.
+ * Use `create(CancelSessionRunResponseSchema)` to create a new message.
+ */
+export const CancelSessionRunResponseSchema: GenMessage<CancelSessionRunResponse> = /*@__PURE__*/
+  messageDesc(file_portico_interns_v1_interns_service, 3);
 
 /**
  * StreamChatRequest mirrors the public intern chat request body.
@@ -77,7 +177,7 @@ export type StreamChatRequest = Message<"portico.interns.v1.StreamChatRequest"> 
  * Use `create(StreamChatRequestSchema)` to create a new message.
  */
 export const StreamChatRequestSchema: GenMessage<StreamChatRequest> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 0);
+  messageDesc(file_portico_interns_v1_interns_service, 4);
 
 /**
  * ChatMessage is one chat message, discriminated by role.
@@ -119,7 +219,7 @@ export type ChatMessage = Message<"portico.interns.v1.ChatMessage"> & {
  * Use `create(ChatMessageSchema)` to create a new message.
  */
 export const ChatMessageSchema: GenMessage<ChatMessage> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 1);
+  messageDesc(file_portico_interns_v1_interns_service, 5);
 
 /**
  * StreamChatResponse is one event of a run, in wire order.
@@ -203,7 +303,7 @@ export type StreamChatResponse = Message<"portico.interns.v1.StreamChatResponse"
  * Use `create(StreamChatResponseSchema)` to create a new message.
  */
 export const StreamChatResponseSchema: GenMessage<StreamChatResponse> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 2);
+  messageDesc(file_portico_interns_v1_interns_service, 6);
 
 /**
  * RoleEvent opens a response; the role is always "assistant".
@@ -224,7 +324,7 @@ export type RoleEvent = Message<"portico.interns.v1.RoleEvent"> & {
  * Use `create(RoleEventSchema)` to create a new message.
  */
 export const RoleEventSchema: GenMessage<RoleEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 3);
+  messageDesc(file_portico_interns_v1_interns_service, 7);
 
 /**
  * ContentEvent carries answer text.
@@ -245,7 +345,7 @@ export type ContentEvent = Message<"portico.interns.v1.ContentEvent"> & {
  * Use `create(ContentEventSchema)` to create a new message.
  */
 export const ContentEventSchema: GenMessage<ContentEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 4);
+  messageDesc(file_portico_interns_v1_interns_service, 8);
 
 /**
  * ReasoningEvent carries reasoning text.
@@ -266,7 +366,7 @@ export type ReasoningEvent = Message<"portico.interns.v1.ReasoningEvent"> & {
  * Use `create(ReasoningEventSchema)` to create a new message.
  */
 export const ReasoningEventSchema: GenMessage<ReasoningEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 5);
+  messageDesc(file_portico_interns_v1_interns_service, 9);
 
 /**
  * QuestionEvent is the pause question, presented as a provide_input tool call.
@@ -308,6 +408,14 @@ export type QuestionEvent = Message<"portico.interns.v1.QuestionEvent"> & {
    * @generated from field: google.protobuf.Timestamp deadline = 5;
    */
   deadline?: Timestamp | undefined;
+
+  /**
+   * The tool call's arguments object as the caller sees it (kind, operation, options, deadline_at and
+   * any further fields); absent from older cores, which present only the fields above.
+   *
+   * @generated from field: google.protobuf.Struct arguments = 6;
+   */
+  arguments?: JsonObject | undefined;
 };
 
 /**
@@ -315,7 +423,7 @@ export type QuestionEvent = Message<"portico.interns.v1.QuestionEvent"> & {
  * Use `create(QuestionEventSchema)` to create a new message.
  */
 export const QuestionEventSchema: GenMessage<QuestionEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 6);
+  messageDesc(file_portico_interns_v1_interns_service, 10);
 
 /**
  * FinishEvent ends the content of a response.
@@ -343,7 +451,7 @@ export type FinishEvent = Message<"portico.interns.v1.FinishEvent"> & {
  * Use `create(FinishEventSchema)` to create a new message.
  */
 export const FinishEventSchema: GenMessage<FinishEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 7);
+  messageDesc(file_portico_interns_v1_interns_service, 11);
 
 /**
  * StreamError describes an error that happened after streaming started.
@@ -385,7 +493,7 @@ export type StreamError = Message<"portico.interns.v1.StreamError"> & {
  * Use `create(StreamErrorSchema)` to create a new message.
  */
 export const StreamErrorSchema: GenMessage<StreamError> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 8);
+  messageDesc(file_portico_interns_v1_interns_service, 12);
 
 /**
  * FinalEvent is the last event of every response.
@@ -413,7 +521,7 @@ export type FinalEvent = Message<"portico.interns.v1.FinalEvent"> & {
  * Use `create(FinalEventSchema)` to create a new message.
  */
 export const FinalEventSchema: GenMessage<FinalEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 9);
+  messageDesc(file_portico_interns_v1_interns_service, 13);
 
 /**
  * Usage counts tokens of a run.
@@ -462,7 +570,7 @@ export type Usage = Message<"portico.interns.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 10);
+  messageDesc(file_portico_interns_v1_interns_service, 14);
 
 /**
  * HeartbeatEvent is sent after an idle interval so idle streams stay observable.
@@ -477,7 +585,7 @@ export type HeartbeatEvent = Message<"portico.interns.v1.HeartbeatEvent"> & {
  * Use `create(HeartbeatEventSchema)` to create a new message.
  */
 export const HeartbeatEventSchema: GenMessage<HeartbeatEvent> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_interns_service, 11);
+  messageDesc(file_portico_interns_v1_interns_service, 15);
 
 /**
  * InternsService streams runs of interns: coding agents reached through an intern host.
@@ -497,6 +605,30 @@ export const InternsService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamChatRequestSchema;
     output: typeof StreamChatResponseSchema;
+  },
+  /**
+   * GetSession returns a session of the intern with its pending question, if any. Any key that may
+   * prompt the intern may read it; an unknown session is NOT_FOUND.
+   *
+   * @generated from rpc portico.interns.v1.InternsService.GetSession
+   */
+  getSession: {
+    methodKind: "unary";
+    input: typeof GetSessionRequestSchema;
+    output: typeof GetSessionResponseSchema;
+  },
+  /**
+   * CancelSessionRun cancels the run holding the session, whether it is streaming or paused: the run
+   * ends as cancelled, the session is free for a new prompt, and a stream still open on the run ends
+   * with a run_ended error finish. NOT_FOUND for an unknown session; ABORTED (conflict) when no run
+   * holds the session.
+   *
+   * @generated from rpc portico.interns.v1.InternsService.CancelSessionRun
+   */
+  cancelSessionRun: {
+    methodKind: "unary";
+    input: typeof CancelSessionRunRequestSchema;
+    output: typeof CancelSessionRunResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_interns_v1_interns_service, 0);
