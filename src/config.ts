@@ -56,6 +56,12 @@ export interface ProviderEndpointConfig {
   baseUrls: Record<string, string>;
   /** Operator-added OpenAI-compatible providers, slug → base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS). */
   extraOpenAICompatible: Record<string, string>;
+  /**
+   * Operator-added providers whose server needs no key, e.g. a local Ollama or vLLM
+   * (PORTICO_KEYLESS_PROVIDERS, a comma-separated list of slugs of PORTICO_OPENAI_COMPATIBLE_PROVIDERS):
+   * requests are routed to them without a credential, and without an `Authorization` header.
+   */
+  keyless: string[];
 }
 
 export interface Config {
@@ -147,7 +153,18 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     }
     extraOpenAICompatible[slug] = httpUrl("PORTICO_OPENAI_COMPATIBLE_PROVIDERS", entry.slice(at + 1).trim());
   }
-  return { baseUrls, extraOpenAICompatible };
+  const keyless: string[] = [];
+  for (const entry of (env.PORTICO_KEYLESS_PROVIDERS || "").split(",")) {
+    const slug = entry.trim();
+    if (slug === "") continue;
+    if (!(slug in extraOpenAICompatible)) {
+      throw new ConfigError(
+        "PORTICO_KEYLESS_PROVIDERS must list slugs that PORTICO_OPENAI_COMPATIBLE_PROVIDERS defines (comma-separated, e.g. ollama)",
+      );
+    }
+    if (!keyless.includes(slug)) keyless.push(slug);
+  }
+  return { baseUrls, extraOpenAICompatible, keyless };
 }
 
 /** The variables Portico reads, their defaults and rules. */

@@ -12,6 +12,8 @@ import { ConnectError } from "@connectrpc/connect";
 import type { Config } from "../config.js";
 import { createProviderKeyAdmin, PROVIDER_KEYS_TOPIC, type ProviderKeyAdmin, type ProviderKeyInfo } from "../core/byok/provider-keys.js";
 import { recordAndVerifyCheckValues } from "../core/byok/keyring-store.js";
+import { servedBy } from "../core/byok/byok-module.js";
+import { ProviderRegistry } from "../core/chat/providers/index.js";
 import { createInvalidationBus } from "../lib/invalidation.js";
 import type { AdminCommandRegistrar } from "./admin.js";
 import { keyringFor } from "./admin-byok.js";
@@ -23,7 +25,8 @@ async function withProviderKeys<T>(cfg: Config, fn: (admin: ProviderKeyAdmin) =>
     await recordAndVerifyCheckValues(h.db, keyring);
     const bus = createInvalidationBus(cfg);
     try {
-      return await fn(createProviderKeyAdmin({ db: h.db, keyring, onChanged: () => bus.publish(PROVIDER_KEYS_TOPIC, "*") }));
+      const servesProvider = servedBy(new ProviderRegistry(cfg.providers));
+      return await fn(createProviderKeyAdmin({ db: h.db, keyring, servesProvider, onChanged: () => bus.publish(PROVIDER_KEYS_TOPIC, "*") }));
     } catch (err) {
       if (err instanceof ConnectError) throw new CliError(err.rawMessage);
       throw err;
@@ -57,7 +60,7 @@ export const registerProviderKeyAdminCommands: AdminCommandRegistrar = (admin: C
 
   pk.command("add")
     .description("add a shared provider key, read from standard input (or --key-env)")
-    .requiredOption("--provider <slug>", "provider slug, e.g. openai, anthropic, google-ai-studio")
+    .requiredOption("--provider <slug>", "provider slug, e.g. openai, anthropic, google-ai-studio, or one of PORTICO_OPENAI_COMPATIBLE_PROVIDERS")
     .option("--sort-order <n>", "order among this provider's shared keys (lower first)", "0")
     .option("--key-env <name>", "read the key from this environment variable instead of standard input")
     .option("--json", "print JSON")

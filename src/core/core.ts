@@ -25,7 +25,7 @@ import { InternAdminService } from "../gen/portico/internadmin/v1/internadmin_se
 import { createInternAdmin } from "./interns/intern-admin.js";
 import { createInternAdminHandler } from "./interns/intern-admin-handler.js";
 import { ByokService } from "../gen/portico/byok/v1/byok_service_pb.js";
-import { createByokDomain } from "./byok/byok-module.js";
+import { createByokDomain, servedBy } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
 import { createPresetsHandler } from "./presets/presets-handler.js";
 import { createPresetsRepository } from "./presets/presets-repository.js";
@@ -33,12 +33,14 @@ import { createPresetManagement } from "./presets/preset-management.js";
 import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
 import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
+import { ProvidersService } from "../gen/portico/providers/v1/providers_service_pb.js";
+import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
-import { createSharedCredentialStore } from "./byok/provider-keys.js";
+import { createSharedCredentialStore, withKeylessProviders } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
@@ -85,7 +87,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Worker processes of `portico serve` without Redis share invalidations through their primary.
   const bus = opts.bus ?? (!config.redisUrl && isServeWorker() ? createIpcInvalidationBus() : createInvalidationBus(config, logger));
   if (!opts.bus) closers.push(() => bus.close());
-  const byok = await createByokDomain({ database, config, logger, onChanged: () => bus.publish(BYOK_TOPIC, "*") }).catch(async (err: unknown) => {
+  const providers = new ProviderRegistry(config.providers);
+  const byok = await createByokDomain({ database, config, logger, servesProvider: servedBy(providers), onChanged: () => bus.publish(BYOK_TOPIC, "*") }).catch(async (err: unknown) => {
     if (!opts.bus) await bus.close();
     throw err;
   });
@@ -100,22 +103,27 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
   const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry });
   closers.push(() => generations.close());
-  const chat = createChatHandler({
-    presets: presetsRepository,
-    generations,
-    credentials: createCredentialStore({
-      db,
-      keyring: byok.keyring,
-      bus,
-      onUnusable: (id) => logger.warn({ credential_id: id }, "a BYOK credential's key cannot be opened; it is skipped"),
-    }),
-    shared: createSharedCredentialStore({
+  const credentials = createCredentialStore({
+    db,
+    keyring: byok.keyring,
+    bus,
+    onUnusable: (id) => logger.warn({ credential_id: id }, "a BYOK credential's key cannot be opened; it is skipped"),
+  });
+  const shared = withKeylessProviders(
+    createSharedCredentialStore({
       db,
       keyring: byok.keyring,
       bus,
       onUnusable: (id) => logger.warn({ provider_key_id: id }, "a shared provider key cannot be opened; it is skipped"),
     }),
-    providers: new ProviderRegistry(config.providers),
+    config.providers.keyless,
+  );
+  const chat = createChatHandler({
+    presets: presetsRepository,
+    generations,
+    credentials,
+    shared,
+    providers,
     brand: config.brand,
     logger,
   });
@@ -155,6 +163,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
+    router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
     router.service(PresetsService, createPresetsHandler({
         repository: presetsRepository,

@@ -6,7 +6,6 @@
  * Rules that need the database (workspace, hash ownership) or the merged state of an update
  * (is_fallback with is_byok_only / is_required) live in the core.
  */
-import { isByokProvider } from "../../core/byok/providers.js";
 import { array, boolean, nullable, object, string } from "./kit.js";
 
 /** Longest accepted provider key, in UTF-8 bytes. */
@@ -42,9 +41,15 @@ const key = string()
   .refine((k) => Buffer.byteLength(k, "utf8") <= MAX_KEY_BYTES, { error: () => `must be at most ${MAX_KEY_BYTES} bytes`, abort: true })
   .refine((k) => HEADER_SAFE_KEY.test(k), { error: () => KEY_CHARACTERS, abort: true });
 
+/**
+ * The shape of a provider slug. Which slugs a deployment serves depends on its configuration (built-in
+ * adapters plus PORTICO_OPENAI_COMPATIBLE_PROVIDERS), so the core checks membership (GET /api/v1/providers).
+ */
+export const PROVIDER_SLUG = /^[a-z0-9][a-z0-9._/-]{0,63}$/;
+
 const provider = string()
   .refine((p) => p !== "", { error: () => "is required", abort: true })
-  .refine(isByokProvider, { error: () => 'must be one of the supported provider slugs (lowercase, e.g. "openai")', abort: true });
+  .refine((p) => PROVIDER_SLUG.test(p), { error: () => 'must be a lowercase provider slug (e.g. "openai"; GET /api/v1/providers lists them)', abort: true });
 
 const name = nullable(
   string()
@@ -87,7 +92,7 @@ const stringList = () =>
 /** Each body field, with its rules. The core checks proto fields with these same definitions. */
 export const ByokFields = {
   key: key.meta({ description: "Raw provider key, 1 character to 32 KiB. Write-only: encrypted at rest and never returned." }),
-  provider: provider.meta({ description: "Lowercase provider slug from the published provider list." }),
+  provider: provider.meta({ description: "Lowercase provider slug, one of those GET /api/v1/providers lists (the providers this deployment can serve)." }),
   workspace_id: rule((w) => !w.includes(NUL), "must not contain the NUL character (U+0000)").meta({
     description: "Workspace (UUID); omitted = the default workspace.",
   }),

@@ -12,6 +12,10 @@ import { createCredentialKeyAccess, type CredentialKeyAccess } from "./credentia
 import { loadKeyring, type Keyring } from "./keyring.js";
 import { verifyKeyring } from "./keyring-store.js";
 import { createAuditRecorder } from "../audit/audit-log.js";
+import { ProviderRegistry } from "../chat/providers/index.js";
+
+/** The providers a registry can route to, as the BYOK rules ask for them. */
+export const servedBy = (registry: ProviderRegistry) => (slug: string) => registry.get(slug) !== undefined;
 
 export interface ByokDomain {
   keyring: Keyring;
@@ -25,6 +29,8 @@ export async function createByokDomain(opts: {
   database: DatabaseHandle;
   config: Config;
   logger: Logger;
+  /** The providers requests can be routed to (BYOK credentials may name only these); default: from `config`. */
+  servesProvider?: (slug: string) => boolean;
   /** Called after a credential was created, changed or deleted (committed), e.g. to drop cached keys. */
   onChanged?: () => void | Promise<void>;
 }): Promise<ByokDomain> {
@@ -45,6 +51,7 @@ export async function createByokDomain(opts: {
   const service = createByokService({
     repo: createByokRepository(database.db, database.provider),
     keyring,
+    servesProvider: opts.servesProvider ?? servedBy(new ProviderRegistry(config.providers)),
     audit: (() => {
       const record = createAuditRecorder(database.db);
       return async (caller, entry) => {

@@ -16,8 +16,9 @@ import {
   validateKey,
   validateKeyHashes,
   validateName,
-  validateProvider,
+  validateServedProvider,
   validateStringList,
+  type ServesProvider,
 } from "./validation.js";
 import type { AuditRecorder } from "../audit/audit-log.js";
 
@@ -61,6 +62,8 @@ export interface ListCredentialsInput {
 export interface ByokServiceDeps {
   repo: ByokRepository;
   keyring: Keyring;
+  /** The providers requests can be routed to: a credential may name only these. */
+  servesProvider: ServesProvider;
   /** Records each change in the audit log (never the key: only its masked label). */
   audit?: AuditRecorder;
 }
@@ -112,7 +115,7 @@ export function createByokService(deps: ByokServiceDeps) {
     async create(caller: Caller, input: CreateCredentialInput): Promise<ByokRow> {
       requireManagement(caller);
       const key = validateKey(input.key);
-      const provider = validateProvider(input.provider);
+      const provider = validateServedProvider(input.provider, deps.servesProvider);
       const name = validateName(input.name);
       const allowedApiKeyHashes = validateKeyHashes(input.allowedApiKeyHashes);
       const allowedModels = validateStringList("allowed_models", input.allowedModels);
@@ -146,7 +149,7 @@ export function createByokService(deps: ByokServiceDeps) {
 
     async list(caller: Caller, input: ListCredentialsInput): Promise<{ rows: ByokRow[]; total: number }> {
       requireManagement(caller);
-      if (input.provider !== undefined) validateProvider(input.provider);
+      if (input.provider !== undefined) validateServedProvider(input.provider, deps.servesProvider);
       if (!Number.isInteger(input.offset) || input.offset < 0) throw invalidArgument("offset", "offset must be an integer >= 0");
       if (!Number.isInteger(input.limit) || input.limit < 1 || input.limit > 100) {
         throw invalidArgument("limit", "limit must be between 1 and 100");

@@ -15,8 +15,7 @@ import { createTtlCache } from "../../lib/ttl-cache.js";
 import { decryptCredentialKey, sealCredentialKey, type CredentialBinding, type SealedCredentialRow } from "./credential-crypto.js";
 import type { Keyring } from "./keyring.js";
 import { byokLabel } from "./label.js";
-import { isByokProvider } from "./providers.js";
-import { validateKey } from "./validation.js";
+import { validateKey, validateServedProvider, type ServesProvider } from "./validation.js";
 
 /** The invalidation-bus topic of provider-key changes. */
 export const PROVIDER_KEYS_TOPIC = "provider-keys";
@@ -63,7 +62,7 @@ export interface ProviderKeyAdmin {
   remove(id: string): Promise<void>;
 }
 
-export function createProviderKeyAdmin(deps: { db: Db; keyring: Keyring; onChanged?: () => void }): ProviderKeyAdmin {
+export function createProviderKeyAdmin(deps: { db: Db; keyring: Keyring; servesProvider: ServesProvider; onChanged?: () => void }): ProviderKeyAdmin {
   const { db } = deps;
   const changed = () => deps.onChanged?.();
   const present = async (id: string) => {
@@ -73,8 +72,7 @@ export function createProviderKeyAdmin(deps: { db: Db; keyring: Keyring; onChang
   };
   return {
     async add(input) {
-      const provider = input.provider.trim().toLowerCase();
-      if (!isByokProvider(provider)) throw invalidArgument("provider", "provider must be one of the BYOK provider slugs (docs/byok.md)");
+      const provider = validateServedProvider(input.provider.trim().toLowerCase(), deps.servesProvider);
       const key = validateKey(input.key);
       const sortOrder = input.sortOrder ?? 0;
       if (!Number.isSafeInteger(sortOrder)) throw invalidArgument("sort_order", "sort_order must be an integer");
@@ -157,6 +155,29 @@ export function createSharedCredentialStore(deps: {
       const first = new Map<string, Date>();
       for (const r of rows) if (!first.has(r.provider)) first.set(r.provider, r.createdAt);
       return [...first].map(([provider, createdAt]) => ({ provider, createdAt }));
+    },
+  };
+}
+
+/** The id a keyless provider's attempts carry where a credential id would be (generation records). */
+export const KEYLESS_CREDENTIAL_ID = "keyless";
+
+/**
+ * The shared credentials plus, for each keyless provider (PORTICO_KEYLESS_PROVIDERS), one without a key
+ * after the provider's shared keys: the operator declared that its server needs none. It counts as a
+ * shared credential, so the BYOK flags govern it like one (`is_required` and `is_byok_only` remove it).
+ */
+export function withKeylessProviders(store: SharedCredentialStore, keyless: readonly string[], since = new Date()): SharedCredentialStore {
+  if (keyless.length === 0) return store;
+  return {
+    async forProvider(provider) {
+      const keys = await store.forProvider(provider);
+      return keyless.includes(provider) ? [...keys, { id: KEYLESS_CREDENTIAL_ID, provider, apiKey: "" }] : keys;
+    },
+    async providers() {
+      const listed = await store.providers();
+      const missing = keyless.filter((p) => !listed.some((l) => l.provider === p)).map((provider) => ({ provider, createdAt: since }));
+      return [...listed, ...missing];
     },
   };
 }

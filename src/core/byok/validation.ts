@@ -31,9 +31,27 @@ export function validateKey(key: string | undefined, field = "key"): string {
   return key!;
 }
 
+/** The shape of a provider slug (lowercase); membership is `validateServedProvider`'s. */
 export function validateProvider(provider: string | undefined, field = "provider"): string {
   check("provider", provider, field);
   return provider!;
+}
+
+/** Whether this deployment can route requests to a provider slug (src/core/chat/providers/index.ts). */
+export type ServesProvider = (slug: string) => boolean;
+
+export const UNSERVED_PROVIDER =
+  "provider must name a provider this deployment serves: GET /api/v1/providers lists them " +
+  "(an operator adds OpenAI-compatible ones with PORTICO_OPENAI_COMPATIBLE_PROVIDERS)";
+
+/**
+ * A provider a credential may be stored for: one requests can be routed to. A credential for any other
+ * slug could never serve a request, so it is refused rather than stored.
+ */
+export function validateServedProvider(provider: string | undefined, serves: ServesProvider, field = "provider"): string {
+  const slug = validateProvider(provider, field);
+  if (!serves(slug)) throw invalidArgument(field, UNSERVED_PROVIDER);
+  return slug;
 }
 
 export function validateName(name: string | null | undefined): string | null {

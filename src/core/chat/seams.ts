@@ -16,7 +16,7 @@ export interface CredentialCandidate {
 
 export interface CredentialQuery {
   caller: Caller;
-  /** Provider slug (src/core/byok/providers.json). */
+  /** Provider slug (a provider of the registry, src/core/chat/providers/index.ts). */
   provider: string;
   /** The model as routed, `<provider>/<model>` form stripped of nothing: e.g. `anthropic/claude-sonnet-4`. */
   model: string;

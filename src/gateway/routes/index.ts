@@ -11,6 +11,7 @@ import { registerInternAdminRoutes } from "./intern-admin.js";
 import { registerInternSessionRoutes } from "./intern-sessions.js";
 import { registerChatRoutes } from "./chat.js";
 import { registerGenerationRoutes } from "./generations.js";
+import { registerProviderRoutes } from "./providers.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -25,4 +26,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerInternSessionRoutes(api, ctx);
   await registerChatRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
+  await registerProviderRoutes(api, ctx);
 }

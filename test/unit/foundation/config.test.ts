@@ -61,6 +61,19 @@ describe("configuration", () => {
     expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });
   });
 
+  it("declares keyless providers among the operator's OpenAI-compatible ones", () => {
+    expect(loadConfig({}).providers.keyless).toEqual([]);
+    const c = loadConfig({
+      PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "vllm=http://10.0.0.5:8000/v1,ollama=http://127.0.0.1:11434/v1/",
+      PORTICO_KEYLESS_PROVIDERS: "ollama, vllm,ollama",
+    });
+    expect(c.providers.extraOpenAICompatible).toEqual({ vllm: "http://10.0.0.5:8000/v1", ollama: "http://127.0.0.1:11434/v1" });
+    expect(c.providers.keyless).toEqual(["ollama", "vllm"]);
+    // A built-in provider, or a slug not configured, cannot be keyless.
+    expect(() => loadConfig({ PORTICO_KEYLESS_PROVIDERS: "openai" })).toThrow(/^PORTICO_KEYLESS_PROVIDERS must list slugs that PORTICO_OPENAI_COMPATIBLE_PROVIDERS defines/);
+    expect(() => loadConfig({ PORTICO_OPENAI_COMPATIBLE_PROVIDERS: "vllm=http://x/v1", PORTICO_KEYLESS_PROVIDERS: "ollama" })).toThrow(ConfigError);
+  });
+
   it("reads overrides", () => {
     const c = loadConfig({ HOST: "0.0.0.0", PORT: "9000", PORTICO_PRODUCTION: "true", DATABASE_URL: "postgresql://x@y/z" });
     expect(c).toMatchObject({ host: "0.0.0.0", httpPort: 9000, production: true, databaseUrl: "postgresql://x@y/z" });

@@ -38,7 +38,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
-          if (!cred?.apiKey) continue;
+          if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
           call.attempts.push({
             provider: plan.provider,
             requestedModel: plan.requestedModel,

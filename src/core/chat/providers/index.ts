@@ -1,7 +1,9 @@
 /**
  * The provider registry: which adapter speaks for a provider slug and at which base URL. Slugs follow
- * src/core/byok/providers.json; base URLs are overridable per provider (PORTICO_PROVIDER_<SLUG>_BASE_URL)
- * and operators add OpenAI-compatible providers by base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS).
+ * the BYOK provider slugs; base URLs are overridable per provider (PORTICO_PROVIDER_<SLUG>_BASE_URL)
+ * and operators add OpenAI-compatible providers by base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS), some of
+ * them served without a credential (PORTICO_KEYLESS_PROVIDERS). These are the providers BYOK credentials and
+ * shared provider keys may name, and what GET /api/v1/providers lists.
  */
 import type { ProviderEndpointConfig } from "../../../config.js";
 import { AnthropicAdapter } from "./anthropic.js";
@@ -19,27 +21,34 @@ export const anthropic = new AnthropicAdapter();
 export const gemini = new GeminiAdapter();
 
 interface Builtin {
+  name: string;
   adapter: ProviderAdapter;
   baseUrl: string;
 }
 
-/** Built-in providers and their public API base URLs (version path included). */
+/** Built-in providers, their display names and public API base URLs (version path included). */
 const builtins: Record<string, Builtin> = {
-  openai: { adapter: openAIStrict, baseUrl: "https://api.openai.com/v1" },
-  groq: { adapter: openAICompatible, baseUrl: "https://api.groq.com/openai/v1" },
-  deepseek: { adapter: openAICompatible, baseUrl: "https://api.deepseek.com/v1" },
-  mistral: { adapter: openAICompatible, baseUrl: "https://api.mistral.ai/v1" },
-  together: { adapter: openAICompatible, baseUrl: "https://api.together.xyz/v1" },
-  fireworks: { adapter: openAICompatible, baseUrl: "https://api.fireworks.ai/inference/v1" },
-  xai: { adapter: openAICompatible, baseUrl: "https://api.x.ai/v1" },
-  anthropic: { adapter: anthropic, baseUrl: "https://api.anthropic.com" },
-  "google-ai-studio": { adapter: gemini, baseUrl: "https://generativelanguage.googleapis.com/v1beta" },
+  openai: { name: "OpenAI", adapter: openAIStrict, baseUrl: "https://api.openai.com/v1" },
+  groq: { name: "Groq", adapter: openAICompatible, baseUrl: "https://api.groq.com/openai/v1" },
+  deepseek: { name: "DeepSeek", adapter: openAICompatible, baseUrl: "https://api.deepseek.com/v1" },
+  mistral: { name: "Mistral", adapter: openAICompatible, baseUrl: "https://api.mistral.ai/v1" },
+  together: { name: "Together AI", adapter: openAICompatible, baseUrl: "https://api.together.xyz/v1" },
+  fireworks: { name: "Fireworks AI", adapter: openAICompatible, baseUrl: "https://api.fireworks.ai/inference/v1" },
+  xai: { name: "xAI", adapter: openAICompatible, baseUrl: "https://api.x.ai/v1" },
+  anthropic: { name: "Anthropic", adapter: anthropic, baseUrl: "https://api.anthropic.com" },
+  "google-ai-studio": { name: "Google AI Studio", adapter: gemini, baseUrl: "https://generativelanguage.googleapis.com/v1beta" },
 };
 
 export interface ResolvedProvider {
   slug: string;
+  /** Display name: the provider's own name for built-ins, the slug for operator-added providers. */
+  name: string;
   adapter: ProviderAdapter;
   baseUrl: string;
+  /** Added by the operator (PORTICO_OPENAI_COMPATIBLE_PROVIDERS) rather than built in. */
+  operatorAdded: boolean;
+  /** Served without a credential (PORTICO_KEYLESS_PROVIDERS): no key, no Authorization header. */
+  keyless: boolean;
 }
 
 /** The slug's form inside an environment variable name: `anthropic/2` → `ANTHROPIC_2`. */
@@ -50,12 +59,20 @@ export function slugEnvName(slug: string): string {
 export class ProviderRegistry {
   private readonly entries = new Map<string, ResolvedProvider>();
 
-  constructor(config: ProviderEndpointConfig = { baseUrls: {}, extraOpenAICompatible: {} }) {
+  constructor(config: ProviderEndpointConfig = { baseUrls: {}, extraOpenAICompatible: {}, keyless: [] }) {
     for (const [slug, builtin] of Object.entries(builtins)) {
-      this.entries.set(slug, { slug, adapter: builtin.adapter, baseUrl: config.baseUrls[slugEnvName(slug)] ?? builtin.baseUrl });
+      const baseUrl = config.baseUrls[slugEnvName(slug)] ?? builtin.baseUrl;
+      this.entries.set(slug, { slug, name: builtin.name, adapter: builtin.adapter, baseUrl, operatorAdded: false, keyless: false });
     }
     for (const [slug, baseUrl] of Object.entries(config.extraOpenAICompatible)) {
-      this.entries.set(slug, { slug, adapter: openAICompatible, baseUrl: config.baseUrls[slugEnvName(slug)] ?? baseUrl });
+      this.entries.set(slug, {
+        slug,
+        name: builtins[slug]?.name ?? slug,
+        adapter: openAICompatible,
+        baseUrl: config.baseUrls[slugEnvName(slug)] ?? baseUrl,
+        operatorAdded: true,
+        keyless: config.keyless.includes(slug),
+      });
     }
   }
 
@@ -64,8 +81,18 @@ export class ProviderRegistry {
     return this.entries.get(slug);
   }
 
+  /** Whether requests for `slug` are routed without a credential. */
+  isKeyless(slug: string): boolean {
+    return this.entries.get(slug)?.keyless === true;
+  }
+
   /** Every routable provider slug, sorted. */
   slugs(): string[] {
     return [...this.entries.keys()].sort();
+  }
+
+  /** Every routable provider, sorted by slug. */
+  list(): ResolvedProvider[] {
+    return this.slugs().map((slug) => this.entries.get(slug)!);
   }
 }

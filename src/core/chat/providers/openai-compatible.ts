@@ -77,7 +77,8 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
   }
 
   private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<UpstreamResponse> {
-    const headers: Record<string, string> = { authorization: `Bearer ${call.apiKey}` };
+    // A keyless provider (PORTICO_KEYLESS_PROVIDERS) is called with an empty key: no Authorization header.
+    const headers: Record<string, string> = call.apiKey === "" ? {} : { authorization: `Bearer ${call.apiKey}` };
     if (stream) headers.accept = "text/event-stream";
     return postJson({
       url: joinUrl(call.baseUrl, "chat/completions"),
