@@ -5,6 +5,7 @@
  *
  *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3]
  *       [--rss-seconds 60] [--targets direct,bare,fastify,serve1,serve2,split] [--profile <dir>]
+ *       [--phase c32|streams]
  *
  * Targets: direct (the fake provider), bare (`node:http` relay: parse nothing, pipe the body both ways over a
  * keep-alive agent), fastify (the minimal relay of bench/chat-relay.ts), serve1 / serve2 (`portico serve` with
@@ -155,6 +156,8 @@ async function main(): Promise<void> {
   const rounds = numArg("rounds", 3);
   const rssSeconds = numArg("rss-seconds", 0);
   const profileDir = argOf("profile");
+  /** `--phase c32|streams`: only that heavy phase (for a profile of one kind of load). */
+  const onlyPhase = argOf("phase");
   const wanted = (argOf("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-hot-"));
   const children: ChildProcess[] = [];
@@ -285,8 +288,9 @@ async function main(): Promise<void> {
     }
     async function heavy(t: Target, row: Row) {
       row.load = loadavg()[0]!.toFixed(2);
-      row.c32 = await runInWorker<Figures>(import.meta.url, job(t, false, 32));
-      row.streams = await runInWorker<Figures>(import.meta.url, job(t, true, 8, "streams"));
+      const none: Figures = { requests: 0, errors: 0, rps: NaN, p50: NaN, p99: NaN, cpuMs: NaN, chunks: 0, bad: 0 };
+      row.c32 = onlyPhase === "streams" ? none : await runInWorker<Figures>(import.meta.url, job(t, false, 32));
+      row.streams = onlyPhase === "c32" ? none : await runInWorker<Figures>(import.meta.url, job(t, true, 8, "streams"));
       console.error(
         `${t.name}: c=1 ${row.c1.map((v) => v.toFixed(3)).join("/")} ms, ttfc ${row.ttfc.map((v) => v.toFixed(3)).join("/")} ms, c=32 ${row.c32.rps.toFixed(0)} req/s ${(row.c32.cpuMs / row.c32.requests).toFixed(3)} ms CPU/req, ${((1000 * row.streams.cpuMs) / row.streams.chunks).toFixed(1)} µs CPU/chunk, load ${row.load}`,
       );

@@ -101,7 +101,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
-  const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry });
+  const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry, execute: database.executeRaw });
   closers.push(() => generations.close());
   const credentials = createCredentialStore({
     db,

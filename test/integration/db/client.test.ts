@@ -45,6 +45,21 @@ describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
     expect(read.config).toEqual(value);
   });
 
+  it("executeRaw runs a parameterized statement past the Prisma client and counts the rows it changed", async () => {
+    const ph = (n: number) => (provider === "postgresql" ? `$${n}` : "?");
+    const label = `raw-${Math.random().toString(36).slice(2)}`;
+    const sql = `INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}${provider === "postgresql" ? "::timestamp(3)" : ""}), (${ph(5)}, ${ph(6)}, ${ph(7)}, ${ph(8)}${provider === "postgresql" ? "::timestamp(3)" : ""})`;
+    const at = new Date("2026-01-02T03:04:05.678Z");
+    const stamp = provider === "postgresql" ? at.toISOString() : at.toISOString().replace(/Z$/, "+00:00");
+    const changed = await h.executeRaw(sql, [`${label}-1`, `${label}-1@x.invalid`, label, stamp, `${label}-2`, `${label}-2@x.invalid`, `${label}-b`, stamp]);
+    expect(changed).toBe(2);
+    const rows = await h.db.user.findMany({ where: { id: { in: [`${label}-1`, `${label}-2`] } }, orderBy: { id: "asc" } });
+    expect(rows.map((r) => [r.email, r.name, r.createdAt.toISOString()])).toEqual([
+      [`${label}-1@x.invalid`, label, at.toISOString()],
+      [`${label}-2@x.invalid`, `${label}-b`, at.toISOString()],
+    ]);
+  });
+
   it("distinguishes DbNull from JsonNull and filters with equals", async () => {
     const base = { organizationId: "o", workspaceId: "w", provider: "openai", label: "k" };
     const dbNull = await h.db.byokCredential.create({ data: { ...base, allowedModels: DbNull } });

@@ -44,6 +44,31 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
     expect(await db.user.count({ where: { name: "in tx" } })).toBe(0);
   });
 
+  it("keeps a write made with executeRaw (past the Prisma client) out of an open transaction that rolls back", async () => {
+    const db = h.db;
+    let inside!: () => void;
+    const insideReady = new Promise<void>((r) => (inside = r));
+    let finish!: () => void;
+    const mayFinish = new Promise<void>((r) => (finish = r));
+    const rolledBack = db
+      .$transaction(async (tx) => {
+        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 2"}, ${new Date()})`;
+        inside();
+        await mayFinish;
+        throw new Error("roll back");
+      })
+      .catch((e: Error) => e.message);
+    await insideReady;
+    const outsideEmail = `raw-${randomUUID()}@x.invalid`;
+    const outsideWrite = h.executeRaw(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`, [randomUUID(), outsideEmail, "outside raw", new Date().toISOString().replace(/Z$/, "+00:00")]);
+    finish();
+    expect(await rolledBack).toBe("roll back");
+    // Run inside the transaction, the row would have been rolled back with it.
+    expect(await outsideWrite).toBe(1);
+    expect(await db.user.count({ where: { email: outsideEmail } })).toBe(1);
+    expect(await db.user.count({ where: { name: "in tx 2" } })).toBe(0);
+  });
+
   it("still runs independent transactions and queries concurrently to completion", async () => {
     const db = h.db;
     const n = 40;
