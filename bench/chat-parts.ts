@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   const { createMetricsInterceptor } = await import("../src/core/metrics-interceptor.js");
   const { createAuthInterceptor, createErrorBoundaryInterceptor } = await import("../src/core/auth.js");
   const key = "pk-v1-0123456789abcdef0123456789abcdef0123456789abcdef";
-  const record = { keyId: "k", keyHash: hashSecret(key), keyLabel: "l", organizationId: "o", workspaceId: "w", userId: "u", isManagement: false, internsProgramme: false, disabled: false, revoked: false, creatorIsMember: true };
+  const record = { keyId: "k", keyHash: hashSecret(key), keyLabel: "l", organizationId: "o", workspaceId: "w", userId: "u", isManagement: false, internsProgramme: false, disabled: false, revoked: false, creatorIsMember: true, workspaceDeleted: false };
   const routes = (router: ConnectRouter) =>
     router.service(chat.ChatService, {
       createChatCompletion: () => ({ completion: COMPLETION }),
