@@ -97,7 +97,7 @@ const TRIES_BEFORE_SPLIT = 3;
  * restarting, connection lost), after which the row is kept.
  */
 function isRowError(err: unknown): boolean {
-  const e = err as { message?: unknown; code?: unknown; meta?: unknown };
+  const e = err as { message?: unknown; code?: unknown; meta?: unknown; cause?: unknown };
   // Prisma client errors carry the driver's error in `meta`, the driver adapter's own errors in `cause`.
   const text = `${String(e?.message ?? "")} ${JSON.stringify(e?.meta ?? {})} ${JSON.stringify(e?.cause ?? {})}`;
   return /\b2[23][0-9A-Z]{3}\b|constraint|violates|datatype mismatch|invalid input|out of range|too long/i.test(text);

@@ -121,7 +121,8 @@ describe.each([
     const lines: string[] = [];
     const logger = createLogger({ level: "debug", destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
     const registry = new Registry();
-    store = createGenerationStore({ db: s.handle.db, provider, logger, flushMs: 5, retryMinMs: 10, retryMaxMs: 100, registry, ...opts });
+    // As the core writes them: past the Prisma client, on the driver adapter.
+    store = createGenerationStore({ db: s.handle.db, provider, logger, flushMs: 5, retryMinMs: 10, retryMaxMs: 100, registry, execute: s.handle.executeRaw, ...opts });
     const count = () => s!.handle.db.generation.count();
     return { lines, registry, count, store, outage: s.outage };
   };
