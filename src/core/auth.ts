@@ -106,6 +106,8 @@ function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, 
     return invalidArgument("request", "the request message is not valid protobuf");
   }
   if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) return err;
+  // The caller went away (its signal aborted the handler's work): not a fault, nothing to report.
+  if (err instanceof Error && err.name === "AbortError") return new ConnectError("the caller went away", Code.Canceled);
   if (err instanceof ConnectError && err.rawMessage === "Internal Server Error") return err;
   onUnexpected(err, procedure);
   return new ConnectError("Internal Server Error", Code.Internal);

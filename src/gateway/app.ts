@@ -4,7 +4,8 @@
  * buildGateway() returns the app without listening; server code owns listen and shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { fastify, LogController, type FastifyError, type FastifyInstance } from "fastify";
 import fastifySwagger from "@fastify/swagger";
 import { Code, createClient, type Transport } from "@connectrpc/connect";
@@ -96,6 +97,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     },
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => writeClientError(err, socket),
   });
+  // What Node answers before Fastify sees a request, in the envelope too: an `Expect` other than
+  // 100-continue (Node's default: an empty 417) and CONNECT (Node's default: the socket closed unanswered).
+  app.server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(publicError(417, "Only `Expect: 100-continue` is supported").body);
+    res.writeHead(417, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.end(body);
+  });
+  app.server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    writeRawError(socket, 405, "CONNECT is not supported: this is not a proxy", { allow: "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS" });
+  });
   // Only JSON bodies: anything else is 415 in the envelope. An empty JSON body is "no body" (clients
   // that always send Content-Type can still DELETE); routes that need a body say so in their schema.
   app.removeContentTypeParser("text/plain");
@@ -141,6 +152,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     }
     inFlight += 1;
     reply.raw.once("close", () => {
+      // A client that leaves early is not an operator's concern: one info line, no stack.
+      if (!reply.raw.writableFinished) req.log.info({ method: req.method, route: req.routeOptions.url ?? "unmatched" }, "client left before the response was complete");
       inFlight -= 1;
       if (inFlight === 0) drained?.();
     });
@@ -262,7 +275,7 @@ function metadataFor(url: string, status: number): { reason: string; retryable: 
  * Errors Node's HTTP parser raises before a request exists (oversized headers, malformed requests,
  * a request not received in time), answered in the envelope when the socket can still take it.
  */
-function writeClientError(err: NodeJS.ErrnoException, socket: import("node:stream").Duplex): void {
+function writeClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
   const [status, message] =
     err.code === "ERR_HTTP_REQUEST_TIMEOUT"
@@ -272,14 +285,20 @@ function writeClientError(err: NodeJS.ErrnoException, socket: import("node:strea
         : err.code === "HPE_URI_TOO_LONG"
           ? [414, "Request path is too long"]
           : [400, "Malformed HTTP request"];
-  const body = JSON.stringify(publicError(status, message).body);
+  writeRawError(socket, status, message);
+}
+
+/** An error in the envelope written straight on a socket (no request object exists), then closed. */
+function writeRawError(socket: Duplex, status: number, message: string, headers: Record<string, string> = {}): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
+  const body = JSON.stringify(publicError(status, message).body);
+  const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
   socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
   );
 }
 

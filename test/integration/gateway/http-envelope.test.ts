@@ -1,7 +1,8 @@
 /**
  * Every response is in the {error: {code, message, metadata}} envelope, including the ones Fastify
  * and Node's HTTP parser produce before a route runs; none echoes the request path; intern paths
- * carry metadata.reason. A client that never finishes its body is cut off with 408.
+ * carry metadata.reason (an unsupported `Expect` and CONNECT, which Node answers itself, included). A
+ * client that never finishes its body is cut off with 408.
  */
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -52,6 +53,8 @@ describe("HTTP-level errors in the envelope", () => {
     ["unknown route", get("/nope/secret-looking-path"), 404, false],
     ["unknown route under interns", get(`${INTERN}/abc/nope-path`), 404, true],
     ["unknown method", post("/api/v1/byok-nope"), 404, false],
+    ["an Expect other than 100-continue", get("/api/v1/key", "Expect: bogus\r\n"), 417, false],
+    ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 405, false],
   ];
 
   for (const [name, request, status, intern] of cases) {
