@@ -436,7 +436,9 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       const deadline = run.cancelCause === "deadline" || run.cancelCause === "duration";
       // Every ending carries the usage the agent reported for the turn (tokens, or its cost so far).
       reportTurnUsage(run, agent, (res as { usage?: unknown }).usage);
-      if (res.stopReason === "cancelled" || run.cancelCause) {
+      // RunEnded only for a cancel Portico asked for; an agent that ends its own turn as "cancelled"
+      // (codex on reject_once) ended the turn normally: TurnEnded carries its stop reason.
+      if (run.cancelCause) {
         emit(run, { case: "runEnded", value: { cancelled: true, deadline } });
       } else {
         emit(run, { case: "turnEnded", value: { stopReason: res.stopReason } });

@@ -63,11 +63,25 @@ export function sessionBusy(retryAfterSeconds: number): ConnectError {
   });
 }
 
-/** 503: the host cannot hold another run (open across a question) right now. */
-export function hostBusy(retryAfterSeconds: number): ConnectError {
-  return serviceError(Reason.HOST_BUSY, "The intern cannot hold another run open across a question right now. Retry later.", {
-    retryAfterSeconds,
-  });
+/** What is full when the intern's host cannot take a run: the 503 says which. */
+export type HostFull =
+  /** Every run (agent) slot is in use: the host says so (Capacity.busy, RunRejected busy) or the core counts max_concurrent_runs. */
+  | { slots: "runs"; running?: number; max?: number; hostMessage?: string }
+  /** A manual run could pause, and the host already holds max_paused_runs runs waiting for an answer. */
+  | { slots: "paused"; paused: number };
+
+/** 503 busy naming what is full. */
+export function hostBusy(retryAfterSeconds: number, full: HostFull): ConnectError {
+  let message: string;
+  if (full.slots === "paused") {
+    message = `The intern's host already holds ${full.paused} run${full.paused === 1 ? "" : "s"} waiting for an answer, as many as it can. Answer or cancel one, or retry later.`;
+  } else if (full.max !== undefined) {
+    message = `Every run slot of the intern's host is in use (${full.running ?? full.max} of ${full.max}). Retry later.`;
+  } else {
+    const why = full.hostMessage ? `: ${full.hostMessage.replace(/[.\s]+$/, "")}` : "";
+    message = `Every agent slot of the intern's host is in use${why}. Retry later.`;
+  }
+  return serviceError(Reason.HOST_BUSY, message, { retryAfterSeconds });
 }
 
 export function internTimeout(): ConnectError {

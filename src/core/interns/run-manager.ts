@@ -107,7 +107,12 @@ export type EndingCause =
  * The relay (interns-handler.ts) only renders an ending; the manager records it.
  */
 export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, { on: K }>) => RunEnding } = {
-  turnEnded: (c) => ({ state: "finished", endReason: c.stopReason || "end_turn", finish: { kind: "stop" } }),
+  // An agent's own "cancelled" (no cancel from Portico: codex on reject_once) is a normal end too.
+  turnEnded: (c) => ({
+    state: "finished",
+    endReason: c.stopReason === "cancelled" ? "agent_cancelled" : c.stopReason || "end_turn",
+    finish: { kind: "stop" },
+  }),
   turnFailed: (c) => ({
     state: "failed",
     endReason: c.reason || "turn_failed",
@@ -303,7 +308,7 @@ function eventBytes(e: RunEvent["event"]): number {
 }
 
 function rejectedError(r: RunRejected): ConnectError {
-  if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S);
+  if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", hostMessage: r.message });
   if (r.reason === "timeout") return internTimeout();
   return internError("turn_failed", r.message || "The intern could not start the run.", true);
 }
@@ -469,7 +474,7 @@ export function createRunManager(deps: RunManagerDeps) {
     const { intern } = input;
     const link = links.get(intern.id);
     if (!link) throw internUnreachable();
-    if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+    if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs" });
     let running = 0;
     let paused = 0;
     let heldByKey = 0;
@@ -483,9 +488,11 @@ export function createRunManager(deps: RunManagerDeps) {
       // This key's share of runs held across a question is used up; other keys keep theirs.
       throw keyShareUsed(HOST_BUSY_RETRY_AFTER_S);
     }
-    if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+    if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) {
+      throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", running, max: link.hello.maxConcurrentRuns });
+    }
     if (input.approvalMode === "manual" && link.hello.maxPausedRuns > 0 && paused >= link.hello.maxPausedRuns) {
-      throw hostBusy(HOST_BUSY_RETRY_AFTER_S);
+      throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "paused", paused });
     }
 
     const runId = randomUUID();

@@ -172,6 +172,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
       .poll(async () => (busy = await chat(h, internId, chatBody("hello"), { key })).status, { timeout: 15_000, interval: 20 })
       .toBe(503);
     expect(busy.json.error.metadata).toEqual({ reason: "busy", retryable: true });
+    // It says what is full (not the paused-run wording).
+    expect(busy.json.error.message).toBe("Every agent slot of the intern's host is in use. Retry later.");
     expect(Number(busy.headers.get("retry-after"))).toBeGreaterThan(0);
     host.send({ case: "capacity", value: { runningRuns: 0, pausedRuns: 0, busy: false } as never });
     await expect.poll(async () => (await chat(h, internId, chatBody("hello"), { key })).status, { timeout: 15_000, interval: 20 }).toBe(200);
@@ -326,8 +328,31 @@ describe.each(["sqlite", "postgresql"] as const)("intern links: loss, silence, r
     const second = await chat(h, internId, chatBody("ask", { approval_mode: "manual" }), { key });
     expect(second.status).toBe(503);
     expect(second.json.error.metadata.reason).toBe("busy");
+    // Another key (its own share unused) is refused because the host's paused slots are full, and is told so.
+    const other = await h.identity.createApiKey({
+      organizationId: h.tenant.organizationId,
+      workspaceId: h.tenant.workspaceId,
+      creatorUserId: h.tenant.userId,
+      name: "another caller",
+      isManagement: false,
+    });
+    const third = await chat(h, internId, chatBody("ask", { approval_mode: "manual" }), { key: other.plaintext });
+    expect(third.status).toBe(503);
+    expect(third.json.error.message).toBe("The intern's host already holds 1 run waiting for an answer, as many as it can. Answer or cancel one, or retry later.");
     // A self-drive run cannot pause, so it still runs.
     expect((await chat(h, internId, chatBody("hello"), { key })).status).toBe(200);
+    await chat(h, internId, answerBody(a.sessionId, a.call.id, "cancel"), { key });
+    host.kill();
+  });
+
+  it("503 busy naming the run slots when the host's max_concurrent_runs runs are open", async () => {
+    const { internId, token } = await createTestIntern(h);
+    const host = startFakeHost({ coreUrl: h.coreUrl, token, maxConcurrentRuns: 1 });
+    await host.welcome;
+    const a = await pause(h, internId, key);
+    const second = await chat(h, internId, chatBody("hello"), { key });
+    expect(second.status).toBe(503);
+    expect(second.json.error).toMatchObject({ message: "Every run slot of the intern's host is in use (1 of 1). Retry later.", metadata: { reason: "busy" } });
     await chat(h, internId, answerBody(a.sessionId, a.call.id, "cancel"), { key });
     host.kill();
   });

@@ -132,6 +132,17 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(r.done).toBe(true);
   });
 
+  it("an agent's own cancelled stop reason is a normal end (stop) carrying the usage it reported", async () => {
+    const r = await chat(h, internId, chatBody("agent-cancel"), { key });
+    expect(r.status).toBe(200);
+    expect(r.done).toBe(true);
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+    expect(finishOf(r.chunks).error).toBeUndefined();
+    expect(finalOf(r.chunks).usage).toEqual({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10, prompt_tokens_details: { cached_tokens: 5 } });
+    const row = await h.database.db.internRun.findFirst({ where: { sessionKey: finalOf(r.chunks).session_id } });
+    expect(row).toMatchObject({ state: "finished", endReason: "agent_cancelled" });
+  });
+
   it("a failing turn ends with finish error and the reported usage", async () => {
     const r = await chat(h, internId, chatBody("fail"), { key });
     expect(r.status).toBe(200);
@@ -175,6 +186,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(busy.status).toBe(200);
     expect(busy.chunks[0].choices[0].delta).toEqual({ role: "assistant" });
     expect(finishOf(busy.chunks).error).toMatchObject({ code: 503, metadata: { reason: "busy", retryable: true } });
+    // The host's refusal says what is full ("no capacity" from the fake host), not the paused-run wording.
+    expect(finishOf(busy.chunks).error.message).toBe("Every agent slot of the intern's host is in use: no capacity. Retry later.");
     expect(busy.done).toBe(true);
 
     const before = host.cancels.length;

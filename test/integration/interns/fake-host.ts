@@ -72,6 +72,7 @@ export const MODEL = "fake/model-1";
  *  "ask"    → content "before", a question (allow_once/reject_once); after allow: "after", usage, end
  *  "fail"   → usage, turn failed (502 turn_failed)
  *  "end"    → run ended (cancelled)
+ *  "agent-cancel" → content, usage (with cached tokens), turn ended with the agent's own "cancelled"
  *  "busy"   → rejected busy;  "timeout" → rejected timeout
  *  "slow"   → content "tick" then silence until cancelled
  *  "nostart"→ nothing at all
@@ -108,6 +109,14 @@ export function defaultScript(run: FakeRun, host: FakeHost): void {
       started();
       host.emit(id, { case: "usage", value: { promptTokens: 1n, completionTokens: 1n, totalTokens: 2n } as never });
       host.emit(id, { case: "turnFailed", value: { code: 502, reason: "turn_failed", message: "the agent failed the turn: boom", retryable: false } as never });
+      run.ended = true;
+      return;
+    case "agent-cancel":
+      // codex on reject_once: the agent ends its own turn as "cancelled" (no cancel from Portico), after usage.
+      started();
+      host.emit(id, { case: "content", value: { text: "stopped" } as never });
+      host.emit(id, { case: "usage", value: { promptTokens: 7n, completionTokens: 3n, totalTokens: 10n, cachedTokens: 5n } as never });
+      host.emit(id, { case: "turnEnded", value: { stopReason: "cancelled" } as never });
       run.ended = true;
       return;
     case "end":

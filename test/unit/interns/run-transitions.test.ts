@@ -41,6 +41,8 @@ describe("the run transition table", () => {
 
   it("matches the description's table", () => {
     expect(endingOf({ on: "turnEnded", stopReason: "" })).toEqual({ state: "finished", endReason: "end_turn", finish: { kind: "stop" } });
+    // The agent's own "cancelled" (codex on reject_once, no session/cancel sent) is a normal end, not run_ended.
+    expect(endingOf({ on: "turnEnded", stopReason: "cancelled" })).toEqual({ state: "finished", endReason: "agent_cancelled", finish: { kind: "stop" } });
     expect(endingOf({ on: "turnFailed", code: 0, reason: "", message: "", retryable: false })).toMatchObject({
       state: "failed",
       finish: { kind: "error", code: 502, reason: "turn_failed" },

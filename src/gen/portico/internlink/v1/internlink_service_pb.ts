@@ -716,7 +716,8 @@ export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
  */
 export type TurnEnded = Message<"portico.internlink.v1.TurnEnded"> & {
   /**
-   * ACP stop reason: end_turn, max_tokens, max_turn_requests or refusal.
+   * ACP stop reason: end_turn, max_tokens, max_turn_requests, refusal, or cancelled when the agent ended
+   * the turn itself without a session/cancel from Portico (codex does on reject_once): a normal end.
    *
    * @generated from field: string stop_reason = 1;
    */
@@ -773,7 +774,8 @@ export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
   messageDesc(file_portico_internlink_v1_internlink_service, 17);
 
 /**
- * RunEnded says the run ended by cancellation or deadline, confirmed by the agent.
+ * RunEnded says the run ended by a cancellation Portico asked for (the core's CancelRun, a "cancel"
+ * answer, a deadline or the host's own limits), confirmed by the agent.
  *
  * @generated from message portico.internlink.v1.RunEnded
  */
@@ -974,7 +976,7 @@ export enum CancelReason {
   DEADLINE = 2,
 
   /**
-   * The caller answered "cancel".
+   * The caller answered "cancel", or cancelled the run through the API (CancelSessionRun).
    *
    * @generated from enum value: CANCEL_REASON_CALLER = 3;
    */
