@@ -2,7 +2,7 @@
  * The core's network listener: Connect, gRPC and gRPC-Web over HTTP/2 on one port: cleartext (h2c),
  * or TLS when given a certificate and key.
  */
-import { correctParseErrorStatus } from "./parse-error-status.js";
+import { correctParseErrors } from "./parse-error-status.js";
 import { fastify, LogController, type FastifyInstance } from "fastify";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { Http2Server } from "node:http2";
@@ -41,14 +41,14 @@ export async function startCoreServer(core: Core, opts: CoreServerOptions): Prom
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
   });
-  app.addHook("onRequest", async (req, reply) => {
-    if (String(req.headers["content-type"] ?? "").startsWith("application/grpc")) correctParseErrorStatus(reply.raw as never);
-  });
   app.addHook("preClose", async () => {
     for (const s of sessions) s.close();
   });
   await app.register(fastifyConnectPlugin, {
-    routes: core.routes,
+    routes: (router) => {
+      core.routes(router);
+      correctParseErrors(router);
+    },
     interceptors: core.interceptors,
     readMaxBytes: opts.readMaxBytes ?? 4 * 1024 * 1024,
     shutdownTimeoutMs: 2000,
