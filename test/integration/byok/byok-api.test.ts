@@ -195,17 +195,26 @@ describe.each(["sqlite", "postgresql"] as const)("BYOK credentials (%s)", (provi
     });
 
     it("asks for workspace_id when the default workspace was deleted (create and list)", async () => {
+      // A management key of a second workspace: a key of the deleted workspace itself is refused outright (401).
       const lone = await h.createTenant();
+      const second = await h.identity.createWorkspace({ organizationId: lone.organizationId, name: "second" });
+      const { plaintext: mk } = await h.identity.createApiKey({
+        organizationId: lone.organizationId,
+        workspaceId: second.id,
+        creatorUserId: lone.userId,
+        name: "second management",
+        isManagement: true,
+      });
       await h.identity.deleteWorkspace(lone.workspaceId);
-      const res = await create({ key: canaryKey(), provider: "openai" }, lone.managementKey);
+      expect((await create({ key: canaryKey(), provider: "openai" }, lone.managementKey)).status).toBe(401);
+      const res = await create({ key: canaryKey(), provider: "openai" }, mk);
       expect(res.status).toBe(400);
       expect(res.json.error.metadata.field).toBe("workspace_id");
       expect(res.json.error.message).toMatch(/default workspace was deleted; pass workspace_id/);
-      const listed = await api(h, "GET", "/byok", { key: lone.managementKey });
+      const listed = await api(h, "GET", "/byok", { key: mk });
       expect(listed.status).toBe(400);
       expect(listed.json.error.metadata.field).toBe("workspace_id");
-      const ws = await h.identity.createWorkspace({ organizationId: lone.organizationId, name: "second" });
-      const ok = await create({ key: canaryKey(), provider: "openai", workspace_id: ws.id }, lone.managementKey);
+      const ok = await create({ key: canaryKey(), provider: "openai", workspace_id: second.id }, mk);
       expect(ok.status).toBe(200);
     });
   });
