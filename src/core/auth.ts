@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { bearerToken, digestsEqual, hashSecret } from "./identity/keys.js";
-import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, invalidArgument, permissionDenied, unauthenticated } from "./errors.js";
+import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, Reason, invalidArgument, permissionDenied, serviceError, unauthenticated } from "./errors.js";
 
 export interface Caller {
   keyId: string;
@@ -100,6 +100,12 @@ export function createErrorBoundaryInterceptor(
   };
 }
 
+/** Prisma's "transaction could not start in time" (P2028) and "timed out fetching a connection" (P2024). */
+function isDatabaseBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "P2028" || code === "P2024";
+}
+
 function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {
   // A request message that is not valid protobuf (connect-es says Internal) is the caller's fault.
   if (err instanceof ConnectError && err.code === Code.Internal && err.rawMessage.startsWith("parse binary:")) {
@@ -109,6 +115,11 @@ function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, 
   // The caller went away (its signal aborted the handler's work): not a fault, nothing to report.
   if (err instanceof Error && err.name === "AbortError") return new ConnectError("the caller went away", Code.Canceled);
   if (err instanceof ConnectError && err.rawMessage === "Internal Server Error") return err;
+  // The database could not hand out a connection or start a transaction in time: overload, not a fault of
+  // the request; the caller is told to come back shortly (503, Retry-After) instead of getting a 500.
+  if (isDatabaseBusy(err)) {
+    return serviceError(Reason.CORE_UNAVAILABLE, "The service is busy; retry shortly", { retryAfterSeconds: 1 });
+  }
   onUnexpected(err, procedure);
   return new ConnectError("Internal Server Error", Code.Internal);
 }

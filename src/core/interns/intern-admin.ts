@@ -36,6 +36,15 @@ export interface InternSettings {
   model?: string | null;
 }
 
+/**
+ * A management write's transaction. Writes on one intern lock its row, so concurrent ones queue on that lock
+ * while holding a pooled connection; the others may wait up to 10 s for a connection instead of Prisma's 2 s
+ * (a burst of redundant deletes or suspends is answered 404/409 in turn, not 500). The work inside is small.
+ */
+function adminTransaction<T>(db: Db, fn: (tx: DbTransaction) => Promise<T>): Promise<T> {
+  return db.$transaction(fn, { maxWait: 10_000, timeout: 15_000 });
+}
+
 export function internStatus(i: Intern): (typeof INTERN_STATUSES)[number] {
   if (i.suspendedAt) return "stopped";
   return i.status === "attached" ? "running" : "awaiting_host";
@@ -153,7 +162,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
       if (!workspace) throw invalidArgument("workspace_id", "workspace_id does not name a workspace of this organization");
       const token = generateHostToken();
       try {
-        const intern = await db.$transaction(async (tx) => {
+        const intern = await adminTransaction(db, async (tx) => {
           const row = await tx.intern.create({
             data: { organizationId: actor.organizationId, workspaceId, hostTokenHash: hashSecret(token), name: settings.name!, ...columns(settings) },
           });
@@ -172,7 +181,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
       const settings = checkSettings(changes);
       if (Object.keys(settings).length === 0) return view(intern);
       try {
-        const updated = await db.$transaction(async (tx) => {
+        const updated = await adminTransaction(db, async (tx) => {
           const row = await updateIntern(tx, intern.id, { ...columns(settings), updatedAt: new Date() });
           await recordAudit(tx, actor, { action: "intern.update", targetType: "intern", targetId: intern.id, workspaceId, details: auditOf(settings) });
           return row;
@@ -190,7 +199,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
      */
     async delete(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
-      await db.$transaction(async (tx) => {
+      await adminTransaction(db, async (tx) => {
         await updateIntern(tx, intern.id, { updatedAt: new Date() });
         const live = await tx.internRun.count({ where: { internId: intern.id, state: { in: ["streaming", "paused"] } } });
         if (live > 0) throw stateConflict("The intern has a run in progress or waiting for an answer; wait for it to end or cancel it first");
@@ -206,7 +215,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
 
     async suspend(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
-      await db.$transaction(async (tx) => {
+      await adminTransaction(db, async (tx) => {
         await updateIntern(tx, intern.id, { suspendedAt: intern.suspendedAt ?? new Date(), updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.suspend", targetType: "intern", targetId: intern.id, workspaceId });
       });
@@ -216,7 +225,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
     async provision(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
       if (!intern.suspendedAt) return;
-      await db.$transaction(async (tx) => {
+      await adminTransaction(db, async (tx) => {
         await updateIntern(tx, intern.id, { suspendedAt: null, updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.provision", targetType: "intern", targetId: intern.id, workspaceId });
       });
@@ -226,7 +235,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
     async issueHostToken(actor: Actor, workspaceId: string, id: string): Promise<{ view: InternView; hostToken: string }> {
       const intern = await internOf(workspaceId, id);
       const token = generateHostToken();
-      const updated = await db.$transaction(async (tx) => {
+      const updated = await adminTransaction(db, async (tx) => {
         const row = await updateIntern(tx, intern.id, { hostTokenHash: hashSecret(token), updatedAt: new Date() });
         await recordAudit(tx, actor, {
           action: intern.hostTokenHash ? "intern.host_token.rotate" : "intern.host_token.issue",
@@ -242,7 +251,7 @@ export function createInternAdmin(deps: InternAdminDeps) {
 
     async revokeHostToken(actor: Actor, workspaceId: string, id: string): Promise<void> {
       const intern = await internOf(workspaceId, id);
-      await db.$transaction(async (tx) => {
+      await adminTransaction(db, async (tx) => {
         await updateIntern(tx, intern.id, { hostTokenHash: null, updatedAt: new Date() });
         await recordAudit(tx, actor, { action: "intern.host_token.revoke", targetType: "intern", targetId: intern.id, workspaceId });
       });

@@ -63,7 +63,7 @@ describe("portico CLI", () => {
     expect(again.stderr).toContain("no active membership");
     const del = await runPortico(["admin", "workspace", "delete", ws.workspace_id], env);
     expect(del.code).toBe(0);
-  });
+  }, 120_000); // eight CLI processes one after another: each opens the database and migrates
 
   it("serves on an empty data folder, prints keys once, answers intern prompts out of the box, stops on SIGTERM", async () => {
     const env = { PORTICO_DATA_DIR: dataDir(), PORT: "0", PORTICO_GRPC_PORT: "0" };

@@ -1,0 +1,45 @@
+/**
+ * The core's error boundary: what a handler throws becomes an error the caller may see. A database that cannot
+ * hand out a connection or start a transaction in time is overload (503, retryable, Retry-After), not a 500,
+ * and is not reported as an unexpected error; anything unknown is a bare 500 and is reported.
+ */
+import { Code, ConnectError, type UnaryRequest } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { createErrorBoundaryInterceptor } from "../../../src/core/auth.js";
+import { errorDetailOf } from "../../../src/core/errors.js";
+
+function run(thrown: unknown) {
+  const reported: unknown[] = [];
+  const interceptor = createErrorBoundaryInterceptor((err) => reported.push(err));
+  const handler = interceptor(async () => {
+    throw thrown;
+  });
+  const req = { url: "/portico.test.v1.T/M", header: new Headers(), stream: false } as unknown as UnaryRequest;
+  return handler(req).then(
+    () => ({ error: undefined as ConnectError | undefined, reported }),
+    (error: ConnectError) => ({ error, reported }),
+  );
+}
+
+describe("core error boundary", () => {
+  for (const code of ["P2028", "P2024"]) {
+    it(`answers a busy database (${code}) with 503 core_unavailable, Retry-After 1, unreported`, async () => {
+      const err = Object.assign(new Error("Transaction API error: Unable to start a transaction in the given time."), { code });
+      const { error, reported } = await run(err);
+      expect(error).toBeInstanceOf(ConnectError);
+      expect(error!.code).toBe(Code.Unavailable);
+      const detail = errorDetailOf(error!);
+      expect(detail?.retryable).toBe(true);
+      expect(detail?.retryAfterSeconds).toBe(1);
+      expect(error!.rawMessage).not.toMatch(/Transaction API|P20/);
+      expect(reported).toEqual([]);
+    });
+  }
+
+  it("keeps other failures a bare, reported 500", async () => {
+    const { error, reported } = await run(Object.assign(new Error("boom"), { code: "P2002" }));
+    expect(error!.code).toBe(Code.Internal);
+    expect(error!.rawMessage).toBe("Internal Server Error");
+    expect(reported).toHaveLength(1);
+  });
+});
