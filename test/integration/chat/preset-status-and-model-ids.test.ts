@@ -143,6 +143,14 @@ describe.each(["sqlite", "postgresql"] as const)("preset status and model ids in
       expect(details).toContain("<provider>/<model>");
       expect(details).toContain("gpt-4o-mini");
     }
+    // A bare id a preset's configuration set: the message says the preset was applied.
+    const made = await api(h, "POST", "/presets/bare/chat/completions", { key: h.tenant.managementKey, body: { model: "llama3", messages: hi } });
+    expect(made.status, made.text).toBe(200);
+    const viaPreset = await chat({ model: "@preset/bare", messages: hi });
+    expect(viaPreset.status, viaPreset.text).toBe(400);
+    expect(viaPreset.json.error.metadata.field).toBe("model");
+    expect(viaPreset.json.error.message).toContain('model "llama3" (after preset "bare" was applied');
+    expect(viaPreset.json.error.message).toContain("<provider>/<model>");
     // A provider order can still send an unknown vendor's model to a known provider.
     const routed = await chat({ model: "meta/llama-3.3-70b", provider: { order: ["groq"] }, messages: hi });
     expect(routed.status, routed.text).toBe(200);
