@@ -12,6 +12,7 @@ import cluster from "node:cluster";
 import { availableParallelism } from "node:os";
 import { isServeWorker, reportReady } from "../cluster/ipc.js";
 import { startServePrimary } from "../cluster/primary.js";
+import { printServingBanner } from "./banner.js";
 
 // Files Portico creates (database, master key, working folders) are private to its user by default.
 process.umask(0o077);
@@ -65,7 +66,10 @@ program
 
 program
   .command("serve")
-  .description("run core and gateway (and the embedded intern host) in one process")
+  .description(
+    "run core and gateway (and the embedded intern host): a primary process forks one worker process per CPU, " +
+      "each serving both on the shared ports (PORTICO_WORKERS sets how many; 1 serves from a single process)",
+  )
   .action(async () => {
     const cfg = config();
     const workers = cfg.workers === 0 ? availableParallelism() : cfg.workers;
@@ -98,8 +102,9 @@ program
           stopAll(reason);
         },
       });
-      await primary.ready;
+      const urls = await primary.ready;
       logger.info({ workers }, "serving with worker processes");
+      printServingBanner(urls);
       return;
     }
     const worker = isServeWorker();
@@ -122,8 +127,12 @@ program
     await waitForEmbeddedHost(proc, cfg, logger);
     proc.startupComplete = true;
     // One process: say so here; with workers, the primary says it once every worker is ready.
-    if (worker) reportReady();
-    else logger.info("serving");
+    const urls = proc.gatewayUrl && proc.coreServer ? { gateway: proc.gatewayUrl, core: proc.coreServer.url } : undefined;
+    if (worker) reportReady(urls);
+    else {
+      logger.info("serving");
+      printServingBanner(urls);
+    }
   });
 
 program

@@ -21,7 +21,7 @@ import { createLocalInvalidationBus, type InvalidationBus } from "../lib/invalid
 export const IPC_CHANNEL = "portico";
 
 export type WorkerMessage =
-  | { channel: typeof IPC_CHANNEL; type: "ready" }
+  | { channel: typeof IPC_CHANNEL; type: "ready"; urls?: ServeUrls }
   | { channel: typeof IPC_CHANNEL; type: "hold"; internId: string; owner: LinkOwner }
   | { channel: typeof IPC_CHANNEL; type: "drop"; internId: string; instanceId: string }
   | { channel: typeof IPC_CHANNEL; type: "owner?"; requestId: number; internId: string }
@@ -135,9 +135,15 @@ export function createIpcCluster(opts: { instanceId: string; advertiseUrl: strin
   };
 }
 
-/** Tells the primary this worker finished start-up (listening, first run done). */
-export function reportReady(): void {
-  send({ channel: IPC_CHANNEL, type: "ready" });
+/** Where a `portico serve` answers: the gateway's origin (console at /console/, API at /api/v1) and the core's. */
+export interface ServeUrls {
+  gateway: string;
+  core: string;
+}
+
+/** Tells the primary this worker finished start-up (listening, first run done), and where it answers. */
+export function reportReady(urls?: ServeUrls): void {
+  send({ channel: IPC_CHANNEL, type: "ready", urls });
 }
 
 /** The invalidation bus of a worker: delivered here at once, and to the other workers through the primary. */

@@ -15,7 +15,7 @@ import { RateLimiterClusterMaster } from "rate-limiter-flexible";
 import { AggregatorRegistry } from "prom-client";
 import type { Logger } from "../log.js";
 import type { LinkOwner } from "../core/interns/cluster.js";
-import { IPC_CHANNEL, type PrimaryMessage, type WorkerMessage } from "./ipc.js";
+import { IPC_CHANNEL, type PrimaryMessage, type ServeUrls, type WorkerMessage } from "./ipc.js";
 
 export interface ServePrimaryOptions {
   workers: number;
@@ -29,8 +29,8 @@ export interface ServePrimaryOptions {
 }
 
 export interface ServePrimary {
-  /** Resolves when every worker reported ready. */
-  ready: Promise<void>;
+  /** Resolves when every worker reported ready, with where they answer (the workers share the ports). */
+  ready: Promise<ServeUrls | undefined>;
   /** Stops every worker (SIGTERM, then they run their own graceful stop) and resolves when all exited. */
   stop(): Promise<void>;
   /** Live workers by index (for tests and status). */
@@ -49,7 +49,8 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
   let stopping = false;
   let readyCount = 0;
   let markReady!: () => void;
-  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  let urls: ServeUrls | undefined;
+  const ready = new Promise<ServeUrls | undefined>((resolve) => (markReady = () => resolve(urls)));
   const everReady = new Set<number>();
 
   const sendTo = (w: Worker, msg: PrimaryMessage) => {
@@ -70,6 +71,7 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
         case "ready":
           if (!everReady.has(index)) {
             everReady.add(index);
+            urls ??= msg.urls;
             readyCount++;
             if (readyCount === opts.workers) markReady();
           }

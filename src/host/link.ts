@@ -19,7 +19,7 @@ import {
 } from "../gen/portico/internlink/v1/internlink_service_pb.js";
 import { createHostEngine, type HostEngine, type SessionInfo } from "./engine.js";
 import { resolveLimits, type InternHostOptions } from "./options.js";
-import { resolveBwrap } from "./sandbox.js";
+import { bwrapMissingNotice, resolveBwrap } from "./sandbox.js";
 
 export const HOST_VERSION = "0.1.0";
 
@@ -103,7 +103,8 @@ export function createInternHost(options: InternHostOptions): InternHost {
   const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   const runAs = isRoot ? (options.runAs === undefined ? { uid: 65534, gid: 65534 } : (options.runAs ?? undefined)) : undefined;
   const bwrap = resolveBwrap(options.bwrapPath);
-  if (!bwrap) logger.warn("bubblewrap (bwrap) not found: manual-mode runs will refuse shell commands");
+  const bwrapNotice = bwrap ? null : bwrapMissingNotice(options.profile);
+  if (bwrapNotice) logger[bwrapNotice.level](bwrapNotice.message);
   const events = new EventEmitter();
   const closeCtl = new AbortController();
 

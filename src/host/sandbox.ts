@@ -28,6 +28,33 @@ export function resolveBwrap(setting: string | null | undefined): string | undef
 }
 
 /**
+ * What a missing bubblewrap changes for an agent profile, for the host's start-up log (null: nothing).
+ * Only two things need it: in manual mode, a command an agent runs through a client terminal without asking
+ * first (it would run sandboxed; without bwrap it is refused), and a profile with `sandbox: "process"` (its
+ * agent cannot start). Approved commands and self-drive runs never use it, and the built-in agent asks before
+ * every command, so it works as usual.
+ */
+export function bwrapMissingNotice(profile: { sandbox?: "terminal" | "process" | "none"; offerTerminal?: boolean }): { level: "info" | "warn"; message: string } | null {
+  const sandbox = profile.sandbox ?? "terminal";
+  if (sandbox === "none") return null;
+  if (sandbox === "process") {
+    return {
+      level: "warn",
+      message:
+        'bubblewrap (bwrap) not found: this agent profile runs the agent in a process sandbox (sandbox "process"), so its sessions cannot start; install bubblewrap (apt-get install -y bubblewrap) or change the profile',
+    };
+  }
+  if (profile.offerTerminal === false) return null;
+  return {
+    level: "info",
+    message:
+      "bubblewrap (bwrap) not found: in manual mode, a shell command an agent runs without asking first is refused instead of run sandboxed. " +
+      "Commands allowed in manual mode and all self-drive commands run as usual, and the built-in agent (which asks before every command) is not affected. " +
+      "Install bubblewrap (apt-get install -y bubblewrap) to sandbox unasked commands instead",
+  };
+}
+
+/**
  * Arguments for bwrap running one command: read-only root, fresh /dev, /proc and /tmp, the working
  * folder bound writable, no network, own pid namespace, dies with the host, new session (no TTY
  * injection).

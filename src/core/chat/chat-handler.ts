@@ -59,7 +59,8 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       const caller = callerOf(ctx);
       const [creds, presets, shared] = await Promise.all([
         deps.credentials.listAll(caller.workspaceId),
-        deps.presets.listPresets(caller.workspaceId, { offset: 0, limit: 100 }),
+        // Only active presets serve requests (docs/chat.md); disabled and archived ones are not offered.
+        deps.presets.listPresets(caller.workspaceId, { offset: 0, limit: 100 }, { status: "active" }),
         deps.shared ? deps.shared.providers() : [],
       ]);
       const ids = new Map<string, { ownedBy: string; created: bigint }>();

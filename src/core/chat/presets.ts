@@ -18,6 +18,8 @@ export interface PresetReference {
   slug: string;
   /** A named version; undefined for the designated one. */
   version: number | undefined;
+  /** The request field that named the preset (`model` when both do). */
+  field: "model" | "preset";
 }
 
 export class PresetReferenceError extends Error {
@@ -39,9 +41,9 @@ function parse(raw: string, field: "model" | "preset"): PresetReference {
   const slug = at > 0 ? text.slice(0, at) : text;
   const versionText = at > 0 ? text.slice(at + 1) : undefined;
   if (!SLUG.test(slug)) throw new PresetReferenceError(field, `${field} names no valid preset slug`);
-  if (versionText === undefined) return { slug, version: undefined };
+  if (versionText === undefined) return { slug, version: undefined, field };
   if (!/^[1-9][0-9]{0,8}$/.test(versionText)) throw new PresetReferenceError(field, `${field}: the preset version must be a positive integer`);
-  return { slug, version: Number(versionText) };
+  return { slug, version: Number(versionText), field };
 }
 
 /** The preset a request names, or null when it names none. */

@@ -72,7 +72,8 @@ export interface PresetsRepository {
   findPreset(workspaceId: string, slug: string): Promise<Preset | null>;
   findVersionById(id: string): Promise<PresetVersion | null>;
   findVersion(presetId: string, version: number): Promise<PresetVersion | null>;
-  listPresets(workspaceId: string, page: PageRequest): Promise<{ items: Preset[]; total: number }>;
+  /** The workspace's presets, most recently updated first; with `status`, only those in that status. */
+  listPresets(workspaceId: string, page: PageRequest, filter?: { status?: string }): Promise<{ items: Preset[]; total: number }>;
   listVersions(presetId: string, page: PageRequest): Promise<{ items: PresetVersion[]; total: number }>;
 }
 
@@ -110,11 +111,12 @@ export function createPresetsRepository(db: Db, opts: PresetsRepositoryOptions):
     findVersionById: (id) => db.presetVersion.findUnique({ where: { id } }),
     findVersion: (presetId, version) =>
       db.presetVersion.findUnique({ where: { presetId_version: { presetId, version } } }),
-    async listPresets(workspaceId, page) {
+    async listPresets(workspaceId, page, filter) {
+      const where = filter?.status === undefined ? { workspaceId } : { workspaceId, status: filter.status };
       const [total, items] = await Promise.all([
-        db.preset.count({ where: { workspaceId } }),
+        db.preset.count({ where }),
         db.preset.findMany({
-          where: { workspaceId },
+          where,
           orderBy: [{ updatedAt: "desc" }, { createdAt: "desc" }, { id: "asc" }],
           skip: page.offset,
           take: page.limit,

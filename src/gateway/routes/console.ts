@@ -45,12 +45,15 @@ export async function registerConsoleRoutes(app: FastifyInstance): Promise<void>
         return payload;
       });
       scope.get(CONSOLE_PREFIX, { schema: { hide: true } }, async (_req, reply) => reply.redirect(`${CONSOLE_PREFIX}/`, 301));
+      // The service's root leads a browser to the console (302: the root may serve something else one day).
+      scope.get("/", { schema: { hide: true } }, async (_req, reply) => reply.redirect(`${CONSOLE_PREFIX}/`, 302));
       await scope.register(fastifyStatic, {
         root: CONSOLE_ROOT,
         prefix: `${CONSOLE_PREFIX}/`,
         index: "index.html",
         cacheControl: false,
-        dotfiles: "deny",
+        // A dot-file is answered like a file that does not exist (404 in the envelope), not 403.
+        dotfiles: "ignore",
         schemaHide: true,
       });
     },

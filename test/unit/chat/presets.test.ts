@@ -6,11 +6,11 @@ const user = { role: "user", content: "hi" };
 
 describe("preset references", () => {
   it("reads the three forms", () => {
-    expect(presetReferenceOf({ model: "@preset/support", messages: [] })).toEqual({ slug: "support", version: undefined });
-    expect(presetReferenceOf({ model: "@preset/support@3", messages: [] })).toEqual({ slug: "support", version: 3 });
-    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "support", messages: [] })).toEqual({ slug: "support", version: undefined });
-    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "support@2", messages: [] })).toEqual({ slug: "support", version: 2 });
-    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "@preset/support", messages: [] })).toEqual({ slug: "support", version: undefined });
+    expect(presetReferenceOf({ model: "@preset/support", messages: [] })).toEqual({ slug: "support", version: undefined, field: "model" });
+    expect(presetReferenceOf({ model: "@preset/support@3", messages: [] })).toEqual({ slug: "support", version: 3, field: "model" });
+    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "support", messages: [] })).toEqual({ slug: "support", version: undefined, field: "preset" });
+    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "support@2", messages: [] })).toEqual({ slug: "support", version: 2, field: "preset" });
+    expect(presetReferenceOf({ model: "openai/gpt-4o", preset: "@preset/support", messages: [] })).toEqual({ slug: "support", version: undefined, field: "preset" });
   });
 
   it("no preset: null", () => {
@@ -35,7 +35,7 @@ describe("preset references", () => {
       expect(err).toBeInstanceOf(PresetReferenceError);
       expect((err as PresetReferenceError).field).toBe(field);
     }
-    expect(presetReferenceOf({ model: "@preset/a@2", preset: "a@2" })).toEqual({ slug: "a", version: 2 });
+    expect(presetReferenceOf({ model: "@preset/a@2", preset: "a@2" })).toEqual({ slug: "a", version: 2, field: "model" });
   });
 });
 

@@ -19,6 +19,33 @@ export interface PlanDeps {
   providers: ProviderRegistry;
 }
 
+/**
+ * Model ids are `<provider>/<model>` (docs/chat.md): a bare id such as `gpt-4o-mini`, or one whose provider
+ * no adapter serves, is a 400 naming the field that carried it (`model` or `models[i]`), not "no credential".
+ */
+function checkModelIds(body: Readonly<Record<string, unknown>>, known: (provider: string) => boolean, preset: string | null): void {
+  // After the preset stage the id may come from the preset's configuration: say so, or the caller looks for it in vain.
+  const from = preset ? ` (after preset "${preset}" was applied: its configuration may set it)` : "";
+  const fields: Array<[string, unknown]> = [["model", body.model]];
+  if (Array.isArray(body.models)) body.models.forEach((m, i) => fields.push([`models[${i}]`, m]));
+  const prefs = preferencesOf(body);
+  for (const [field, id] of fields) {
+    if (typeof id !== "string" || id === "") continue;
+    const slash = id.indexOf("/");
+    if (slash <= 0 || slash === id.length - 1) {
+      throw invalidArgument(
+        field,
+        `${field} "${id}"${from} is not a model id: model ids are <provider>/<model>, such as openai/gpt-4o-mini (GET /api/v1/models lists what this key may use)`,
+      );
+    }
+    const own = id.slice(0, slash).toLowerCase();
+    const others = (prefs.order ?? []).some(known);
+    if (!known(own) && !others) {
+      throw invalidArgument(field, `${field} "${id}"${from}: no provider "${own}" is served here; model ids are <provider>/<model> (GET /api/v1/providers lists the providers)`);
+    }
+  }
+}
+
 export function createPlanStage(deps: PlanDeps): ChatStage {
   return {
     name: "plan",
@@ -28,6 +55,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       const models = modelsOf(body);
       track.requestedModel = models[0] ?? "";
       if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
+      checkModelIds(body, (p) => deps.providers.get(p) !== undefined, call.track.presetSlug);
       const planned = planAttempts(models, preferencesOf(body), (p) => deps.providers.get(p) !== undefined);
       for (const plan of planned) {
         const provider = deps.providers.get(plan.provider)!;

@@ -2,11 +2,24 @@
  * Stage "preset": applies the preset the request names (`model: "@preset/<slug>[@<version>]"` or the
  * `preset` field; rules in ../presets.ts and docs/chat.md), replacing `call.request` with the merged request.
  */
-import { invalidArgument, notFound } from "../../errors.js";
+import { invalidArgument, notFound, Reason, serviceError } from "../../errors.js";
 import type { PresetsRepository } from "../../presets/presets-repository.js";
 import { applyPreset, presetReferenceOf, PresetReferenceError, type PresetReference } from "../presets.js";
 import type { CanonicalRequest } from "../model.js";
 import type { ChatStage } from "./stage.js";
+
+/**
+ * A preset whose status is not `active` is switched off (docs/chat.md): `disabled` for now, `archived` for good.
+ * Either way the request is refused before any upstream call, naming the preset and the field that named it.
+ */
+function inactivePreset(slug: string, status: string, field: "model" | "preset") {
+  const why = status === "archived" ? "archived" : status === "disabled" ? "disabled" : `not active (status ${status})`;
+  return serviceError(
+    Reason.STATE_CONFLICT,
+    `Preset "${slug}" is ${why} and serves no requests: set its status to active (PATCH /api/v1/presets/${slug}) to use it again`,
+    { field },
+  );
+}
 
 export function createPresetStage(deps: { presets: PresetsRepository }): ChatStage {
   return {
@@ -22,6 +35,7 @@ export function createPresetStage(deps: { presets: PresetsRepository }): ChatSta
       if (ref) {
         const preset = await deps.presets.findPreset(call.caller.workspaceId, ref.slug);
         if (!preset) throw notFound(`No preset "${ref.slug}" in this workspace`);
+        if (preset.status !== "active") throw inactivePreset(ref.slug, preset.status, ref.field);
         const version = ref.version !== undefined
           ? await deps.presets.findVersion(preset.id, ref.version)
           : preset.designatedVersionId ? await deps.presets.findVersionById(preset.designatedVersionId) : null;
