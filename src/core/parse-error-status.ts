@@ -9,6 +9,7 @@
  * - gRPC-Web: the trailer frame at the end of the body;
  * - Connect: the unary error body (and its HTTP status), or the end-of-stream frame of a stream.
  * (JSON decoding failures are already INVALID_ARGUMENT.)
+ * It also re-encodes gRPC's `grpc-message` the way the gRPC spec does (see specGrpcMessage).
  */
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
@@ -35,7 +36,29 @@ function isParseFailure(code: string | undefined, message: unknown): boolean {
   return code === "internal" && typeof message === "string" && message.startsWith(PARSE_FAILURE);
 }
 
+/**
+ * `grpc-message` percent-encoded as the gRPC spec asks: only bytes outside printable ASCII and `%` itself.
+ * connect-es encodes with encodeURIComponent (`:` → `%3A`, `/` → `%2F`, `,` → `%2C`), and grpc-js decodes with
+ * decodeURI, which leaves those escapes in: its users would read "workspace_id%3A must be…".
+ */
+function specGrpcMessage(headers: Headers | undefined): void {
+  const raw = headers?.get("grpc-message");
+  if (!raw || !raw.includes("%")) return;
+  let text: string;
+  try {
+    text = decodeURIComponent(raw);
+  } catch {
+    return;
+  }
+  let out = "";
+  for (const byte of Buffer.from(text, "utf8")) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  headers!.set("grpc-message", out);
+}
+
 function correctGrpcStatus(headers: Headers | undefined): void {
+  specGrpcMessage(headers);
   if (!headers || headers.get("grpc-status") !== GRPC_INTERNAL) return;
   let message = headers.get("grpc-message") ?? "";
   try {
