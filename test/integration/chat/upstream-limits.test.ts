@@ -14,6 +14,8 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 
 const ECHOED_KEY = "gsk-echoed-secret-5c1f9a";
+/** A key long enough to be guarded when spelled across chunks (src/core/chat/key-guard.ts). */
+const SPELLED_KEY = "sk-spelled-0123456789abcdefghijklmnopqrstuvwxyz";
 
 /** google.protobuf.Struct as proto-loader represents it. */
 const value = (v: unknown): unknown =>
@@ -41,6 +43,7 @@ describe("chat completions against failing providers", () => {
   let limited: FakeUpstream;
   let limitedToo: FakeUpstream;
   let echo: FakeUpstream;
+  let spell: FakeUpstream;
   let chat: any;
 
   beforeAll(async () => {
@@ -49,6 +52,9 @@ describe("chat completions against failing providers", () => {
     limited = await startFakeOpenAI(defaultScript(), { failStatus: 429, failMessage: "slow down", failHeaders: { "retry-after": "30" } });
     limitedToo = await startFakeOpenAI(defaultScript(), { failStatus: 429, failMessage: "slow down", failHeaders: { "retry-after": "20" } });
     echo = await startFakeOpenAI({ text: ["Your key is ", ECHOED_KEY, ", keep it safe."], finish: "stop", usage: { input: 1, output: 3 } });
+    // The key a few characters per chunk, as a model's tokens would carry it.
+    const pieces = SPELLED_KEY.match(/.{1,3}/g)!;
+    spell = await startFakeOpenAI({ text: ["Your key is ", ...pieces, ", keep it safe."], finish: "stop", usage: { input: 1, output: pieces.length + 2 } });
     h = await startHarness({
       env: {
         PORTICO_HEARTBEAT_INTERVAL_MS: "100",
@@ -60,9 +66,10 @@ describe("chat completions against failing providers", () => {
         PORTICO_PROVIDER_MISTRAL_BASE_URL: `${limited.url}/v1`,
         PORTICO_PROVIDER_XAI_BASE_URL: `${limitedToo.url}/v1`,
         PORTICO_PROVIDER_DEEPSEEK_BASE_URL: `${echo.url}/v1`,
+        PORTICO_PROVIDER_FIREWORKS_BASE_URL: `${spell.url}/v1`,
       },
     });
-    for (const [provider, key] of [["groq", "gsk-silent"], ["together", "tg-ok"], ["mistral", "ms-limited"], ["xai", "xai-limited"], ["deepseek", ECHOED_KEY]] as const) {
+    for (const [provider, key] of [["groq", "gsk-silent"], ["together", "tg-ok"], ["mistral", "ms-limited"], ["xai", "xai-limited"], ["deepseek", ECHOED_KEY], ["fireworks", SPELLED_KEY]] as const) {
       expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider, key } })).status).toBe(200);
     }
     chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
@@ -70,7 +77,7 @@ describe("chat completions against failing providers", () => {
   afterAll(async () => {
     chat?.close();
     await h?.close();
-    await Promise.all([silent, ok, limited, limitedToo, echo].map((f) => f?.close()));
+    await Promise.all([silent, ok, limited, limitedToo, echo, spell].map((f) => f?.close()));
   });
 
   const post = (body: Record<string, unknown>, headers: Record<string, string> = {}, key = h.tenant.apiKey) =>
@@ -233,6 +240,17 @@ describe("chat completions against failing providers", () => {
       const { res } = await unary(chatBody("deepseek/m"), metadata(h.tenant.apiKey));
       expect(JSON.stringify(res)).not.toContain(ECHOED_KEY);
       expect(JSON.stringify(res)).toContain("[redacted]");
+    });
+
+    it("spelled over many chunks: withheld after its first characters (HTTP and gRPC streams); whole answers redact it", async () => {
+      const shown = `Your key is ${SPELLED_KEY.slice(0, 15)}[redacted], keep it safe.`;
+      const raw = await (await post({ model: "fireworks/m", stream: true })).text();
+      const text = sseData(raw).slice(0, -1).map((e) => JSON.parse(e).choices[0]?.delta?.content ?? "").join("");
+      expect(text).toBe(shown);
+      const s = await streamed(chatBody("fireworks/m"), metadata(h.tenant.apiKey));
+      expect(s.messages.map(contentOf).join("")).toBe(shown);
+      const whole = (await (await post({ model: "fireworks/m" })).json()) as { choices: Array<{ message: { content: string } }> };
+      expect(whole.choices[0]!.message.content).toBe("Your key is [redacted], keep it safe.");
     });
   });
 });

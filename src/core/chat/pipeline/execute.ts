@@ -10,6 +10,7 @@
 import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
 import { createMemoryCooldowns, type CredentialCooldowns } from "../cooldowns.js";
+import { createKeyGuard } from "../key-guard.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
@@ -135,6 +136,9 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
         yield { ...meta, object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } };
       }
       if (first.done) return;
+      // A key spelled out over several chunks (each event was already scrubbed of the whole key).
+      const guard = createKeyGuard(a.call.apiKey);
+      guard?.apply(first.value);
       observe(track, first.value);
       yield { ...first.value, id: track.id, provider: a.provider };
       for (;;) {
@@ -159,6 +163,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           return;
         }
         if (next.done) return;
+        guard?.apply(next.value);
         observe(track, next.value);
         yield { ...next.value, id: track.id, provider: a.provider };
       }
