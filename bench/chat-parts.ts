@@ -83,6 +83,20 @@ async function main(): Promise<void> {
     ac.abort(REASON);
   }));
 
+  // Issue 26: every streamed event's data is scrubbed of the credential (src/core/chat/providers/http.ts).
+  const { keyScrubber } = await import("../src/core/chat/providers/http.js");
+  const EVENT = JSON.stringify({ id: "chatcmpl-0f3c2b1e", object: "chat.completion.chunk", created: 1_700_000_000, model: "llama-3.3-70b", system_fingerprint: "fp_fake", choices: [{ index: 0, delta: { content: "w42 " }, logprobs: null, finish_reason: null }] });
+  const scrub = keyScrubber("gsk_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL")!;
+  add("key scrub of one streamed event's data (no key in it)", await cost(() => scrub(EVENT)));
+  add("JSON.parse of the same event's data (for scale)", await cost(() => JSON.parse(EVENT)));
+  const { createKeyGuard } = await import("../src/core/chat/key-guard.js");
+  const guard = createKeyGuard("gsk_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL")!;
+  const piece = (content: string) => ({ id: "c", object: "chat.completion.chunk" as const, created: 0, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+  const plainPiece = piece(" w42 and");
+  add("key guard of one chunk's text (no `g` in it: one indexOf)", await cost(() => guard.apply(plainPiece)));
+  const gPiece = piece(" going g");
+  add("key guard of one chunk's text (with `g`: automaton steps)", await cost(() => guard.apply(gPiece)));
+
   const chat = await import("../src/gen/portico/chat/v1/chat_service_pb.js");
   add("JSON body: JSON.stringify + JSON.parse", await cost(() => JSON.parse(JSON.stringify(BODY))));
   add("Struct body over gRPC: create + toBinary + fromBinary", await cost(() => fromBinary(chat.CreateChatCompletionRequestSchema, toBinary(chat.CreateChatCompletionRequestSchema, create(chat.CreateChatCompletionRequestSchema, { body: BODY })))));

@@ -35,6 +35,26 @@ export interface InternChatConfig {
   redisPrefix: string;
 }
 
+/** Time limits of chat completions (docs/operations.md, "Chat completions: time limits and re-sends"). */
+export interface ChatConfig {
+  /**
+   * Streamed attempts: the provider's response (status line and headers) must begin within this many ms,
+   * else the next candidate is tried (PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS, default 60000).
+   */
+  firstByteTimeoutMs: number;
+  /**
+   * Non-streamed attempts: the provider's answer, which it sends whole once generated, must begin within this
+   * many ms, else the next candidate is tried (PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS, default 300000).
+   */
+  answerTimeoutMs: number;
+  /**
+   * The request's budget: its answer (a stream's first chunk, a whole non-streamed answer) must begin within
+   * this many ms of its arrival, over every attempt, else 504 `timeout` (PORTICO_CHAT_BUDGET_MS, default
+   * 600000). Callers may lower it with the `x-request-timeout-ms` header or a gRPC deadline.
+   */
+  budgetMs: number;
+}
+
 export interface ByokConfig {
   /**
    * Master key material (PORTICO_MASTER_KEY): base64 or hex of 32 bytes, or a keyring JSON
@@ -119,6 +139,7 @@ export interface Config {
    */
   authCacheTtlMs: number;
   interns: InternChatConfig;
+  chat: ChatConfig;
   /** Provider base URLs for chat completions (see docs/providers.md). */
   providers: ProviderEndpointConfig;
   byok: ByokConfig;
@@ -204,6 +225,9 @@ const Env = z
     PORTICO_INTERN_MAX_PAUSED_PER_KEY: intSetting(0, 0, 10_000),
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
+    PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
+    PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS: intSetting(300_000, 100, 3_600_000),
+    PORTICO_CHAT_BUDGET_MS: intSetting(600_000, 100, 3_600_000),
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
@@ -256,6 +280,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxPausedRunsPerKey: e.PORTICO_INTERN_MAX_PAUSED_PER_KEY,
       advertiseUrl: e.PORTICO_CORE_ADVERTISE_URL,
       redisPrefix: e.PORTICO_REDIS_PREFIX ?? "portico:",
+    },
+    chat: {
+      firstByteTimeoutMs: e.PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
+      answerTimeoutMs: e.PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS,
+      budgetMs: e.PORTICO_CHAT_BUDGET_MS,
     },
     providers: providerEndpoints(env),
     byok: {

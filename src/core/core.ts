@@ -36,6 +36,7 @@ import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
 import { ProvidersService } from "../gen/portico/providers/v1/providers_service_pb.js";
 import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
+import { createMemoryCooldowns } from "./chat/cooldowns.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
@@ -126,6 +127,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     providers,
     brand: config.brand,
     logger,
+    timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
+    cooldowns: createMemoryCooldowns(),
+    keepaliveMs: config.interns.heartbeatIntervalMs,
   });
 
   const interceptors: Interceptor[] = [

@@ -1,13 +1,14 @@
 /**
  * Call options for RPCs made on behalf of an HTTP request: the caller's credentials and session
- * header pass through unchanged (the core decides everything about auth), plus the request id.
+ * header pass through unchanged (the core decides everything about auth), the chat time budget header
+ * (`x-request-timeout-ms`, checked by the core), plus the request id.
  */
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
-const FORWARDED_HEADERS = ["authorization", "x-session-id"] as const;
+const FORWARDED_HEADERS = ["authorization", "x-session-id", "x-request-timeout-ms"] as const;
 
 export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallOptions {
   const headers: Record<string, string> = { "x-request-id": String(req.id) };

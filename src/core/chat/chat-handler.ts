@@ -24,7 +24,9 @@ import { createRecordStage } from "./pipeline/record.js";
 import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
-import { createExecuteStage } from "./pipeline/execute.js";
+import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
+import type { CredentialCooldowns } from "./cooldowns.js";
+import { invalidArgument } from "../errors.js";
 
 export interface ChatHandlerDeps {
   presets: PresetsRepository;
@@ -35,7 +37,19 @@ export interface ChatHandlerDeps {
   providers: ProviderRegistry;
   brand: string;
   logger: Logger;
+  /** First-byte limits and the request budget (operator settings). */
+  timeouts: ChatTimeouts;
+  /** Where provider waits (429 `Retry-After`) are kept. */
+  cooldowns: CredentialCooldowns;
+  /** A streaming call waiting for its first chunk gets an empty message (a keepalive) this often. */
+  keepaliveMs: number;
 }
+
+/** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
+export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
+
+/** The first keepalive of a stream that has no chunk yet goes out after at most this long (as the gateway opens its SSE response). */
+const FIRST_KEEPALIVE_MS = 1_000;
 
 export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
   const log = deps.logger.child({ component: "chat" });
@@ -44,12 +58,28 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     createValidateStage({ brand: deps.brand }),
     createPresetStage({ presets: deps.presets }),
     createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers }),
-    createExecuteStage({ logger: log }),
+    createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
   ]);
+
+  /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
+  const budgetOf = (ctx: HandlerContext): number | undefined => {
+    let budget: number | undefined;
+    const raw = ctx.requestHeader.get(REQUEST_TIMEOUT_HEADER);
+    if (raw !== null) {
+      const ms = /^\d{1,10}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+      if (!(ms >= 1)) {
+        throw invalidArgument(REQUEST_TIMEOUT_HEADER, `${REQUEST_TIMEOUT_HEADER} must be a whole number of milliseconds, at least 1 (at most ${deps.timeouts.budgetMs} is used)`);
+      }
+      budget = ms;
+    }
+    const deadline = ctx.timeoutMs();
+    if (deadline !== undefined) budget = Math.min(budget ?? deadline, deadline);
+    return budget !== undefined && budget < deps.timeouts.budgetMs ? budget : undefined;
+  };
 
   return {
     async createChatCompletion(req, ctx: HandlerContext) {
-      const outcome = await pipeline(newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body)));
+      const outcome = await pipeline(newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       return { completion: encodeResponse(outcome.completion) };
     },
@@ -91,10 +121,47 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       };
     },
 
+    /**
+     * Until the first chunk, an empty message (no `chunk`) every keepalive interval, the first after at most
+     * a second: the call is open and alive while a slow provider thinks. Errors before the first chunk are
+     * the call's status, as without keepalives.
+     */
     async *streamChatCompletion(req, ctx: HandlerContext) {
-      const outcome = await pipeline(newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body)));
+      const pending = pipeline(newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx)));
+      let outcome: Awaited<typeof pending> | undefined;
+      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
+      try {
+        while (outcome === undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+          try {
+            outcome = await Promise.race([pending, tick]);
+          } finally {
+            clearTimeout(timer);
+          }
+          if (outcome === undefined) {
+            yield {};
+            waitMs = deps.keepaliveMs;
+          }
+        }
+      } finally {
+        // The consumer left during a keepalive: a stream that opens later is closed unread.
+        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
+      }
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       for await (const event of outcome.events) yield { chunk: encodeEvent(event) };
     },
   };
+}
+
+/** Reads a stream nobody will consume to its end of life: starting and returning it runs its cleanup (record, upstream close). */
+async function drop(events: AsyncIterable<unknown>): Promise<void> {
+  const it = events[Symbol.asyncIterator]();
+  try {
+    await it.next();
+  } catch {
+    /* nobody to tell */
+  } finally {
+    await it.return?.(undefined);
+  }
 }

@@ -96,7 +96,8 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
           "An OpenAI chat-completions request. `model` is `<provider>/<model>` or `@preset/<slug>[@<version>]` (or name a preset in `preset`); " +
           "`models` lists fallbacks and `provider` orders, restricts or ignores providers. The caller's BYOK credentials for the provider and the " +
           "operator's shared provider keys are used, in the order the BYOK flags define (docs/chat.md). With `stream: true` the answer is " +
-          "server-sent events ending with `data: [DONE]`.",
+          "server-sent events ending with `data: [DONE]`. The header `x-request-timeout-ms` lowers the request's time budget (504 `timeout` " +
+          "beyond it); a provider's 429 wait is passed on as 429 with `Retry-After` when no other candidate may serve the request.",
         tags: ["chat"],
         body: requestSchemas(ctx.brand).createChatCompletion,
         response: {
@@ -104,7 +105,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
             description: "`stream: false`: one chat.completion (JSON). `stream: true`: text/event-stream of chat.completion.chunk objects.",
             content: { "application/json": { schema: completionSchema }, "text/event-stream": { schema: chunkSchema } },
           },
-          ...errorResponses(400, 401, 403, 404, 502),
+          ...errorResponses(400, 401, 403, 404, 429, 502, 504),
         },
       },
     },

@@ -32,6 +32,8 @@ export interface Knobs {
   /** Reply with this status and the provider's error body before any byte of a success. */
   failStatus?: number;
   failMessage?: string;
+  /** Extra response headers of the `failStatus` reply (e.g. `retry-after`). */
+  failHeaders?: Record<string, string>;
   /** Streams only: after this many content events, send the provider's in-stream error event. */
   failAfterChunks?: number;
   /** Streams only: after this many content events, destroy the socket without a goodbye. */
@@ -143,7 +145,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       }
     }
     if (k.failStatus) {
-      res.writeHead(k.failStatus, { "content-type": "application/json" });
+      res.writeHead(k.failStatus, { "content-type": "application/json", ...k.failHeaders });
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
       return;
     }

@@ -1,65 +1,130 @@
 /**
  * Stage "execute": the attempt loop. Calls the planned attempts in order until one answers; an upstream error
- * before the first byte (401/403/408/429/5xx, connect error) moves on to the next attempt, a non-retryable one
- * ends the loop. Streams: the outcome begins with the first event of the attempt that answered; an error after
+ * before the first byte (401/403/408/429/5xx, connect error, no response within the first-byte limit) moves on
+ * to the next attempt, a non-retryable one ends the loop. The request's budget bounds the whole loop (504
+ * `timeout`); a credential inside a provider's `Retry-After` wait is skipped (cooldowns.ts), and when every
+ * candidate was rate limited the caller gets 429 with the wait. Streams: the outcome begins with the first event of the attempt that answered; an error after
  * it ends the stream with a `finish_reason: "error"` chunk carrying the error. Answers carry the generation id
  * as `id` and the provider that served them.
  */
 import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
+import { createMemoryCooldowns, type CredentialCooldowns } from "../cooldowns.js";
+import { createKeyGuard } from "../key-guard.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
 
-export function createExecuteStage(deps: { logger: Logger }): ChatStage {
-  const log = deps.logger;
+/** The time limits of a chat request (operator settings, src/config.ts; docs/operations.md). */
+export interface ChatTimeouts {
+  /** Streamed attempts: the provider's response (status and headers) must begin within this many ms. */
+  firstByteMs: number;
+  /** Non-streamed attempts: the provider's answer, which arrives whole, must begin within this many ms. */
+  answerMs: number;
+  /** The request: its answer (a stream's first chunk, a whole non-streamed answer) must begin within this many ms, over every attempt. */
+  budgetMs: number;
+}
+
+/** The defaults of src/config.ts (PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS, PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS, PORTICO_CHAT_BUDGET_MS). */
+export const DEFAULT_CHAT_TIMEOUTS: ChatTimeouts = { firstByteMs: 60_000, answerMs: 300_000, budgetMs: 600_000 };
+
+export interface ExecuteDeps {
+  logger: Logger;
+  /** Default {@link DEFAULT_CHAT_TIMEOUTS}. */
+  timeouts?: ChatTimeouts;
+  /** Default: a store of this stage's own, in memory. */
+  cooldowns?: CredentialCooldowns;
+}
+
+/** A candidate skipped because its credential is inside a provider's wait. */
+interface Cooling {
+  cooling: true;
+  untilMs: number;
+}
+
+export function createExecuteStage(opts: ExecuteDeps): ChatStage {
+  const log = opts.logger;
+  const deps = { timeouts: opts.timeouts ?? DEFAULT_CHAT_TIMEOUTS, cooldowns: opts.cooldowns ?? createMemoryCooldowns() };
 
   const failedAttempt = (a: Attempt, err: UpstreamError) =>
-    log.info({ provider: a.provider, model: a.requestedModel, status: err.status }, "upstream attempt failed");
+    log.info({ provider: a.provider, model: a.requestedModel, status: err.status, ...(err.timedOut ? { timedOut: true } : {}) }, "upstream attempt failed");
 
-  async function complete(call: ChatCall): Promise<ChatOutcome> {
+  /**
+   * Calls the attempts in order through `one` until one answers. Each gets the request's budget signal and a
+   * first-byte limit (never beyond the budget left); a credential inside a provider's wait is skipped; a 429
+   * or 503 with a wait starts one. Throws the request's error when none answered.
+   */
+  async function attemptLoop<T>(call: ChatCall, one: (a: Attempt) => Promise<T>): Promise<T> {
     const { track } = call;
-    let last: unknown;
-    for (const a of call.attempts) {
-      track.attempts++;
-      try {
-        const completion = await a.adapter.complete(a.call);
-        served(track, a);
-        track.usage = completion.usage ?? null;
-        track.finishReason = completion.choices[0]?.finish_reason ?? null;
-        track.status = "success";
-        return { kind: "completion", completion: { ...completion, id: track.id, provider: a.provider } };
-      } catch (err) {
-        if (!(err instanceof UpstreamError)) throw err;
-        last = err;
-        failedAttempt(a, err);
-        if (!err.retryable) break;
+    const budgetMs = Math.min(deps.timeouts.budgetMs, call.budgetMs ?? Number.POSITIVE_INFINITY);
+    const deadline = track.start + budgetMs;
+    const perAttempt = call.streamed ? deps.timeouts.firstByteMs : deps.timeouts.answerMs;
+    // Aborts the upstream request when the caller leaves, or when the budget runs out before an answer began.
+    const budget = new AbortController();
+    if (call.signal.aborted) budget.abort(call.signal.reason);
+    else call.signal.addEventListener("abort", () => budget.abort(call.signal.reason), { once: true });
+    const timer = setTimeout(() => budget.abort(budgetExceeded(budgetMs, track.attempts)), Math.max(0, deadline - performance.now()));
+    let last: UpstreamError | Cooling | undefined;
+    let soonest: number | undefined;
+    const wait = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
+    try {
+      const waits = await deps.cooldowns.waits(call.attempts.map((a) => a.credentialId));
+      for (const a of call.attempts) {
+        const left = deadline - performance.now();
+        if (left <= 0 || budget.signal.aborted) break;
+        const until = waits.get(a.credentialId);
+        if (until !== undefined && until > Date.now()) {
+          last = { cooling: true, untilMs: until };
+          wait(until);
+          log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is inside the provider's wait");
+          continue;
+        }
+        track.attempts++;
+        a.call = { ...a.call, signal: budget.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
+        try {
+          return await one(a);
+        } catch (err) {
+          if (budget.signal.aborted && !call.signal.aborted) break;
+          if (!(err instanceof UpstreamError)) throw err;
+          last = err;
+          failedAttempt(a, err);
+          if (err.retryAfterMs !== undefined && (err.status === 429 || err.status === 503)) {
+            const end = Date.now() + err.retryAfterMs;
+            deps.cooldowns.coolDown(a.credentialId, end);
+            if (err.status === 429) wait(end);
+          }
+          if (!err.retryable) break;
+        }
       }
+      if (call.signal.aborted) throw call.signal.reason;
+      if (budget.signal.aborted || deadline - performance.now() <= 0) throw budgetExceeded(budgetMs, track.attempts);
+      throw exhausted(last, soonest);
+    } finally {
+      clearTimeout(timer);
     }
-    throw exhausted(last);
   }
 
-  async function stream(call: ChatCall): Promise<ChatOutcome> {
+  function complete(call: ChatCall): Promise<ChatOutcome> {
     const { track } = call;
-    let last: unknown;
-    for (const a of call.attempts) {
-      track.attempts++;
+    return attemptLoop(call, async (a) => {
+      const completion = await a.adapter.complete(a.call);
+      served(track, a);
+      track.usage = completion.usage ?? null;
+      track.finishReason = completion.choices[0]?.finish_reason ?? null;
+      track.status = "success";
+      return { kind: "completion", completion: { ...completion, id: track.id, provider: a.provider } };
+    });
+  }
+
+  function stream(call: ChatCall): Promise<ChatOutcome> {
+    const { track } = call;
+    return attemptLoop(call, async (a) => {
       const iterator = a.adapter.stream(a.call)[Symbol.asyncIterator]();
-      let first: IteratorResult<ChatChunk>;
-      try {
-        first = await iterator.next();
-      } catch (err) {
-        if (!(err instanceof UpstreamError)) throw err;
-        last = err;
-        failedAttempt(a, err);
-        if (!err.retryable) break;
-        continue;
-      }
+      const first = await iterator.next();
       served(track, a);
       track.timeToFirstTokenMs = performance.now() - track.start;
       return { kind: "stream", events: relay(call, a, iterator, first) };
-    }
-    throw exhausted(last);
+    });
   }
 
   /** The served attempt's events, stamped with the generation id and provider (one shallow copy each). */
@@ -71,6 +136,9 @@ export function createExecuteStage(deps: { logger: Logger }): ChatStage {
         yield { ...meta, object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } };
       }
       if (first.done) return;
+      // A key spelled out over several chunks (each event was already scrubbed of the whole key).
+      const guard = createKeyGuard(a.call.apiKey);
+      guard?.apply(first.value);
       observe(track, first.value);
       yield { ...first.value, id: track.id, provider: a.provider };
       for (;;) {
@@ -95,6 +163,7 @@ export function createExecuteStage(deps: { logger: Logger }): ChatStage {
           return;
         }
         if (next.done) return;
+        guard?.apply(next.value);
         observe(track, next.value);
         yield { ...next.value, id: track.id, provider: a.provider };
       }
@@ -109,10 +178,37 @@ export function createExecuteStage(deps: { logger: Logger }): ChatStage {
   };
 }
 
-function exhausted(last: unknown) {
-  return serviceError(Reason.UPSTREAM_FAILED, `Every provider attempt failed; the last: ${last instanceof UpstreamError ? last.message : "provider unreachable"}`, {
-    retryable: last instanceof UpstreamError ? last.retryable : true,
+/** The request's budget ran out before an answer began: 504 `timeout`. */
+function budgetExceeded(budgetMs: number, attempts: number) {
+  return serviceError(
+    Reason.TIMEOUT,
+    `No provider answered within the request's time budget of ${duration(budgetMs)} (${attempts} attempt${attempts === 1 ? "" : "s"} made)`,
+    { retryable: true },
+  );
+}
+
+/**
+ * The error when no attempt answered, from the last failure: every candidate rate limited (the last refused
+ * with 429, or skipped inside its wait) → 429 `rate_limited` with `Retry-After` (the soonest wait that ends);
+ * the last timed out → 504 `timeout`; otherwise 502 `upstream_failed`, retryable as the last failure was.
+ */
+function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: number | undefined) {
+  const retryAfterSeconds = soonestWaitEnd === undefined ? undefined : Math.max(1, Math.ceil((soonestWaitEnd - Date.now()) / 1000));
+  if (last !== undefined && ("cooling" in last || last.status === 429)) {
+    return serviceError(
+      Reason.RATE_LIMITED,
+      `The provider rate-limited every credential that may serve this request${retryAfterSeconds ? `; retry after ${retryAfterSeconds} s` : ""}`,
+      { retryable: true, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) },
+    );
+  }
+  if (last?.timedOut) return serviceError(Reason.TIMEOUT, `No provider answered in time; the last: ${last.message}`, { retryable: true });
+  return serviceError(Reason.UPSTREAM_FAILED, `Every provider attempt failed; the last: ${last ? last.message : "provider unreachable"}`, {
+    retryable: last ? last.retryable : true,
   });
+}
+
+function duration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 function served(track: Tracking, a: Attempt): void {

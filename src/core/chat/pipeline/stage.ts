@@ -60,6 +60,8 @@ export interface ChatCall {
   attempts: Attempt[];
   /** What will be recorded. */
   readonly track: Tracking;
+  /** The caller's own time budget for the request, in ms, when it set a lower one than the operator's. */
+  budgetMs?: number;
 }
 
 export type ChatOutcome =
@@ -85,8 +87,10 @@ export function compose(stages: readonly ChatStage[]): (call: ChatCall) => Promi
 }
 
 /** A fresh call for `request` (the body as received, not yet validated). */
-export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest): ChatCall {
-  return { caller, signal, streamed, request, attempts: [], track: tracking(streamed) };
+export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest, budgetMs?: number): ChatCall {
+  const call: ChatCall = { caller, signal, streamed, request, attempts: [], track: tracking(streamed) };
+  if (budgetMs !== undefined) call.budgetMs = budgetMs;
+  return call;
 }
 
 function tracking(streamed: boolean): Tracking {

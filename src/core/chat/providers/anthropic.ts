@@ -162,6 +162,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: anthropicErrorMessage,
+      firstByteTimeoutMs: call.firstByteTimeoutMs,
     });
   }
 
@@ -220,7 +221,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       choices: [{ index: 0, delta, finish_reason: finish, ...(native !== undefined ? { native_finish_reason: native } : {}) }],
       ...(usage ? { usage } : {}),
     });
-    for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop")) {
+    for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop", call.apiKey)) {
       if (event.data === "") continue;
       const data = parseEventData(event.data);
       const type = (event.event ?? data.type) as string;

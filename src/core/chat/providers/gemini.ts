@@ -191,6 +191,7 @@ export class GeminiAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: geminiErrorMessage,
+      firstByteTimeoutMs: call.firstByteTimeoutMs,
     });
   }
 
@@ -244,7 +245,7 @@ export class GeminiAdapter implements ProviderAdapter {
     const toolCounts = new Map<number, number>();
     let callCounter = 0;
     let anyFinished = false;
-    for await (const event of sseEvents(response, controller)) {
+    for await (const event of sseEvents(response, controller, undefined, call.apiKey)) {
       if (event.data.trim() === "") continue;
       const value = parseEventData(event.data);
       if (value.error) {

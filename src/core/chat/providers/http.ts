@@ -18,10 +18,55 @@ export interface PostOptions {
   errorMessage: (body: unknown) => string | undefined;
   /** The upstream may stay silent (no response headers, no body bytes) this long; default {@link UPSTREAM_IDLE_TIMEOUT_MS}. */
   idleTimeoutMs?: number;
+  /**
+   * The response must begin (status line and headers) this long after the request was sent, or the call fails
+   * with a retryable `UpstreamError` whose `timedOut` is true; unset: only the idle limit applies.
+   */
+  firstByteTimeoutMs?: number;
 }
 
 /** Like undici's headers and body timeouts (which `fetch` applied before): 300 s without a byte fails the call. */
 export const UPSTREAM_IDLE_TIMEOUT_MS = 300_000;
+
+/** Longest wait a provider's `Retry-After` may impose on one credential (a bogus value cannot lock it out for days). */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * The wait a 429/503 asks for: `retry-after-ms` (OpenAI) or `Retry-After` (seconds or an HTTP date), capped at
+ * {@link MAX_RETRY_AFTER_MS}; undefined when absent or unreadable.
+ */
+export function retryAfterMs(headers: IncomingMessage["headers"], now = Date.now()): number | undefined {
+  const ms = headers["retry-after-ms"];
+  if (typeof ms === "string" && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.min(Math.ceil(Number(ms)), MAX_RETRY_AFTER_MS);
+  const value = headers["retry-after"];
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  const text = value.trim();
+  let wait: number;
+  if (/^\d+(\.\d+)?$/.test(text)) wait = Math.ceil(Number(text) * 1000);
+  else {
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) return undefined;
+    wait = at - now;
+  }
+  return Math.min(Math.max(wait, 0), MAX_RETRY_AFTER_MS);
+}
+
+/**
+ * A fast test for "the key may be in this text" and its replacement, for every streamed event: one
+ * `String.prototype.includes` per form the key can take in JSON text (as is, and JSON-escaped when it holds a
+ * character JSON escapes), so an event without the key costs one substring search.
+ */
+export function keyScrubber(apiKey: string): ((text: string) => string) | undefined {
+  if (!apiKey || apiKey.length < 4) return undefined;
+  const escaped = JSON.stringify(apiKey).slice(1, -1);
+  const slashes = escaped.replaceAll("/", "\\/");
+  const forms = [...new Set([apiKey, escaped, slashes])];
+  if (forms.length === 1) return (text) => (text.includes(apiKey) ? text.split(apiKey).join("[redacted]") : text);
+  return (text) => {
+    for (const form of forms) if (text.includes(form)) text = text.split(form).join("[redacted]");
+    return text;
+  };
+}
 
 /** Replaces every occurrence of the key in a string or JSON value. */
 export function redact<T>(value: T, apiKey: string): T {
@@ -41,6 +86,8 @@ export interface UpstreamResponse {
   status: number;
   ok: boolean;
   text(): Promise<string>;
+  /** The response headers (lower-case names). */
+  headers: IncomingMessage["headers"];
   /** The body as it arrives; pauses the socket while the consumer is not reading (backpressure). */
   chunks(): AsyncIterable<Buffer>;
   /** Drops the body and the connection it arrives on. */
@@ -49,17 +96,35 @@ export interface UpstreamResponse {
   release(): void;
 }
 
+/**
+ * Idle pooled connections are closed after {@link KEEPALIVE_IDLE_MS} (or one second before the time a server's
+ * `Keep-Alive: timeout=N` announces, when shorter: Node's agent reads the hint once `timeout` is set), so a
+ * connection is rarely reused just as the server closes it.
+ */
+export const KEEPALIVE_IDLE_MS = 4_000;
+
 const agents = {
-  http: new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" }),
-  https: new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" }),
+  http: new http.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo", timeout: KEEPALIVE_IDLE_MS }),
+  https: new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo", timeout: KEEPALIVE_IDLE_MS }),
 };
 
 /**
- * One POST. A kept-alive connection the upstream closed while it sat idle fails with ECONNRESET before any
- * response; that request never reached the upstream, so it is sent once more on a fresh connection (the
- * pattern of Node's `request.reusedSocket` documentation).
+ * One POST, sent at most once unless it provably did not leave. A kept-alive connection the upstream closed
+ * while it sat idle can fail when reused; the request is sent again on a fresh connection only when not one
+ * byte of it was written to the reused connection (the failure came first). A connection that fails after
+ * the request was written (a reset before the response) is never re-sent here: the provider may have
+ * received and billed it. Errors while connecting (refused, DNS, TLS) are not re-sent either; the attempt
+ * loop moves on to the next credential.
  */
-function send(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal, idleMs: number, retried = false): Promise<IncomingMessage> {
+function send(
+  url: URL,
+  headers: Record<string, string>,
+  payload: string,
+  signal: AbortSignal,
+  idleMs: number,
+  firstByteMs: number | undefined,
+  retried = false,
+): Promise<IncomingMessage> {
   const secure = url.protocol === "https:";
   if (!secure && url.protocol !== "http:") return Promise.reject(new UpstreamError(0, `unsupported upstream URL scheme ${url.protocol}`, false));
   if (signal.aborted) return Promise.reject(signal.reason);
@@ -76,10 +141,26 @@ function send(url: URL, headers: Record<string, string>, payload: string, signal
       if (!response?.complete) req.destroy(signal.reason as Error);
     };
     signal.addEventListener("abort", onAbort, { once: true });
-    const detach = () => signal.removeEventListener("abort", onAbort);
-    req.setTimeout(idleMs, () => req.destroy(new UpstreamError(0, `upstream sent nothing for ${Math.round(idleMs / 1000)} s`, true)));
+    let firstByte: NodeJS.Timeout | undefined;
+    const detach = () => {
+      clearTimeout(firstByte);
+      signal.removeEventListener("abort", onAbort);
+    };
+    req.setTimeout(idleMs, () => req.destroy(new UpstreamError(0, `upstream sent nothing for ${Math.round(idleMs / 1000)} s`, true, undefined, { timedOut: true })));
+    if (firstByteMs !== undefined) {
+      firstByte = setTimeout(
+        () => req.destroy(new UpstreamError(0, `upstream sent no response within ${seconds(firstByteMs)}`, true, undefined, { timedOut: true })),
+        firstByteMs,
+      );
+    }
+    // Bytes the reused connection had carried before this request: unchanged at the failure = nothing was written.
+    let writtenBefore: number | undefined;
+    req.once("socket", (socket) => {
+      writtenBefore = socket.bytesWritten;
+    });
     req.once("response", (res) => {
       response = res;
+      clearTimeout(firstByte);
       res.once("end", detach);
       res.once("close", detach);
       resolve(res);
@@ -87,11 +168,19 @@ function send(url: URL, headers: Record<string, string>, payload: string, signal
     req.on("error", (err: NodeJS.ErrnoException) => {
       if (response) return; // after the response began, its own stream reports the failure
       detach();
-      if (!retried && req.reusedSocket && err.code === "ECONNRESET" && !signal.aborted) resolve(send(url, headers, payload, signal, idleMs, true));
-      else reject(err);
+      const unsent = req.reusedSocket && writtenBefore !== undefined && req.socket !== null && req.socket.bytesWritten === writtenBefore;
+      if (!retried && unsent && !signal.aborted && !(err instanceof UpstreamError)) {
+        resolve(send(url, headers, payload, signal, idleMs, firstByteMs, true));
+      } else if (req.reusedSocket && !unsent && !(err instanceof UpstreamError) && !signal.aborted) {
+        reject(new UpstreamError(0, `upstream connection broke after the request was sent (${err.code ?? err.message}); not re-sent`, true, undefined, { sent: true }));
+      } else reject(err);
     });
     req.end(payload);
   });
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 function wrap(res: IncomingMessage): UpstreamResponse {
@@ -99,6 +188,7 @@ function wrap(res: IncomingMessage): UpstreamResponse {
   return {
     status,
     ok: status >= 200 && status < 300,
+    headers: res.headers,
     async text() {
       res.setEncoding("utf8");
       let out = "";
@@ -122,7 +212,8 @@ function wrap(res: IncomingMessage): UpstreamResponse {
 export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
   let response: UpstreamResponse;
   try {
-    response = wrap(await send(new URL(opts.url), { "content-type": "application/json", ...opts.headers }, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS));
+    const headers = { "content-type": "application/json", ...opts.headers };
+    response = wrap(await send(new URL(opts.url), headers, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS, opts.firstByteTimeoutMs));
   } catch (err) {
     if (opts.signal.aborted) throw opts.signal.reason ?? err;
     if (err instanceof UpstreamError) throw err;
@@ -139,7 +230,10 @@ export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
   }
   const safe = redact(parsed, opts.apiKey);
   const message = opts.errorMessage(safe) ?? (text && parsed === undefined ? text.slice(0, 200) : `HTTP ${response.status}`);
-  throw new UpstreamError(response.status, redact(`upstream returned ${response.status}: ${message}`, opts.apiKey), isRetryableStatus(response.status), safe);
+  const wait = response.status === 429 || response.status === 503 ? retryAfterMs(response.headers) : undefined;
+  throw new UpstreamError(response.status, redact(`upstream returned ${response.status}: ${message}`, opts.apiKey), isRetryableStatus(response.status), safe, {
+    retryAfterMs: wait,
+  });
 }
 
 /** Parses a JSON response body; a body that is not JSON is a malformed response (status 0). */
@@ -160,15 +254,26 @@ export async function readJson(response: UpstreamResponse): Promise<unknown> {
 /**
  * Yields the server-sent events of `response` in order. Returning early (or `controller` aborting)
  * drops the body, which closes the upstream connection; returning after the event `isLast` recognises
- * (the provider's end-of-response marker) reads the rest instead, so the connection is kept alive.
+ * (the provider's end-of-response marker) reads the rest instead, so the connection is kept alive. With
+ * `apiKey`, every occurrence of the key in an event's data is replaced by `[redacted]` before it is yielded.
  */
 export async function* sseEvents(
   response: UpstreamResponse,
   controller: AbortController,
   isLast?: (event: EventSourceMessage) => boolean,
+  apiKey?: string,
 ): AsyncGenerator<EventSourceMessage> {
   const queue: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => queue.push(event) });
+  // The credential never reaches a consumer: each event's data is scrubbed like a non-streamed answer.
+  const scrub = apiKey ? keyScrubber(apiKey) : undefined;
+  const parser = createParser({
+    onEvent: scrub
+      ? (event) => {
+          const data = scrub(event.data);
+          queue.push(data === event.data ? event : { ...event, data });
+        }
+      : (event) => queue.push(event),
+  });
   const decoder = new TextDecoder();
   const iterator = response.chunks()[Symbol.asyncIterator]();
   let finished = false;

@@ -87,6 +87,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: openAiErrorMessage,
+      firstByteTimeoutMs: call.firstByteTimeoutMs,
     });
   }
 
@@ -109,7 +110,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const response = await this.request(call, true, controller.signal);
     // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
     let finished = false;
-    for await (const event of sseEvents(response, controller, (e) => e.data.trim() === "[DONE]")) {
+    for await (const event of sseEvents(response, controller, (e) => e.data.trim() === "[DONE]", call.apiKey)) {
       const data = event.data.trim();
       if (data === "[DONE]") return;
       if (data === "") continue;

@@ -33,6 +33,8 @@ export interface UpstreamCall {
   apiKey: string;
   /** Aborts the upstream request (client disconnect, deadline). */
   signal: AbortSignal;
+  /** The provider's response must begin (status and headers) within this many ms, else a retryable timeout. */
+  firstByteTimeoutMs?: number;
   /** Extra provider-specific settings (e.g. an API version header), from operator configuration. */
   options?: Readonly<Record<string, string>>;
 }
@@ -102,10 +104,21 @@ export class UpstreamError extends Error {
     readonly retryable: boolean,
     /** The provider's error body, parsed when it was JSON (for `metadata.raw`); never contains the key. */
     readonly providerBody?: unknown,
+    facts: { retryAfterMs?: number; timedOut?: boolean; sent?: boolean } = {},
   ) {
     super(message);
     this.name = "UpstreamError";
+    this.retryAfterMs = facts.retryAfterMs;
+    this.timedOut = facts.timedOut ?? false;
+    this.sent = facts.sent ?? false;
   }
+
+  /** The wait the provider asked for (`Retry-After` of a 429 or 503), in ms. */
+  readonly retryAfterMs: number | undefined;
+  /** The provider did not answer in time (first-byte or idle limit). */
+  readonly timedOut: boolean;
+  /** The connection broke after the request was written: the provider may have received it (never re-sent). */
+  readonly sent: boolean;
 }
 
 /** True for statuses after which the router moves on to the next attempt. */

@@ -148,13 +148,14 @@ export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionR
   messageDesc(file_portico_chat_v1_chat_service, 5);
 
 /**
- * One streamed chunk.
+ * One streamed chunk, or a keepalive (no chunk) while the first chunk is awaited.
  *
  * @generated from message portico.chat.v1.StreamChatCompletionResponse
  */
 export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCompletionResponse"> & {
   /**
-   * A `chat.completion.chunk` object, with `provider` naming the provider serving the stream.
+   * A `chat.completion.chunk` object, with `provider` naming the provider serving the stream; absent in a
+   * keepalive message.
    *
    * @generated from field: google.protobuf.Struct chunk = 1;
    */
@@ -170,8 +171,8 @@ export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletion
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
- * providers its model names (through a preset when it names one) with the caller's organization's
- * provider credentials. Bodies and results are the public JSON objects, carried as Struct, so the
+ * providers its model names (through a preset when it names one) with the BYOK credentials of the
+ * calling key's workspace and the operator's shared keys. Bodies and results are the public JSON objects, carried as Struct, so the
  * gateway and gRPC callers see the same fields.
  *
  * @generated from service portico.chat.v1.ChatService
@@ -190,7 +191,10 @@ export const ChatService: GenService<{
   /**
    * `chat.completion.chunk` objects in order; the last carries `usage` when the provider reports it.
    * An upstream failure after the first chunk ends the stream with a chunk whose finish_reason is
-   * "error" and which carries the error object.
+   * "error" and which carries the error object. Until the first chunk, a message without `chunk` (a
+   * keepalive) is sent after a second and then every heartbeat interval; an error before the first
+   * chunk is the call's status. Both methods honour the metadata `x-request-timeout-ms` (the request's
+   * time budget in ms, lowering the operator's) and the call's deadline.
    *
    * @generated from rpc portico.chat.v1.ChatService.StreamChatCompletion
    */
