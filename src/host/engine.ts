@@ -435,7 +435,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       const res = await promptDone;
       const deadline = run.cancelCause === "deadline" || run.cancelCause === "duration";
       // Every ending carries the usage the agent reported for the turn (tokens, or its cost so far).
-      reportTurnUsage(run, agent, (res as { usage?: unknown }).usage);
+      reportTurnUsage(run, agent, res);
       // RunEnded only for a cancel Portico asked for; an agent that ends its own turn as "cancelled"
       // (codex on reject_once) ended the turn normally: TurnEnded carries its stop reason.
       if (run.cancelCause) {
@@ -464,9 +464,10 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     finishRun(run);
   }
 
-  function reportTurnUsage(run: Run, agent: AgentInstance, responseUsage: unknown): void {
+  /** `promptResult`: the session/prompt result (its usage or `_meta.quota`); undefined when the turn failed. */
+  function reportTurnUsage(run: Run, agent: AgentInstance, promptResult: unknown): void {
     const costDelta = agent.lastCost !== undefined ? agent.lastCost - (run.costAtStart ?? 0) : undefined;
-    const usage = usageFromTurn(responseUsage, costDelta);
+    const usage = usageFromTurn(promptResult, costDelta);
     if (usage) emit(run, { case: "usage", value: usage });
   }
 

@@ -67,16 +67,53 @@ function num(v: unknown): number | undefined {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined;
 }
 
+function record(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** The first of several spellings of a count that is a count. */
+function count(r: Record<string, unknown> | undefined, ...names: string[]): number | undefined {
+  for (const n of names) {
+    const v = num(r?.[n]);
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
 /**
- * Usage of a turn from the (unstable) PromptResponse.usage and the cost delta of usage_update
- * notifications seen during the turn. Undefined when the agent reported neither.
+ * Token counts of a turn from where the agent reports them: the (unstable) PromptResponse `usage`
+ * (`inputTokens`, `outputTokens`, `totalTokens`, `cachedReadTokens`), else the prompt response's
+ * `_meta.quota.token_count` (gemini-cli 0.61: `{input_tokens, output_tokens}`; other adapters write the
+ * same object in camelCase with `cachedInputTokens`).
  */
-export function usageFromTurn(responseUsage: unknown, costDelta: number | undefined): LinkUsage | undefined {
-  const u = (typeof responseUsage === "object" && responseUsage !== null ? responseUsage : undefined) as Record<string, unknown> | undefined;
-  const input = num(u?.inputTokens);
-  const output = num(u?.outputTokens);
-  const total = num(u?.totalTokens);
-  const cached = num(u?.cachedReadTokens);
+function turnTokens(result: unknown): { input?: number; output?: number; total?: number; cached?: number } | undefined {
+  const res = record(result);
+  const usage = record(res?.usage);
+  if (usage && (num(usage.inputTokens) !== undefined || num(usage.outputTokens) !== undefined || num(usage.totalTokens) !== undefined)) {
+    return { input: num(usage.inputTokens), output: num(usage.outputTokens), total: num(usage.totalTokens), cached: num(usage.cachedReadTokens) };
+  }
+  const quota = record(record(record(res?._meta)?.quota)?.token_count);
+  if (!quota) return undefined;
+  const tokens = {
+    input: count(quota, "input_tokens", "inputTokens"),
+    output: count(quota, "output_tokens", "outputTokens"),
+    total: count(quota, "total_tokens", "totalTokens"),
+    cached: count(quota, "cached_input_tokens", "cachedInputTokens", "cached_read_tokens", "cachedReadTokens"),
+  };
+  return tokens.input === undefined && tokens.output === undefined && tokens.total === undefined ? undefined : tokens;
+}
+
+/**
+ * Usage of a turn from the agent's `session/prompt` result (its `usage`, else `_meta.quota.token_count`)
+ * and the cost delta of usage_update notifications seen during the turn. Undefined when the agent
+ * reported neither.
+ */
+export function usageFromTurn(promptResult: unknown, costDelta: number | undefined): LinkUsage | undefined {
+  const t = turnTokens(promptResult);
+  const input = t?.input;
+  const output = t?.output;
+  const total = t?.total;
+  const cached = t?.cached;
   if (input === undefined && output === undefined && total === undefined && costDelta === undefined) return undefined;
   const out: LinkUsage = {
     promptTokens: BigInt(input ?? 0),

@@ -78,6 +78,18 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(r.done).toBe(true);
   });
 
+  it("reads the usage an agent reports only in the prompt result's _meta.quota (gemini-cli) into the run's usage", async () => {
+    const r = await chat(
+      h,
+      internId,
+      chatBody(script({ steps: [{ content: "Hi" }], meta: { quota: { token_count: { input_tokens: 41, output_tokens: 9 }, model_usage: [] } } })),
+      { key: h.tenant.apiKey },
+    );
+    expect(r.status).toBe(200);
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+    expect(finalOf(r.chunks).usage).toEqual({ prompt_tokens: 41, completion_tokens: 9, total_tokens: 50 });
+  });
+
   it("manual mode pauses on the permission question and continues after allow_once; two answers at once deliver one", async () => {
     const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
     const call = toolCallOf(first.chunks);

@@ -48,18 +48,32 @@ describe("question mapping", () => {
 describe("usage and model", () => {
   it("maps prompt usage and the cost delta", () => {
     expect(usageFromTurn(undefined, undefined)).toBeUndefined();
-    expect(usageFromTurn({ inputTokens: 10, outputTokens: 5, totalTokens: 15, cachedReadTokens: 2 }, 0.5)).toEqual({
+    expect(usageFromTurn({ stopReason: "end_turn", usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15, cachedReadTokens: 2 } }, 0.5)).toEqual({
       promptTokens: 10n,
       completionTokens: 5n,
       totalTokens: 15n,
       cachedTokens: 2n,
       cost: 0.5,
     });
-    expect(usageFromTurn({ inputTokens: 1, outputTokens: 2 }, undefined)).toEqual({ promptTokens: 1n, completionTokens: 2n, totalTokens: 3n });
+    expect(usageFromTurn({ usage: { inputTokens: 1, outputTokens: 2 } }, undefined)).toEqual({ promptTokens: 1n, completionTokens: 2n, totalTokens: 3n });
     expect(usageFromTurn(undefined, 0.1)).toEqual({ promptTokens: 0n, completionTokens: 0n, totalTokens: 0n, cost: 0.1 });
     expect(usdCost({ amount: 1.5, currency: "USD" })).toBe(1.5);
     expect(usdCost({ amount: 1.5, currency: "EUR" })).toBeUndefined();
     expect(usdCost(null)).toBeUndefined();
+  });
+
+  it("reads a turn's tokens from the prompt result's _meta.quota when it has no usage (gemini-cli)", () => {
+    // gemini-cli 0.61: snake_case counts, no total.
+    const gemini = { stopReason: "end_turn", _meta: { quota: { token_count: { input_tokens: 120, output_tokens: 30 }, model_usage: [] } } };
+    expect(usageFromTurn(gemini, undefined)).toEqual({ promptTokens: 120n, completionTokens: 30n, totalTokens: 150n });
+    // Adapters that write the same object in camelCase, with cached input tokens and a total.
+    const camel = { stopReason: "end_turn", _meta: { quota: { token_count: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 40, totalTokens: 55 } } } };
+    expect(usageFromTurn(camel, 0.2)).toEqual({ promptTokens: 10n, completionTokens: 5n, totalTokens: 55n, cachedTokens: 40n, cost: 0.2 });
+    // `usage` wins when both are present; a quota without counts is no usage.
+    expect(usageFromTurn({ usage: { inputTokens: 1, outputTokens: 1 }, _meta: gemini._meta }, undefined)).toMatchObject({ promptTokens: 1n });
+    expect(usageFromTurn({ _meta: { quota: { token_count: {} } } }, undefined)).toBeUndefined();
+    expect(usageFromTurn({ _meta: { quota: "n/a" } }, undefined)).toBeUndefined();
+    expect(usageFromTurn({ _meta: { quota: { token_count: { input_tokens: -3, output_tokens: "7" } } } }, undefined)).toBeUndefined();
   });
 
   it("reads the model from configOptions, else legacy models", () => {
