@@ -12,7 +12,7 @@ import { agentEnvironment, type AgentFolders } from "./agent-env.js";
 import type { AgentInstance } from "./agent-session.js";
 import type { EventInit } from "./event-queue.js";
 import { readConfinedText, writeConfinedText, type Confinement } from "./file-access.js";
-import { modelFromSessionState, offeredKinds, operationForToolKind, selfDriveOptionId, usdCost, type OfferedOption } from "./mapping.js";
+import { modelFromSessionState, offeredKinds, operationForToolKind, requestedTool, selfDriveOptionId, usdCost, type OfferedOption } from "./mapping.js";
 import type { AgentProfile } from "./options.js";
 import type { PendingQuestion } from "./questions.js";
 import type { Run, Session } from "./run.js";
@@ -150,6 +150,7 @@ export function createAcpClient(deps: AcpClientDeps): (session: Session, agentRe
         options,
         kinds: offeredKinds(options),
         operation: operationForToolKind(kind),
+        tool: requestedTool(tc, kind),
         settle: (outcome) => {
           if (q.timer) clearTimeout(q.timer);
           signal.removeEventListener("abort", onAbort);

@@ -9,6 +9,7 @@
  * escalation.ts (questions and sealed escalation), event-queue.ts (bounded per-run queues).
  */
 import { basename } from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { acpRuntime } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import { AnswerOutcome, ApprovalMode, CancelReason, type HeldRun, type RunEvent, type StartRun } from "../gen/portico/internlink/v1/internlink_service_pb.js";
@@ -151,8 +152,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       return;
     }
     run.questions.presented = q;
-    const value: { interactionId: string; kind: string; options: string[]; operation?: string } = { interactionId: q.id, kind: "permission", options: q.kinds };
+    const value: { interactionId: string; kind: string; options: string[]; operation?: string; arguments?: JsonObject } = {
+      interactionId: q.id,
+      kind: "permission",
+      options: q.kinds,
+    };
     if (q.operation !== undefined) value.operation = q.operation;
+    // What the agent asked to run goes to the caller as `tool` in the question's arguments.
+    if (q.tool) value.arguments = { tool: q.tool };
     emit(run, { case: "question", value });
     q.timer = setTimeout(() => {
       logger.info({ runId: run.id, interactionId: q.id }, "interaction deadline passed on the host; cancelling the run");

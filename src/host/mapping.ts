@@ -3,6 +3,8 @@
  * known agent quirks. Kept free of I/O so they are tested with fixtures.
  */
 import type { AnyMessage } from "@agentclientprotocol/sdk";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { commandOfToolCall } from "./escalation.js";
 
 /** The four permission option kinds, in the canonical order questions list them. */
 export const OPTION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"] as const;
@@ -210,4 +212,33 @@ function acpErrorDataText(data: unknown): string | undefined {
     }
   }
   return String(data);
+}
+
+/** Longest tool title and command line a question carries, in characters. */
+const MAX_TOOL_TEXT = 2_000;
+/** Largest tool input (as JSON) a question carries; a larger one is left out (title and command remain). */
+export const MAX_TOOL_INPUT_BYTES = 8 * 1024;
+
+/**
+ * What a permission request asks to run, for the caller's question (`tool` in the `provide_input`
+ * arguments): the tool call's `title`, its ACP tool `kind`, the `command` line it names (from `rawInput`
+ * `command`/`cmd`, as sealed escalation reads it) and its `input` (`rawInput` as the agent gave it, when
+ * it is at most {@link MAX_TOOL_INPUT_BYTES} as JSON). Undefined when the request says none of these.
+ */
+export function requestedTool(toolCall: { title?: string | null; rawInput?: unknown }, kind: string | null | undefined): JsonObject | undefined {
+  const tool: JsonObject = {};
+  if (typeof toolCall.title === "string" && toolCall.title.trim()) tool.title = clip(toolCall.title, MAX_TOOL_TEXT);
+  if (kind) tool.kind = kind;
+  const command = commandOfToolCall(toolCall.rawInput);
+  if (command) tool.command = clip(command, MAX_TOOL_TEXT);
+  if (toolCall.rawInput !== undefined && toolCall.rawInput !== null) {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(toolCall.rawInput);
+    } catch {
+      json = undefined;
+    }
+    if (json !== undefined && Buffer.byteLength(json) <= MAX_TOOL_INPUT_BYTES) tool.input = JSON.parse(json) as JsonValue;
+  }
+  return Object.keys(tool).length > 0 ? tool : undefined;
 }

@@ -9,6 +9,8 @@ import {
   repairIncomingMessage,
   selfDriveOptionId,
   usageFromTurn,
+  requestedTool,
+  MAX_TOOL_INPUT_BYTES,
   usdCost,
   utf8Tail,
 } from "../../../src/host/mapping.js";
@@ -74,6 +76,24 @@ describe("usage and model", () => {
     expect(usageFromTurn({ _meta: { quota: { token_count: {} } } }, undefined)).toBeUndefined();
     expect(usageFromTurn({ _meta: { quota: "n/a" } }, undefined)).toBeUndefined();
     expect(usageFromTurn({ _meta: { quota: { token_count: { input_tokens: -3, output_tokens: "7" } } } }, undefined)).toBeUndefined();
+  });
+
+  it("says what a permission request asks to run: title, kind, command line and input as ACP gives them", () => {
+    // claude-agent-acp, Bash: the title is the command; rawInput {command, description}.
+    expect(requestedTool({ title: "npm test", rawInput: { command: "npm   test", description: "Run tests" } }, "execute")).toEqual({
+      title: "npm test",
+      kind: "execute",
+      command: "npm test",
+      input: { command: "npm   test", description: "Run tests" },
+    });
+    // codex-acp: an argv array.
+    expect(requestedTool({ title: "git push", rawInput: { command: ["git", "push"], cwd: "/w" } }, "execute")).toMatchObject({ command: "git push" });
+    // An edit names no command: the title and input say what it is.
+    expect(requestedTool({ title: "Write a.txt", rawInput: { path: "a.txt" } }, "edit")).toEqual({ title: "Write a.txt", kind: "edit", input: { path: "a.txt" } });
+    // An input too large to carry is left out; the command stays.
+    const big = requestedTool({ title: "x", rawInput: { command: "cat", blob: "a".repeat(MAX_TOOL_INPUT_BYTES) } }, undefined);
+    expect(big).toEqual({ title: "x", command: "cat" });
+    expect(requestedTool({}, undefined)).toBeUndefined();
   });
 
   it("reads the model from configOptions, else legacy models", () => {
