@@ -238,9 +238,11 @@ export function renderChat(main, params) {
       "li",
       { class: "turn turn-question", role: "group", "aria-labelledby": headingId },
       h("p", { class: "who", id: headingId }, args.operation ? `The intern asks permission: ${args.operation}` : "The intern asks permission"),
-      requestedToolView(args.tool),
       deadlineLine,
     );
+    // What the agent asked to run, right under the heading.
+    const asked = requestedToolView(args.tool);
+    if (asked) card.firstElementChild.after(asked);
     const buttons = h("div", { class: "buttons" });
     const answer = async (option) => {
       stopCountdown();
