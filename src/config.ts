@@ -4,6 +4,7 @@
  * reads process.env. Errors name the variable at fault.
  */
 import { resolve } from "node:path";
+import { parseHostSettings, type HostLimitName } from "./lib/host-settings.js";
 import { boolSetting, emptyAsAbsent, intSetting, optionalInt, settingsMessage, textSetting, z } from "./lib/settings.js";
 
 export interface InternChatConfig {
@@ -84,6 +85,48 @@ export interface ProviderEndpointConfig {
   keyless: string[];
 }
 
+/**
+ * The PORTICO_HOST_* settings `portico serve`'s embedded host applies (docs/intern-host.md): every limit,
+ * PORTICO_HOST_BWRAP and PORTICO_HOST_RUN_AS. The others name what the embedded host decides itself.
+ */
+export interface EmbeddedHostSettings {
+  /** The PORTICO_HOST_* limits that were set (unset ones keep the host's defaults). */
+  limits: Partial<Record<HostLimitName, number>>;
+  /** PORTICO_HOST_BWRAP: a bwrap path, or null ("off"); absent: looked up on PATH. */
+  bwrapPath?: string | null;
+  /** PORTICO_HOST_RUN_AS: "uid:gid", or null ("off": a root serve runs the agent as root); absent: 65534:65534 as root. */
+  runAs?: { uid: number; gid: number } | null;
+  /**
+   * PORTICO_HOST_* variables that were set but do not apply to the embedded host (CORE_URL, TOKEN,
+   * TOKEN_FILE, CA_FILE, WORK_ROOT, PROFILE: it dials its own core with a token only that core accepts,
+   * keeps its folders under PORTICO_DATA_DIR and runs the built-in agent); `serve` logs them.
+   */
+  ignored: string[];
+}
+
+/** PORTICO_HOST_* variables that only `portico intern-host` reads. */
+const HOST_ONLY_VARIABLES = [
+  "PORTICO_HOST_CORE_URL",
+  "PORTICO_HOST_TOKEN",
+  "PORTICO_HOST_TOKEN_FILE",
+  "PORTICO_HOST_CA_FILE",
+  "PORTICO_HOST_WORK_ROOT",
+  "PORTICO_HOST_PROFILE",
+];
+
+function embeddedHostSettings(env: NodeJS.ProcessEnv): EmbeddedHostSettings {
+  let host: ReturnType<typeof parseHostSettings>;
+  try {
+    host = parseHostSettings(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  const out: EmbeddedHostSettings = { limits: host.limits, ignored: HOST_ONLY_VARIABLES.filter((name) => Boolean(env[name])) };
+  if (host.bwrapPath !== undefined) out.bwrapPath = host.bwrapPath;
+  if (host.runAs !== undefined) out.runAs = host.runAs;
+  return out;
+}
+
 export interface Config {
   /** Folder for the embedded SQLite database, master key and intern working folders (PORTICO_DATA_DIR). */
   dataDir: string;
@@ -122,6 +165,8 @@ export interface Config {
   metricsPort: number | undefined;
   /** Whether `portico serve` attaches the embedded intern host with the built-in agent (PORTICO_EMBEDDED_HOST). */
   embeddedHost: boolean;
+  /** What the embedded host takes from the PORTICO_HOST_* variables (limits, bubblewrap, run-as user). */
+  embeddedHostSettings: EmbeddedHostSettings;
   /** Identifier of this process in logs and routing records (PORTICO_INSTANCE_ID). */
   instanceId: string;
   /**
@@ -264,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.PORTICO_METRICS_TOKEN,
     metricsPort: e.PORTICO_METRICS_PORT,
     embeddedHost: e.PORTICO_EMBEDDED_HOST,
+    embeddedHostSettings: embeddedHostSettings(env),
     instanceId: e.PORTICO_INSTANCE_ID ?? `core-${process.pid}`,
     workers: e.PORTICO_WORKERS,
     workerIndex: e.PORTICO_WORKER_INDEX === undefined ? undefined : Number(e.PORTICO_WORKER_INDEX),

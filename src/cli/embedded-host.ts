@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { RunningProcess } from "../server.js";
 import { BUILTIN_INTERN_NAME } from "../core/interns/builtin-intern.js";
-import { startEmbeddedHost } from "../host/embedded.js";
+import { startEmbeddedHost, type EmbeddedHostOptions } from "../host/embedded.js";
 
 /**
  * `portico serve` attaches an intern host with the built-in agent to the built-in intern, so the intern
@@ -19,6 +19,13 @@ export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logg
     return;
   }
   const token = proc.core.issueLocalHostToken(intern.id);
+  const settings = cfg.embeddedHostSettings;
+  if (settings.ignored.length > 0) {
+    logger.info(
+      { variables: settings.ignored },
+      "these PORTICO_HOST_* variables apply to `portico intern-host`, not to the embedded host (it dials this process's core, keeps its folders under PORTICO_DATA_DIR and runs the built-in agent)",
+    );
+  }
   const host = startEmbeddedHost({
     coreUrl: (proc.internalCoreServer ?? proc.coreServer).url,
     token,
@@ -26,9 +33,20 @@ export async function attachEmbeddedHost(proc: RunningProcess, cfg: Config, logg
     dataDir: cfg.dataDir,
     internId: intern.id,
     logger,
+    ...embeddedHostOptions(cfg),
   });
   proc.onClose.push(() => host.close());
   logger.info({ intern_id: intern.id }, "embedded intern host started with the built-in agent");
+}
+
+/** The options `serve` gives its embedded host from the PORTICO_HOST_* settings: limits, bubblewrap, run-as user. */
+export function embeddedHostOptions(cfg: Config): Pick<EmbeddedHostOptions, "limits" | "bwrapPath" | "runAs"> {
+  const s = cfg.embeddedHostSettings;
+  return {
+    limits: { ...s.limits },
+    ...(s.bwrapPath !== undefined ? { bwrapPath: s.bwrapPath } : {}),
+    ...(s.runAs !== undefined ? { runAs: s.runAs } : {}),
+  };
 }
 
 function builtinIntern(proc: RunningProcess): Promise<{ id: string } | null> {

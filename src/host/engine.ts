@@ -1,33 +1,30 @@
 /**
- * The host engine: runs (one ACP prompt turn each) over the sessions of the agent pool, the ACP
- * client handlers (updates, permission questions, terminals, fs) and the link-facing surface. It
- * knows nothing about the transport: the link calls startRun/answer/cancelRun and pulls events.
+ * The host engine: runs (one ACP prompt turn each) over the sessions of the agent pool, and the
+ * link-facing surface. It knows nothing about the transport: the link calls startRun/answer/cancelRun
+ * and pulls events. What agents call (updates, permission requests, terminals, fs) is handled in
+ * acp-client.ts, which feeds runs through the engine's RunControl.
  *
- * Modules: agent-session.ts (agents and sessions), agent-env.ts (folders and environment),
- * file-access.ts (fs confinement), questions.ts + escalation.ts (questions and sealed escalation),
- * event-queue.ts (bounded per-run queues).
+ * Modules: acp-client.ts (ACP client handlers), run.ts (the run record), agent-session.ts (agents and
+ * sessions), agent-env.ts (folders and environment), file-access.ts (fs confinement), questions.ts +
+ * escalation.ts (questions and sealed escalation), event-queue.ts (bounded per-run queues).
  */
-import { randomUUID } from "node:crypto";
 import { basename } from "node:path";
-import type * as acp from "@agentclientprotocol/sdk";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { acpRuntime } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import { AnswerOutcome, ApprovalMode, CancelReason, type HeldRun, type RunEvent, type StartRun } from "../gen/portico/internlink/v1/internlink_service_pb.js";
+import { createAcpClient } from "./acp-client.js";
 import { spawnAgentProcess, type AgentLauncher } from "./agent-process.js";
-import { agentEnvironment, agentFolders } from "./agent-env.js";
-import { AgentCapReached, AgentStartError, createAgentPool, type AgentInstance, type SessionEntry } from "./agent-session.js";
+import { agentFolders } from "./agent-env.js";
+import { AgentCapReached, AgentStartError, createAgentPool, type AgentInstance } from "./agent-session.js";
 import { EscalationLedger } from "./escalation.js";
 import { RunEventQueue, takeRoundRobin, type EventInit } from "./event-queue.js";
-import { readConfinedText, writeConfinedText, type Confinement } from "./file-access.js";
-import { acpErrorText, clip, modelFromSessionState, offeredKinds, operationForToolKind, selfDriveOptionId, usageFromTurn, usdCost, type OfferedOption } from "./mapping.js";
+import { acpErrorText, clip, usageFromTurn } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "./questions.js";
-import type { TerminalManager } from "./terminals.js";
+import type { CancelCause, Run, Session } from "./run.js";
 
 export { sessionFolderName } from "./agent-env.js";
-
-/** Why a run is being cancelled (host-internal). */
-type CancelCause = "client" | "deadline" | "caller" | "operator" | "duration" | "link" | "failed";
 
 export interface EngineOptions {
   profile: AgentProfile;
@@ -43,29 +40,6 @@ export interface EngineOptions {
   /** Called when running/paused counts change. */
   onCapacity: () => void;
 }
-
-interface Run {
-  id: string;
-  session: Session;
-  mode: "self-drive" | "manual";
-  state: "starting" | "streaming" | "cancelling" | "done";
-  events: RunEventQueue;
-  /** Link broke while streaming (or the core dropped the run): nothing more is sent. */
-  detached: boolean;
-  /** Paused when the link broke: kept for a grace period and announced in Hello. */
-  held: boolean;
-  heldTimer?: NodeJS.Timeout | undefined;
-  questions: QuestionQueue;
-  cancelCause: CancelCause | undefined;
-  cancelTimer?: NodeJS.Timeout | undefined;
-  durationTimer?: NodeJS.Timeout | undefined;
-  interactionDeadlineMs: number;
-  escalation: EscalationLedger;
-  costAtStart: number | undefined;
-  model: string | undefined;
-}
-
-type Session = SessionEntry<Run>;
 
 /** Snapshot of a session for diagnostics and tests. */
 export interface SessionInfo {
@@ -112,7 +86,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     bwrap: opts.bwrap,
     launcher: opts.launcher ?? spawnAgentProcess,
     hostVersion: opts.hostVersion,
-    clientApp: buildClientApp,
+    clientApp: createAcpClient({
+      profile,
+      logger,
+      folders,
+      runAs: opts.runAs,
+      bwrap: opts.bwrap,
+      runs: { activeRunOf, emit, reportModel, present, onCapacity: () => opts.onCapacity() },
+    }),
   });
 
   const reaper = setInterval(() => pool.reap(), Math.max(250, Math.min(limits.idleAgentTtlMs / 2, 30_000)));
@@ -156,132 +137,12 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     return { runningRuns: running, pausedRuns: paused, busy: running >= limits.maxConcurrentRuns || paused >= limits.maxPausedRuns };
   }
 
-  // ---------- ACP client handlers ----------
-
-  function buildClientApp(session: Session, agentRef: () => AgentInstance): acp.ClientApp {
-    const app = acpRuntime().client({ name: "portico-intern-host" });
-    app.onNotification(acpRuntime().methods.client.session.update, ({ params }) => onUpdate(session, agentRef(), params));
-    app.onRequest(acpRuntime().methods.client.session.requestPermission, ({ params, signal }) => onPermission(session, agentRef(), params, signal));
-    if (profile.offerTerminal ?? true) {
-      const terms = (): TerminalManager => agentRef().terminals;
-      app.onRequest(acpRuntime().methods.client.terminal.create, ({ params }) => createTerminal(session, agentRef(), params));
-      app.onRequest(acpRuntime().methods.client.terminal.output, ({ params }) => terms().output(params.terminalId));
-      app.onRequest(acpRuntime().methods.client.terminal.waitForExit, ({ params, signal }) => terms().waitForExit(params.terminalId, signal));
-      app.onRequest(acpRuntime().methods.client.terminal.kill, ({ params }) => {
-        terms().kill(params.terminalId);
-        return {};
-      });
-      app.onRequest(acpRuntime().methods.client.terminal.release, ({ params }) => {
-        terms().release(params.terminalId);
-        return {};
-      });
-    }
-    if (profile.offerFs ?? true) {
-      app.onRequest(acpRuntime().methods.client.fs.readTextFile, ({ params }) => readConfinedText(confinement(session), params));
-      app.onRequest(acpRuntime().methods.client.fs.writeTextFile, ({ params }) => {
-        writeConfinedText(confinement(session), params, opts.runAs);
-        return {};
-      });
-    }
-    return app;
-  }
-
-  /** fs access is confined to the working folder unless the run is self-drive as a normal user. */
-  function confinement(session: Session): Confinement {
-    const run = activeRunOf(session);
-    return { root: session.cwd, unconfined: run?.mode === "self-drive" && !opts.runAs && profile.sandbox !== "process" };
-  }
-
-  function onUpdate(session: Session, agent: AgentInstance, params: acp.SessionNotification): void {
-    agent.lastUpdateAt = Date.now();
-    if (agent.suppressUpdates || params.sessionId !== agent.acpSessionId) return;
-    const u = params.update;
-    const run = activeRunOf(session);
-    switch (u.sessionUpdate) {
-      case "agent_message_chunk":
-      case "agent_thought_chunk": {
-        let text = "";
-        if (u.content.type === "text") text = u.content.text;
-        else if (u.content.type === "resource_link") text = `[${u.content.name}](${u.content.uri})`;
-        if (!text || !run || run.state === "starting") return;
-        emit(run, u.sessionUpdate === "agent_message_chunk" ? { case: "content", value: { text } } : { case: "reasoning", value: { text } });
-        return;
-      }
-      case "tool_call":
-      case "tool_call_update":
-        if (u.kind) agent.toolKinds.set(u.toolCallId, u.kind);
-        if (agent.toolKinds.size > 1000) {
-          const first = agent.toolKinds.keys().next().value;
-          if (first !== undefined) agent.toolKinds.delete(first);
-        }
-        if (run && (u.status === "completed" || u.status === "failed")) run.escalation.toolCallEnded(u.toolCallId);
-        return;
-      case "current_mode_update":
-        agent.currentModeId = u.currentModeId;
-        return;
-      case "config_option_update": {
-        const model = modelFromSessionState({ configOptions: u.configOptions });
-        if (model) {
-          agent.model = model;
-          if (run && run.state === "streaming") reportModel(run, model);
-        }
-        return;
-      }
-      case "usage_update": {
-        const c = usdCost(u.cost);
-        if (c !== undefined) agent.lastCost = c;
-        return;
-      }
-      default:
-        return;
-    }
-  }
+  // ---------- questions and model (for the ACP client handlers) ----------
 
   function reportModel(run: Run, model: string): void {
     if (run.model === model) return;
     run.model = model;
     emit(run, { case: "model", value: { model } });
-  }
-
-  function onPermission(
-    session: Session,
-    agent: AgentInstance,
-    params: acp.RequestPermissionRequest,
-    signal: AbortSignal,
-  ): acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse> {
-    const cancelled: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
-    const run = session.run;
-    const tc = params.toolCall;
-    if (tc.kind) agent.toolKinds.set(tc.toolCallId, tc.kind);
-    const kind = tc.kind ?? agent.toolKinds.get(tc.toolCallId);
-    if (!run || run.state !== "streaming" || params.sessionId !== agent.acpSessionId) return cancelled;
-    const options: OfferedOption[] = params.options.map((o) => ({ optionId: o.optionId, kind: o.kind }));
-    if (run.mode === "self-drive") {
-      const id = selfDriveOptionId(options);
-      logger.debug({ runId: run.id, kind }, "self-drive answered a permission request");
-      return id ? { outcome: { outcome: "selected", optionId: id } } : cancelled;
-    }
-    return new Promise<acp.RequestPermissionResponse>((resolveAnswer) => {
-      const q: PendingQuestion = {
-        id: randomUUID(),
-        toolCallId: tc.toolCallId,
-        rawInput: tc.rawInput,
-        options,
-        kinds: offeredKinds(options),
-        operation: operationForToolKind(kind),
-        settle: (outcome) => {
-          if (q.timer) clearTimeout(q.timer);
-          signal.removeEventListener("abort", onAbort);
-          resolveAnswer({ outcome });
-        },
-      };
-      const onAbort = (): void => {
-        if (run.questions.remove(q)) opts.onCapacity();
-        q.settle({ outcome: "cancelled" });
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      if (run.questions.add(q)) present(run, q);
-    });
   }
 
   function present(run: Run, q: PendingQuestion): void {
@@ -291,8 +152,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       return;
     }
     run.questions.presented = q;
-    const value: { interactionId: string; kind: string; options: string[]; operation?: string } = { interactionId: q.id, kind: "permission", options: q.kinds };
+    const value: { interactionId: string; kind: string; options: string[]; operation?: string; arguments?: JsonObject } = {
+      interactionId: q.id,
+      kind: "permission",
+      options: q.kinds,
+    };
     if (q.operation !== undefined) value.operation = q.operation;
+    // What the agent asked to run goes to the caller as `tool` in the question's arguments.
+    if (q.tool) value.arguments = { tool: q.tool };
     emit(run, { case: "question", value });
     q.timer = setTimeout(() => {
       logger.info({ runId: run.id, interactionId: q.id }, "interaction deadline passed on the host; cancelling the run");
@@ -300,26 +167,6 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     }, run.interactionDeadlineMs);
     q.timer.unref();
     opts.onCapacity();
-  }
-
-  function createTerminal(session: Session, agent: AgentInstance, params: acp.CreateTerminalRequest): acp.CreateTerminalResponse {
-    const run = activeRunOf(session);
-    const mode = run?.mode ?? "manual";
-    let sandboxed = (profile.sandbox ?? "terminal") !== "none" && mode === "manual";
-    // Sealed escalation: only the command an approved, still open tool call named runs unsandboxed.
-    if (sandboxed && run && run.escalation.consume(params, session.cwd)) sandboxed = false;
-    if (sandboxed && !opts.bwrap) {
-      throw acpRuntime().RequestError.internalError({ reason: "sandbox_unavailable" }, "manual mode refuses shell commands: bubblewrap (bwrap) is not installed on the intern host");
-    }
-    const res = agent.terminals.create(params, {
-      cwd: session.cwd,
-      env: agentEnvironment(profile, folders.homeDir, session.cwd),
-      bwrap: sandboxed ? opts.bwrap : undefined,
-      writable: [session.cwd],
-      runAs: opts.runAs,
-    });
-    logger.debug({ session: session.key, runId: run?.id, sandboxed: res.sandboxed }, "terminal created");
-    return { terminalId: res.terminalId };
   }
 
   // ---------- runs ----------
@@ -435,7 +282,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       const res = await promptDone;
       const deadline = run.cancelCause === "deadline" || run.cancelCause === "duration";
       // Every ending carries the usage the agent reported for the turn (tokens, or its cost so far).
-      reportTurnUsage(run, agent, (res as { usage?: unknown }).usage);
+      reportTurnUsage(run, agent, res);
       // RunEnded only for a cancel Portico asked for; an agent that ends its own turn as "cancelled"
       // (codex on reject_once) ended the turn normally: TurnEnded carries its stop reason.
       if (run.cancelCause) {
@@ -464,9 +311,10 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     finishRun(run);
   }
 
-  function reportTurnUsage(run: Run, agent: AgentInstance, responseUsage: unknown): void {
+  /** `promptResult`: the session/prompt result (its usage or `_meta.quota`); undefined when the turn failed. */
+  function reportTurnUsage(run: Run, agent: AgentInstance, promptResult: unknown): void {
     const costDelta = agent.lastCost !== undefined ? agent.lastCost - (run.costAtStart ?? 0) : undefined;
-    const usage = usageFromTurn(responseUsage, costDelta);
+    const usage = usageFromTurn(promptResult, costDelta);
     if (usage) emit(run, { case: "usage", value: usage });
   }
 

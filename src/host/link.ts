@@ -4,6 +4,7 @@
  * silent link within the liveness timeout, reconnects with exponential backoff and jitter, and
  * re-announces paused runs in Hello after a reconnect.
  */
+import { accessSync, constants as fsConstants } from "node:fs";
 import { EventEmitter } from "node:events";
 import { createClient, ConnectError, Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -88,6 +89,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Starts an intern host: it dials the core, keeps the link up and drives agents as the core asks.
  * Why a factory over the options: the CLI, the embedded host and tests share one code path.
@@ -107,6 +117,9 @@ export function createInternHost(options: InternHostOptions): InternHost {
   if (bwrapNotice) logger[bwrapNotice.level](bwrapNotice.message);
   const events = new EventEmitter();
   const closeCtl = new AbortController();
+  // Which bubblewrap the host uses and as whom agents run (PORTICO_HOST_BWRAP, PORTICO_HOST_RUN_AS).
+  if (bwrap) logger.info({ bwrap, runAs: runAs ? `${runAs.uid}:${runAs.gid}` : "self" }, "manual-mode commands are sandboxed with bubblewrap");
+  if (bwrap && options.bwrapPath && !isExecutable(bwrap)) logger.warn({ bwrap }, "the configured bwrap is not an executable file: sandboxed commands will fail to start");
 
   let outbox: Outbox | undefined;
   let welcomed = false;

@@ -3,6 +3,8 @@
  * known agent quirks. Kept free of I/O so they are tested with fixtures.
  */
 import type { AnyMessage } from "@agentclientprotocol/sdk";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { commandOfToolCall } from "./escalation.js";
 
 /** The four permission option kinds, in the canonical order questions list them. */
 export const OPTION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"] as const;
@@ -67,16 +69,53 @@ function num(v: unknown): number | undefined {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : undefined;
 }
 
+function record(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** The first of several spellings of a count that is a count. */
+function count(r: Record<string, unknown> | undefined, ...names: string[]): number | undefined {
+  for (const n of names) {
+    const v = num(r?.[n]);
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
 /**
- * Usage of a turn from the (unstable) PromptResponse.usage and the cost delta of usage_update
- * notifications seen during the turn. Undefined when the agent reported neither.
+ * Token counts of a turn from where the agent reports them: the (unstable) PromptResponse `usage`
+ * (`inputTokens`, `outputTokens`, `totalTokens`, `cachedReadTokens`), else the prompt response's
+ * `_meta.quota.token_count` (gemini-cli 0.61: `{input_tokens, output_tokens}`; other adapters write the
+ * same object in camelCase with `cachedInputTokens`).
  */
-export function usageFromTurn(responseUsage: unknown, costDelta: number | undefined): LinkUsage | undefined {
-  const u = (typeof responseUsage === "object" && responseUsage !== null ? responseUsage : undefined) as Record<string, unknown> | undefined;
-  const input = num(u?.inputTokens);
-  const output = num(u?.outputTokens);
-  const total = num(u?.totalTokens);
-  const cached = num(u?.cachedReadTokens);
+function turnTokens(result: unknown): { input?: number; output?: number; total?: number; cached?: number } | undefined {
+  const res = record(result);
+  const usage = record(res?.usage);
+  if (usage && (num(usage.inputTokens) !== undefined || num(usage.outputTokens) !== undefined || num(usage.totalTokens) !== undefined)) {
+    return { input: num(usage.inputTokens), output: num(usage.outputTokens), total: num(usage.totalTokens), cached: num(usage.cachedReadTokens) };
+  }
+  const quota = record(record(record(res?._meta)?.quota)?.token_count);
+  if (!quota) return undefined;
+  const tokens = {
+    input: count(quota, "input_tokens", "inputTokens"),
+    output: count(quota, "output_tokens", "outputTokens"),
+    total: count(quota, "total_tokens", "totalTokens"),
+    cached: count(quota, "cached_input_tokens", "cachedInputTokens", "cached_read_tokens", "cachedReadTokens"),
+  };
+  return tokens.input === undefined && tokens.output === undefined && tokens.total === undefined ? undefined : tokens;
+}
+
+/**
+ * Usage of a turn from the agent's `session/prompt` result (its `usage`, else `_meta.quota.token_count`)
+ * and the cost delta of usage_update notifications seen during the turn. Undefined when the agent
+ * reported neither.
+ */
+export function usageFromTurn(promptResult: unknown, costDelta: number | undefined): LinkUsage | undefined {
+  const t = turnTokens(promptResult);
+  const input = t?.input;
+  const output = t?.output;
+  const total = t?.total;
+  const cached = t?.cached;
   if (input === undefined && output === undefined && total === undefined && costDelta === undefined) return undefined;
   const out: LinkUsage = {
     promptTokens: BigInt(input ?? 0),
@@ -173,4 +212,33 @@ function acpErrorDataText(data: unknown): string | undefined {
     }
   }
   return String(data);
+}
+
+/** Longest tool title and command line a question carries, in characters. */
+const MAX_TOOL_TEXT = 2_000;
+/** Largest tool input (as JSON) a question carries; a larger one is left out (title and command remain). */
+export const MAX_TOOL_INPUT_BYTES = 8 * 1024;
+
+/**
+ * What a permission request asks to run, for the caller's question (`tool` in the `provide_input`
+ * arguments): the tool call's `title`, its ACP tool `kind`, the `command` line it names (from `rawInput`
+ * `command`/`cmd`, as sealed escalation reads it) and its `input` (`rawInput` as the agent gave it, when
+ * it is at most {@link MAX_TOOL_INPUT_BYTES} as JSON). Undefined when the request says none of these.
+ */
+export function requestedTool(toolCall: { title?: string | null; rawInput?: unknown }, kind: string | null | undefined): JsonObject | undefined {
+  const tool: JsonObject = {};
+  if (typeof toolCall.title === "string" && toolCall.title.trim()) tool.title = clip(toolCall.title, MAX_TOOL_TEXT);
+  if (kind) tool.kind = kind;
+  const command = commandOfToolCall(toolCall.rawInput);
+  if (command) tool.command = clip(command, MAX_TOOL_TEXT);
+  if (toolCall.rawInput !== undefined && toolCall.rawInput !== null) {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(toolCall.rawInput);
+    } catch {
+      json = undefined;
+    }
+    if (json !== undefined && Buffer.byteLength(json) <= MAX_TOOL_INPUT_BYTES) tool.input = JSON.parse(json) as JsonValue;
+  }
+  return Object.keys(tool).length > 0 ? tool : undefined;
 }

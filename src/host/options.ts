@@ -7,7 +7,8 @@ import type { Logger } from "pino";
 import type { Transport } from "@connectrpc/connect";
 import type { AgentLauncher } from "./agent-process.js";
 import type { HostTlsOptions } from "./tls.js";
-import { optionalCount, settingsMessage, textSetting, z } from "../lib/settings.js";
+import { HOST_LIMIT_VARIABLES, parseHostSettings } from "../lib/host-settings.js";
+import { settingsMessage, z } from "../lib/settings.js";
 
 /** How the host confines shell commands and the agent process. */
 export type SandboxStrategy = "terminal" | "process" | "none";
@@ -172,7 +173,8 @@ export function resolveLimits(limits: Partial<InternHostLimits> | undefined): In
 }
 
 /*
- * Environment variables (read by internHostOptionsFromEnv; all optional, integers):
+ * Environment variables (defined in src/lib/host-settings.ts, read by internHostOptionsFromEnv and, for
+ * the embedded host of `portico serve`, by src/config.ts; all optional, integers):
  *   PORTICO_HOST_MAX_CONCURRENT_RUNS        maxConcurrentRuns              default 8
  *   PORTICO_HOST_MAX_PAUSED_RUNS            maxPausedRuns                  default 16
  *   PORTICO_HOST_MAX_QUEUED_BYTES_PER_RUN   maxQueuedBytesPerRun           default 4194304
@@ -201,61 +203,22 @@ export function resolveLimits(limits: Partial<InternHostLimits> | undefined): In
  *   PORTICO_HOST_BWRAP                      bwrap path, or "off" to disable bubblewrap
  *   PORTICO_HOST_RUN_AS                     "uid:gid" used when running as root, or "off"
  */
-const ENV_LIMITS: Record<string, keyof InternHostLimits> = {
-  PORTICO_HOST_MAX_CONCURRENT_RUNS: "maxConcurrentRuns",
-  PORTICO_HOST_MAX_PAUSED_RUNS: "maxPausedRuns",
-  PORTICO_HOST_MAX_QUEUED_BYTES_PER_RUN: "maxQueuedBytesPerRun",
-  PORTICO_HOST_MAX_RUN_DURATION_MS: "maxRunDurationMs",
-  PORTICO_HOST_AGENT_START_BUDGET_MS: "agentStartBudgetMs",
-  PORTICO_HOST_MAX_ACP_LINE_BYTES: "maxAcpLineBytes",
-  PORTICO_HOST_MAX_OPEN_TERMINALS: "maxOpenTerminalsPerSession",
-  PORTICO_HOST_MAX_TERMINAL_OUTPUT_BYTES: "maxTerminalOutputBytes",
-  PORTICO_HOST_IDLE_AGENT_TTL_MS: "idleAgentTtlMs",
-  PORTICO_HOST_MAX_AGENTS: "maxAgents",
-  PORTICO_HOST_SESSION_RECORD_TTL_MS: "sessionRecordTtlMs",
-  PORTICO_HOST_INTERACTION_DEADLINE_MS: "defaultInteractionDeadlineMs",
-  PORTICO_HOST_HELD_RUN_GRACE_MS: "heldRunGraceMs",
-  PORTICO_HOST_CANCEL_GRACE_MS: "cancelGraceMs",
-  PORTICO_HOST_RECONNECT_INITIAL_MS: "reconnectInitialMs",
-  PORTICO_HOST_RECONNECT_MAX_MS: "reconnectMaxMs",
-  PORTICO_HOST_PING_INTERVAL_MS: "pingIntervalMs",
-  PORTICO_HOST_LIVENESS_TIMEOUT_MS: "livenessTimeoutMs",
-};
-
-/** The PORTICO_HOST_* variables (listed above), with their rules. */
-const HostEnv = z.looseObject({
-  ...(Object.fromEntries(Object.keys(ENV_LIMITS).map((name) => [name, optionalCount()])) as Record<string, ReturnType<typeof optionalCount>>),
-  PORTICO_HOST_CORE_URL: textSetting(),
-  PORTICO_HOST_TOKEN: textSetting(),
-  PORTICO_HOST_WORK_ROOT: textSetting(),
-  PORTICO_HOST_PROFILE: textSetting(),
-  PORTICO_HOST_BWRAP: textSetting(),
-  PORTICO_HOST_RUN_AS: textSetting({ pattern: /^(\d+:\d+|off)$/, problem: "must be uid:gid or off" }),
-});
+/** The limit variables; each names a limit of the host (checked by the compiler). */
+export const ENV_LIMITS: Readonly<Record<string, keyof InternHostLimits>> = HOST_LIMIT_VARIABLES;
 
 /**
  * Reads the PORTICO_HOST_* variables (listed above) into a partial InternHostOptions. Throws on a
  * malformed value, naming the variable, so a typo never silently falls back to a default.
  */
 export function internHostOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } {
-  const parsed = HostEnv.safeParse(env);
-  if (!parsed.success) throw new Error(settingsMessage(parsed.error));
-  const e = parsed.data as Record<string, unknown> & z.output<typeof HostEnv>;
-  const limits: Partial<InternHostLimits> = {};
-  for (const [name, key] of Object.entries(ENV_LIMITS)) {
-    const n = e[name];
-    if (typeof n === "number") limits[key] = n;
-  }
-  const out: Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } = { limits };
-  if (e.PORTICO_HOST_CORE_URL) out.coreUrl = e.PORTICO_HOST_CORE_URL;
-  if (e.PORTICO_HOST_TOKEN) out.token = e.PORTICO_HOST_TOKEN;
-  if (e.PORTICO_HOST_WORK_ROOT) out.workRoot = e.PORTICO_HOST_WORK_ROOT;
-  if (e.PORTICO_HOST_PROFILE) out.profile = loadAgentProfile(e.PORTICO_HOST_PROFILE);
-  if (e.PORTICO_HOST_BWRAP) out.bwrapPath = e.PORTICO_HOST_BWRAP === "off" ? null : e.PORTICO_HOST_BWRAP;
-  if (e.PORTICO_HOST_RUN_AS) {
-    const [uid, gid] = e.PORTICO_HOST_RUN_AS.split(":");
-    out.runAs = e.PORTICO_HOST_RUN_AS === "off" ? null : { uid: Number(uid), gid: Number(gid) };
-  }
+  const e = parseHostSettings(env);
+  const out: Partial<InternHostOptions> & { limits: Partial<InternHostLimits> } = { limits: e.limits };
+  if (e.coreUrl) out.coreUrl = e.coreUrl;
+  if (e.token) out.token = e.token;
+  if (e.workRoot) out.workRoot = e.workRoot;
+  if (e.profileFile) out.profile = loadAgentProfile(e.profileFile);
+  if (e.bwrapPath !== undefined) out.bwrapPath = e.bwrapPath;
+  if (e.runAs !== undefined) out.runAs = e.runAs;
   return out;
 }
 

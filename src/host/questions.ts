@@ -3,6 +3,7 @@
  * in order; answers are judged against the kinds that were offered.
  */
 import type * as acp from "@agentclientprotocol/sdk";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { isOptionKind, optionIdForKind, type OfferedOption, type OptionKind } from "./mapping.js";
 
 export interface PendingQuestion {
@@ -13,6 +14,8 @@ export interface PendingQuestion {
   options: OfferedOption[];
   kinds: OptionKind[];
   operation: string | undefined;
+  /** What the agent asked to run (title, kind, command, input), for the caller; see requestedTool. */
+  tool?: JsonObject | undefined;
   settle: (outcome: acp.RequestPermissionOutcome) => void;
   timer?: NodeJS.Timeout | undefined;
 }

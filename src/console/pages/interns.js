@@ -200,6 +200,28 @@ export function renderChat(main, params) {
     setBusy(false, finish === "stop" ? "Finished" : finish === "error" ? "Ended with an error" : "Stream closed");
   }
 
+  /**
+   * What the agent asked to run (the question's `tool`: title, kind, command, input): the command line
+   * when there is one, else the tool's title and its input. Null when the question says nothing more.
+   */
+  function requestedToolView(tool) {
+    if (!tool || typeof tool !== "object") return null;
+    const text = (v) => (typeof v === "string" && v.trim() ? v : null);
+    const command = text(tool.command);
+    const title = text(tool.title);
+    const parts = [];
+    if (command) {
+      parts.push(h("p", { class: "tool-label" }, "Command"), h("pre", { class: "tool-command" }, h("code", {}, command)));
+      if (title && title !== command) parts.push(h("p", { class: "tool-title" }, title));
+    } else {
+      if (title) parts.push(h("p", { class: "tool-title" }, title));
+      if (tool.input !== undefined && tool.input !== null) {
+        parts.push(h("details", { class: "tool-input" }, h("summary", {}, "Input"), h("pre", {}, h("code", {}, JSON.stringify(tool.input, null, 2)))));
+      }
+    }
+    return parts.length ? h("div", { class: "requested-tool" }, ...parts) : null;
+  }
+
   function showQuestion(call, skewMs) {
     let args = {};
     try {
@@ -218,6 +240,9 @@ export function renderChat(main, params) {
       h("p", { class: "who", id: headingId }, args.operation ? `The intern asks permission: ${args.operation}` : "The intern asks permission"),
       deadlineLine,
     );
+    // What the agent asked to run, right under the heading.
+    const asked = requestedToolView(args.tool);
+    if (asked) card.firstElementChild.after(asked);
     const buttons = h("div", { class: "buttons" });
     const answer = async (option) => {
       stopCountdown();

@@ -9,6 +9,9 @@ import type { InternInteraction, InternRun } from "../../db/prisma.js";
 import type { PendingQuestion, Session } from "../../gen/portico/interns/v1/session_pb.js";
 import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
 
+/** Largest arguments object (as JSON) a question carries with the host's extra fields. */
+export const MAX_ARGUMENTS_BYTES = 16 * 1024;
+
 /** Fields the core writes into every question's arguments; a host's extra fields cannot replace them. */
 const OWN_FIELDS = new Set(["kind", "operation", "options", "deadline_at"]);
 
@@ -27,7 +30,13 @@ export function questionArguments(
     options: [...q.options],
     deadline_at: deadlineAt.toISOString(),
   };
-  for (const [k, v] of Object.entries(q.extra ?? {})) if (!OWN_FIELDS.has(k) && v !== undefined) args[k] = v;
+  for (const [k, v] of Object.entries(q.extra ?? {})) {
+    if (OWN_FIELDS.has(k) || v === undefined) continue;
+    // A host's fields are stored with the question and streamed: a field that would take the object past
+    // the bound is left out rather than stored.
+    if (Buffer.byteLength(JSON.stringify({ ...args, [k]: v })) > MAX_ARGUMENTS_BYTES) continue;
+    args[k] = v;
+  }
   return args;
 }
 

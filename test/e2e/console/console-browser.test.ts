@@ -327,6 +327,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     const question = page.getByRole("group", { name: /The intern asks permission/ });
     await question.waitFor();
     await page.locator("main").getByRole("status").filter({ hasText: "Paused: the intern is waiting for your answer" }).waitFor();
+    // The card says what the agent asked to run: the command line of this permission request.
+    expect(await question.locator("pre.tool-command").textContent()).toBe("echo console-approved-run");
     const buttons = await question.getByRole("button").allTextContents();
     expect(buttons).toContain("Allow once");
     expect(buttons).toContain("Reject once");
@@ -343,6 +345,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     // A reload keeps the pending question (this tab's sessionStorage), so it can still be answered here.
     await page.reload();
     await question.getByRole("button", { name: "Allow once" }).waitFor();
+    expect(await question.locator("pre.tool-command").textContent()).toBe("echo console-approved-run");
     await expect.poll(async () => /^[0-5]:[0-5]\d$/.test((await countdown.textContent()) ?? ""), { timeout: 30_000 }).toBe(true);
 
     // An answer that does not get through (connection reset) leaves the question pending: answer again.

@@ -11,7 +11,8 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInternHost, type InternHost } from "../../../src/host/link.js";
 import { scriptedAgentCommand, scriptedAgentLauncher } from "../../fixtures/scripted-agent.js";
-import { startHarness, type Harness } from "../../helpers/harness.js";
+import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
+import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "../../integration/interns/sse-client.js";
 
 const REPO = resolve(import.meta.dirname, "../../..");
@@ -78,6 +79,18 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(r.done).toBe(true);
   });
 
+  it("reads the usage an agent reports only in the prompt result's _meta.quota (gemini-cli) into the run's usage", async () => {
+    const r = await chat(
+      h,
+      internId,
+      chatBody(script({ steps: [{ content: "Hi" }], meta: { quota: { token_count: { input_tokens: 41, output_tokens: 9 }, model_usage: [] } } })),
+      { key: h.tenant.apiKey },
+    );
+    expect(r.status).toBe(200);
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+    expect(finalOf(r.chunks).usage).toEqual({ prompt_tokens: 41, completion_tokens: 9, total_tokens: 50 });
+  });
+
   it("manual mode pauses on the permission question and continues after allow_once; two answers at once deliver one", async () => {
     const first = await chat(h, internId, chatBody(QUESTION, { approval_mode: "manual" }), { key: h.tenant.apiKey });
     const call = toolCallOf(first.chunks);
@@ -86,6 +99,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
       operation: "shell",
       options: ["allow_once", "allow_always", "reject_once"],
       deadline_at: expect.any(String),
+      // What the agent asked to run: the permission request's title and tool kind (no raw input here).
+      tool: { title: "ls", kind: "execute" },
     });
     expect(finishOf(first.chunks).choices[0].finish_reason).toBe("tool_calls");
     expect(finalOf(first.chunks).usage).toBeNull();
@@ -105,6 +120,67 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(contentOf(won.chunks)).toBe("[answer allow] done");
     expect(finishOf(won.chunks).choices[0].finish_reason).toBe("stop");
     expect(finalOf(won.chunks).session_id).toBe(sessionId);
+  });
+
+  it("the permission question says what the agent asked to run: command line, title and input, over HTTP, GetSession and gRPC", async () => {
+    const ask = (id: string, rawInput: unknown, title: string) =>
+      script({ steps: [{ question: { toolCallId: id, kind: "execute", title, rawInput } }, { content: " done" }] });
+    // Two commands in one prompt: each question names its own.
+    const two = script({
+      steps: [
+        { question: { toolCallId: "c1", kind: "execute", title: "Remove build", rawInput: { command: "rm -rf build", description: "clean" } } },
+        { question: { toolCallId: "c2", kind: "execute", title: "Push", rawInput: { command: ["git", "push", "--force"], cwd: "/w" } } },
+      ],
+    });
+    const first = await chat(h, internId, chatBody(two, { approval_mode: "manual" }), { key: h.tenant.apiKey });
+    const args = JSON.parse(toolCallOf(first.chunks).function.arguments);
+    expect(args).toEqual({
+      kind: "permission",
+      operation: "shell",
+      options: ["allow_once", "allow_always", "reject_once"],
+      deadline_at: expect.any(String),
+      tool: { title: "Remove build", kind: "execute", command: "rm -rf build", input: { command: "rm -rf build", description: "clean" } },
+    });
+    const sessionId = finalOf(first.chunks).session_id;
+    // The session read back shows the same object.
+    const read = await api(h, "GET", `/interns/${internId}/sessions/${encodeURIComponent(sessionId)}`, { key: h.tenant.apiKey });
+    expect(read.json.pending_question.arguments).toEqual(args);
+    const second = await chat(h, internId, answerBody(sessionId, toolCallOf(first.chunks).id, "reject_once"), { key: h.tenant.apiKey });
+    expect(JSON.parse(toolCallOf(second.chunks).function.arguments).tool).toEqual({
+      title: "Push",
+      kind: "execute",
+      command: "git push --force",
+      input: { command: ["git", "push", "--force"], cwd: "/w" },
+    });
+    await api(h, "POST", `/interns/${internId}/sessions/${encodeURIComponent(sessionId)}/cancel`, { key: h.tenant.apiKey });
+
+    // gRPC: QuestionEvent.arguments carries the same tool; GetSession's pending question too.
+    const client: any = grpcClient("portico/interns/v1/interns_service.proto", "portico.interns.v1.InternsService", h.coreUrl);
+    try {
+      const events = await new Promise<any[]>((resolvePromise, reject) => {
+        const got: any[] = [];
+        const call = client.StreamChat(
+          { intern_id: internId, stream: true, approval_mode: "manual", messages: [{ role: "user", content: { stringValue: ask("g1", { cmd: "make   test" }, "Run tests") } }] },
+          bearer(h.tenant.apiKey),
+        );
+        call.on("data", (ev: any) => got.push(ev));
+        call.on("error", reject);
+        call.on("end", () => resolvePromise(got));
+      });
+      const q = events.find((e) => e.event === "question").question;
+      expect(q).toMatchObject({ kind: "permission", operation: "shell" });
+      const tool = q.arguments.fields.tool.structValue.fields;
+      expect(tool.command).toEqual({ kind: "stringValue", stringValue: "make test" });
+      expect(tool.title).toEqual({ kind: "stringValue", stringValue: "Run tests" });
+      expect(tool.input.structValue.fields.cmd).toEqual({ kind: "stringValue", stringValue: "make   test" });
+      expect(q.arguments.fields.kind).toEqual({ kind: "stringValue", stringValue: "permission" });
+      const gSession = events.at(-1).final.session_id;
+      const g = await unary(client, "GetSession", { intern_id: internId, session_id: gSession }, bearer(h.tenant.apiKey));
+      expect(g.response.session.pending_question.arguments.fields.tool.structValue.fields.command.stringValue).toBe("make test");
+      await api(h, "POST", `/interns/${internId}/sessions/${encodeURIComponent(gSession)}/cancel`, { key: h.tenant.apiKey });
+    } finally {
+      client.close();
+    }
   });
 
   it("a turn that fails after the agent reported its cost ends with that usage on the final chunk", async () => {

@@ -9,6 +9,8 @@ import {
   repairIncomingMessage,
   selfDriveOptionId,
   usageFromTurn,
+  requestedTool,
+  MAX_TOOL_INPUT_BYTES,
   usdCost,
   utf8Tail,
 } from "../../../src/host/mapping.js";
@@ -48,18 +50,50 @@ describe("question mapping", () => {
 describe("usage and model", () => {
   it("maps prompt usage and the cost delta", () => {
     expect(usageFromTurn(undefined, undefined)).toBeUndefined();
-    expect(usageFromTurn({ inputTokens: 10, outputTokens: 5, totalTokens: 15, cachedReadTokens: 2 }, 0.5)).toEqual({
+    expect(usageFromTurn({ stopReason: "end_turn", usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15, cachedReadTokens: 2 } }, 0.5)).toEqual({
       promptTokens: 10n,
       completionTokens: 5n,
       totalTokens: 15n,
       cachedTokens: 2n,
       cost: 0.5,
     });
-    expect(usageFromTurn({ inputTokens: 1, outputTokens: 2 }, undefined)).toEqual({ promptTokens: 1n, completionTokens: 2n, totalTokens: 3n });
+    expect(usageFromTurn({ usage: { inputTokens: 1, outputTokens: 2 } }, undefined)).toEqual({ promptTokens: 1n, completionTokens: 2n, totalTokens: 3n });
     expect(usageFromTurn(undefined, 0.1)).toEqual({ promptTokens: 0n, completionTokens: 0n, totalTokens: 0n, cost: 0.1 });
     expect(usdCost({ amount: 1.5, currency: "USD" })).toBe(1.5);
     expect(usdCost({ amount: 1.5, currency: "EUR" })).toBeUndefined();
     expect(usdCost(null)).toBeUndefined();
+  });
+
+  it("reads a turn's tokens from the prompt result's _meta.quota when it has no usage (gemini-cli)", () => {
+    // gemini-cli 0.61: snake_case counts, no total.
+    const gemini = { stopReason: "end_turn", _meta: { quota: { token_count: { input_tokens: 120, output_tokens: 30 }, model_usage: [] } } };
+    expect(usageFromTurn(gemini, undefined)).toEqual({ promptTokens: 120n, completionTokens: 30n, totalTokens: 150n });
+    // Adapters that write the same object in camelCase, with cached input tokens and a total.
+    const camel = { stopReason: "end_turn", _meta: { quota: { token_count: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 40, totalTokens: 55 } } } };
+    expect(usageFromTurn(camel, 0.2)).toEqual({ promptTokens: 10n, completionTokens: 5n, totalTokens: 55n, cachedTokens: 40n, cost: 0.2 });
+    // `usage` wins when both are present; a quota without counts is no usage.
+    expect(usageFromTurn({ usage: { inputTokens: 1, outputTokens: 1 }, _meta: gemini._meta }, undefined)).toMatchObject({ promptTokens: 1n });
+    expect(usageFromTurn({ _meta: { quota: { token_count: {} } } }, undefined)).toBeUndefined();
+    expect(usageFromTurn({ _meta: { quota: "n/a" } }, undefined)).toBeUndefined();
+    expect(usageFromTurn({ _meta: { quota: { token_count: { input_tokens: -3, output_tokens: "7" } } } }, undefined)).toBeUndefined();
+  });
+
+  it("says what a permission request asks to run: title, kind, command line and input as ACP gives them", () => {
+    // claude-agent-acp, Bash: the title is the command; rawInput {command, description}.
+    expect(requestedTool({ title: "npm test", rawInput: { command: "npm   test", description: "Run tests" } }, "execute")).toEqual({
+      title: "npm test",
+      kind: "execute",
+      command: "npm test",
+      input: { command: "npm   test", description: "Run tests" },
+    });
+    // codex-acp: an argv array.
+    expect(requestedTool({ title: "git push", rawInput: { command: ["git", "push"], cwd: "/w" } }, "execute")).toMatchObject({ command: "git push" });
+    // An edit names no command: the title and input say what it is.
+    expect(requestedTool({ title: "Write a.txt", rawInput: { path: "a.txt" } }, "edit")).toEqual({ title: "Write a.txt", kind: "edit", input: { path: "a.txt" } });
+    // An input too large to carry is left out; the command stays.
+    const big = requestedTool({ title: "x", rawInput: { command: "cat", blob: "a".repeat(MAX_TOOL_INPUT_BYTES) } }, undefined);
+    expect(big).toEqual({ title: "x", command: "cat" });
+    expect(requestedTool({}, undefined)).toBeUndefined();
   });
 
   it("reads the model from configOptions, else legacy models", () => {
