@@ -9,12 +9,16 @@
 import { existsSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
+import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { CHROMIUM, launch, serve, signIn, stopServe, type Browser, type Served } from "./browser-stack.js";
 
 describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in Chromium", { timeout: 90_000 }, () => {
   let s: Served;
   let b: Browser;
   let page: Page;
+  let local: FakeUpstream;
+  let vllm: FakeUpstream;
 
   /** The public API with the management key (or another). */
   const call = async (method: string, path: string, body?: unknown, key = s.managementKey) => {
@@ -32,7 +36,12 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in
   };
 
   beforeAll(async () => {
-    s = await serve();
+    // A local OpenAI-compatible server that needs no key, and one that takes credentials (both fakes).
+    [local, vllm] = await Promise.all([startFakeOpenAI(), startFakeOpenAI()]);
+    s = await serve({
+      PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `local=${local.url}/v1,vllm=${vllm.url}/v1`,
+      PORTICO_KEYLESS_PROVIDERS: "local",
+    });
     b = await launch();
     page = b.page;
     await signIn(page, s.origin, s.managementKey);
@@ -41,6 +50,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in
   afterAll(async () => {
     await b?.close();
     await stopServe(s);
+    await Promise.all([local?.close(), vllm?.close()]);
   });
 
   it("New preset refuses an existing slug instead of replacing its live configuration", async () => {
@@ -215,5 +225,35 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in
     await srow.getByRole("button", { name: `Stop the run of session ${streaming.session_id}` }).click();
     await page.locator("main").getByRole("status").filter({ hasText: `Stopped the run of session ${streaming.session_id}.` }).waitFor();
     expect(await busy.rest).toContain("run_ended");
+  });
+
+  it("BYOK offers the providers that can serve requests, and shows each credential's routing flags", async () => {
+    const providers = (await call("GET", "/providers")).body.data as { slug: string }[];
+    await goto("#/byok", "BYOK credentials");
+    await page.getByText("No credentials yet.").waitFor();
+    const select = page.getByLabel("Provider");
+    const offered = await select.locator("option").evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value).filter(Boolean));
+    expect(offered).toEqual(providers.map((p) => p.slug));
+    expect(offered).toContain("vllm");
+    await select.locator("option", { hasText: "local — needs no key" }).waitFor({ state: "attached" });
+
+    await select.selectOption("vllm");
+    await page.getByLabel("Name").fill("gpu-box");
+    await page.getByLabel("Key", { exact: true }).fill(`sk-${"c0ffee".repeat(8)}`);
+    await page.getByLabel("Fallback").check();
+    await page.getByRole("button", { name: "Store credential" }).click();
+    const row = page.getByRole("row").filter({ hasText: "gpu-box" });
+    await row.getByText("fallback: only after the provider's other keys").waitFor();
+    await row.getByText("order 0").waitFor();
+    const stored = (await call("GET", "/byok")).body.data.find((c: { name?: string }) => c.name === "gpu-box");
+    expect(stored).toMatchObject({ provider: "vllm", is_fallback: true, is_required: false, is_byok_only: false });
+
+    // The flags' rules are the API's: a fallback key cannot be required (400 naming the field).
+    await select.selectOption("vllm");
+    await page.getByLabel("Key", { exact: true }).fill(`sk-${"beef".repeat(12)}`);
+    await page.getByLabel("Fallback").check();
+    await page.getByLabel("Required").check();
+    await page.getByRole("button", { name: "Store credential" }).click();
+    await page.getByRole("alert").filter({ hasText: "is_required" }).waitFor();
   });
 });
