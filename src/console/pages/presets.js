@@ -9,6 +9,55 @@ const SLUG = /^[A-Za-z0-9._~-]{1,100}$/;
 /** A message for the preset page's status line after it reloads itself. */
 let flash = "";
 
+/**
+ * The workspace the presets pages act in: "" for the signed-in key's own, else the id chosen with the
+ * selector (#/presets?workspace=<id>), sent to the API as workspace_id.
+ */
+let scope = "";
+const inScope = (path) => (scope ? `${path}${path.includes("?") ? "&" : "?"}workspace_id=${seg(scope)}` : path);
+/** The hash of the presets list (no slug) or of one preset, keeping the chosen workspace. */
+function presetHash(slug, params = {}) {
+  const q = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]));
+  if (scope) q.set("workspace", scope);
+  return `#/presets${slug === undefined ? "" : `/${seg(slug)}`}${q.size ? `?${q}` : ""}`;
+}
+
+/** The workspace selector (shown when the organization has more than one); sets `scope` from the address. */
+async function chooseWorkspace(main, query) {
+  let workspaces = [];
+  let own;
+  try {
+    [workspaces, own] = await Promise.all([listAll("/workspaces"), api("GET", "/key").then((r) => r.data.workspace_id)]);
+  } catch {
+    workspaces = [];
+  }
+  const asked = query.get("workspace") ?? "";
+  scope = asked && asked !== own ? asked : "";
+  const current = workspaces.find((w) => w.id === (scope || own));
+  if (workspaces.length < 2) return current;
+  const select = h(
+    "select",
+    { name: "workspace" },
+    workspaces.map((w) => h("option", { value: w.id, selected: w.id === (scope || own) }, `${w.name}${w.id === own ? " (this key's)" : ""}`)),
+  );
+  main.append(
+    h(
+      "form",
+      {
+        class: "inline",
+        onsubmit: (ev) => {
+          ev.preventDefault();
+          scope = select.value === own ? "" : select.value;
+          location.hash = presetHash(undefined);
+        },
+      },
+      field("Workspace", select, "Presets belong to a workspace; requests through a preset use the calling key's workspace"),
+      h("button", { type: "submit", class: "secondary" }, "Show"),
+    ),
+  );
+  return current;
+}
+
 /** Name, description and status of a preset (the management API's PATCH). */
 function settingsForm(preset, update) {
   const name = h("input", { type: "text", name: "name", required: true, maxlength: "255", autocomplete: "off", value: preset.name });
@@ -38,8 +87,10 @@ function settingsForm(preset, update) {
   );
 }
 
-export async function renderList(main) {
+export async function renderList(main, _params, query) {
   main.append(h("h1", {}, "Presets"));
+  const workspace = await chooseWorkspace(main, query);
+  if (workspace && scope) main.append(h("p", {}, "Presets of the workspace ", h("strong", {}, workspace.name), "."));
   const listArea = h("div", {}, loading("Loading presets…"));
   main.append(
     listArea,
@@ -48,7 +99,7 @@ export async function renderList(main) {
     newPresetForm(),
   );
   try {
-    const presets = await listAll("/presets");
+    const presets = await listAll(inScope("/presets"));
     if (presets.length === 0) {
       replace(listArea, h("p", {}, "No presets yet."));
       return;
@@ -63,7 +114,7 @@ export async function renderList(main) {
           h(
             "tr",
             {},
-            h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)),
+            h("td", {}, h("a", { href: presetHash(p.slug) }, p.slug)),
             h("td", {}, p.name),
             h("td", {}, p.status),
             h("td", {}, time(p.updated_at)),
@@ -78,13 +129,14 @@ export async function renderList(main) {
 
 export async function renderPreset(main, params, query) {
   const slug = params.slug;
+  scope = query.get("workspace") ?? "";
   main.append(h("h1", {}, `Preset ${slug}`));
   const pending = main.appendChild(loading(`Loading preset ${slug}…`));
   let preset;
   let versions;
   try {
-    preset = (await api("GET", `/presets/${seg(slug)}`)).data;
-    versions = await listAll(`/presets/${seg(slug)}/versions`);
+    preset = (await api("GET", inScope(`/presets/${seg(slug)}`))).data;
+    versions = await listAll(inScope(`/presets/${seg(slug)}/versions`));
   } catch (e) {
     pending.remove();
     main.append(errorText(e.message), h("p", {}, h("a", { href: "#/presets" }, "Back to presets")));
@@ -98,7 +150,7 @@ export async function renderPreset(main, params, query) {
   async function update(body, message) {
     updateErr.show();
     try {
-      await api("PATCH", `/presets/${seg(slug)}`, body);
+      await api("PATCH", inScope(`/presets/${seg(slug)}`), body);
       flash = message;
       window.dispatchEvent(new HashChangeEvent("hashchange"));
     } catch (e) {
@@ -121,7 +173,7 @@ export async function renderPreset(main, params, query) {
       confirm: () => update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
     });
   main.append(
-    h("p", {}, h("a", { href: "#/presets" }, "All presets")),
+    h("p", {}, h("a", { href: presetHash(undefined) }, "All presets")),
     status,
     updateErr.el,
     h(
@@ -221,7 +273,7 @@ async function review(area, { slug, title, proposed, proposedLabel, confirmLabel
   replace(area, loading("Reading the designated version…"));
   let current;
   try {
-    current = (await api("GET", `/presets/${seg(slug)}`)).data.designated_version;
+    current = (await api("GET", inScope(`/presets/${seg(slug)}`))).data.designated_version;
   } catch (e) {
     replace(area, errorText(messageOf(e)));
     return;
@@ -236,7 +288,7 @@ async function review(area, { slug, title, proposed, proposedLabel, confirmLabel
         confirmButton.disabled = true;
         err.show();
         try {
-          const now = (await api("GET", `/presets/${seg(slug)}`)).data.designated_version;
+          const now = (await api("GET", inScope(`/presets/${seg(slug)}`))).data.designated_version;
           if ((now?.id ?? null) !== (current?.id ?? null)) {
             await review(area, { slug, title, proposed, proposedLabel, confirmLabel, confirm });
             area.prepend(h("p", { class: "error", role: "alert" }, `The designated version changed to version ${now?.version ?? "none"} while you reviewed: check the changes again.`));
@@ -309,7 +361,7 @@ function renderCompare(section, slug, versions, query) {
         class: "inline",
         onsubmit: (ev) => {
           ev.preventDefault();
-          history.replaceState(null, "", `#/presets/${seg(slug)}?a=${left.value}&b=${right.value}`);
+          history.replaceState(null, "", presetHash(slug, { a: left.value, b: right.value }));
           draw();
         },
       },
@@ -405,7 +457,7 @@ function versionFields({ config, systemPrompt }, err) {
 /** POST /presets/{slug}/chat/completions: the configuration plus the system prompt as a system message. */
 async function createVersion(slug, { cfg, systemPrompt }) {
   const messages = systemPrompt ? [{ role: "system", content: systemPrompt }] : [{ role: "user", content: "Saved from the Portico console" }];
-  return (await api("POST", `/presets/${seg(slug)}/chat/completions`, { ...cfg, messages })).data;
+  return (await api("POST", inScope(`/presets/${seg(slug)}/chat/completions`), { ...cfg, messages })).data;
 }
 
 /**
@@ -438,16 +490,16 @@ function newPresetForm() {
         submit.disabled = true;
         try {
           // Read from the list (not GET /presets/{slug}, whose 404 for a new slug the browser logs as an error).
-          const found = (await listAll("/presets")).find((p) => p.slug === target);
+          const found = (await listAll(inScope("/presets"))).find((p) => p.slug === target);
           if (found) {
             err.show(`A preset named ${target} already exists; nothing was saved. Creating it again would replace the configuration its live traffic uses.`);
-            replace(existing, "To change it, ", h("a", { href: `#/presets/${seg(target)}` }, `open ${target}`), " and create a new version there: the changes are shown before they are saved.");
+            replace(existing, "To change it, ", h("a", { href: presetHash(target) }, `open ${target}`), " and create a new version there: the changes are shown before they are saved.");
             existing.hidden = false;
             slugField.focus();
             return;
           }
           const res = await createVersion(target, body);
-          location.hash = `#/presets/${seg(res.slug)}`;
+          location.hash = presetHash(res.slug);
         } catch (e) {
           err.show(messageOf(e));
         } finally {
@@ -488,7 +540,7 @@ function newVersionForm(slug, designated) {
             const res = await createVersion(slug, body);
             const after = res.designated_version.version;
             const before = designated ? designated.version : after - 1;
-            const target = `#/presets/${seg(slug)}?a=${before}&b=${after}`;
+            const target = presetHash(slug, { a: before, b: after });
             flash = `Version ${after} created; it is now the designated version.`;
             if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
             else location.hash = target;

@@ -76,6 +76,7 @@ const PAGES = (internId: string) =>
     ["#/presets", "Presets"],
     ["#/presets/support-bot", "Preset support-bot"],
     ["#/byok", "BYOK credentials"],
+    ["#/playground", "Playground"],
     ["#/interns", "Interns"],
     [`#/interns/${internId}`, "Intern builtin"],
     [`#/interns/${internId}/chat`, "Intern chat"],
