@@ -153,7 +153,7 @@ export function registerAdminCommands(program: Command, config: () => Config): v
         revoked: k.revokedAt !== null,
       }));
       if (opts.json) printJson({ data: rows });
-      else for (const r of rows) process.stdout.write(`${r.id} ${r.label} ${r.name}${r.revoked ? " (revoked)" : ""}\n`);
+      else for (const r of rows) process.stdout.write(`${r.id} ${r.hash} ${r.label} ${r.name}${r.is_management_key ? " (management)" : ""}${r.disabled ? " (disabled)" : ""}${r.revoked ? " (revoked)" : ""}\n`);
     });
   key
     .command("revoke")
@@ -166,18 +166,27 @@ export function registerAdminCommands(program: Command, config: () => Config): v
       });
       out(opts.json, { revoked: true }, "key revoked");
     });
+  const setDisabled = async (idOrHash: string, disabled: boolean, json: boolean | undefined) => {
+    const k = await withServices(config(), async ({ db, keys }) => {
+      const found = await findKey(db, idOrHash);
+      await keys.update(cliActor(found.organizationId), found.hash, { disabled });
+      return found;
+    });
+    out(json, { disabled, hash: k.hash, label: k.label }, `key ${k.label} ${disabled ? "disabled" : "enabled"}`);
+  };
   key
     .command("disable")
+    .description("refuse the key from the next request on (reversible with `key enable`)")
     .argument("<idOrHash>", "key id or hash")
-    .option("--enable", "enable instead", false)
+    .option("--enable", "enable instead (same as `key enable`)", false)
     .option("--json", "print JSON")
-    .action(async (idOrHash: string, opts: { enable: boolean; json?: boolean }) => {
-      await withServices(config(), async ({ db, keys }) => {
-        const k = await findKey(db, idOrHash);
-        await keys.update(cliActor(k.organizationId), k.hash, { disabled: !opts.enable });
-      });
-      out(opts.json, { disabled: !opts.enable }, opts.enable ? "key enabled" : "key disabled");
-    });
+    .action((idOrHash: string, opts: { enable: boolean; json?: boolean }) => setDisabled(idOrHash, !opts.enable, opts.json));
+  key
+    .command("enable")
+    .description("accept a disabled key again, for example the management key disabled from the console")
+    .argument("<idOrHash>", "key id or hash (`key list` shows both)")
+    .option("--json", "print JSON")
+    .action((idOrHash: string, opts: { json?: boolean }) => setDisabled(idOrHash, false, opts.json));
 
   const member = admin.command("member").description("organization memberships");
   member

@@ -10,6 +10,7 @@ import * as presetsPage from "./pages/presets.js";
 import * as byokPage from "./pages/byok.js";
 import * as internsPage from "./pages/interns.js";
 import * as internAdminPage from "./pages/intern-admin.js";
+import * as playgroundPage from "./pages/playground.js";
 
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
@@ -21,6 +22,7 @@ const routes = [
   { path: "/presets", section: "presets", page: presetsPage.renderList },
   { path: "/presets/:slug", section: "presets", page: presetsPage.renderPreset },
   { path: "/byok", section: "byok", page: byokPage.render },
+  { path: "/playground", section: "playground", page: playgroundPage.render },
   { path: "/interns", section: "interns", page: internAdminPage.renderList },
   { path: "/interns/:id", section: "interns", page: internAdminPage.renderIntern },
   { path: "/interns/:id/chat", section: "interns", page: internsPage.renderChat },

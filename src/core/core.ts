@@ -171,6 +171,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
     router.service(PresetsService, createPresetsHandler({
         repository: presetsRepository,
+        workspaceExists: async (organizationId, id) =>
+          (await db.workspace.findFirst({ where: { id, organizationId, deletedAt: null }, select: { id: true } })) !== null,
         management: createPresetManagement(db),
         audit: createAuditRecorder(db),
         brand: config.brand,

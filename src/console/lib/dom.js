@@ -84,6 +84,14 @@ export function time(iso) {
 }
 
 
+/**
+ * What stands in for a list or a page part while it loads, so a list being read never looks empty:
+ * a polite status ("Loading keys…") marked busy, replaced by the content or by the error.
+ */
+export function loading(text = "Loading…") {
+  return h("p", { class: "loading", role: "status", "aria-busy": "true" }, text);
+}
+
 /** A failed load, said as an alert in place of what could not be shown. */
 export function errorText(message) {
   return h("p", { class: "error", role: "alert" }, message);

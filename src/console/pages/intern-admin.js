@@ -2,7 +2,7 @@
 // sessions, settings, lifecycle (suspend, provision, delete) and host token (issue/rotate shown once,
 // revoke). The chat itself lives in interns.js.
 import { api, messageOf, seg } from "../lib/api.js";
-import { dataTable, errorLine, errorText, field, h, replace, showSecretOnce, time } from "../lib/dom.js";
+import { dataTable, errorLine, errorText, field, h, loading, replace, showSecretOnce, time } from "../lib/dom.js";
 
 /** "attached on core-12 (agent builtin)" or "no host attached". */
 function hostText(host) {
@@ -36,7 +36,7 @@ async function allInterns() {
 export async function renderList(main) {
   main.append(h("h1", {}, "Interns"));
   const reveal = h("div", {});
-  const listArea = h("div", {});
+  const listArea = h("div", {}, loading("Loading interns…"));
   main.append(
     reveal,
     listArea,
@@ -80,18 +80,28 @@ export async function renderList(main) {
   await refresh();
 }
 
+/** A message for the intern page's status line after it reloads itself. */
+let flash = "";
+
 export async function renderIntern(main, params) {
+  const pending = main.appendChild(loading("Loading the intern…"));
   let intern;
   try {
     intern = await api("GET", `/interns/${seg(params.id)}`);
   } catch (e) {
+    pending.remove();
     main.append(h("h1", {}, "Intern"), errorText(e.message), h("p", {}, h("a", { href: "#/interns" }, "All interns")));
     return;
   }
-  const status = h("p", { class: "ok", role: "status" });
+  pending.remove();
+  const status = h("p", { class: "ok", role: "status" }, flash);
+  flash = "";
   const reveal = h("div", {});
   const err = errorLine();
-  const reload = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+  const reload = (message) => {
+    if (message) flash = message;
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  };
   const act = async (label, fn) => {
     err.show();
     try {
@@ -128,15 +138,18 @@ export async function renderIntern(main, params) {
       h("dd", {}, time(intern.created_at)),
     ),
     h("h2", {}, "Live sessions"),
+    h(
+      "p",
+      {},
+      h("button", { type: "button", class: "secondary", onclick: () => reload("Sessions refreshed.") }, "Refresh sessions"),
+    ),
     sessions.length === 0
       ? h("p", {}, "No streaming or paused session.")
       : dataTable(
           "Live sessions",
           `Live sessions of ${intern.name}`,
-          ["Session", "State", "Run", "Started"],
-          sessions.map((s) =>
-            h("tr", {}, h("td", {}, h("code", {}, s.session_id)), h("td", {}, s.state), h("td", {}, h("code", {}, s.run_id)), h("td", {}, time(s.started_at))),
-          ),
+          ["Session", "State", "Question", "Run", "Started", "Actions"],
+          sessions.map((s) => sessionRow(intern, s, act, reload)),
         ),
     h("h2", {}, "Host token"),
     h(
@@ -212,6 +225,70 @@ export async function renderIntern(main, params) {
         `Delete ${intern.name}`,
       ),
     ),
+  );
+}
+
+/** Fields of a question's arguments shown on their own line; the rest (what the agent asked to run, …) as details. */
+const QUESTION_FIELDS = new Set(["kind", "operation", "options", "deadline_at"]);
+
+/**
+ * What a paused run's question asks, readable by whoever lost the stream: the operation, the tool call
+ * id to answer with, the deadline, and any detail the host added (the command line, a tool's input).
+ */
+function questionCell(q) {
+  if (!q) return "—";
+  const args = q.arguments && typeof q.arguments === "object" ? q.arguments : {};
+  const extra = Object.fromEntries(Object.entries(args).filter(([k]) => !QUESTION_FIELDS.has(k)));
+  const options = Array.isArray(args.options) ? args.options.filter((o) => typeof o === "string") : [];
+  return h(
+    "dl",
+    { class: "facts question" },
+    h("dt", {}, "Asks"),
+    h("dd", {}, typeof args.operation === "string" && args.operation ? `permission: ${args.operation}` : "permission", typeof args.kind === "string" ? ` (${args.kind})` : ""),
+    Object.keys(extra).length > 0 ? [h("dt", {}, "Details"), h("dd", {}, h("code", { class: "break" }, JSON.stringify(extra)))] : null,
+    options.length > 0 ? [h("dt", {}, "Options"), h("dd", {}, options.join(", "))] : null,
+    h("dt", {}, "Tool call id"),
+    h("dd", {}, h("code", { class: "break" }, q.tool_call_id)),
+    h("dt", {}, "Deadline"),
+    h("dd", {}, time(q.deadline_at)),
+  );
+}
+
+/** One live session: its question when paused, a link to answer it in the chat, and Stop (cancels the run). */
+function sessionRow(intern, s, act, reload) {
+  const stop = h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      "aria-label": `Stop the run of session ${s.session_id}`,
+      onclick: () => {
+        const what = s.state === "paused" ? "paused on a question" : "streaming";
+        if (!window.confirm(`Stop the run of session ${s.session_id} (${what})? The run is cancelled and the session can take a new prompt.`)) return;
+        void act(`Stopped the run of session ${s.session_id}.`, async () => {
+          await api("POST", `/interns/${seg(intern.id)}/sessions/${seg(s.session_id)}/cancel`);
+          reload(`Stopped the run of session ${s.session_id}.`);
+        });
+      },
+    },
+    "Stop",
+  );
+  const answer = s.pending_question
+    ? h(
+        "a",
+        { href: `#/interns/${seg(intern.id)}/chat?session=${seg(s.session_id)}`, "aria-label": `Answer the question of session ${s.session_id} in the chat` },
+        "Answer in the chat",
+      )
+    : null;
+  return h(
+    "tr",
+    { "data-session": s.session_id },
+    h("td", {}, h("code", { class: "break" }, s.session_id)),
+    h("td", {}, s.state),
+    h("td", {}, questionCell(s.pending_question)),
+    h("td", {}, h("code", { class: "break" }, s.run_id)),
+    h("td", {}, time(s.started_at)),
+    h("td", { class: "actions" }, h("div", { class: "buttons" }, stop, answer)),
   );
 }
 

@@ -34,9 +34,16 @@ const pendingStore = {
   },
 };
 
-export function renderChat(main, params) {
+/** What the agent asked to run, as the host gave it (fields besides kind, operation, options and deadline_at). */
+function details(args) {
+  const extra = Object.fromEntries(Object.entries(args).filter(([k]) => !["kind", "operation", "options", "deadline_at"].includes(k)));
+  if (Object.keys(extra).length === 0) return null;
+  return h("p", {}, "Details: ", h("code", { class: "break" }, JSON.stringify(extra)));
+}
+
+export function renderChat(main, params, query) {
   const internId = params.id;
-  const state = { sessionId: null, busy: false, controller: null, countdown: null };
+  const state = { sessionId: null, busy: false, controller: null, countdown: null, question: null };
   const transcript = h("ol", { class: "transcript", role: "log", "aria-label": "Conversation", "aria-live": "off" });
   const statusLine = h("p", { class: "run-status", role: "status", "aria-live": "polite" }, "Idle");
   const sessionLine = h("p", { class: "hint" }, "New session");
@@ -73,6 +80,38 @@ export function renderChat(main, params) {
     },
     "New session",
   );
+  // Stop: cancels the run through the API (streaming or paused) once the session is known; before that
+  // (a new session's first run) closing the response cancels it.
+  const stop = h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      disabled: true,
+      onclick: async () => {
+        formErr.show();
+        if (!state.sessionId) {
+          state.controller?.abort();
+          setBusy(false, "Stopped");
+          return;
+        }
+        stop.disabled = true;
+        try {
+          state.stopped = true;
+          await api("POST", `/interns/${seg(internId)}/sessions/${seg(state.sessionId)}/cancel`);
+          state.question?.close("Stopped: the run was cancelled.");
+          if (state.controller) return; // the open stream ends with the cancellation and says so
+          setBusy(false, "Stopped");
+          announce("The run was stopped");
+        } catch (e) {
+          state.stopped = false;
+          formErr.show(`${e.status ?? ""} ${e.message}`.trim());
+          stop.disabled = !state.busy;
+        }
+      },
+    },
+    "Stop",
+  );
   const formErr = errorLine();
 
   main.append(
@@ -102,7 +141,7 @@ export function renderChat(main, params) {
       field("Message", prompt, "Lines starting with $ are shell commands for the built-in agent, e.g. $ ls -la"),
       field("Approval mode", mode, "Applies to the run this message starts"),
       formErr.el,
-      h("div", { class: "buttons" }, send, newSession),
+      h("div", { class: "buttons" }, send, stop, newSession),
     ),
   );
 
@@ -118,11 +157,13 @@ export function renderChat(main, params) {
     state.busy = busy;
     send.disabled = busy;
     newSession.disabled = busy;
+    stop.disabled = !busy;
     statusLine.textContent = text;
   }
 
   async function stream(body) {
     formErr.show();
+    state.stopped = false;
     setBusy(true, "Waiting for the intern…");
     const controller = new AbortController();
     state.controller = controller;
@@ -197,6 +238,11 @@ export function renderChat(main, params) {
       showQuestion(question, skewMs);
       return;
     }
+    if (state.stopped) {
+      state.stopped = false;
+      setBusy(false, "Stopped");
+      return;
+    }
     setBusy(false, finish === "stop" ? "Finished" : finish === "error" ? "Ended with an error" : "Stream closed");
   }
 
@@ -238,6 +284,7 @@ export function renderChat(main, params) {
       "li",
       { class: "turn turn-question", role: "group", "aria-labelledby": headingId },
       h("p", { class: "who", id: headingId }, args.operation ? `The intern asks permission: ${args.operation}` : "The intern asks permission"),
+      details(args),
       deadlineLine,
     );
     // What the agent asked to run, right under the heading.
@@ -245,6 +292,7 @@ export function renderChat(main, params) {
     if (asked) card.firstElementChild.after(asked);
     const buttons = h("div", { class: "buttons" });
     const answer = async (option) => {
+      state.question = null;
       stopCountdown();
       pendingStore.clear(internId);
       if (deadlineLine) deadlineLine.hidden = true;
@@ -282,6 +330,16 @@ export function renderChat(main, params) {
       );
     }
     card.append(buttons);
+    state.question = {
+      close(note) {
+        stopCountdown();
+        pendingStore.clear(internId);
+        if (deadlineLine) deadlineLine.hidden = true;
+        for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+        card.append(h("p", { class: "answered" }, note));
+        state.question = null;
+      },
+    };
     transcript.append(card);
     card.scrollIntoView({ block: "end" });
     buttons.querySelector("button")?.focus();
@@ -314,6 +372,39 @@ export function renderChat(main, params) {
     state.countdown = null;
   }
 
+  // A session named in the address (#/interns/{id}/chat?session=…, linked from the intern page): its
+  // question, read from the API, with its buttons, so a question whose stream was lost can be answered.
+  const named = query?.get("session");
+  if (named) {
+    state.sessionId = named;
+    sessionLine.replaceChildren("Session ", h("code", {}, named));
+    setBusy(true, "Reading the session…");
+    api("GET", `/interns/${seg(internId)}/sessions/${seg(named)}`).then(
+      (sess) => {
+        if (!main.isConnected) return;
+        const q = sess.pending_question;
+        if (sess.state === "paused" && q) {
+          const call = { id: q.tool_call_id, type: "function", function: { name: q.name, arguments: JSON.stringify(q.arguments ?? {}) } };
+          setBusy(true, "Paused: the intern is waiting for your answer");
+          pendingStore.save(internId, { sessionId: named, call, skewMs: 0 });
+          showQuestion(call, 0);
+        } else if (sess.state === "streaming") {
+          setBusy(true, "A run is streaming in this session elsewhere; Stop cancels it.");
+        } else {
+          setBusy(false, "Idle: a new message continues this session");
+          prompt.focus();
+        }
+      },
+      (e) => {
+        setBusy(false, "Idle");
+        formErr.show(`${e.status}: ${e.message}`);
+      },
+    );
+    return () => {
+      stopCountdown();
+      state.controller?.abort();
+    };
+  }
   // A question left unanswered in this tab (page reloaded, or visited another page) is shown again.
   const pending = pendingStore.load(internId);
   if (pending?.call?.id && pending.sessionId) {

@@ -2,7 +2,7 @@
 // delete (revoke). A new key's plaintext is shown once, right after creation, in a box the user
 // dismisses; it is never stored by the console and never shown again.
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { actionButton, dataTable, errorLine, errorText, field, h, replace, showSecretOnce, time } from "../lib/dom.js";
+import { actionButton, dataTable, errorLine, errorText, field, h, loading, replace, showSecretOnce, time } from "../lib/dom.js";
 
 export async function render(main) {
   main.append(
@@ -11,7 +11,7 @@ export async function render(main) {
   );
   const status = h("p", { class: "ok", role: "status" });
   const reveal = h("div", {});
-  const listArea = h("div", {});
+  const listArea = h("div", {}, loading("Loading keys…"));
   const includeDisabled = h("input", { type: "checkbox", checked: true, onchange: () => void refresh() });
   // Workspace names for the table and the create form (ids where the list cannot be read).
   let workspaces = [];
@@ -21,6 +21,13 @@ export async function render(main) {
     workspaces = [];
   }
   const workspaceName = (id) => workspaces.find((w) => w.id === id)?.name;
+  // The key this console is signed in with: disabling or deleting it signs the console out.
+  let currentHash;
+  try {
+    currentHash = (await api("GET", "/key")).data.hash;
+  } catch {
+    currentHash = undefined;
+  }
   main.append(
     status,
     reveal,
@@ -49,14 +56,30 @@ export async function render(main) {
             "API keys",
             "API keys, oldest first",
             ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"],
-            keys.map((k) => row(k, workspaceName(k.workspace_id), refresh, status)),
+            keys.map((k) => row(k, { workspaceName: workspaceName(k.workspace_id), current: k.hash === currentHash, keys }, refresh, status)),
           ),
     );
   }
   await refresh();
 }
 
-function row(k, workspaceName, refresh, status) {
+/**
+ * What disabling or deleting a key means, said before it happens. For the signed-in key: the console
+ * signs out at once, and with no other enabled management key only the server's CLI can help.
+ */
+function consequence(k, current, keys, verb) {
+  const base = `${verb} the key ${k.name} (${k.label})? Requests with it are refused at once.`;
+  if (!current) return base;
+  const otherManagers = keys.filter((o) => o.hash !== k.hash && o.is_management_key && !o.disabled).length;
+  return (
+    `${base}\n\nThis is the key this console is signed in with: you will be signed out at once.` +
+    (otherManagers === 0
+      ? `\n\nIt is the organization's only enabled management key: afterwards nobody can manage the organization through the API or this console until an operator runs ${verb === "Disable" ? `"portico admin key enable ${k.hash}"` : `"portico admin key create … --management"`} on the server.`
+      : "")
+  );
+}
+
+function row(k, { workspaceName, current, keys }, refresh, status) {
   const err = errorLine();
   const editArea = h("div", {});
   const rename = h(
@@ -103,6 +126,7 @@ function row(k, workspaceName, refresh, status) {
   const toggle = actionButton({
     label: k.disabled ? "Enable" : "Disable",
     ariaLabel: `${k.disabled ? "Enable" : "Disable"} ${k.name}`,
+    confirm: k.disabled ? undefined : consequence(k, current, keys, "Disable"),
     run: () => api("PATCH", `/keys/${seg(k.hash)}`, { disabled: !k.disabled }),
     done: `${k.disabled ? "Enabled" : "Disabled"} ${k.name}.`,
     status,
@@ -113,7 +137,7 @@ function row(k, workspaceName, refresh, status) {
     label: "Delete",
     ariaLabel: `Delete ${k.name}`,
     className: "danger",
-    confirm: `Delete the key ${k.name} (${k.label})? It stops working at once.`,
+    confirm: consequence(k, current, keys, "Delete"),
     run: () => api("DELETE", `/keys/${seg(k.hash)}`),
     done: `Deleted ${k.name}.`,
     status,
@@ -123,7 +147,7 @@ function row(k, workspaceName, refresh, status) {
   return h(
     "tr",
     { "data-hash": k.hash },
-    h("td", {}, k.name),
+    h("td", {}, k.name, current ? h("span", { class: "hint" }, " (signed in here)") : null),
     h("td", {}, h("code", { class: "masked" }, k.label)),
     h("td", {}, k.is_management_key ? "management" : "API"),
     h("td", {}, k.disabled ? "disabled" : "enabled"),

@@ -2,12 +2,61 @@
 // chat-completions call any client makes), and a side-by-side diff between two versions.
 import { api, listAll, messageOf, seg } from "../lib/api.js";
 import { sideBySide, stableJson } from "../lib/diff.js";
-import { announce, dataTable, errorLine, errorText, field, h, replace, tableWrap, time } from "../lib/dom.js";
+import { announce, dataTable, errorLine, errorText, field, h, loading, replace, tableWrap, time, uid } from "../lib/dom.js";
 
 const SLUG = /^[A-Za-z0-9._~-]{1,100}$/;
 
 /** A message for the preset page's status line after it reloads itself. */
 let flash = "";
+
+/**
+ * The workspace the presets pages act in: "" for the signed-in key's own, else the id chosen with the
+ * selector (#/presets?workspace=<id>), sent to the API as workspace_id.
+ */
+let scope = "";
+const inScope = (path) => (scope ? `${path}${path.includes("?") ? "&" : "?"}workspace_id=${seg(scope)}` : path);
+/** The hash of the presets list (no slug) or of one preset, keeping the chosen workspace. */
+function presetHash(slug, params = {}) {
+  const q = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]));
+  if (scope) q.set("workspace", scope);
+  return `#/presets${slug === undefined ? "" : `/${seg(slug)}`}${q.size ? `?${q}` : ""}`;
+}
+
+/** The workspace selector (shown when the organization has more than one); sets `scope` from the address. */
+async function chooseWorkspace(main, query) {
+  let workspaces = [];
+  let own;
+  try {
+    [workspaces, own] = await Promise.all([listAll("/workspaces"), api("GET", "/key").then((r) => r.data.workspace_id)]);
+  } catch {
+    workspaces = [];
+  }
+  const asked = query.get("workspace") ?? "";
+  scope = asked && asked !== own ? asked : "";
+  const current = workspaces.find((w) => w.id === (scope || own));
+  if (workspaces.length < 2) return current;
+  const select = h(
+    "select",
+    { name: "workspace" },
+    workspaces.map((w) => h("option", { value: w.id, selected: w.id === (scope || own) }, `${w.name}${w.id === own ? " (this key's)" : ""}`)),
+  );
+  main.append(
+    h(
+      "form",
+      {
+        class: "inline",
+        onsubmit: (ev) => {
+          ev.preventDefault();
+          scope = select.value === own ? "" : select.value;
+          location.hash = presetHash(undefined);
+        },
+      },
+      field("Workspace", select, "Presets belong to a workspace; requests through a preset use the calling key's workspace"),
+      h("button", { type: "submit", class: "secondary" }, "Show"),
+    ),
+  );
+  return current;
+}
 
 /** Name, description and status of a preset (the management API's PATCH). */
 function settingsForm(preset, update) {
@@ -38,29 +87,25 @@ function settingsForm(preset, update) {
   );
 }
 
-export async function renderList(main) {
+export async function renderList(main, _params, query) {
   main.append(h("h1", {}, "Presets"));
-  const listArea = h("div", {});
+  const workspace = await chooseWorkspace(main, query);
+  if (workspace && scope) main.append(h("p", {}, "Presets of the workspace ", h("strong", {}, workspace.name), "."));
+  const listArea = h("div", {}, loading("Loading presets…"));
   main.append(
     listArea,
     h("h2", { id: "new-preset" }, "New preset"),
-    versionForm({
-      slugInput: true,
-      config: { model: "openai/gpt-4o", temperature: 0.7 },
-      systemPrompt: "",
-      submitLabel: "Create preset",
-      onCreated: (res) => {
-        location.hash = `#/presets/${seg(res.slug)}`;
-      },
-    }),
+    h("p", {}, "Creates a preset that does not exist yet. To change an existing preset, open it and create a new version: the changes are shown before anything is saved."),
+    newPresetForm(),
   );
   try {
-    const presets = await listAll("/presets");
+    const presets = await listAll(inScope("/presets"));
     if (presets.length === 0) {
-      listArea.append(h("p", {}, "No presets yet."));
+      replace(listArea, h("p", {}, "No presets yet."));
       return;
     }
-    listArea.append(
+    replace(
+      listArea,
       dataTable(
         "Presets",
         "Presets, most recently updated first",
@@ -69,7 +114,7 @@ export async function renderList(main) {
           h(
             "tr",
             {},
-            h("td", {}, h("a", { href: `#/presets/${seg(p.slug)}` }, p.slug)),
+            h("td", {}, h("a", { href: presetHash(p.slug) }, p.slug)),
             h("td", {}, p.name),
             h("td", {}, p.status),
             h("td", {}, time(p.updated_at)),
@@ -78,22 +123,26 @@ export async function renderList(main) {
       ),
     );
   } catch (e) {
-    listArea.append(errorText(e.message));
+    replace(listArea, errorText(e.message));
   }
 }
 
 export async function renderPreset(main, params, query) {
   const slug = params.slug;
+  scope = query.get("workspace") ?? "";
   main.append(h("h1", {}, `Preset ${slug}`));
+  const pending = main.appendChild(loading(`Loading preset ${slug}…`));
   let preset;
   let versions;
   try {
-    preset = (await api("GET", `/presets/${seg(slug)}`)).data;
-    versions = await listAll(`/presets/${seg(slug)}/versions`);
+    preset = (await api("GET", inScope(`/presets/${seg(slug)}`))).data;
+    versions = await listAll(inScope(`/presets/${seg(slug)}/versions`));
   } catch (e) {
+    pending.remove();
     main.append(errorText(e.message), h("p", {}, h("a", { href: "#/presets" }, "Back to presets")));
     return;
   }
+  pending.remove();
   const designated = preset.designated_version;
   const status = h("p", { class: "ok", role: "status" });
   const updateErr = errorLine();
@@ -101,7 +150,7 @@ export async function renderPreset(main, params, query) {
   async function update(body, message) {
     updateErr.show();
     try {
-      await api("PATCH", `/presets/${seg(slug)}`, body);
+      await api("PATCH", inScope(`/presets/${seg(slug)}`), body);
       flash = message;
       window.dispatchEvent(new HashChangeEvent("hashchange"));
     } catch (e) {
@@ -112,8 +161,19 @@ export async function renderPreset(main, params, query) {
     status.textContent = flash;
     flash = "";
   }
+  // Designating another version replaces the configuration live traffic uses: the change is shown first.
+  const designateArea = h("div", {});
+  const reviewDesignation = (v) =>
+    review(designateArea, {
+      slug,
+      title: `Designate version ${v.version}?`,
+      proposed: v,
+      proposedLabel: `Version ${v.version}`,
+      confirmLabel: `Confirm: designate version ${v.version}`,
+      confirm: () => update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
+    });
   main.append(
-    h("p", {}, h("a", { href: "#/presets" }, "All presets")),
+    h("p", {}, h("a", { href: presetHash(undefined) }, "All presets")),
     status,
     updateErr.el,
     h(
@@ -130,6 +190,8 @@ export async function renderPreset(main, params, query) {
       h("dt", {}, "Updated"),
       h("dd", {}, time(preset.updated_at)),
     ),
+    h("h2", { id: "current-config-title" }, "Current configuration"),
+    currentConfiguration(designated),
     h("h2", {}, "Versions"),
     dataTable(
       "Versions",
@@ -153,7 +215,7 @@ export async function renderPreset(main, params, query) {
                     type: "button",
                     class: "secondary",
                     "aria-label": `Designate version ${v.version}`,
-                    onclick: () => void update({ designated_version: v.version }, `Version ${v.version} is now the designated version.`),
+                    onclick: () => void reviewDesignation(v),
                   },
                   "Designate",
                 ),
@@ -161,6 +223,7 @@ export async function renderPreset(main, params, query) {
         ),
       ),
     ),
+    designateArea,
   );
 
   const compare = h("section", { "aria-labelledby": "compare-title" }, h("h2", { id: "compare-title" }, "Compare versions"));
@@ -172,21 +235,106 @@ export async function renderPreset(main, params, query) {
 
   main.append(
     h("h2", {}, "New version"),
-    h("p", {}, "Saves the configuration below as the next version and makes it the designated one."),
-    versionForm({
-      slug,
-      config: designated?.config ?? {},
-      systemPrompt: designated?.system_prompt ?? "",
-      submitLabel: "Create version",
-      onCreated: (res) => {
-        const before = designated ? designated.version : res.designated_version.version - 1;
-        const target = `#/presets/${seg(slug)}?a=${before}&b=${res.designated_version.version}`;
-        if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
-        else location.hash = target;
-        announce(`Version ${res.designated_version.version} created`);
-      },
-    }),
+    h(
+      "p",
+      {},
+      "Saves the configuration below as the next version and makes it the designated one, which live traffic then uses. " +
+        "\u201cReview changes\u201d shows what changes against the designated version; nothing is saved until you confirm.",
+    ),
+    newVersionForm(slug, designated),
   );
+}
+
+/** The designated version's system prompt and configuration, read-only. */
+function currentConfiguration(designated) {
+  if (!designated) return h("p", {}, "No designated version: requests through this preset are refused.");
+  return h(
+    "div",
+    { class: "card" },
+    h("p", { class: "hint" }, `Version ${designated.version}, created `, time(designated.created_at), "."),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, "System prompt"),
+      h("dd", {}, designated.system_prompt === null || designated.system_prompt === undefined ? "—" : h("pre", { class: "config" }, designated.system_prompt)),
+      h("dt", {}, "Configuration"),
+      h("dd", {}, h("pre", { class: "config", "aria-label": `Configuration of version ${designated.version}` }, stableJson(designated.config ?? {}))),
+    ),
+  );
+}
+
+/**
+ * Shows in `area` what a change would do to the designated version (the current one, read again from
+ * the API) and acts only on an explicit confirmation. If the designated version moved between the review
+ * and the confirmation, the new difference is shown and asked again instead.
+ */
+async function review(area, { slug, title, proposed, proposedLabel, confirmLabel, confirm }) {
+  const err = errorLine();
+  replace(area, loading("Reading the designated version…"));
+  let current;
+  try {
+    current = (await api("GET", inScope(`/presets/${seg(slug)}`))).data.designated_version;
+  } catch (e) {
+    replace(area, errorText(messageOf(e)));
+    return;
+  }
+  const titleId = uid("review");
+  const left = current ?? { version: 0, system_prompt: null, config: {} };
+  const confirmButton = h(
+    "button",
+    {
+      type: "button",
+      onclick: async () => {
+        confirmButton.disabled = true;
+        err.show();
+        try {
+          const now = (await api("GET", inScope(`/presets/${seg(slug)}`))).data.designated_version;
+          if ((now?.id ?? null) !== (current?.id ?? null)) {
+            await review(area, { slug, title, proposed, proposedLabel, confirmLabel, confirm });
+            area.prepend(h("p", { class: "error", role: "alert" }, `The designated version changed to version ${now?.version ?? "none"} while you reviewed: check the changes again.`));
+            return;
+          }
+          await confirm();
+        } catch (e) {
+          err.show(messageOf(e));
+        } finally {
+          confirmButton.disabled = false;
+        }
+      },
+    },
+    confirmLabel,
+  );
+  const cancel = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      onclick: () => {
+        replace(area);
+        announce("Nothing was changed.");
+      },
+    },
+    "Cancel",
+  );
+  replace(
+    area,
+    h(
+      "section",
+      { class: "card review", "aria-labelledby": titleId },
+      h("h3", { id: titleId }, title),
+      h(
+        "p",
+        {},
+        current
+          ? `Live traffic through ${slug} uses version ${current.version} today. This is what changes:`
+          : `${slug} has no designated version today. This is the configuration it would get:`,
+      ),
+      diffTable(left, proposed, { left: current ? `Version ${current.version} (designated)` : "Nothing", right: proposedLabel }),
+      err.el,
+      h("div", { class: "buttons" }, confirmButton, cancel),
+    ),
+  );
+  confirmButton.focus();
 }
 
 function renderCompare(section, slug, versions, query) {
@@ -213,7 +361,7 @@ function renderCompare(section, slug, versions, query) {
         class: "inline",
         onsubmit: (ev) => {
           ev.preventDefault();
-          history.replaceState(null, "", `#/presets/${seg(slug)}?a=${left.value}&b=${right.value}`);
+          history.replaceState(null, "", presetHash(slug, { a: left.value, b: right.value }));
           draw();
         },
       },
@@ -231,7 +379,11 @@ function versionDocument(v) {
   return stableJson({ system_prompt: v.system_prompt, config: v.config });
 }
 
-function diffTable(va, vb) {
+function diffTable(va, vb, labels) {
+  const l = labels?.left ?? `Version ${va.version}`;
+  const r = labels?.right ?? `Version ${vb.version}`;
+  const lower = (t) => t.charAt(0).toLowerCase() + t.slice(1);
+  const summaryId = uid("diff-summary");
   const rows = sideBySide(versionDocument(va), versionDocument(vb));
   const changes = rows.filter((r) => r.kind !== "same").length;
   const cell = (side, kind) => {
@@ -243,23 +395,23 @@ function diffTable(va, vb) {
   return h(
     "div",
     { class: "diff-wrap" },
-    h("p", { id: "diff-summary" }, changes === 0 ? `Versions ${va.version} and ${vb.version} are identical.` : `${changes} changed line${changes === 1 ? "" : "s"} between version ${va.version} and version ${vb.version}.`),
+    h("p", { id: summaryId }, changes === 0 ? `${l} and ${lower(r)} are identical.` : `${changes} changed line${changes === 1 ? "" : "s"} between ${lower(l)} and ${lower(r)}.`),
     tableWrap(
-      `Diff of version ${va.version} and version ${vb.version}`,
+      `Diff of ${lower(l)} and ${lower(r)}`,
       h(
         "table",
-        { class: "diff", "aria-describedby": "diff-summary" },
-        h("caption", {}, `Version ${va.version} (left) and version ${vb.version} (right)`),
+        { class: "diff", "aria-describedby": summaryId },
+        h("caption", {}, `${l} (left) and ${lower(r)} (right)`),
         h(
           "thead",
           {},
-          h("tr", {}, h("th", { scope: "col", class: "ln" }, "Line"), h("th", { scope: "col" }, `Version ${va.version}`), h("th", { scope: "col", class: "ln" }, "Line"), h("th", { scope: "col" }, `Version ${vb.version}`)),
+          h("tr", {}, h("th", { scope: "col", class: "ln" }, "Line"), h("th", { scope: "col" }, l), h("th", { scope: "col", class: "ln" }, "Line"), h("th", { scope: "col" }, r)),
         ),
         h(
           "tbody",
           {},
-          rows.map((r) =>
-            h("tr", { class: `diff-${r.kind}` }, cell(r.left, r.kind === "same" ? "same" : "left"), cell(r.right, r.kind === "same" ? "same" : "right")),
+          rows.map((row) =>
+            h("tr", { class: `diff-${row.kind}` }, cell(row.left, row.kind === "same" ? "same" : "left"), cell(row.right, row.kind === "same" ? "same" : "right")),
           ),
         ),
       ),
@@ -268,18 +420,57 @@ function diffTable(va, vb) {
 }
 
 /**
- * A form whose fields become a chat-completions body: the configuration object's fields plus a
- * system message (stored as the version's system prompt). Only configuration fields are kept by the
- * service; the body is what any API client would send.
+ * The fields of a version form: a chat-completions body (the configuration object's fields plus a
+ * system message, stored as the version's system prompt). Only configuration fields are kept by the
+ * service; the body is what any API client would send. `read()` answers {cfg, systemPrompt} or shows
+ * the problem and answers undefined.
  */
-function versionForm({ slug, slugInput, config, systemPrompt, submitLabel, onCreated }) {
-  const err = errorLine();
-  const slugField = slugInput ? h("input", { type: "text", name: "slug", required: true, autocomplete: "off", spellcheck: "false", maxlength: "100" }) : undefined;
+function versionFields({ config, systemPrompt }, err) {
   const prompt = h("textarea", { name: "system_prompt", rows: "3" });
   prompt.value = systemPrompt ?? "";
   const configText = h("textarea", { name: "config", rows: "8", spellcheck: "false", class: "mono" });
   configText.value = stableJson(config ?? {});
-  const submit = h("button", { type: "submit" }, submitLabel);
+  return {
+    fields: [
+      field("System prompt", prompt, "Optional; stored as the version's system prompt"),
+      field("Configuration (JSON)", configText, "Request fields to keep: model, temperature, provider, tools, …"),
+    ],
+    read() {
+      let cfg;
+      try {
+        cfg = JSON.parse(configText.value || "{}");
+      } catch (e) {
+        err.show(`The configuration is not valid JSON: ${e.message}`);
+        configText.focus();
+        return undefined;
+      }
+      if (!cfg || typeof cfg !== "object" || Array.isArray(cfg)) {
+        err.show("The configuration must be a JSON object, for example {\"model\": \"openai/gpt-4o\"}.");
+        configText.focus();
+        return undefined;
+      }
+      return { cfg, systemPrompt: prompt.value ? prompt.value : null };
+    },
+  };
+}
+
+/** POST /presets/{slug}/chat/completions: the configuration plus the system prompt as a system message. */
+async function createVersion(slug, { cfg, systemPrompt }) {
+  const messages = systemPrompt ? [{ role: "system", content: systemPrompt }] : [{ role: "user", content: "Saved from the Portico console" }];
+  return (await api("POST", inScope(`/presets/${seg(slug)}/chat/completions`), { ...cfg, messages })).data;
+}
+
+/**
+ * The list page's form. It creates presets that do not exist: an existing slug is refused (creating it
+ * would add a version and designate it, replacing what live traffic uses), with a link to the preset,
+ * whose "New version" form shows the change before saving it.
+ */
+function newPresetForm() {
+  const err = errorLine();
+  const existing = h("p", { hidden: true });
+  const slugField = h("input", { type: "text", name: "slug", required: true, autocomplete: "off", spellcheck: "false", maxlength: "100" });
+  const version = versionFields({ config: { model: "openai/gpt-4o", temperature: 0.7 }, systemPrompt: "" }, err);
+  const submit = h("button", { type: "submit" }, "Create preset");
   return h(
     "form",
     {
@@ -287,32 +478,28 @@ function versionForm({ slug, slugInput, config, systemPrompt, submitLabel, onCre
       onsubmit: async (ev) => {
         ev.preventDefault();
         err.show();
-        const target = slugField ? slugField.value.trim() : slug;
-        if (!SLUG.test(target)) {
+        existing.hidden = true;
+        const target = slugField.value.trim();
+        if (!SLUG.test(target) || target === "." || target === "..") {
           err.show("The slug is 1 to 100 characters: letters, digits, '-', '.', '_' and '~'.");
-          slugField?.focus();
+          slugField.focus();
           return;
         }
-        let cfg;
-        try {
-          cfg = JSON.parse(configText.value || "{}");
-        } catch (e) {
-          err.show(`The configuration is not valid JSON: ${e.message}`);
-          configText.focus();
-          return;
-        }
-        if (!cfg || typeof cfg !== "object" || Array.isArray(cfg)) {
-          err.show("The configuration must be a JSON object, for example {\"model\": \"openai/gpt-4o\"}.");
-          configText.focus();
-          return;
-        }
-        const messages = prompt.value
-          ? [{ role: "system", content: prompt.value }]
-          : [{ role: "user", content: "Saved from the Portico console" }];
+        const body = version.read();
+        if (!body) return;
         submit.disabled = true;
         try {
-          const res = await api("POST", `/presets/${seg(target)}/chat/completions`, { ...cfg, messages });
-          onCreated(res.data);
+          // Read from the list (not GET /presets/{slug}, whose 404 for a new slug the browser logs as an error).
+          const found = (await listAll(inScope("/presets"))).find((p) => p.slug === target);
+          if (found) {
+            err.show(`A preset named ${target} already exists; nothing was saved. Creating it again would replace the configuration its live traffic uses.`);
+            replace(existing, "To change it, ", h("a", { href: presetHash(target) }, `open ${target}`), " and create a new version there: the changes are shown before they are saved.");
+            existing.hidden = false;
+            slugField.focus();
+            return;
+          }
+          const res = await createVersion(target, body);
+          location.hash = presetHash(res.slug);
         } catch (e) {
           err.show(messageOf(e));
         } finally {
@@ -320,10 +507,52 @@ function versionForm({ slug, slugInput, config, systemPrompt, submitLabel, onCre
         }
       },
     },
-    slugField ? field("Slug", slugField, "1 to 100 characters: letters, digits, '-', '.', '_', '~'") : null,
-    field("System prompt", prompt, "Optional; stored as the version's system prompt"),
-    field("Configuration (JSON)", configText, "Request fields to keep: model, temperature, provider, tools, …"),
+    field("Slug", slugField, "1 to 100 characters: letters, digits, '-', '.', '_', '~'"),
+    version.fields,
     err.el,
+    existing,
     submit,
   );
+}
+
+/** The preset page's form: the next version, prefilled from the designated one, saved only after its diff is confirmed. */
+function newVersionForm(slug, designated) {
+  const err = errorLine();
+  const version = versionFields({ config: designated?.config ?? {}, systemPrompt: designated?.system_prompt ?? "" }, err);
+  const reviewArea = h("div", {});
+  const submit = h("button", { type: "submit" }, "Review changes");
+  const form = h(
+    "form",
+    {
+      class: "card",
+      onsubmit: async (ev) => {
+        ev.preventDefault();
+        err.show();
+        const body = version.read();
+        if (!body) return;
+        await review(reviewArea, {
+          slug,
+          title: "Create a new version and designate it?",
+          proposed: { version: "new", system_prompt: body.systemPrompt, config: body.cfg },
+          proposedLabel: "New version",
+          confirmLabel: "Confirm: create the version",
+          confirm: async () => {
+            const res = await createVersion(slug, body);
+            const after = res.designated_version.version;
+            const before = designated ? designated.version : after - 1;
+            const target = presetHash(slug, { a: before, b: after });
+            flash = `Version ${after} created; it is now the designated version.`;
+            if (location.hash === target) window.dispatchEvent(new HashChangeEvent("hashchange"));
+            else location.hash = target;
+            announce(`Version ${after} created`);
+          },
+        });
+      },
+    },
+    version.fields,
+    err.el,
+    submit,
+    reviewArea,
+  );
+  return form;
 }

@@ -1,13 +1,13 @@
 // Workspaces of the organization and their members: list, create, one workspace with edit, delete,
 // and its members (add by email or user id, remove).
 import { api, listAll, messageOf, seg } from "../lib/api.js";
-import { actionButton, dataTable, errorLine, errorText, field, h, replace, time } from "../lib/dom.js";
+import { actionButton, dataTable, errorLine, errorText, field, h, loading, replace, time } from "../lib/dom.js";
 
 const SLUG_HINT = "1 to 64 lowercase letters, digits and single dashes, unique in the organization";
 
 export async function renderList(main) {
   main.append(h("h1", {}, "Workspaces"));
-  const listArea = h("div", {});
+  const listArea = h("div", {}, loading("Loading workspaces…"));
   main.append(listArea, h("h2", {}, "Create a workspace"), workspaceForm({}, "Create workspace", async (body) => {
     const res = await api("POST", "/workspaces", body);
     location.hash = `#/workspaces/${seg(res.data.id)}`;
@@ -66,7 +66,7 @@ export async function renderWorkspace(main, params) {
     ),
   );
 
-  const members = h("div", {});
+  const members = h("div", {}, loading("Loading members…"));
   main.append(h("h2", {}, "Members"), members, h("h3", {}, "Add members"), addMembersForm(w, () => refreshMembers()));
 
   async function refreshMembers() {

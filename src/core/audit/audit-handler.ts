@@ -8,9 +8,12 @@ import type { AuditEvent as AuditRow } from "../../db/prisma.js";
 import type { AuditEvent } from "../../gen/portico/audit/v1/audit_event_pb.js";
 import { AuditService } from "../../gen/portico/audit/v1/audit_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
+import { invalidArgument } from "../errors.js";
 import { checkPage } from "../management/rules.js";
 import type { AuditLog } from "./audit-log.js";
 import type { Init } from "../proto-init.js";
+
+const MAX_ACTION_PREFIX = 100;
 
 export function auditEventToProto(e: AuditRow): Init<AuditEvent> {
   const details = e.details !== null && typeof e.details === "object" && !Array.isArray(e.details) ? (e.details as JsonObject) : {};
@@ -38,9 +41,13 @@ export function createAuditHandler(deps: { log: AuditLog }): ServiceImpl<typeof 
       const caller = callerOf(ctx);
       requireManagement(caller);
       const page = checkPage(req.offset, req.limit);
+      if (req.actionPrefix !== undefined && [...req.actionPrefix].length > MAX_ACTION_PREFIX) {
+        throw invalidArgument("action_prefix", `action_prefix must be at most ${MAX_ACTION_PREFIX} characters`);
+      }
       const { items, total } = await deps.log.list(caller.organizationId, {
         ...page,
         action: req.action,
+        actionPrefix: req.actionPrefix,
         targetType: req.targetType,
         targetId: req.targetId,
       });

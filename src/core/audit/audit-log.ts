@@ -38,6 +38,8 @@ export interface AuditQuery {
   offset: number;
   limit: number;
   action?: string | undefined;
+  /** Actions starting with this text (a literal prefix: % and _ are not wildcards). */
+  actionPrefix?: string | undefined;
   targetType?: string | undefined;
   targetId?: string | undefined;
 }
@@ -75,6 +77,23 @@ export function createAuditLog(db: Db) {
       if (q.action !== undefined) where.action = q.action;
       if (q.targetType !== undefined) where.targetType = q.targetType;
       if (q.targetId !== undefined) where.targetId = q.targetId;
+      if (q.actionPrefix) {
+        // Prisma's startsWith is LIKE: % and _ would be wildcards, and SQLite's LIKE ignores case. The
+        // page's ids are chosen with an exact, case-sensitive comparison of the action's first characters.
+        const conds = [Prisma.sql`"organizationId" = ${organizationId}`, Prisma.sql`substr("action", 1, length(CAST(${q.actionPrefix} AS TEXT))) = ${q.actionPrefix}`];
+        if (q.action !== undefined) conds.push(Prisma.sql`"action" = ${q.action}`);
+        if (q.targetType !== undefined) conds.push(Prisma.sql`"targetType" = ${q.targetType}`);
+        if (q.targetId !== undefined) conds.push(Prisma.sql`"targetId" = ${q.targetId}`);
+        const filter = Prisma.join(conds, " AND ");
+        const [page, counted] = await db.$transaction([
+          db.$queryRaw<{ id: string }[]>`SELECT "id" FROM "AuditEvent" WHERE ${filter} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
+          db.$queryRaw<{ n: number | bigint }[]>`SELECT COUNT(*) AS "n" FROM "AuditEvent" WHERE ${filter}`,
+        ]);
+        const ids = page.map((r) => r.id);
+        const rows = ids.length === 0 ? [] : await db.auditEvent.findMany({ where: { id: { in: ids } } });
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        return { items: ids.flatMap((id) => byId.get(id) ?? []), total: Number(counted[0]?.n ?? 0) };
+      }
       const [items, total] = await db.$transaction([
         db.auditEvent.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], skip: q.offset, take: q.limit }),
         db.auditEvent.count({ where }),

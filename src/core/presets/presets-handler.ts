@@ -12,7 +12,8 @@ import {
   PresetsService,
   type CreatePresetVersionRequest,
 } from "../../gen/portico/presets/v1/presets_service_pb.js";
-import { callerOf, requireManagement } from "../auth.js";
+import { callerOf, requireManagement, type Caller } from "../auth.js";
+import { WORKSPACE_NOT_FOUND } from "../workspaces/workspaces-service.js";
 import { checkRules, conflict, invalidArgument, notFound } from "../errors.js";
 import { createChatRequestValidator, type ChatRequestValidator } from "../../contract/requests/chat-request.js";
 import { RuleViolation } from "../../contract/requests/kit.js";
@@ -25,6 +26,8 @@ import type { Init } from "../proto-init.js";
 
 export interface PresetsHandlerDeps {
   repository: PresetsRepository;
+  /** Whether `workspaceId` is a live (not deleted) workspace of the organization. */
+  workspaceExists: (organizationId: string, workspaceId: string) => Promise<boolean>;
   /** Rename, describe, designate, change status (audited). */
   management: PresetManagement;
   /** Records each created version in the audit log (after its commit: creation is the hot path). */
@@ -36,6 +39,18 @@ export interface PresetsHandlerDeps {
 export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<typeof PresetsService> {
   const { repository } = deps;
   const validate: ChatRequestValidator = createChatRequestValidator({ brand: deps.brand });
+
+  /**
+   * The workspace a request acts in: the key's own, or (`workspace_id`) another live workspace of its
+   * organization, which only a management key may name.
+   */
+  const workspaceOf = async (caller: Caller, requested: string | undefined): Promise<string> => {
+    if (requested === undefined || requested === "" || requested === caller.workspaceId) return caller.workspaceId;
+    requireManagement(caller);
+    const ok = !requested.includes("\u0000") && [...requested].length <= 100 && (await deps.workspaceExists(caller.organizationId, requested));
+    if (!ok) throw invalidArgument("workspace_id", WORKSPACE_NOT_FOUND);
+    return requested;
+  };
 
   const presetOf = async (workspaceId: string, rawSlug: string): Promise<PresetRow> => {
     const slug = checkRules(() => checkSlug(rawSlug));
@@ -49,6 +64,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       const caller = callerOf(ctx);
       requireManagement(caller);
       const slug = checkRules(() => checkSlug(req.slug));
+      const workspaceId = await workspaceOf(caller, req.workspaceId);
       const { config, systemPrompt } = checkRules(() => {
         const json = chatRequestJson(req);
         validate(json);
@@ -58,7 +74,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       });
       try {
         const { preset, version } = await repository.createVersion({
-          workspaceId: caller.workspaceId,
+          workspaceId,
           slug,
           creatorUserId: caller.userId,
           config,
@@ -75,7 +91,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
 
     async getPreset(req, ctx) {
       const caller = callerOf(ctx);
-      const preset = await presetOf(caller.workspaceId, req.slug);
+      const preset = await presetOf(await workspaceOf(caller, req.workspaceId), req.slug);
       const version = preset.designatedVersionId ? await repository.findVersionById(preset.designatedVersionId) : null;
       return { preset: presetToProto(preset), designatedVersion: version ? versionToProto(version) : undefined };
     },
@@ -83,14 +99,14 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
     async listPresets(req, ctx) {
       const caller = callerOf(ctx);
       const page = checkRules(() => normalisePage(req.offset, req.limit));
-      const { items, total } = await repository.listPresets(caller.workspaceId, page);
+      const { items, total } = await repository.listPresets(await workspaceOf(caller, req.workspaceId), page);
       return { presets: items.map(presetToProto), totalCount: total };
     },
 
     async listPresetVersions(req, ctx) {
       const caller = callerOf(ctx);
       const page = checkRules(() => normalisePage(req.offset, req.limit));
-      const preset = await presetOf(caller.workspaceId, req.slug);
+      const preset = await presetOf(await workspaceOf(caller, req.workspaceId), req.slug);
       const { items, total } = await repository.listVersions(preset.id, page);
       return { versions: items.map(versionToProto), totalCount: total };
     },
@@ -98,7 +114,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
     async getPresetVersion(req, ctx) {
       const caller = callerOf(ctx);
       const number = checkRules(() => parseVersionNumber(req.version));
-      const preset = await presetOf(caller.workspaceId, req.slug);
+      const preset = await presetOf(await workspaceOf(caller, req.workspaceId), req.slug);
       const version = number === null ? null : await repository.findVersion(preset.id, number);
       if (!version) throw notFound();
       return { version: versionToProto(version) };
@@ -108,7 +124,7 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
       const caller = callerOf(ctx);
       requireManagement(caller);
       const paths = maskPaths(req.updateMask?.paths, ["name", "description", "designated_version", "status"]);
-      const preset = await presetOf(caller.workspaceId, req.slug);
+      const preset = await presetOf(await workspaceOf(caller, req.workspaceId), req.slug);
       const changes: PresetChanges = {};
       if (paths.has("name")) changes.name = req.name;
       if (paths.has("description")) changes.description = req.description ?? null;

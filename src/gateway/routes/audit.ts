@@ -12,7 +12,7 @@ import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema } from "../schemas.js";
 import { MANAGEMENT, pageOf, queryString } from "./management-schemas.js";
 
-const FILTERS = { action: "action", target_type: "targetType", target_id: "targetId" } as const;
+const FILTERS = { action: "action", action_prefix: "actionPrefix", target_type: "targetType", target_id: "targetId" } as const;
 
 export async function registerAuditRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(AuditService, ctx.transport);
@@ -30,6 +30,10 @@ export async function registerAuditRoutes(api: FastifyInstance, ctx: GatewayCont
           properties: {
             ...paginationQuerySchema.properties,
             action: { type: "string", description: "Only this action, for example key.create." },
+            action_prefix: {
+              type: "string",
+              description: "Only actions starting with this text, for example `key.` (every key change) or `preset`; case-sensitive, at most 100 characters.",
+            },
             target_type: { type: "string", description: "Only this kind of resource, for example api_key." },
             target_id: { type: "string", description: "Only this resource." },
           },

@@ -21,7 +21,7 @@ import {
 import { callOptionsFor } from "../rpc.js";
 import { errorResponses, paginationQuerySchema, passThroughValidator } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
-import { refuseUnknownFields } from "./management-schemas.js";
+import { queryString, refuseUnknownFields } from "./management-schemas.js";
 
 const slugParam = {
   type: "string",
@@ -30,6 +30,20 @@ const slugParam = {
 } as const;
 
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
+
+const workspaceParam = {
+  type: "string",
+  description:
+    "The workspace to act in (UUID); omitted = the calling key's workspace. Another workspace of the organization needs a management key (403); " +
+    "one that is not a live workspace of the organization is 400 naming workspace_id.",
+} as const;
+const workspaceQuery = { type: "object", properties: { workspace_id: workspaceParam } } as const;
+const pageAndWorkspaceQuery = { type: "object", properties: { ...paginationQuerySchema.properties, workspace_id: workspaceParam } } as const;
+/** `{workspaceId}` when the query names one (an empty value is the same as none). */
+const workspaceOf = (query: unknown) => {
+  const id = queryString(query, "workspace_id");
+  return id === undefined ? {} : { workspaceId: id };
+};
 
 export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(PresetsService, ctx.transport);
@@ -47,6 +61,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           "except that the first system (else developer) message becomes the version's system prompt.",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        querystring: workspaceQuery,
         body: requestSchemas(ctx.brand).createPresetVersion,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
@@ -60,7 +75,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
         return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
       }
       const res = await client.createPresetVersion(
-        { slug: req.params.slug, request: { case: "chatRequestJson", value: body as Record<string, never> } },
+        { slug: req.params.slug, request: { case: "chatRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
         callOptionsFor(req),
       );
       return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
@@ -74,20 +89,20 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
         operationId: "listPresets",
         summary: "List the workspace's presets, most recently updated first",
         tags: ["presets"],
-        querystring: paginationQuerySchema,
+        querystring: pageAndWorkspaceQuery,
         response: {
           200: {
             type: "object",
             required: ["data", "total_count"],
             properties: { data: { type: "array", items: presetSchema }, total_count: { type: "integer" } },
           },
-          ...errorResponses(400, 401, 500),
+          ...errorResponses(400, 401, 403, 500),
         },
       },
     },
     async (req) => {
       const page = parsePage(req.query);
-      const res = await client.listPresets(page, callOptionsFor(req));
+      const res = await client.listPresets({ ...page, ...workspaceOf(req.query) }, callOptionsFor(req));
       return { data: res.presets.map(presentPreset), total_count: res.totalCount };
     },
   );
@@ -104,6 +119,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           "Creating a version later designates that version and keeps the status. Recorded in the audit log.",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        querystring: workspaceQuery,
         body: {
           type: "object",
           properties: {
@@ -131,6 +147,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           ...(b.designated_version !== undefined ? { designatedVersion: b.designated_version } : {}),
           ...(b.status !== undefined ? { status: b.status } : {}),
           updateMask: { paths },
+          ...workspaceOf(req.query),
         },
         callOptionsFor(req),
       );
@@ -146,14 +163,15 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
         summary: "Get a preset with its designated version",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        querystring: workspaceQuery,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
-          ...errorResponses(400, 401, 404, 500),
+          ...errorResponses(400, 401, 403, 404, 500),
         },
       },
     },
     async (req) => {
-      const res = await client.getPreset({ slug: req.params.slug }, callOptionsFor(req));
+      const res = await client.getPreset({ slug: req.params.slug, ...workspaceOf(req.query) }, callOptionsFor(req));
       return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
     },
   );
@@ -166,20 +184,20 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
         summary: "List a preset's versions, oldest first",
         tags: ["presets"],
         params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: paginationQuerySchema,
+        querystring: pageAndWorkspaceQuery,
         response: {
           200: {
             type: "object",
             required: ["data", "total_count"],
             properties: { data: { type: "array", items: presetVersionSchema }, total_count: { type: "integer" } },
           },
-          ...errorResponses(400, 401, 404, 500),
+          ...errorResponses(400, 401, 403, 404, 500),
         },
       },
     },
     async (req) => {
       const page = parsePage(req.query);
-      const res = await client.listPresetVersions({ slug: req.params.slug, ...page }, callOptionsFor(req));
+      const res = await client.listPresetVersions({ slug: req.params.slug, ...page, ...workspaceOf(req.query) }, callOptionsFor(req));
       return { data: res.versions.map(presentPresetVersion), total_count: res.totalCount };
     },
   );
@@ -199,15 +217,16 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
             version: { type: "string", minLength: 1, description: "Version number as a decimal string, e.g. \"1\"." },
           },
         },
+        querystring: workspaceQuery,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetVersionSchema } },
-          ...errorResponses(400, 401, 404, 500),
+          ...errorResponses(400, 401, 403, 404, 500),
         },
       },
     },
     async (req) => {
       const res = await client.getPresetVersion(
-        { slug: req.params.slug, version: req.params.version },
+        { slug: req.params.slug, version: req.params.version, ...workspaceOf(req.query) },
         callOptionsFor(req),
       );
       if (!res.version) throw new Error("core returned no version");

@@ -76,6 +76,7 @@ const PAGES = (internId: string) =>
     ["#/presets", "Presets"],
     ["#/presets/support-bot", "Preset support-bot"],
     ["#/byok", "BYOK credentials"],
+    ["#/playground", "Playground"],
     ["#/interns", "Interns"],
     [`#/interns/${internId}`, "Intern builtin"],
     [`#/interns/${internId}/chat`, "Intern chat"],
@@ -184,7 +185,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     expect(await page.getByLabel("System prompt").inputValue()).toBe("You are helpful.");
     await page.getByLabel("System prompt").fill("You are terse.");
     await config.fill('{"model": "openai/gpt-4o", "temperature": 0.2, "max_tokens": 512}');
-    await page.getByRole("button", { name: "Create version" }).click();
+    // Nothing replaces the designated version before its diff is shown and confirmed.
+    await page.getByRole("button", { name: "Review changes" }).click();
+    await page.getByRole("table", { name: "Version 1 (designated) (left) and new version (right)" }).waitFor();
+    await page.getByRole("button", { name: "Confirm: create the version" }).click();
 
     const diff = page.getByRole("table", { name: "Version 1 (left) and version 2 (right)" });
     await diff.waitFor();
@@ -205,6 +209,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
 
     // Management: designate the older version again, then describe and archive the preset.
     await page.getByRole("button", { name: "Designate version 1" }).click();
+    await page.getByRole("button", { name: "Confirm: designate version 1" }).click();
     await page.locator("main").getByRole("status").filter({ hasText: "Version 1 is now the designated version." }).waitFor();
     expect(JSON.parse(await page.getByLabel("Configuration (JSON)").inputValue()).temperature).toBe(0.7);
     await page.getByLabel("Description").fill("Answers support tickets");
@@ -226,7 +231,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.getByRole("link", { name: "BYOK credentials", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "BYOK credentials" }).waitFor();
     await page.getByText("No credentials yet.").waitFor();
-    await page.getByLabel("Provider").fill("openai");
+    await page.getByLabel("Provider").selectOption("openai");
     await page.getByLabel("Name").fill("prod");
     await page.getByLabel("Key", { exact: true }).fill(secret);
     const created = page.waitForResponse((r) => r.url().endsWith("/api/v1/byok") && r.request().method() === "POST");
@@ -272,6 +277,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await shot("keys");
     expect(await pageText()).not.toContain(res.key);
 
+    page.once("dialog", (d) => void d.accept());
     await row.getByRole("button", { name: "Disable ci-bot" }).click();
     await page.getByRole("row").filter({ hasText: "ci-bot" }).getByText("disabled", { exact: true }).waitFor();
     // A disabled key is refused by the API at once.

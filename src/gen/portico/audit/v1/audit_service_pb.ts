@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/audit/v1/audit_service.proto.
  */
 export const file_portico_audit_v1_audit_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRwb3J0aWNvL2F1ZGl0L3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SEHBvcnRpY28uYXVkaXQudjEipwEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhMKBmFjdGlvbhgDIAEoCUgAiAEBEhgKC3RhcmdldF90eXBlGAQgASgJSAGIAQESFgoJdGFyZ2V0X2lkGAUgASgJSAKIAQFCCQoHX2FjdGlvbkIOCgxfdGFyZ2V0X3R5cGVCDAoKX3RhcmdldF9pZCJcChdMaXN0QXVkaXRFdmVudHNSZXNwb25zZRIsCgZldmVudHMYASADKAsyHC5wb3J0aWNvLmF1ZGl0LnYxLkF1ZGl0RXZlbnQSEwoLdG90YWxfY291bnQYAiABKAUydgoMQXVkaXRTZXJ2aWNlEmYKD0xpc3RBdWRpdEV2ZW50cxIoLnBvcnRpY28uYXVkaXQudjEuTGlzdEF1ZGl0RXZlbnRzUmVxdWVzdBopLnBvcnRpY28uYXVkaXQudjEuTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_portico_audit_v1_audit_event]);
+  fileDesc("CiRwb3J0aWNvL2F1ZGl0L3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SEHBvcnRpY28uYXVkaXQudjEi1QEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhMKBmFjdGlvbhgDIAEoCUgAiAEBEhgKC3RhcmdldF90eXBlGAQgASgJSAGIAQESFgoJdGFyZ2V0X2lkGAUgASgJSAKIAQESGgoNYWN0aW9uX3ByZWZpeBgGIAEoCUgDiAEBQgkKB19hY3Rpb25CDgoMX3RhcmdldF90eXBlQgwKCl90YXJnZXRfaWRCEAoOX2FjdGlvbl9wcmVmaXgiXAoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLAoGZXZlbnRzGAEgAygLMhwucG9ydGljby5hdWRpdC52MS5BdWRpdEV2ZW50EhMKC3RvdGFsX2NvdW50GAIgASgFMnYKDEF1ZGl0U2VydmljZRJmCg9MaXN0QXVkaXRFdmVudHMSKC5wb3J0aWNvLmF1ZGl0LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaKS5wb3J0aWNvLmF1ZGl0LnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_portico_audit_v1_audit_event]);
 
 /**
  * ListAuditEventsRequest pages through events, optionally filtered.
@@ -54,6 +54,14 @@ export type ListAuditEventsRequest = Message<"portico.audit.v1.ListAuditEventsRe
    * @generated from field: optional string target_id = 5;
    */
   targetId?: string | undefined;
+
+  /**
+   * Only events whose action starts with this text, for example "key." (every key change) or "preset";
+   * case-sensitive, at most 100 characters; empty means no filter. Combines with action (both apply).
+   *
+   * @generated from field: optional string action_prefix = 6;
+   */
+  actionPrefix?: string | undefined;
 };
 
 /**
