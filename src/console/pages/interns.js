@@ -34,9 +34,12 @@ const pendingStore = {
   },
 };
 
-/** What the agent asked to run, as the host gave it (fields besides kind, operation, options and deadline_at). */
+/**
+ * Other fields the host added to the question (besides kind, operation, options, deadline_at, and `tool`,
+ * which requestedToolView shows as the command or the tool's title and input).
+ */
 function details(args) {
-  const extra = Object.fromEntries(Object.entries(args).filter(([k]) => !["kind", "operation", "options", "deadline_at"].includes(k)));
+  const extra = Object.fromEntries(Object.entries(args).filter(([k]) => !["kind", "operation", "options", "deadline_at", "tool"].includes(k)));
   if (Object.keys(extra).length === 0) return null;
   return h("p", {}, "Details: ", h("code", { class: "break" }, JSON.stringify(extra)));
 }

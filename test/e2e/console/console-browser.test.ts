@@ -335,6 +335,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await page.locator("main").getByRole("status").filter({ hasText: "Paused: the intern is waiting for your answer" }).waitFor();
     // The card says what the agent asked to run: the command line of this permission request.
     expect(await question.locator("pre.tool-command").textContent()).toBe("echo console-approved-run");
+    // Once: not again as raw JSON in the generic details line.
+    expect(await question.getByText("console-approved-run").count()).toBe(1);
     const buttons = await question.getByRole("button").allTextContents();
     expect(buttons).toContain("Allow once");
     expect(buttons).toContain("Reject once");
