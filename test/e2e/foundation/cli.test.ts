@@ -14,7 +14,9 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-describe("portico CLI", () => {
+// Every test starts real processes (each opens the database, migrates, and some serve): on a loaded 2-core
+// machine a start takes seconds, so the file allows 2 minutes a test.
+describe("portico CLI", { timeout: 120_000 }, () => {
   it("bootstraps idempotently and prints plaintext keys only once", async () => {
     const env = { PORTICO_DATA_DIR: dataDir() };
     const first = await runPortico(["admin", "bootstrap", "--json"], env);
@@ -63,7 +65,7 @@ describe("portico CLI", () => {
     expect(again.stderr).toContain("no active membership");
     const del = await runPortico(["admin", "workspace", "delete", ws.workspace_id], env);
     expect(del.code).toBe(0);
-  }, 120_000); // eight CLI processes one after another: each opens the database and migrates
+  });
 
   it("serves on an empty data folder, prints keys once, answers intern prompts out of the box, stops on SIGTERM", async () => {
     const env = { PORTICO_DATA_DIR: dataDir(), PORT: "0", PORTICO_GRPC_PORT: "0" };
