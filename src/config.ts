@@ -36,7 +36,10 @@ export interface InternChatConfig {
   redisPrefix: string;
 }
 
-/** Time limits of chat completions (docs/operations.md, "Chat completions: time limits and re-sends"). */
+/**
+ * Time limits of chat completions (docs/operations.md, "Chat completions: time limits and re-sends") and the bounds
+ * on one request and one key (docs/chat.md, "Limits — one key, one request").
+ */
 export interface ChatConfig {
   /**
    * Streamed attempts: the provider's response (status line and headers) must begin within this many ms,
@@ -54,7 +57,22 @@ export interface ChatConfig {
    * 600000). Callers may lower it with the `x-request-timeout-ms` header or a gRPC deadline.
    */
   budgetMs: number;
+  /**
+   * Upstream attempts one chat request may make (PORTICO_CHAT_MAX_ATTEMPTS, 1–100, default 10): the planned
+   * (model, provider, credential) attempts past this bound are not tried, and the error says how many were cut.
+   */
+  maxAttempts: number;
+  /**
+   * Chat completions (streams included) one API key may have in flight at once, counted across every process
+   * that shares REDIS_URL, or across the workers of one `portico serve` without it
+   * (PORTICO_CHAT_MAX_CONCURRENT_PER_KEY, 0–100000, default 64; 0 = no bound). One more answers 429 `rate_limited`
+   * with `Retry-After`.
+   */
+  maxConcurrentPerKey: number;
 }
+
+/** The bounds on one chat request and one key. */
+export type ChatLimitsConfig = Pick<ChatConfig, "maxAttempts" | "maxConcurrentPerKey">;
 
 export interface ByokConfig {
   /**
@@ -268,6 +286,8 @@ const Env = z
     PORTICO_LINK_PING_INTERVAL_MS: intSetting(1_000, 50),
     PORTICO_LINK_LIVENESS_TIMEOUT_MS: intSetting(4_000, 200),
     PORTICO_INTERN_MAX_PAUSED_PER_KEY: intSetting(0, 0, 10_000),
+    PORTICO_CHAT_MAX_ATTEMPTS: intSetting(10, 1, 100),
+    PORTICO_CHAT_MAX_CONCURRENT_PER_KEY: intSetting(64, 0, 100_000),
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
@@ -331,6 +351,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       firstByteTimeoutMs: e.PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
       answerTimeoutMs: e.PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS,
       budgetMs: e.PORTICO_CHAT_BUDGET_MS,
+      maxAttempts: e.PORTICO_CHAT_MAX_ATTEMPTS,
+      maxConcurrentPerKey: e.PORTICO_CHAT_MAX_CONCURRENT_PER_KEY,
     },
     providers: providerEndpoints(env),
     byok: {

@@ -9,6 +9,8 @@
  * - cancellations of runs decided by a worker that does not hold the link;
  * - the invalidation bus (API keys and other caches);
  * - /metrics: the primary gathers every worker's registry with prom-client's AggregatorRegistry.
+ * - concurrency slots per key (chat completions in flight per API key): the primary counts them and drops a
+ *   worker's slots when it exits.
  * The intern turn limit uses rate-limiter-flexible's own cluster limiter (its master lives in the primary).
  */
 import cluster from "node:cluster";
@@ -16,6 +18,7 @@ import { AggregatorRegistry, type Registry } from "prom-client";
 import type { InternCluster, LinkOwner } from "../core/interns/cluster.js";
 import type { CancelReason } from "../gen/portico/internlink/v1/internlink_service_pb.js";
 import { createLocalInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
+import { once, take, type ConcurrencyLimiter } from "../lib/concurrency-limiter.js";
 
 /** Marks Portico's IPC messages (other libraries share the channel). */
 export const IPC_CHANNEL = "portico";
@@ -27,13 +30,16 @@ export type WorkerMessage =
   | { channel: typeof IPC_CHANNEL; type: "owner?"; requestId: number; internId: string }
   | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
   | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string }
-  | { channel: typeof IPC_CHANNEL; type: "metrics?"; requestId: number };
+  | { channel: typeof IPC_CHANNEL; type: "metrics?"; requestId: number }
+  | { channel: typeof IPC_CHANNEL; type: "slot?"; requestId: number; slotId: string; key: string; limit: number }
+  | { channel: typeof IPC_CHANNEL; type: "slot-release"; slotId: string };
 
 export type PrimaryMessage =
   | { channel: typeof IPC_CHANNEL; type: "owner"; requestId: number; owner: LinkOwner | null }
   | { channel: typeof IPC_CHANNEL; type: "cancel"; internId: string; runId: string; reason: number }
   | { channel: typeof IPC_CHANNEL; type: "bus"; topic: string; key: string }
-  | { channel: typeof IPC_CHANNEL; type: "metrics"; requestId: number; text?: string; error?: string };
+  | { channel: typeof IPC_CHANNEL; type: "metrics"; requestId: number; text?: string; error?: string }
+  | { channel: typeof IPC_CHANNEL; type: "slot"; requestId: number; granted: boolean };
 
 /** True in a worker process of `portico serve` (forked by the primary). */
 export function isServeWorker(): boolean {
@@ -183,5 +189,35 @@ export function createIpcMetrics(registry: Registry, timeoutMs = 6_000): () => P
     if (!reply) throw new Error("the serve primary did not answer with the workers' metrics in time");
     if (typeof reply.text === "string") return reply.text;
     throw new Error(`collecting the workers' metrics failed: ${reply.error ?? "no answer"}`);
+  };
+}
+
+/**
+ * Concurrency slots counted by the primary, so the workers of one `portico serve` share one bound per key. A
+ * slot whose answer does not come within `timeoutMs` (a primary that stopped answering) is taken from a
+ * per-process count instead, and released at the primary too in case its grant was only late.
+ */
+export function createIpcSlots(opts: { instanceId: string; timeoutMs?: number }): ConcurrencyLimiter {
+  const replies = createPrimaryRequests<boolean>();
+  const off = onPrimaryMessage((msg) => {
+    if (msg.type === "slot") replies.answer(msg.requestId, msg.granted);
+  });
+  const local = new Map<string, number>();
+  let next = 1;
+  return {
+    async acquire(key, limit) {
+      const slotId = `${opts.instanceId}:${next++}`;
+      const granted = await replies.ask((requestId) => ({ channel: IPC_CHANNEL, type: "slot?", requestId, slotId, key, limit }), opts.timeoutMs ?? 2_000);
+      if (granted === undefined) {
+        send({ channel: IPC_CHANNEL, type: "slot-release", slotId });
+        return take(local, key, limit);
+      }
+      if (!granted) return null;
+      return once(() => send({ channel: IPC_CHANNEL, type: "slot-release", slotId }));
+    },
+    async close() {
+      off();
+      replies.abandon();
+    },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The primary of a multi-process `portico serve`: forks one worker per CPU (PORTICO_WORKERS), each a full
  * core + gateway sharing the public ports through node:cluster, and holds what they share when there is
- * no Redis (src/cluster/ipc.ts): intern link leases, relayed cancellations and invalidations, and
+ * no Redis (src/cluster/ipc.ts): intern link leases, relayed cancellations and invalidations, chat
+ * concurrency slots per key, and
  * rate-limiter-flexible's cluster master for the intern turn budget. With or without Redis it also sums
  * the workers' metrics for /metrics, which any worker may answer. The primary opens no database and
  * serves no request.
@@ -43,6 +44,17 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
   if (opts.execArgv) cluster.setupPrimary({ execArgv: opts.execArgv });
   const log = opts.logger.child({ component: "serve-primary" });
   const leases = new Map<string, LinkOwner>();
+  // Concurrency slots (createIpcSlots): slot id → (key, worker index), and the count per key.
+  const slots = new Map<string, { key: string; worker: number }>();
+  const slotCounts = new Map<string, number>();
+  const freeSlot = (slotId: string) => {
+    const slot = slots.get(slotId);
+    if (!slot) return;
+    slots.delete(slotId);
+    const left = (slotCounts.get(slot.key) ?? 1) - 1;
+    if (left <= 0) slotCounts.delete(slot.key);
+    else slotCounts.set(slot.key, left);
+  };
   const byIndex = new Map<number, Worker>();
   const indexOf = new Map<Worker, number>();
   const instanceOf = (index: number) => `${opts.instanceId}-w${index}`;
@@ -92,6 +104,19 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
         case "bus":
           broadcast(w, { channel: IPC_CHANNEL, type: "bus", topic: msg.topic, key: msg.key });
           break;
+        case "slot?": {
+          const n = slotCounts.get(msg.key) ?? 0;
+          const granted = n < msg.limit;
+          if (granted) {
+            slots.set(msg.slotId, { key: msg.key, worker: index });
+            slotCounts.set(msg.key, n + 1);
+          }
+          sendTo(w, { channel: IPC_CHANNEL, type: "slot", requestId: msg.requestId, granted });
+          break;
+        }
+        case "slot-release":
+          freeSlot(msg.slotId);
+          break;
         case "metrics?":
           metrics.clusterMetrics().then(
             (text) => sendTo(w, { channel: IPC_CHANNEL, type: "metrics", requestId: msg.requestId, text }),
@@ -105,6 +130,7 @@ export function startServePrimary(opts: ServePrimaryOptions): ServePrimary {
       indexOf.delete(w);
       const instance = instanceOf(index);
       for (const [internId, owner] of leases) if (owner.instanceId === instance) leases.delete(internId);
+      for (const [slotId, slot] of slots) if (slot.worker === index) freeSlot(slotId);
       if (stopping) return;
       if (!everReady.has(index)) {
         log.error({ worker: index, code, signal }, "worker failed during start-up; stopping");

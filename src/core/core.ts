@@ -14,7 +14,8 @@ import { InternLinkService } from "../gen/portico/internlink/v1/internlink_servi
 import { createAuthInterceptor, createErrorBoundaryInterceptor } from "./auth.js";
 import { ALL_KEYS, AUTH_TOPIC, createKeyCache } from "./identity/key-cache.js";
 import { createInvalidationBus, type InvalidationBus } from "../lib/invalidation.js";
-import { createIpcInvalidationBus, isServeWorker } from "../cluster/ipc.js";
+import { createIpcInvalidationBus, createIpcSlots, isServeWorker } from "../cluster/ipc.js";
+import { createMemoryConcurrencyLimiter, createRedisConcurrencyLimiter } from "../lib/concurrency-limiter.js";
 import { createHealthHandler } from "./health/health-handler.js";
 import { createIdentityHandler } from "./identity/identity-handler.js";
 import { createIdentityRepository } from "./identity/identity-repository.js";
@@ -119,6 +120,13 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     }),
     config.providers.keyless,
   );
+  // Per-key chat concurrency slots: Redis when several processes share it, else the serve primary, else memory.
+  const slots = config.redisUrl
+    ? createRedisConcurrencyLimiter({ redisUrl: config.redisUrl, prefix: config.interns.redisPrefix, logger })
+    : isServeWorker()
+      ? createIpcSlots({ instanceId: config.instanceId })
+      : createMemoryConcurrencyLimiter();
+  closers.push(() => slots.close());
   const chat = createChatHandler({
     presets: presetsRepository,
     generations,
@@ -126,6 +134,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     shared,
     providers,
     brand: config.brand,
+    limits: config.chat,
+    slots,
     logger,
     timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
     cooldowns: createMemoryCooldowns(),

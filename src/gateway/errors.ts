@@ -70,6 +70,10 @@ export function publicErrorFromConnect(err: ConnectError): PublicError {
   if (detail && !detail.hideMetadata && detail.reason) {
     const metadata: Record<string, unknown> = { reason: detail.reason, retryable: detail.retryable };
     if (detail.field) metadata.field = detail.field;
+    if (detail.attempts.length > 0) {
+      metadata.attempts = detail.attempts.map((a) => ({ provider: a.provider, model: a.model, status: a.status, credential_source: a.credentialSource }));
+    }
+    if (detail.attemptsNotTried > 0) metadata.attempts_not_tried = detail.attemptsNotTried;
     body.error.metadata = metadata;
   }
   return { status, body, retryAfterSeconds: detail?.retryAfterSeconds ?? 0 };

@@ -16,6 +16,10 @@ export interface ServiceErrorOptions {
   field?: string;
   /** Overrides the reason's default (hide the envelope's metadata). */
   hideMetadata?: boolean;
+  /** The upstream attempts a chat request made before failing (no credential, no secret). */
+  attempts?: { provider: string; model: string; status: number; credentialSource: string }[];
+  /** Planned attempts left untried because of the attempt bound. */
+  attemptsNotTried?: number;
 }
 
 /** An error for `reason`, raised with the reason's Connect code from the one table. */
@@ -27,6 +31,8 @@ export function serviceError(reason: Reason, message: string, opts: ServiceError
     retryAfterSeconds: opts.retryAfterSeconds ?? 0,
     field: opts.field ?? "",
     hideMetadata: opts.hideMetadata ?? rule.hideMetadata ?? false,
+    attempts: opts.attempts ?? [],
+    attemptsNotTried: opts.attemptsNotTried ?? 0,
   });
   return new ConnectError(message, rule.code, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }

@@ -60,6 +60,16 @@ const FUNCTION_NAME_TEXT = "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -
 
 const str = () => string();
 const strings = () => array(str());
+
+/**
+ * Bounds on the lists that drive routing (docs/chat.md, "Limits"): each entry may add upstream attempts, so a
+ * list is capped rather than left to the body limit. `models` holds fallbacks to try in order (the real-world
+ * service's fallback lists are a handful of models); the provider lists may name every known provider (111
+ * display names today) with room to spare.
+ */
+export const MAX_FALLBACK_MODELS = 16;
+export const MAX_PROVIDER_LIST = 128;
+const providerList = () => nullable(array(str(), { max: MAX_PROVIDER_LIST }));
 const nullableBool = () => nullable(boolean());
 const plainObject = () => object({});
 /** The discriminator of one variant of a discriminated object. */
@@ -195,9 +205,9 @@ const providerPreferences = closedObject({
   allow_fallbacks: nullableBool(),
   data_collection: nullable(oneOf(["allow", "deny"])),
   enforce_distillable_text: nullableBool(),
-  ignore: nullable(strings()),
-  only: nullable(strings()),
-  order: nullable(strings()),
+  ignore: providerList(),
+  only: providerList(),
+  order: providerList(),
   max_price: object({ prompt: price(), completion: price(), request: price(), image: price(), audio: price() }),
   preferred_max_latency: percentiles(),
   preferred_min_throughput: percentiles(),
@@ -275,7 +285,7 @@ function buildChatRequest(brand: string) {
     {
       messages: array(message, { min: 1 }),
       model: str(),
-      models: strings(),
+      models: array(str(), { max: MAX_FALLBACK_MODELS }),
       cache_control: cacheControl(),
       debug: object({ echo_upstream_body: boolean() }),
       frequency_penalty: nullable(number({ min: -2, max: 2 })),

@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → validate → preset → plan → execute
+ *   record → limits → validate → preset → plan → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -18,9 +18,12 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import type { ProviderRegistry } from "./providers/index.js";
+import type { ChatLimitsConfig } from "../../config.js";
+import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { compose, newCall } from "./pipeline/stage.js";
 import { createRecordStage } from "./pipeline/record.js";
+import { createLimitsStage } from "./pipeline/limits.js";
 import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
@@ -36,6 +39,10 @@ export interface ChatHandlerDeps {
   shared?: SharedCredentialStore;
   providers: ProviderRegistry;
   brand: string;
+  /** Bounds on one request and one key (PORTICO_CHAT_MAX_ATTEMPTS, PORTICO_CHAT_MAX_CONCURRENT_PER_KEY). */
+  limits: ChatLimitsConfig;
+  /** Where the per-key concurrency slots are counted (this process, the serve primary, or Redis). */
+  slots: ConcurrencyLimiter;
   logger: Logger;
   /** First-byte limits and the request budget (operator settings). */
   timeouts: ChatTimeouts;
@@ -55,9 +62,10 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const log = deps.logger.child({ component: "chat" });
   const pipeline = compose([
     createRecordStage({ generations: deps.generations }),
+    createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
     createValidateStage({ brand: deps.brand }),
     createPresetStage({ presets: deps.presets }),
-    createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers }),
+    createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
     createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
   ]);
 

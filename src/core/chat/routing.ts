@@ -40,26 +40,33 @@ export function preferencesOf(body: Readonly<Record<string, unknown>>): Provider
   return prefs;
 }
 
+/** `model` then the `models` fallbacks, first occurrence kept (linear: a Set, not a scan per entry). */
 export function modelsOf(body: Readonly<Record<string, unknown>>): string[] {
-  const out: string[] = [];
-  if (typeof body.model === "string" && body.model) out.push(body.model);
-  for (const m of strings(body.models) ?? []) if (m && !out.includes(m)) out.push(m);
-  return out;
+  const seen = new Set<string>();
+  if (typeof body.model === "string" && body.model) seen.add(body.model);
+  for (const m of strings(body.models) ?? []) if (m) seen.add(m);
+  return [...seen];
 }
 
 export function planAttempts(models: readonly string[], prefs: ProviderPreferences, known: (provider: string) => boolean): PlannedAttempt[] {
   const out: PlannedAttempt[] = [];
+  // Sets, so the work is linear in the lists' lengths (they are capped by the request definition, but a
+  // stored preset or a future caller must not make planning quadratic either).
+  const only = prefs.only ? new Set(prefs.only) : undefined;
+  const ignore = prefs.ignore ? new Set(prefs.ignore) : undefined;
+  const order = prefs.order ?? [];
   for (const requestedModel of models) {
     const slash = requestedModel.indexOf("/");
     if (slash <= 0 || slash === requestedModel.length - 1) continue;
     const own = requestedModel.slice(0, slash).toLowerCase();
     const upstreamModel = requestedModel.slice(slash + 1);
-    let providers = [...(prefs.order ?? [])];
-    if (prefs.allow_fallbacks !== false || providers.length === 0) providers.push(own);
-    providers = providers.filter((p, i) => providers.indexOf(p) === i);
-    if (prefs.only) providers = providers.filter((p) => prefs.only!.includes(p));
-    if (prefs.ignore) providers = providers.filter((p) => !prefs.ignore!.includes(p));
-    for (const provider of providers) if (known(provider)) out.push({ provider, requestedModel, upstreamModel });
+    const providers = new Set(order);
+    if (prefs.allow_fallbacks !== false || order.length === 0) providers.add(own);
+    for (const provider of providers) {
+      if (only && !only.has(provider)) continue;
+      if (ignore?.has(provider)) continue;
+      if (known(provider)) out.push({ provider, requestedModel, upstreamModel });
+    }
   }
   return out;
 }

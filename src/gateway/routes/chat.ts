@@ -149,7 +149,14 @@ async function streamCompletion(
       if (!shutdown && err.code !== Code.Canceled && pub.status >= 500) req.log.warn({ code: Code[err.code] }, "chat stream broke after it opened");
       const status = shutdown ? 503 : pub.status;
       const message = shutdown ? err.rawMessage : pub.body.error.message;
-      return [JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "error" }], error: { code: status, message } })];
+      const metadata = shutdown ? undefined : pub.body.error.metadata;
+      return [
+        JSON.stringify({
+          object: "chat.completion.chunk",
+          choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+          error: { code: status, message, ...(metadata ? { metadata } : {}) },
+        }),
+      ];
     },
   });
 }

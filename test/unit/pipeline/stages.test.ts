@@ -203,7 +203,7 @@ describe("plan", () => {
   });
 
   it("plans model then fallbacks, each with the workspace's credentials in order", async () => {
-    const plan = createPlanStage({ credentials: store({ openai: ["o1", "o2"], anthropic: ["a1"] }), providers: new ProviderRegistry() });
+    const plan = createPlanStage({ credentials: store({ openai: ["o1", "o2"], anthropic: ["a1"] }), providers: new ProviderRegistry(), maxAttempts: 10 });
     const call = newCall(caller, new AbortController().signal, false, request({ models: ["anthropic/claude-sonnet-4", "openai/gpt-4o"] }));
     await plan.run(call, async () => ({ kind: "stream", events: none() }));
     expect(call.attempts.map((a) => [a.requestedModel, a.call.apiKey, a.call.model])).toEqual([
@@ -215,7 +215,7 @@ describe("plan", () => {
   });
 
   it("no usable credential is no_credential", async () => {
-    const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry() });
+    const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry(), maxAttempts: 10 });
     const err = await plan.run(newCall(caller, new AbortController().signal, false, request()), async () => ({ kind: "stream", events: none() })).catch((e: unknown) => e);
     expect(errorDetailOf(err as ConnectError)?.reason).toBe("no_credential");
   });

@@ -3,7 +3,9 @@
  * before the first byte (401/403/408/429/5xx, connect error, no response within the first-byte limit) moves on
  * to the next attempt, a non-retryable one ends the loop. The request's budget bounds the whole loop (504
  * `timeout`); a credential inside a provider's `Retry-After` wait is skipped (cooldowns.ts), and when every
- * candidate was rate limited the caller gets 429 with the wait. Streams: the outcome begins with the first event of the attempt that answered; an error after
+ * candidate was rate limited the caller gets 429 with the wait; otherwise the error (502 upstream_failed) lists
+ * what was tried (provider, model, the provider's status, whose credential; never a key) and how many planned
+ * attempts the bound (PORTICO_CHAT_MAX_ATTEMPTS) left out. Streams: the outcome begins with the first event of the attempt that answered; an error after
  * it ends the stream with a `finish_reason: "error"` chunk carrying the error. Answers carry the generation id
  * as `id` and the provider that served them.
  */
@@ -65,6 +67,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     else call.signal.addEventListener("abort", () => budget.abort(call.signal.reason), { once: true });
     const timer = setTimeout(() => budget.abort(budgetExceeded(budgetMs, track.attempts)), Math.max(0, deadline - performance.now()));
     let last: UpstreamError | Cooling | undefined;
+    const tried: TriedAttempt[] = [];
     let soonest: number | undefined;
     const wait = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
     try {
@@ -87,6 +90,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           if (budget.signal.aborted && !call.signal.aborted) break;
           if (!(err instanceof UpstreamError)) throw err;
           last = err;
+          tried.push(triedOf(a, err));
           failedAttempt(a, err);
           if (err.retryAfterMs !== undefined && (err.status === 429 || err.status === 503)) {
             const end = Date.now() + err.retryAfterMs;
@@ -98,7 +102,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
       }
       if (call.signal.aborted) throw call.signal.reason;
       if (budget.signal.aborted || deadline - performance.now() <= 0) throw budgetExceeded(budgetMs, track.attempts);
-      throw exhausted(last, soonest);
+      throw exhausted(last, soonest, tried, call.attemptsNotTried);
     } finally {
       clearTimeout(timer);
     }
@@ -192,7 +196,21 @@ function budgetExceeded(budgetMs: number, attempts: number) {
  * with 429, or skipped inside its wait) → 429 `rate_limited` with `Retry-After` (the soonest wait that ends);
  * the last timed out → 504 `timeout`; otherwise 502 `upstream_failed`, retryable as the last failure was.
  */
-function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: number | undefined) {
+interface TriedAttempt {
+  provider: string;
+  model: string;
+  status: number;
+  credentialSource: string;
+}
+
+const triedOf = (a: Attempt, err: UpstreamError): TriedAttempt => ({
+  provider: a.provider,
+  model: a.requestedModel,
+  status: err.status,
+  credentialSource: a.credentialSource,
+});
+
+function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: number | undefined, tried: TriedAttempt[], notTried: number) {
   const retryAfterSeconds = soonestWaitEnd === undefined ? undefined : Math.max(1, Math.ceil((soonestWaitEnd - Date.now()) / 1000));
   if (last !== undefined && ("cooling" in last || last.status === 429)) {
     return serviceError(
@@ -202,8 +220,11 @@ function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: nu
     );
   }
   if (last?.timedOut) return serviceError(Reason.TIMEOUT, `No provider answered in time; the last: ${last.message}`, { retryable: true });
-  return serviceError(Reason.UPSTREAM_FAILED, `Every provider attempt failed; the last: ${last ? last.message : "provider unreachable"}`, {
+  const cut = notTried > 0 ? ` (${notTried} more planned attempt${notTried === 1 ? " was" : "s were"} not tried: the bound is PORTICO_CHAT_MAX_ATTEMPTS)` : "";
+  return serviceError(Reason.UPSTREAM_FAILED, `Every provider attempt failed${cut}; the last: ${last ? last.message : "provider unreachable"}`, {
     retryable: last ? last.retryable : true,
+    attempts: tried,
+    attemptsNotTried: notTried,
   });
 }
 

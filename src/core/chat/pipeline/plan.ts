@@ -2,6 +2,10 @@
  * Stage "plan": the attempts of the request, in order: the (provider, model) pairs from `model`, `models` and
  * `provider` preferences (../routing.ts), and for each the credentials the BYOK flags allow
  * (../credentials/select.ts), the caller's workspace's first, then the operator's shared ones.
+ *
+ * At most `maxAttempts` (PORTICO_CHAT_MAX_ATTEMPTS) are kept, in plan order; the rest are counted in
+ * `call.attemptsNotTried` (the error of a request whose kept attempts all fail says so). Credentials are read
+ * once per provider, so planning is linear in the (capped) lists of the request.
  */
 import { Reason, serviceError } from "../../errors.js";
 import type { SharedCredentialStore } from "../../byok/provider-keys.js";
@@ -17,6 +21,8 @@ export interface PlanDeps {
   /** The operator's shared provider keys (`portico admin provider-key`); none when absent. */
   shared?: SharedCredentialStore;
   providers: ProviderRegistry;
+  /** Upstream attempts one request may make (PORTICO_CHAT_MAX_ATTEMPTS). */
+  maxAttempts: number;
 }
 
 /**
@@ -57,16 +63,22 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
       checkModelIds(body, (p) => deps.providers.get(p) !== undefined, call.track.presetSlug);
       const planned = planAttempts(models, preferencesOf(body), (p) => deps.providers.get(p) !== undefined);
+      const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
+      const credentialsOf = (slug: string) =>
+        Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
       for (const plan of planned) {
         const provider = deps.providers.get(plan.provider)!;
-        const [creds, shared] = await Promise.all([
-          deps.credentials.forProvider(caller.workspaceId, plan.provider),
-          deps.shared ? deps.shared.forProvider(plan.provider) : [],
-        ]);
+        let loading = byProvider.get(plan.provider);
+        if (!loading) byProvider.set(plan.provider, (loading = credentialsOf(plan.provider)));
+        const [creds, shared] = await loading;
         const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
           if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
+          if (call.attempts.length >= deps.maxAttempts) {
+            call.attemptsNotTried++;
+            continue;
+          }
           call.attempts.push({
             provider: plan.provider,
             requestedModel: plan.requestedModel,
@@ -78,9 +90,16 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         }
       }
       if (call.attempts.length === 0) {
-        throw serviceError(Reason.NO_CREDENTIAL, `No provider credential may serve ${models.join(", ")}: store one with POST /api/v1/byok, or check its flags`);
+        // Names the first model only: the list itself is never echoed back (it may be long).
+        const more = models.length > 1 ? ` or its ${models.length - 1} fallback model${models.length === 2 ? "" : "s"}` : "";
+        throw serviceError(Reason.NO_CREDENTIAL, `No provider credential may serve ${shortened(models[0]!)}${more}: store one with POST /api/v1/byok, or check its flags`);
       }
       return next();
     },
   };
+}
+
+/** A model id as an error message may quote it: at most 128 characters. */
+function shortened(model: string): string {
+  return model.length > 128 ? `${model.slice(0, 128)}…` : model;
 }

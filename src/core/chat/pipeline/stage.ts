@@ -56,8 +56,10 @@ export interface ChatCall {
   readonly streamed: boolean;
   /** The request, decoded from its dialect (validated by the validate stage, changed by the preset stage). */
   request: CanonicalRequest;
-  /** The attempts, in order (the plan stage fills them; the execute stage runs them). */
+  /** The attempts, in order (the plan stage fills them, at most the operator's bound; the execute stage runs them). */
   attempts: Attempt[];
+  /** Planned attempts the plan stage left out because of the attempt bound (PORTICO_CHAT_MAX_ATTEMPTS). */
+  attemptsNotTried: number;
   /** What will be recorded. */
   readonly track: Tracking;
   /** The caller's own time budget for the request, in ms, when it set a lower one than the operator's. */
@@ -88,7 +90,7 @@ export function compose(stages: readonly ChatStage[]): (call: ChatCall) => Promi
 
 /** A fresh call for `request` (the body as received, not yet validated). */
 export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest, budgetMs?: number): ChatCall {
-  const call: ChatCall = { caller, signal, streamed, request, attempts: [], track: tracking(streamed) };
+  const call: ChatCall = { caller, signal, streamed, request, attempts: [], attemptsNotTried: 0, track: tracking(streamed) };
   if (budgetMs !== undefined) call.budgetMs = budgetMs;
   return call;
 }

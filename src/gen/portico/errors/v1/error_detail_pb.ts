@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/errors/v1/error_detail.proto.
  */
 export const file_portico_errors_v1_error_detail: GenFile = /*@__PURE__*/
-  fileDesc("CiRwb3J0aWNvL2Vycm9ycy92MS9lcnJvcl9kZXRhaWwucHJvdG8SEXBvcnRpY28uZXJyb3JzLnYxInMKC0Vycm9yRGV0YWlsEg4KBnJlYXNvbhgBIAEoCRIRCglyZXRyeWFibGUYAiABKAgSGwoTcmV0cnlfYWZ0ZXJfc2Vjb25kcxgDIAEoBRINCgVmaWVsZBgEIAEoCRIVCg1oaWRlX21ldGFkYXRhGAUgASgIYgZwcm90bzM");
+  fileDesc("CiRwb3J0aWNvL2Vycm9ycy92MS9lcnJvcl9kZXRhaWwucHJvdG8SEXBvcnRpY28uZXJyb3JzLnYxIsIBCgtFcnJvckRldGFpbBIOCgZyZWFzb24YASABKAkSEQoJcmV0cnlhYmxlGAIgASgIEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKAUSDQoFZmllbGQYBCABKAkSFQoNaGlkZV9tZXRhZGF0YRgFIAEoCBIxCghhdHRlbXB0cxgGIAMoCzIfLnBvcnRpY28uZXJyb3JzLnYxLlRyaWVkQXR0ZW1wdBIaChJhdHRlbXB0c19ub3RfdHJpZWQYByABKAUiWgoMVHJpZWRBdHRlbXB0EhAKCHByb3ZpZGVyGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnN0YXR1cxgDIAEoBRIZChFjcmVkZW50aWFsX3NvdXJjZRgEIAEoCWIGcHJvdG8z");
 
 /**
  * ErrorDetail is attached to every ConnectError the core raises on purpose.
@@ -55,6 +55,22 @@ export type ErrorDetail = Message<"portico.errors.v1.ErrorDetail"> & {
    * @generated from field: bool hide_metadata = 5;
    */
   hideMetadata: boolean;
+
+  /**
+   * The upstream attempts a chat request made before it failed (reason "upstream_failed"), in the order tried.
+   * Empty for every other error.
+   *
+   * @generated from field: repeated portico.errors.v1.TriedAttempt attempts = 6;
+   */
+  attempts: TriedAttempt[];
+
+  /**
+   * Planned upstream attempts left untried because the request reached the operator's attempt bound
+   * (PORTICO_CHAT_MAX_ATTEMPTS); 0 when none were cut.
+   *
+   * @generated from field: int32 attempts_not_tried = 7;
+   */
+  attemptsNotTried: number;
 };
 
 /**
@@ -63,4 +79,46 @@ export type ErrorDetail = Message<"portico.errors.v1.ErrorDetail"> & {
  */
 export const ErrorDetailSchema: GenMessage<ErrorDetail> = /*@__PURE__*/
   messageDesc(file_portico_errors_v1_error_detail, 0);
+
+/**
+ * One upstream attempt of a chat request that failed. It names no credential and carries no secret.
+ *
+ * @generated from message portico.errors.v1.TriedAttempt
+ */
+export type TriedAttempt = Message<"portico.errors.v1.TriedAttempt"> & {
+  /**
+   * Provider slug, for example "openai".
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * The model as the caller named it (`<provider>/<model>`).
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * The provider's HTTP status; 0 when none was received (connection refused or reset, timeout).
+   *
+   * @generated from field: int32 status = 3;
+   */
+  status: number;
+
+  /**
+   * Whose credential was used: "byok" (the caller's workspace) or "shared" (the operator's).
+   *
+   * @generated from field: string credential_source = 4;
+   */
+  credentialSource: string;
+};
+
+/**
+ * Describes the message portico.errors.v1.TriedAttempt.
+ * Use `create(TriedAttemptSchema)` to create a new message.
+ */
+export const TriedAttemptSchema: GenMessage<TriedAttempt> = /*@__PURE__*/
+  messageDesc(file_portico_errors_v1_error_detail, 1);
 
