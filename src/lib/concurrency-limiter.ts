@@ -99,6 +99,13 @@ export function createRedisConcurrencyLimiter(opts: { redisUrl: string; prefix: 
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
   });
   let warned = false;
+  // The first connection is awaited (bounded by the connect timeout) so that a process just started counts in
+  // Redis rather than on its own; after that, an unreachable Redis falls back at once.
+  const firstAnswer = new Promise<void>((resolve) => {
+    redis.once("ready", resolve);
+    redis.once("error", resolve);
+    setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
+  });
   redis.on("error", (err: Error) => {
     if (warned) return;
     warned = true;
@@ -133,6 +140,7 @@ export function createRedisConcurrencyLimiter(opts: { redisUrl: string; prefix: 
       const set = redisKey(key);
       const member = randomUUID();
       let granted: unknown;
+      await firstAnswer;
       try {
         granted = await acquireSlot(set, limit, member);
       } catch {
