@@ -9,7 +9,10 @@
  *   `rate_limited` with `Retry-After`, recorded; another key is served meanwhile; the slot comes back when a
  *   stream ends, errors, or its client leaves (before or after the first chunk), and when a non-streamed
  *   request answers or fails.
+ * On SQLite and PostgreSQL, and with the slots in the real Redis (REDIS_URL).
  */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../../src/core/identity/keys.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
@@ -30,7 +33,15 @@ const value = (v: unknown): unknown =>
   : { structValue: struct(v as Record<string, unknown>) };
 const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
 
-describe.each(["sqlite", "postgresql"] as const)("chat limits (%s)", (provider) => {
+/** SQLite and PostgreSQL with slots counted in this process; SQLite again with them in the real Redis (REDIS_URL). */
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const variants = [
+  { name: "sqlite", provider: "sqlite", redis: false },
+  { name: "postgresql", provider: "postgresql", redis: false },
+  { name: "sqlite, slots in Redis", provider: "sqlite", redis: true },
+] as const;
+
+describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
   let h: Harness;
   let ok: FakeUpstream;
   let failing: FakeUpstream;
@@ -38,6 +49,7 @@ describe.each(["sqlite", "postgresql"] as const)("chat limits (%s)", (provider) 
   let slow: FakeUpstream;
   let broken: FakeUpstream;
   let chat: any;
+  const prefix = `test-${randomUUID()}:`;
   /** Requests to `held` whose client left, so far (the fake counts them cumulatively). */
   let heldAborts = 0;
   const secrets = ["sk-fail-openai", "sk-fail-mistral", "sk-fail-deepseek"];
@@ -60,6 +72,7 @@ describe.each(["sqlite", "postgresql"] as const)("chat limits (%s)", (provider) 
         PORTICO_PROVIDER_TOGETHER_BASE_URL: `${held.url}/v1`,
         PORTICO_PROVIDER_FIREWORKS_BASE_URL: `${slow.url}/v1`,
         PORTICO_PROVIDER_XAI_BASE_URL: `${broken.url}/v1`,
+        ...(redis ? { REDIS_URL: REDIS_URL, PORTICO_REDIS_PREFIX: prefix } : {}),
       },
     });
     const keys: [string, string][] = [
@@ -207,6 +220,15 @@ describe.each(["sqlite", "postgresql"] as const)("chat limits (%s)", (provider) 
     it("HTTP: the key's next request is a 429 with Retry-After, recorded; another key is served; slots come back when clients leave", async () => {
       const key = await newKey();
       const open = [await hold(key), await hold(key)];
+      if (redis) {
+        // The slots are the key's leases in Redis, not a count in this process.
+        const raw = new Redis(REDIS_URL);
+        try {
+          expect(await raw.zcard(`${prefix}chat-slots:${hashSecret(key)}`)).toBe(2);
+        } finally {
+          raw.disconnect();
+        }
+      }
       const refused = await post(key, { model: "groq/llama", messages: hi });
       expect(refused.status).toBe(429);
       expect(refused.headers.get("retry-after")).toBe("1");
