@@ -147,12 +147,21 @@ describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
     });
 
     it("a list at its cap passes validation; no_credential names the first model, not the list", async () => {
-      const models = Array.from({ length: 16 }, (_, i) => `nobody/m-${i}`);
-      const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "nobody/first", messages: hi, models } });
+      // anthropic is served here, but this workspace holds no credential for it.
+      const models = Array.from({ length: 16 }, (_, i) => `anthropic/m-${i}`);
+      const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "anthropic/first", messages: hi, models } });
       expect(res.status).toBe(400);
       expect(res.json.error.metadata.reason).toBe("no_credential");
-      expect(res.json.error.message).toContain("nobody/first or its 16 fallback models");
-      expect(res.text).not.toContain("nobody/m-1");
+      expect(res.json.error.message).toContain("anthropic/first or its 16 fallback models");
+      expect(res.text).not.toContain("anthropic/m-1");
+    });
+
+    it("a model id is quoted at most 128 characters long in an error", async () => {
+      const long = `x${"y".repeat(200_000)}`;
+      const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: long, messages: hi } });
+      expect(res.status).toBe(400);
+      expect(res.json.error.metadata.field).toBe("model");
+      expect(res.text.length).toBeLessThan(1024);
     });
   });
 

@@ -35,19 +35,19 @@ function checkModelIds(body: Readonly<Record<string, unknown>>, known: (provider
   const fields: Array<[string, unknown]> = [["model", body.model]];
   if (Array.isArray(body.models)) body.models.forEach((m, i) => fields.push([`models[${i}]`, m]));
   const prefs = preferencesOf(body);
+  const others = (prefs.order ?? []).some(known);
   for (const [field, id] of fields) {
     if (typeof id !== "string" || id === "") continue;
     const slash = id.indexOf("/");
     if (slash <= 0 || slash === id.length - 1) {
       throw invalidArgument(
         field,
-        `${field} "${id}"${from} is not a model id: model ids are <provider>/<model>, such as openai/gpt-4o-mini (GET /api/v1/models lists what this key may use)`,
+        `${field} "${shortened(id)}"${from} is not a model id: model ids are <provider>/<model>, such as openai/gpt-4o-mini (GET /api/v1/models lists what this key may use)`,
       );
     }
     const own = id.slice(0, slash).toLowerCase();
-    const others = (prefs.order ?? []).some(known);
     if (!known(own) && !others) {
-      throw invalidArgument(field, `${field} "${id}"${from}: no provider "${own}" is served here; model ids are <provider>/<model> (GET /api/v1/providers lists the providers)`);
+      throw invalidArgument(field, `${field} "${shortened(id)}"${from}: no provider "${shortened(own)}" is served here; model ids are <provider>/<model> (GET /api/v1/providers lists the providers)`);
     }
   }
 }
