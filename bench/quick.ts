@@ -77,6 +77,22 @@ const probes: Probe[] = [
     },
   },
   {
+    name: "chat hot path, serve with one worker beside the bare node:http relay (bench/chat-hot-path.ts)",
+    args: ts("chat-hot-path.ts", "--targets", "bare,serve1", "--rounds", "1", "--seconds", "3", "--warmup", "1", "--rss-seconds", "10"),
+    read: (out) => {
+      const bare = row(out, "bare node:http relay");
+      const serve = row(out, "Portico serve, 1 worker");
+      // Columns: target, c=1, first chunk, c=32 req/s, % of bare, p99, CPU/request ms, CPU/chunk µs, bad, errors, RSS.
+      return {
+        chat_serve_cpu_per_request_x_bare: Math.round((100 * num(serve[6]!)) / num(bare[6]!)) / 100,
+        chat_serve_c32_share_of_bare_pct: num(serve[4]!),
+        chat_serve_cpu_per_chunk_us: num(serve[7]!),
+        chat_serve_bad_streams_or_errors: num(serve[8]!) + num(serve[9]!),
+        chat_serve_rss_after_c32_mb: num(serve[10]!),
+      };
+    },
+  },
+  {
     name: "portico serve, one worker: restart and idle memory (bench/startup.ts)",
     args: ts("startup.ts", "--runs", "1", "--settle", "3", "--workers", "1"),
     read: (out) => ({

@@ -83,17 +83,7 @@ export function createErrorBoundaryInterceptor(
     try {
       const res = await next(req);
       if (!res.stream) return res;
-      const inner = res.message;
-      return {
-        ...res,
-        message: (async function* () {
-          try {
-            yield* inner;
-          } catch (err) {
-            throw sanitize(err, req.url, report);
-          }
-        })(),
-      };
+      return { ...res, message: sanitizeErrors(res.message, (err) => sanitize(err, req.url, report)) };
     } catch (err) {
       throw sanitize(err, req.url, report);
     }
@@ -104,6 +94,23 @@ export function createErrorBoundaryInterceptor(
 function isDatabaseBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === "P2028" || code === "P2024";
+}
+
+/**
+ * `source` with its errors passed through `map`: a hand-written iterator, not an async generator around
+ * `yield*` (each generator layer costs several promise turns per message of a stream).
+ */
+function sanitizeErrors<T>(source: AsyncIterable<T>, map: (err: unknown) => unknown): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        next: () => it.next().catch((err: unknown) => Promise.reject(map(err))),
+        return: (value?: unknown) => (it.return ? it.return(value).catch((err: unknown) => Promise.reject(map(err))) : Promise.resolve({ done: true, value: undefined as never })),
+        throw: (err?: unknown) => (it.throw ? it.throw(err).catch((e: unknown) => Promise.reject(map(e))) : Promise.reject(err)),
+      };
+    },
+  };
 }
 
 function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {

@@ -3,15 +3,17 @@
  * protobuf bytes. The core's interceptors (metrics, error boundary, authentication) run exactly as for
  * network calls; the gateway in `portico serve` uses it, and split deployments use gRPC instead.
  * Unary and server-streaming methods are supported (the gateway uses nothing else); other kinds
- * answer Unimplemented.
+ * answer Unimplemented. A handler's signal aborts when the caller's signal does or the call's timeout
+ * passes, and for a stream also when it ends or its reader stops; a unary call that ends does not abort
+ * it (nothing listens then: the work it stood for is done).
  */
 import { create, isMessage, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
   createContextValues,
-  createHandlerContext,
   createServiceImplSpec,
+  type HandlerContext,
   type ConnectRouter,
   type ContextValues,
   type Interceptor,
@@ -26,10 +28,9 @@ import {
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
 /**
- * Abort reasons of calls that ended normally, built once: an Error (or the DOMException `abort()` makes
- * without a reason) captures a stack trace, which cost more than the rest of ending a call.
+ * The abort reason of a stream whose reader stopped, built once: an Error (or the DOMException `abort()`
+ * makes without a reason) captures a stack trace, which cost more than the rest of ending a call.
  */
-const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
 const CLIENT_CLOSED = new ConnectError("the client closed the stream", Code.Canceled);
 
 /** Collects the service implementations a `routes` function registers. */
@@ -125,30 +126,73 @@ function toMessage<D extends DescMessage>(schema: D, value: unknown) {
   return isMessage(value, schema) ? value : create(schema, value as never);
 }
 
-function linkSignal(signal: AbortSignal | undefined, timeoutMs: number | undefined): AbortController {
+/**
+ * The call's one AbortController: aborts when the caller's signal does, when the timeout passes, and when the
+ * call ends. The handler sees its signal directly (connect's createHandlerContext would link two more
+ * controllers, a deadline and a linked one, each abort dispatching an event: most of a short call's cost).
+ */
+function linkSignal(signal: AbortSignal | undefined, timeoutMs: number | undefined): { ac: AbortController; end(reason: unknown): void; release(): void } {
   const ac = new AbortController();
+  let onAbort: (() => void) | undefined;
   if (signal) {
     if (signal.aborted) ac.abort(signal.reason);
-    else signal.addEventListener("abort", () => ac.abort(signal.reason), { once: true });
+    else {
+      onAbort = () => ac.abort(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
   }
-  if (timeoutMs !== undefined && timeoutMs > 0) {
-    const timer = setTimeout(() => ac.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+  let timer: NodeJS.Timeout | undefined;
+  if (timeoutMs !== undefined && timeoutMs > 0 && !ac.signal.aborted) {
+    timer = setTimeout(() => ac.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
     timer.unref();
-    ac.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
   }
-  return ac;
+  const release = () => {
+    if (timer) clearTimeout(timer);
+    if (onAbort) signal!.removeEventListener("abort", onAbort);
+  };
+  return {
+    ac,
+    release,
+    /** Releases, then aborts the call's signal (a stream ended or its reader stopped). */
+    end(reason) {
+      release();
+      if (!ac.signal.aborted) ac.abort(reason);
+    },
+  };
 }
 
 /** The fields a unary and a streaming request share, as a network handler would present them. */
-function requestCommon(method: DescMethod, ac: AbortController, header: ConstructorParameters<typeof Headers>[0], contextValues: ContextValues | undefined) {
+function requestCommon(method: DescMethod, header: ConstructorParameters<typeof Headers>[0], contextValues: ContextValues | undefined) {
   return {
     service: method.parent,
     method,
     requestMethod: "POST",
     url: `/${method.parent.typeName}/${method.name}`,
-    signal: ac.signal,
     header: new Headers(header),
     contextValues: contextValues ?? createContextValues(),
+  };
+}
+
+/**
+ * The handler's context, as connect's createHandlerContext makes it for a network call, built directly: its
+ * signal is the request's (already linked to the caller and the timeout), read only when the handler asks.
+ */
+function contextFor(method: DescMethod, req: UnaryRequest | StreamRequest, timeoutMs: number | undefined): HandlerContext {
+  const deadline = timeoutMs !== undefined ? Date.now() + timeoutMs : undefined;
+  return {
+    service: method.parent,
+    method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url: req.url,
+    get signal() {
+      return req.signal;
+    },
+    timeoutMs: deadline === undefined ? () => undefined : () => deadline - Date.now(),
+    requestHeader: req.header,
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: req.contextValues,
   };
 }
 
@@ -161,19 +205,6 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
     return spec;
   };
 
-  const contextFor = (method: DescMethod, req: UnaryRequest | StreamRequest, timeoutMs: number | undefined) =>
-    createHandlerContext({
-      service: method.parent,
-      method,
-      protocolName: "in-process",
-      requestMethod: "POST",
-      url: req.url,
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      requestSignal: req.signal,
-      requestHeader: req.header,
-      contextValues: req.contextValues,
-    });
-
   const intercept = (next: AnyFn): AnyFn =>
     interceptors.reduceRight<AnyFn>((n, interceptor) => interceptor(n as never) as AnyFn, next);
 
@@ -181,12 +212,17 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
     async unary(method, signal, timeoutMs, header, input, contextValues?: ContextValues) {
       const spec = lookup(method);
       if (spec.kind !== "unary") throw new ConnectError("not a unary method", Code.Unimplemented);
-      const ac = linkSignal(signal, timeoutMs);
+      // A unary handler's signal aborts when the caller's does or the timeout passes. Without a timeout it
+      // is the caller's own signal (no controller of our own: creating an AbortSignal, linking it and
+      // aborting it at the end cost more than the rest of a short call); with one, or without a signal, a
+      // controller of the call's, whose signal is made only if the handler reads it.
+      const link = signal && (timeoutMs === undefined || timeoutMs <= 0) ? undefined : linkSignal(signal, timeoutMs);
       const req = {
         stream: false,
-        ...requestCommon(method, ac, header, contextValues),
+        ...requestCommon(method, header, contextValues),
         message: toMessage(method.input, input),
-      } as UnaryRequest;
+      } as unknown as UnaryRequest;
+      Object.defineProperty(req, "signal", link ? { get: () => link.ac.signal, enumerable: true, configurable: true } : { value: signal, enumerable: true, configurable: true, writable: true });
       const run = intercept(async (r) => {
         const ctx = contextFor(method, r, timeoutMs);
         const out = await (spec.impl as (m: unknown, c: unknown) => unknown)(r.message, ctx);
@@ -202,19 +238,20 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       try {
         return (await run(req)) as never;
       } finally {
-        ac.abort(CALL_ENDED);
+        link?.release();
       }
     },
 
     async stream(method, signal, timeoutMs, header, input, contextValues?: ContextValues) {
       const spec = lookup(method);
       if (spec.kind !== "server_streaming") throw new ConnectError("only server streaming is supported in process", Code.Unimplemented);
-      const ac = linkSignal(signal, timeoutMs);
+      const link = linkSignal(signal, timeoutMs);
       // Server streaming has one request message: take it without a for-await (and its return()).
       const first = await input[Symbol.asyncIterator]().next();
       const req = {
         stream: true,
-        ...requestCommon(method, ac, header, contextValues),
+        signal: link.ac.signal,
+        ...requestCommon(method, header, contextValues),
         message: once(toMessage(method.input, first.value)),
       } as StreamRequest;
       const run = intercept(async (r) => {
@@ -234,14 +271,14 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       try {
         res = (await run(req)) as StreamResponse;
       } catch (err) {
-        ac.abort();
+        link.end(undefined);
         throw err;
       }
       // One layer between the handler's messages and the caller: each message is made a message of the
       // output type, and when the stream ends or the caller stops reading, the handler sees its signal abort.
       return {
         ...res,
-        message: mapMessages(res.message, (out) => toMessage(method.output, out), () => ac.abort(CLIENT_CLOSED)),
+        message: mapMessages(res.message, (out) => toMessage(method.output, out), () => link.end(CLIENT_CLOSED)),
       } as never;
     },
   };

@@ -50,6 +50,11 @@ export interface RelayRoute<M> {
   openAfterMs?: number;
   /** Word for log lines (`chat`, `intern`). */
   name: string;
+  /**
+   * Extra response headers, computed when the response opens: with the first message, or with undefined when
+   * `openAfterMs` opened it first.
+   */
+  openHeaders?(first: M | undefined): Record<string, string> | undefined;
 }
 
 /** One stream being answered: its signal goes to the RPC; `run` relays the RPC's messages. */
@@ -184,7 +189,7 @@ class ActiveStream implements RelayCall {
       }
       if (!this.stopped) throw err; // an HTTP error in the envelope
     }
-    const sse = this.openResponse();
+    const sse = this.openResponse(route.openHeaders?.(first === undefined || first.done ? undefined : first.value));
     try {
       if (this.stopped) {
         pending.catch(() => undefined); // aborted with the RPC; nobody reads it now
@@ -240,10 +245,10 @@ class ActiveStream implements RelayCall {
     }
   }
 
-  private openResponse(): SseWriter {
+  private openResponse(extra: Record<string, string> | undefined): SseWriter {
     this.reply.hijack();
     const sse = new SseWriter(this.reply.raw, this.client.signal);
-    sse.open({ headers: { "x-request-id": String(this.req.id) } });
+    sse.open({ headers: { "x-request-id": String(this.req.id), ...extra } });
     this.sse = sse;
     this.lastWrite = Date.now();
     this.armHeartbeat(this.heartbeatMs);

@@ -9,11 +9,12 @@
  * `id` is the generation id, under which the request is recorded (generations.ts; `GET /api/v1/generation?id=`).
  * Provider keys never leave the pipeline except in the upstream request's own authentication header.
  */
-import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
+import { ConnectError, type ServiceImpl, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GenerationRecorder } from "./seams.js";
 import { callerOf } from "../auth.js";
+import { UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
 import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
@@ -58,6 +59,12 @@ export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
 /** The first keepalive of a stream that has no chunk yet goes out after at most this long (as the gateway opens its SSE response). */
 const FIRST_KEEPALIVE_MS = 1_000;
 
+/** A chat error carries the milliseconds spent waiting on providers before it (the gateway's overhead header). */
+function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
+  if (err instanceof ConnectError) err.metadata.set(UPSTREAM_MS_METADATA, upstreamMs.toFixed(3));
+  return err;
+}
+
 export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
   const log = deps.logger.child({ component: "chat" });
   const pipeline = compose([
@@ -87,9 +94,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
 
   return {
     async createChatCompletion(req, ctx: HandlerContext) {
-      const outcome = await pipeline(newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx)));
+      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx));
+      const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
-      return { completion: encodeResponse(outcome.completion) };
+      const completion = encodeResponse(outcome.completion);
+      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      return req.jsonText ? { completionJson: JSON.stringify(completion), ...timing } : { completion, ...timing };
     },
 
     /** The models the caller can route to (not a pipeline request: nothing is called upstream). */
@@ -135,7 +145,8 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
      * the call's status, as without keepalives.
      */
     async *streamChatCompletion(req, ctx: HandlerContext) {
-      const pending = pipeline(newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx)));
+      const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx));
+      const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       let outcome: Awaited<typeof pending> | undefined;
       let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
       try {
@@ -157,7 +168,14 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
       }
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
-      for await (const event of outcome.events) yield { chunk: encodeEvent(event) };
+      // The first message carries the wait on providers until the first chunk and the provider (the overhead
+      // header at stream open); the others carry only their chunk.
+      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      for await (const event of outcome.events) {
+        const chunk = encodeEvent(event);
+        yield req.jsonText ? { chunkJson: JSON.stringify(chunk), ...timing } : { chunk, ...timing };
+        timing = undefined;
+      }
     },
   };
 }

@@ -6,7 +6,8 @@
  * a chunk with `finish_reason: "error"`. Writes wait for the socket (backpressure), and a client that
  * leaves aborts the RPC and with it the upstream request.
  */
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { requestSchemas } from "../../contract/requests/index.js";
@@ -118,8 +119,12 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
       if ((body as { stream?: unknown }).stream !== true) {
         const watch = abortOnClientClose(reply);
         try {
-          const res = await client.createChatCompletion({ body: json }, callOptionsFor(req, watch.signal));
-          return reply.type("application/json; charset=utf-8").send(JSON.stringify(res.completion ?? {}));
+          const res = await client.createChatCompletion({ body: json, jsonText: true }, callOptionsFor(req, watch.signal));
+          overhead(ctx, reply, res.upstreamMs, res.provider);
+          return reply.type("application/json; charset=utf-8").send(res.completionJson || JSON.stringify(res.completion ?? {}));
+        } catch (err) {
+          overheadOfError(ctx, reply, err);
+          throw err;
         } finally {
           watch.release();
         }
@@ -136,14 +141,17 @@ async function streamCompletion(
   body: Record<string, never>,
 ): Promise<void> {
   const call = ctx.relay.start(req, reply);
-  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body }, callOptionsFor(req, call.signal));
+  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body, jsonText: true }, callOptionsFor(req, call.signal));
   await call.run(stream, {
     name: "chat",
+    // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's
+    // keepalive or the gateway's own timer).
+    openHeaders: (first) => (first && (first.chunkJson || first.chunk) ? overheadHeaders(ctx, reply, first.upstreamMs, first.provider) : undefined),
     // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,
     // A message without a chunk is the core saying "still working": a keepalive.
-    render: (msg) => (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT),
+    render: (msg) => msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT),
     onError: (err, shutdown) => {
       const pub = publicErrorFromConnect(err);
       if (!shutdown && err.code !== Code.Canceled && pub.status >= 500) req.log.warn({ code: Code[err.code] }, "chat stream broke after it opened");
@@ -158,5 +166,35 @@ async function streamCompletion(
         }),
       ];
     },
+  }).catch((err: unknown) => {
+    overheadOfError(ctx, reply, err);
+    throw err;
   });
+}
+
+const CHAT_ROUTE = "/api/v1/chat/completions";
+
+/**
+ * Portico's own time so far: the time since the request arrived minus `upstreamMs`, the core's time waiting on
+ * providers; recorded in `portico_overhead_seconds` and returned as the header's value.
+ */
+function overheadMs(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): string {
+  const ms = Math.max(0, reply.elapsedTime - upstreamMs);
+  ctx.metrics.overhead.observe({ route: CHAT_ROUTE, provider: provider || "none" }, ms / 1000);
+  return ms.toFixed(3);
+}
+
+function overheadHeaders(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): Record<string, string> {
+  return { [OVERHEAD_HEADER]: overheadMs(ctx, reply, upstreamMs, provider) };
+}
+
+function overhead(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): void {
+  reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, upstreamMs, provider));
+}
+
+/** An error answered in the envelope: its wait on providers comes in the error's metadata (zero when none). */
+function overheadOfError(ctx: GatewayContext, reply: FastifyReply, err: unknown): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  const upstream = err instanceof ConnectError ? Number(err.metadata.get(UPSTREAM_MS_METADATA) ?? 0) : 0;
+  overhead(ctx, reply, Number.isFinite(upstream) ? upstream : 0, "");
 }

@@ -84,9 +84,13 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
         }
         track.attempts++;
         a.call = { ...a.call, signal: budget.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
+        const sent = performance.now();
         try {
-          return await one(a);
+          const answer = await one(a);
+          track.upstreamMs += performance.now() - sent;
+          return answer;
         } catch (err) {
+          track.upstreamMs += performance.now() - sent;
           if (budget.signal.aborted && !call.signal.aborted) break;
           if (!(err instanceof UpstreamError)) throw err;
           last = err;

@@ -14,18 +14,53 @@ import type { ChatCall, ChatStage, Tracking } from "./stage.js";
 export function createRecordStage(deps: { generations: GenerationRecorder }): ChatStage {
   const record = (track: Tracking, caller: Caller) => deps.generations.record(recordOf(track, caller));
 
-  async function* recordAfter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent> {
+  /**
+   * The stream's events, recording once it ends, fails or its reader stops (`cancelled`). A hand-written
+   * iterator rather than an async generator around `yield*`: each generator layer costs several promise
+   * turns per chunk.
+   */
+  function recordAfter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncIterable<StreamEvent> {
     const { track } = call;
-    try {
-      yield* events;
-      if (track.status === "pending") track.status = call.signal.aborted ? "cancelled" : "success";
-    } catch (err) {
-      failed(track, err, call.signal);
-      throw err;
-    } finally {
-      if (track.status === "pending") track.status = "cancelled"; // the consumer stopped reading
-      record(track, call.caller);
-    }
+    return {
+      [Symbol.asyncIterator]() {
+        const it = events[Symbol.asyncIterator]();
+        let ended = false;
+        const end = () => {
+          if (ended) return;
+          ended = true;
+          if (track.status === "pending") track.status = "cancelled"; // the consumer stopped reading
+          record(track, call.caller);
+        };
+        return {
+          async next() {
+            if (ended) return { done: true, value: undefined };
+            let r: IteratorResult<StreamEvent>;
+            try {
+              r = await it.next();
+            } catch (err) {
+              if (!ended) {
+                failed(track, err, call.signal);
+                end();
+              }
+              throw err;
+            }
+            if (r.done) {
+              if (track.status === "pending") track.status = call.signal.aborted ? "cancelled" : "success";
+              end();
+            }
+            return r;
+          },
+          async return() {
+            try {
+              if (!ended) await it.return?.();
+            } finally {
+              end();
+            }
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    };
   }
 
   return {

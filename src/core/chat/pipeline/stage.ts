@@ -44,6 +44,8 @@ export interface Tracking {
   usage: Usage | null;
   finishReason: string | null;
   timeToFirstTokenMs: number | null;
+  /** Time spent waiting on providers (the execute stage adds each attempt's wait; the overhead header subtracts it). */
+  upstreamMs: number;
   status: "pending" | "success" | "error" | "cancelled";
   errorCode: number | null;
 }
@@ -112,6 +114,7 @@ function tracking(streamed: boolean): Tracking {
     usage: null,
     finishReason: null,
     timeToFirstTokenMs: null,
+    upstreamMs: 0,
     status: "pending",
     errorCode: null,
   };

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCI2CgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDIkQKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJLChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkQKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJGChxTdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlEiYKBWNodW5rGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdDLQAgoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCI2CgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDIlcKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgiiwEKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPY29tcGxldGlvbl9qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJIlcKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgigQEKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USJgoFY2h1bmsYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNodW5rX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAky0AIKC0NoYXRTZXJ2aWNlEnMKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEnUKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlMAESVQoKTGlzdE1vZGVscxIiLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVxdWVzdBojLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * Lists routable models.
@@ -96,6 +96,14 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
    * @generated from field: google.protobuf.Struct body = 1;
    */
   body?: JsonObject | undefined;
+
+  /**
+   * Answer with `completion_json` (the same object as JSON text) instead of `completion`: a Struct costs
+   * far more to encode and decode than the text. A core that predates this field answers `completion`.
+   *
+   * @generated from field: bool json_text = 2;
+   */
+  jsonText: boolean;
 };
 
 /**
@@ -112,11 +120,34 @@ export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionR
  */
 export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCompletionResponse"> & {
   /**
-   * The `chat.completion` object, with `provider` naming the provider that served it.
+   * The `chat.completion` object, with `provider` naming the provider that served it (unless `json_text`).
    *
    * @generated from field: google.protobuf.Struct completion = 1;
    */
   completion?: JsonObject | undefined;
+
+  /**
+   * The same object as JSON text, when the request set `json_text`.
+   *
+   * @generated from field: string completion_json = 2;
+   */
+  completionJson: string;
+
+  /**
+   * Milliseconds spent waiting on providers for this answer: from handing each attempt to its provider
+   * adapter until the adapter returned (its whole answer, or its failure). The caller's own time for the
+   * request minus this is Portico's overhead (docs/chat.md, "Overhead").
+   *
+   * @generated from field: double upstream_ms = 3;
+   */
+  upstreamMs: number;
+
+  /**
+   * The provider that served the answer.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
 };
 
 /**
@@ -138,6 +169,13 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
    * @generated from field: google.protobuf.Struct body = 1;
    */
   body?: JsonObject | undefined;
+
+  /**
+   * Send `chunk_json` (the same object as JSON text) instead of `chunk` (see CreateChatCompletionRequest).
+   *
+   * @generated from field: bool json_text = 2;
+   */
+  jsonText: boolean;
 };
 
 /**
@@ -154,12 +192,34 @@ export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionR
  */
 export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCompletionResponse"> & {
   /**
-   * A `chat.completion.chunk` object, with `provider` naming the provider serving the stream; absent in a
-   * keepalive message.
+   * A `chat.completion.chunk` object, with `provider` naming the provider serving the stream (unless `json_text`);
+   * absent in a keepalive message.
    *
    * @generated from field: google.protobuf.Struct chunk = 1;
    */
   chunk?: JsonObject | undefined;
+
+  /**
+   * The same object as JSON text, when the request set `json_text`.
+   *
+   * @generated from field: string chunk_json = 2;
+   */
+  chunkJson: string;
+
+  /**
+   * On the first message only: milliseconds spent waiting on providers until the first chunk (every attempt,
+   * from handing it to its provider adapter until it failed or produced its first chunk).
+   *
+   * @generated from field: double upstream_ms = 3;
+   */
+  upstreamMs: number;
+
+  /**
+   * On the first message only: the provider serving the stream.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
 };
 
 /**
