@@ -206,6 +206,11 @@ export interface Config {
   /** Provider base URLs for chat completions (see docs/providers.md). */
   providers: ProviderEndpointConfig;
   byok: ByokConfig;
+  /**
+   * The operator's model catalog file (PORTICO_CATALOG_FILE; unset: the built-in catalog only), JSON merged
+   * over the built-in catalog at start-up (docs/catalog.md). A file that breaks a rule stops the start.
+   */
+  catalogFile: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -295,6 +300,7 @@ const Env = z
     PORTICO_CHAT_BUDGET_MS: intSetting(600_000, 100, 3_600_000),
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
+    PORTICO_CATALOG_FILE: textSetting(),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
     PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
@@ -359,5 +365,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       masterKey: e.PORTICO_MASTER_KEY,
       masterKeyFile: e.PORTICO_MASTER_KEY_FILE,
     },
+    catalogFile: e.PORTICO_CATALOG_FILE ? resolve(e.PORTICO_CATALOG_FILE) : undefined,
   };
 }

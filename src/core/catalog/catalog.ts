@@ -1,0 +1,247 @@
+/**
+ * The model catalog (docs/catalog.md): the built-in catalog (builtin-catalog.ts) with the operator's catalog
+ * file (PORTICO_CATALOG_FILE) merged over it, and its lookups:
+ *
+ * - a canonical slug → the model and its endpoints (`model`, `endpointsOf`);
+ * - a provider slug + that provider's own model id (or one of its aliases) → the endpoint (`endpointFor`);
+ * - what served a request (`resolve`): the endpoint of the provider that answered for the upstream model id,
+ *   or, when the caller named a canonical slug, that model's endpoint on the provider.
+ *
+ * The catalog is built once at start-up from data in memory; lookups are map reads.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { ConfigError } from "../../config.js";
+import { BUILTIN_CATALOG } from "./builtin-catalog.js";
+import { QUANTIZATIONS, type CatalogFile, type CatalogModel, type Endpoint } from "./types.js";
+
+export type { CatalogFile, CatalogModel, Endpoint } from "./types.js";
+
+export interface CatalogMatch {
+  model: CatalogModel;
+  endpoint: Endpoint;
+}
+
+export interface Catalog {
+  /** Every model, sorted by slug. */
+  models(): readonly CatalogModel[];
+  model(slug: string): CatalogModel | undefined;
+  /** The model's endpoints that may serve requests (status not `disabled`); empty for an unknown slug. */
+  endpointsOf(slug: string): Endpoint[];
+  /** The endpoint a provider serves under its own model id or one of its aliases (any status). */
+  endpointFor(provider: string, providerModelId: string): CatalogMatch | undefined;
+  /**
+   * The catalogued endpoint that served a request: `provider` answered for `upstreamModel`; the caller asked
+   * for `requestedModel` (a canonical slug or `<provider>/<model>`). Undefined when uncatalogued.
+   */
+  resolve(requestedModel: string, provider: string, upstreamModel: string): CatalogMatch | undefined;
+}
+
+/** A catalog file that cannot be used; a ConfigError, so `portico` reports it as a setting (exit status 2). */
+export class CatalogError extends ConfigError {}
+
+export function createCatalog(file: CatalogFile): Catalog {
+  const bySlug = new Map<string, CatalogModel>();
+  const byProviderId = new Map<string, CatalogMatch>();
+  const key = (provider: string, id: string) => `${provider}\u0000${id}`;
+  const models = [...file.models].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
+  for (const model of models) {
+    bySlug.set(model.slug, model);
+    for (const endpoint of model.endpoints) {
+      for (const id of [endpoint.model_id, ...(endpoint.aliases ?? [])]) {
+        const k = key(endpoint.provider, id);
+        // The first model to claim a provider's id keeps it (an operator entry that reuses it is a mistake caught by validation).
+        if (!byProviderId.has(k)) byProviderId.set(k, { model, endpoint });
+      }
+    }
+  }
+  return {
+    models: () => models,
+    model: (slug) => bySlug.get(slug),
+    endpointsOf: (slug) => bySlug.get(slug)?.endpoints.filter((e) => e.status !== "disabled") ?? [],
+    endpointFor: (provider, id) => byProviderId.get(key(provider, id)),
+    resolve(requestedModel, provider, upstreamModel) {
+      const direct = byProviderId.get(key(provider, upstreamModel));
+      if (direct) return direct;
+      const model = bySlug.get(requestedModel);
+      const endpoint = model?.endpoints.find((e) => e.provider === provider);
+      return model && endpoint ? { model, endpoint } : undefined;
+    },
+  };
+}
+
+// ---- the operator file ----
+
+const PRICE_RULE = 'must be a decimal string of USD per token, such as "0.000003" (at most 15 decimals)';
+const price = z.string({ error: () => PRICE_RULE }).regex(/^\d{1,9}(\.\d{1,15})?$/, { error: () => PRICE_RULE });
+const priceSet = {
+  prompt: price,
+  completion: price,
+  input_cache_read: price.optional(),
+  input_cache_write: price.optional(),
+  internal_reasoning: price.optional(),
+};
+const Pricing = z.strictObject({
+  ...priceSet,
+  request: price.optional(),
+  image: price.optional(),
+  tiers: z
+    .array(
+      z.strictObject({
+        above_prompt_tokens: z.int().min(1),
+        prompt: price.optional(),
+        completion: price.optional(),
+        input_cache_read: price.optional(),
+        input_cache_write: price.optional(),
+        internal_reasoning: price.optional(),
+      }),
+    )
+    .optional(),
+});
+const slugPattern = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const EndpointPatch = z.strictObject({
+  provider: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, { error: () => "must be a provider slug (lowercase)" }),
+  /** Removes the built-in endpoint of this provider. */
+  remove: z.literal(true).optional(),
+  model_id: z.string().min(1).optional(),
+  aliases: z.array(z.string().min(1)).optional(),
+  pricing: Pricing.optional(),
+  context_length: z.int().min(1).optional(),
+  max_completion_tokens: z.int().min(1).nullable().optional(),
+  quantization: z.enum(QUANTIZATIONS as [string, ...string[]]).optional(),
+  data_policy: z.strictObject({ training: z.boolean(), retains_prompts: z.boolean(), retention_days: z.int().min(0).nullable().optional() }).optional(),
+  zdr: z.boolean().optional(),
+  distillable: z.boolean().optional(),
+  supported_parameters: z.array(z.string()).optional(),
+  status: z.enum(["active", "deprecated", "disabled"]).optional(),
+  source: z.strictObject({ url: z.string(), as_of: z.string() }).optional(),
+});
+const ModelPatch = z.strictObject({
+  slug: z.string().regex(slugPattern, { error: () => "must be a canonical slug <author>/<model>, such as acme/llama-3-70b" }),
+  /** Removes the built-in model. */
+  remove: z.literal(true).optional(),
+  name: z.string().min(1).optional(),
+  context_length: z.int().min(1).optional(),
+  architecture: z.strictObject({ input_modalities: z.array(z.string()), output_modalities: z.array(z.string()) }).optional(),
+  supported_parameters: z.array(z.string()).optional(),
+  endpoints: z.array(EndpointPatch).optional(),
+});
+const OperatorFile = z.strictObject({ version: z.literal(1), models: z.array(ModelPatch) });
+type EndpointPatch = z.infer<typeof EndpointPatch>;
+type ModelPatch = z.infer<typeof ModelPatch>;
+export type OperatorCatalogFile = z.infer<typeof OperatorFile>;
+
+/** What an operator's new endpoint gets for the fields it leaves out: conservative terms (it may keep data). */
+const ENDPOINT_DEFAULTS = {
+  quantization: "unknown",
+  data_policy: { training: true, retains_prompts: true },
+  zdr: false,
+  status: "active",
+  max_completion_tokens: null,
+} as const;
+
+function mergeEndpoint(where: string, base: Endpoint | undefined, patch: EndpointPatch, modelContext: number | undefined): Endpoint {
+  if (!base) {
+    if (!patch.model_id) throw new CatalogError(`${where}: a new endpoint needs model_id (the provider's own model id)`);
+    if (!patch.pricing) throw new CatalogError(`${where}: a new endpoint needs pricing (prompt and completion per token)`);
+    const context = patch.context_length ?? modelContext;
+    if (context === undefined) throw new CatalogError(`${where}: a new endpoint needs context_length`);
+    const { remove: _r, ...rest } = patch;
+    return {
+      ...ENDPOINT_DEFAULTS,
+      data_policy: { ...ENDPOINT_DEFAULTS.data_policy },
+      source: { url: "operator catalog file", as_of: "" },
+      ...rest,
+      model_id: patch.model_id,
+      pricing: patch.pricing,
+      context_length: context,
+    } as Endpoint;
+  }
+  const { remove: _r, pricing, ...rest } = patch;
+  // Prices given replace the endpoint's whole price list: a negotiated price list is stated in full.
+  return { ...base, ...rest, ...(pricing ? { pricing } : {}), source: patch.source ?? (pricing ? { url: "operator catalog file", as_of: "" } : base.source) } as Endpoint;
+}
+
+function mergeModel(where: string, base: CatalogModel | undefined, patch: ModelPatch): CatalogModel {
+  if (!base && (!patch.name || !patch.endpoints?.length)) {
+    throw new CatalogError(`${where}: a model the built-in catalog lacks needs a name and at least one endpoint`);
+  }
+  const endpoints = [...(base?.endpoints ?? [])];
+  for (const [i, e] of (patch.endpoints ?? []).entries()) {
+    const at = `${where}.endpoints[${i}] (${e.provider})`;
+    const j = endpoints.findIndex((x) => x.provider === e.provider);
+    if (e.remove) {
+      if (j < 0) throw new CatalogError(`${at}: remove names no endpoint of this provider`);
+      endpoints.splice(j, 1);
+      continue;
+    }
+    const merged = mergeEndpoint(at, j >= 0 ? endpoints[j] : undefined, e, patch.context_length ?? base?.context_length);
+    if (j >= 0) endpoints[j] = merged;
+    else endpoints.push(merged);
+  }
+  if (endpoints.length === 0) throw new CatalogError(`${where}: no endpoint left (remove the model instead)`);
+  const { remove: _r, endpoints: _e, ...fields } = patch;
+  return {
+    slug: patch.slug,
+    name: fields.name ?? base!.name,
+    context_length: fields.context_length ?? base?.context_length ?? Math.max(...endpoints.map((e) => e.context_length)),
+    architecture: fields.architecture ?? base?.architecture ?? { input_modalities: ["text"], output_modalities: ["text"] },
+    supported_parameters: fields.supported_parameters ?? base?.supported_parameters ?? [],
+    endpoints,
+  };
+}
+
+/** The built-in catalog with `operator` merged over it (docs/catalog.md, "The operator file"). */
+export function mergeCatalogs(builtin: CatalogFile, operator: unknown, name = "operator catalog"): CatalogFile {
+  const parsed = OperatorFile.safeParse(operator);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.length ? issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "") : "(top level)";
+    throw new CatalogError(`${name}: ${path}: ${issue.message}`);
+  }
+  const models = new Map(builtin.models.map((m) => [m.slug, m]));
+  for (const [i, patch] of parsed.data.models.entries()) {
+    const where = `${name}: models[${i}] (${patch.slug})`;
+    if (patch.remove) {
+      if (!models.delete(patch.slug)) throw new CatalogError(`${where}: remove names a model the catalog lacks`);
+      continue;
+    }
+    models.set(patch.slug, mergeModel(where, models.get(patch.slug), patch));
+  }
+  const merged: CatalogFile = { version: 1, models: [...models.values()] };
+  // A provider's own model id names one model: two models claiming it would price a request at a guess.
+  const owners = new Map<string, string>();
+  for (const m of merged.models) {
+    for (const e of m.endpoints) {
+      for (const id of [e.model_id, ...(e.aliases ?? [])]) {
+        const k = `${e.provider}/${id}`;
+        const other = owners.get(k);
+        if (other !== undefined && other !== m.slug) throw new CatalogError(`${name}: provider ${e.provider}'s model id "${id}" is claimed by both ${other} and ${m.slug}`);
+        owners.set(k, m.slug);
+      }
+    }
+  }
+  return merged;
+}
+
+/**
+ * The catalog for this process: the built-in one, with the operator file at `file` (PORTICO_CATALOG_FILE)
+ * merged over it when set. A file that cannot be read or parsed, or breaks a rule, is a CatalogError naming
+ * the file and the entry, at start-up.
+ */
+export function loadCatalog(file?: string): Catalog {
+  if (!file) return createCatalog(BUILTIN_CATALOG);
+  let raw: string;
+  try {
+    raw = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new CatalogError(`PORTICO_CATALOG_FILE ${file} cannot be read: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new CatalogError(`PORTICO_CATALOG_FILE ${file} is not JSON: ${(err as Error).message}`);
+  }
+  return createCatalog(mergeCatalogs(BUILTIN_CATALOG, json, `PORTICO_CATALOG_FILE ${file}`));
+}
