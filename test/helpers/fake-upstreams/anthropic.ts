@@ -33,7 +33,7 @@ export const anthropicWire: Wire = {
       content,
       stop_reason: s.finish,
       stop_sequence: null,
-      usage: { input_tokens: s.usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: s.usage.output },
+      usage: { input_tokens: s.usage.input, cache_creation_input_tokens: s.usage.cacheWrite ?? 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: s.usage.output },
     };
   },
   streamEvents: (s, req) => {
@@ -41,7 +41,7 @@ export const anthropicWire: Wire = {
       ev("message_start", {
         message: {
           id: "msg_fake1", type: "message", role: "assistant", model: s.model ?? req.body?.model, content: [], stop_reason: null, stop_sequence: null,
-          usage: { input_tokens: s.usage.input, cache_creation_input_tokens: 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: 1 },
+          usage: { input_tokens: s.usage.input, cache_creation_input_tokens: s.usage.cacheWrite ?? 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: 1 },
         },
       }),
       ev("ping", {}),

@@ -110,10 +110,13 @@ function thinkingBudget(reasoning: unknown, maxTokens: number): number | undefin
 function mapUsage(u: Record<string, unknown> | undefined, outputTokens?: number): ChatUsage | undefined {
   if (!u && outputTokens === undefined) return undefined;
   const n = (v: unknown) => (typeof v === "number" ? v : 0);
+  // Anthropic counts cache reads and cache writes apart from `input_tokens`; the canonical prompt_tokens holds
+  // all three, with the read and written ones named in prompt_tokens_details (each billed once, at its own price).
   const cached = n(u?.cache_read_input_tokens);
-  const prompt = n(u?.input_tokens) + cached + n(u?.cache_creation_input_tokens);
+  const written = n(u?.cache_creation_input_tokens);
+  const prompt = n(u?.input_tokens) + cached + written;
   const completion = outputTokens ?? n(u?.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached, cache_write_tokens: written } };
 }
 
 export class AnthropicAdapter implements ProviderAdapter {

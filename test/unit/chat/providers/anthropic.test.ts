@@ -123,7 +123,7 @@ describe("Anthropic adapter against the fake upstream", () => {
     expect(req.headers["anthropic-beta"]).toBe("tools-2024");
     expect(req.headers.authorization).toBeUndefined();
     expect(result.choices[0]).toMatchObject({ message: { role: "assistant", content: "Hi there", reasoning: "hmm" }, finish_reason: "length", native_finish_reason: "max_tokens" });
-    expect(result.usage).toEqual({ prompt_tokens: 25, completion_tokens: 2, total_tokens: 27, prompt_tokens_details: { cached_tokens: 5 } });
+    expect(result.usage).toEqual({ prompt_tokens: 25, completion_tokens: 2, total_tokens: 27, prompt_tokens_details: { cached_tokens: 5, cache_write_tokens: 0 } });
   });
 
   it("options.anthropic_version replaces the version header", async () => {
