@@ -44,6 +44,7 @@ import { GenerationsService } from "../gen/portico/generations/v1/generations_se
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
 import { createSharedCredentialStore, withKeylessProviders } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
+import { loadCatalog } from "./catalog/catalog.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
 import { createAuditHandler } from "./audit/audit-handler.js";
@@ -81,6 +82,8 @@ export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([HealthService.typeN
 
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { database, config, logger, metrics } = opts;
+  // First: a broken operator catalog file stops the start before anything is opened.
+  const catalog = loadCatalog(config.catalogFile);
   const db = database.db;
   const identity = createIdentityRepository(db);
   const closers: Array<() => Promise<void>> = [];
@@ -133,6 +136,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     credentials,
     shared,
     providers,
+    catalog,
     brand: config.brand,
     limits: config.chat,
     slots,

@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → validate → preset → plan → execute
+ *   record → limits → cost → validate → preset → plan → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -25,6 +25,8 @@ import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-ch
 import { compose, newCall } from "./pipeline/stage.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createLimitsStage } from "./pipeline/limits.js";
+import { createCostStage } from "./pipeline/cost.js";
+import type { Catalog } from "../catalog/catalog.js";
 import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
@@ -39,6 +41,8 @@ export interface ChatHandlerDeps {
   /** The operator's shared provider keys (`portico admin provider-key`); none when absent. */
   shared?: SharedCredentialStore;
   providers: ProviderRegistry;
+  /** The model catalog (docs/catalog.md): prices the answers. */
+  catalog: Catalog;
   brand: string;
   /** Bounds on one request and one key (PORTICO_CHAT_MAX_ATTEMPTS, PORTICO_CHAT_MAX_CONCURRENT_PER_KEY). */
   limits: ChatLimitsConfig;
@@ -70,6 +74,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const pipeline = compose([
     createRecordStage({ generations: deps.generations }),
     createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
+    createCostStage({ catalog: deps.catalog }),
     createValidateStage({ brand: deps.brand }),
     createPresetStage({ presets: deps.presets }),
     createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),

@@ -48,6 +48,17 @@ export interface Tracking {
   upstreamMs: number;
   status: "pending" | "success" | "error" | "cancelled";
   errorCode: number | null;
+  /** The catalog model that priced the answer (the cost stage); null while none did (uncatalogued). */
+  catalogModel: string | null;
+  /** The generation's cost at the served endpoint's prices (the cost stage, docs/catalog.md); null when unpriced. */
+  cost: GenerationCost | null;
+}
+
+/** A generation's cost. BYOK-served calls are priced too, but paid by the customer's own provider key. */
+export interface GenerationCost {
+  /** The provider's price of the generation, in femto-dollars (1e-15 USD). */
+  femtoUsd: bigint;
+  paidBy: "byok" | "platform";
 }
 
 /** The state of one request as it moves through the chain. */
@@ -117,5 +128,7 @@ function tracking(streamed: boolean): Tracking {
     upstreamMs: 0,
     status: "pending",
     errorCode: null,
+    catalogModel: null,
+    cost: null,
   };
 }
