@@ -3,7 +3,7 @@
  * the answer and the final stream chunk carry the generation's cost at the catalog's prices with the breakdown
  * of the real-world service (`cost`, `is_byok`, `cost_details`); a BYOK-served call shows the provider's price
  * in `cost_details` and 0 in `cost` (the customer's own key paid); an operator catalog file (PORTICO_CATALOG_FILE)
- * prices a self-hosted model; a model the catalog lacks still routes, with `cost: null`.
+ * prices a self-hosted model; a model the catalog lacks still routes, with `cost: null`. Over HTTP and gRPC.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
 
 interface PricedUsage {
   prompt_tokens: number;
@@ -101,6 +102,39 @@ describe("usage.cost from the model catalog", () => {
     const expected = { prompt_tokens: 5100, is_byok: true, cost_details: { upstream_inference_cost: 0.006, upstream_inference_prompt_cost: 0.00525, upstream_inference_completions_cost: 0.00075 } };
     expect(await complete("anthropic/claude-sonnet-4")).toMatchObject(expected);
     expect((await streamed("anthropic/claude-sonnet-4")).usage).toMatchObject(expected);
+  });
+
+  it("over gRPC (grpc-js ChatService): the unary answer and the stream's usage chunk carry the same cost", async () => {
+    const struct = (o: Record<string, unknown>): unknown => ({
+      fields: Object.fromEntries(
+        Object.entries(o).map(([k, v]) => [
+          k,
+          typeof v === "string" ? { stringValue: v } : Array.isArray(v) ? { listValue: { values: v.map((x) => ({ structValue: struct(x as Record<string, unknown>) })) } } : { numberValue: v },
+        ]),
+      ),
+    });
+    /** usage.cost and usage.cost_details.upstream_inference_cost out of a google.protobuf.Struct as proto-loader gives it. */
+    const costs = (s: any) => {
+      const usage = s?.fields?.usage?.structValue?.fields;
+      return usage ? { cost: usage.cost?.numberValue, upstream: usage.cost_details?.structValue?.fields?.upstream_inference_cost?.numberValue } : undefined;
+    };
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const body = struct({ model: "ollama/tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 100 });
+    const unary = await new Promise<any>((resolve, reject) =>
+      chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (err: Error | null, res: unknown) => (err ? reject(err) : resolve(res))),
+    );
+    expect(costs(unary.completion)).toEqual({ cost: 0.0022, upstream: 0.0022 });
+    const seen: unknown[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = chat.StreamChatCompletion({ body }, bearer(h.tenant.apiKey));
+      call.on("data", (m: any) => {
+        const c = costs(m.chunk);
+        if (c) seen.push(c);
+      });
+      call.on("end", resolve);
+      call.on("error", reject);
+    });
+    expect(seen).toEqual([{ cost: 0.0022, upstream: 0.0022 }]);
   });
 
   it("a <provider>/<model> the catalog lacks routes as before, with cost null", async () => {
