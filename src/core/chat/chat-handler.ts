@@ -27,6 +27,7 @@ import { createRecordStage } from "./pipeline/record.js";
 import { createLimitsStage } from "./pipeline/limits.js";
 import { createCostStage } from "./pipeline/cost.js";
 import type { Catalog } from "../catalog/catalog.js";
+import { withCatalog } from "../catalog/models-list.js";
 import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
@@ -139,7 +140,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       return {
         models: [
           ...presets.items.map((p) => ({ id: `@preset/${p.slug}`, ownedBy: "preset", created: secs(p.createdAt) })),
-          ...[...ids].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, m]) => ({ id, ...m })),
+          ...withCatalog(ids, deps.catalog).sort((a, b) => (a.id < b.id ? -1 : 1)),
         ],
       };
     },

@@ -10,6 +10,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { presentModel } from "../presenters/models.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
@@ -59,7 +60,9 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
         description:
           "OpenAI's model list shape. Presets of the workspace as `@preset/<slug>`, then, per provider with a BYOK credential the " +
           "calling key may use, the credential's allowed models, or `<provider>/*` when it allows any; `<provider>/*` also for a " +
-          "provider with a shared operator key, unless an `is_required` credential of the caller removes them.",
+          "provider with a shared operator key, unless an `is_required` credential of the caller removes them. Every model of the catalog " +
+          "the caller can reach this way is listed under `<provider>/<provider model id>` with its `canonical_slug`, `name`, " +
+          "`context_length`, `architecture`, `pricing` (USD per token as strings), `supported_parameters` and `top_provider` (docs/catalog.md).",
         tags: ["chat"],
         response: {
           200: {
@@ -72,7 +75,31 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
                 items: {
                   type: "object",
                   required: ["id", "object", "created", "owned_by"],
-                  properties: { id: { type: "string" }, object: { type: "string", enum: ["model"] }, created: { type: "integer" }, owned_by: { type: "string" } },
+                  properties: {
+                    id: { type: "string" },
+                    object: { type: "string", enum: ["model"] },
+                    created: { type: "integer" },
+                    owned_by: { type: "string" },
+                    canonical_slug: { type: "string" },
+                    name: { type: "string" },
+                    context_length: { type: "integer" },
+                    architecture: {
+                      type: "object",
+                      properties: { modality: { type: "string" }, input_modalities: { type: "array", items: { type: "string" } }, output_modalities: { type: "array", items: { type: "string" } } },
+                    },
+                    pricing: {
+                      type: "object",
+                      description: "USD per token (per request, per image) as decimal strings",
+                      properties: Object.fromEntries(
+                        ["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning"].map((k) => [k, { type: "string" }]),
+                      ),
+                    },
+                    supported_parameters: { type: "array", items: { type: "string" } },
+                    top_provider: {
+                      type: "object",
+                      properties: { context_length: { type: "integer" }, max_completion_tokens: { type: ["integer", "null"] }, is_moderated: { type: "boolean" } },
+                    },
+                  },
                 },
               },
             },
@@ -83,7 +110,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
     },
     async (req) => {
       const res = await client.listModels({}, callOptionsFor(req));
-      return { object: "list", data: res.models.map((m) => ({ id: m.id, object: "model", created: Number(m.created), owned_by: m.ownedBy })) };
+      return { object: "list", data: res.models.map(presentModel) };
     },
   );
   api.post<{ Body: unknown }>(

@@ -3,7 +3,8 @@
  * the answer and the final stream chunk carry the generation's cost at the catalog's prices with the breakdown
  * of the real-world service (`cost`, `is_byok`, `cost_details`); a BYOK-served call shows the provider's price
  * in `cost_details` and 0 in `cost` (the customer's own key paid); an operator catalog file (PORTICO_CATALOG_FILE)
- * prices a self-hosted model; a model the catalog lacks still routes, with `cost: null`. Over HTTP and gRPC.
+ * prices a self-hosted model; a model the catalog lacks still routes, with `cost: null`. `GET /api/v1/models`
+ * describes the catalog models the key can reach. Over HTTP and gRPC.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -145,5 +146,40 @@ describe("usage.cost from the model catalog", () => {
     expect(usage).toMatchObject({ prompt_tokens: 2000, completion_tokens: 100, cost: null });
     expect(usage.cost_details).toBeUndefined();
     expect((await streamed("openai/gpt-99-unreleased")).usage).toMatchObject({ cost: null });
+  });
+
+  it("GET /api/v1/models: the catalog models the key can reach, in the real-world shape, beside the bare entries (openai SDK and gRPC)", async () => {
+    const page = await client.models.list();
+    const byId = new Map(page.data.map((m) => [m.id, m as unknown as Record<string, unknown>]));
+    expect(byId.get("openai/*")).toEqual({ id: "openai/*", object: "model", created: expect.any(Number), owned_by: "openai" });
+    expect(byId.get("openai/gpt-4o")).toEqual({
+      id: "openai/gpt-4o",
+      object: "model",
+      created: expect.any(Number),
+      owned_by: "openai",
+      canonical_slug: "openai/gpt-4o",
+      name: "OpenAI: GPT-4o",
+      context_length: 128000,
+      architecture: { modality: "text+image+file->text", input_modalities: ["text", "image", "file"], output_modalities: ["text"] },
+      pricing: { prompt: "0.0000025", completion: "0.00001", request: "0", image: "0", input_cache_read: "0.00000125" },
+      supported_parameters: expect.arrayContaining(["max_tokens", "tools", "response_format"]),
+      top_provider: { context_length: 128000, max_completion_tokens: 16384, is_moderated: false },
+    });
+    expect(byId.get("anthropic/claude-sonnet-4-20250514")).toMatchObject({
+      canonical_slug: "anthropic/claude-sonnet-4",
+      pricing: { prompt: "0.000003", completion: "0.000015", input_cache_read: "0.0000003", input_cache_write: "0.00000375" },
+    });
+    // The operator file's self-hosted model, on the keyless provider.
+    expect(byId.get("ollama/tiny")).toMatchObject({ canonical_slug: "acme/tiny", name: "Acme Tiny (self-hosted)", pricing: { prompt: "0.000001" }, top_provider: { max_completion_tokens: null } });
+    // No credential for Groq: none of its endpoints.
+    expect([...byId.keys()].filter((id) => id.startsWith("groq/"))).toEqual([]);
+    const ids = page.data.map((m) => m.id);
+    expect(ids).toEqual([...ids].sort());
+
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const res = await new Promise<any>((resolve, reject) => chat.ListModels({}, bearer(h.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))));
+    const grpcModel = res.models.find((m: any) => m.id === "openai/gpt-4o");
+    expect(grpcModel).toMatchObject({ canonical_slug: "openai/gpt-4o", pricing: { prompt: "0.0000025", input_cache_read: "0.00000125" }, supported_parameters: expect.arrayContaining(["tools"]) });
+    expect(res.models.length).toBe(page.data.length);
   });
 });

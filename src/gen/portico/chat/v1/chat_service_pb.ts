@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCI2CgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDIlcKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgiiwEKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPY29tcGxldGlvbl9qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJIlcKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgigQEKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USJgoFY2h1bmsYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNodW5rX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAky0AIKC0NoYXRTZXJ2aWNlEnMKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEnUKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlMAESVQoKTGlzdE1vZGVscxIiLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVxdWVzdBojLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCKrAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXIiWgoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCSL0AQoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmcieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiVwobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKLAQocQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgpjb21wbGV0aW9uGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9jb21wbGV0aW9uX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkiVwobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKBAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCTLQAgoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * Lists routable models.
@@ -75,6 +75,47 @@ export type Model = Message<"portico.chat.v1.Model"> & {
    * @generated from field: int64 created = 3;
    */
   created: bigint;
+
+  /**
+   * The fields below are set for a model of the model catalog (docs/catalog.md) and absent for presets and
+   * `<provider>/*` entries.
+   * The catalog's canonical slug (`anthropic/claude-sonnet-4`).
+   *
+   * @generated from field: optional string canonical_slug = 4;
+   */
+  canonicalSlug?: string | undefined;
+
+  /**
+   * @generated from field: optional string name = 5;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional int64 context_length = 6;
+   */
+  contextLength?: bigint | undefined;
+
+  /**
+   * @generated from field: optional portico.chat.v1.ModelArchitecture architecture = 7;
+   */
+  architecture?: ModelArchitecture | undefined;
+
+  /**
+   * The endpoint's prices, USD per token (per request, per image) as decimal strings.
+   *
+   * @generated from field: optional portico.chat.v1.ModelPricing pricing = 8;
+   */
+  pricing?: ModelPricing | undefined;
+
+  /**
+   * @generated from field: repeated string supported_parameters = 9;
+   */
+  supportedParameters: string[];
+
+  /**
+   * @generated from field: optional portico.chat.v1.TopProvider top_provider = 10;
+   */
+  topProvider?: TopProvider | undefined;
 };
 
 /**
@@ -83,6 +124,115 @@ export type Model = Message<"portico.chat.v1.Model"> & {
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
   messageDesc(file_portico_chat_v1_chat_service, 2);
+
+/**
+ * Input and output modalities of a catalog model.
+ *
+ * @generated from message portico.chat.v1.ModelArchitecture
+ */
+export type ModelArchitecture = Message<"portico.chat.v1.ModelArchitecture"> & {
+  /**
+   * `text->text`, `text+image->text`, …
+   *
+   * @generated from field: string modality = 1;
+   */
+  modality: string;
+
+  /**
+   * @generated from field: repeated string input_modalities = 2;
+   */
+  inputModalities: string[];
+
+  /**
+   * @generated from field: repeated string output_modalities = 3;
+   */
+  outputModalities: string[];
+};
+
+/**
+ * Describes the message portico.chat.v1.ModelArchitecture.
+ * Use `create(ModelArchitectureSchema)` to create a new message.
+ */
+export const ModelArchitectureSchema: GenMessage<ModelArchitecture> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 3);
+
+/**
+ * Prices, USD as decimal strings; absent where the endpoint does not charge apart.
+ *
+ * @generated from message portico.chat.v1.ModelPricing
+ */
+export type ModelPricing = Message<"portico.chat.v1.ModelPricing"> & {
+  /**
+   * @generated from field: string prompt = 1;
+   */
+  prompt: string;
+
+  /**
+   * @generated from field: string completion = 2;
+   */
+  completion: string;
+
+  /**
+   * @generated from field: string request = 3;
+   */
+  request: string;
+
+  /**
+   * @generated from field: string image = 4;
+   */
+  image: string;
+
+  /**
+   * @generated from field: optional string input_cache_read = 5;
+   */
+  inputCacheRead?: string | undefined;
+
+  /**
+   * @generated from field: optional string input_cache_write = 6;
+   */
+  inputCacheWrite?: string | undefined;
+
+  /**
+   * @generated from field: optional string internal_reasoning = 7;
+   */
+  internalReasoning?: string | undefined;
+};
+
+/**
+ * Describes the message portico.chat.v1.ModelPricing.
+ * Use `create(ModelPricingSchema)` to create a new message.
+ */
+export const ModelPricingSchema: GenMessage<ModelPricing> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 4);
+
+/**
+ * The serving endpoint's limits.
+ *
+ * @generated from message portico.chat.v1.TopProvider
+ */
+export type TopProvider = Message<"portico.chat.v1.TopProvider"> & {
+  /**
+   * @generated from field: int64 context_length = 1;
+   */
+  contextLength: bigint;
+
+  /**
+   * @generated from field: optional int64 max_completion_tokens = 2;
+   */
+  maxCompletionTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: bool is_moderated = 3;
+   */
+  isModerated: boolean;
+};
+
+/**
+ * Describes the message portico.chat.v1.TopProvider.
+ * Use `create(TopProviderSchema)` to create a new message.
+ */
+export const TopProviderSchema: GenMessage<TopProvider> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 5);
 
 /**
  * A chat-completions request.
@@ -111,7 +261,7 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
  * Use `create(CreateChatCompletionRequestSchema)` to create a new message.
  */
 export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 3);
+  messageDesc(file_portico_chat_v1_chat_service, 6);
 
 /**
  * The completion.
@@ -155,7 +305,7 @@ export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCo
  * Use `create(CreateChatCompletionResponseSchema)` to create a new message.
  */
 export const CreateChatCompletionResponseSchema: GenMessage<CreateChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 4);
+  messageDesc(file_portico_chat_v1_chat_service, 7);
 
 /**
  * A streaming chat-completions request.
@@ -183,7 +333,7 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
  * Use `create(StreamChatCompletionRequestSchema)` to create a new message.
  */
 export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 5);
+  messageDesc(file_portico_chat_v1_chat_service, 8);
 
 /**
  * One streamed chunk, or a keepalive (no chunk) while the first chunk is awaited.
@@ -227,7 +377,7 @@ export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCo
  * Use `create(StreamChatCompletionResponseSchema)` to create a new message.
  */
 export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 6);
+  messageDesc(file_portico_chat_v1_chat_service, 9);
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
