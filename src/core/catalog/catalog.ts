@@ -37,7 +37,7 @@ export interface Catalog {
   resolve(requestedModel: string, provider: string, upstreamModel: string): CatalogMatch | undefined;
 }
 
-/** A catalog file that cannot be used; a ConfigError, so `portico` reports it as a setting (exit status 2). */
+/** A catalog file that cannot be used: a ConfigError (a bad setting), thrown by createCore before it opens anything. */
 export class CatalogError extends ConfigError {}
 
 export function createCatalog(file: CatalogFile): Catalog {
