@@ -63,8 +63,30 @@ export function createCostStage(deps: { catalog: Catalog }): ChatStage {
     };
   }
 
-  async function* meter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent> {
-    for await (const event of events) yield event.usage ? { ...event, usage: price(call, event.usage) } : event;
+  /**
+   * The stream's events with the usage event priced. A hand-written iterator rather than an async generator
+   * (each generator layer costs several promise turns per chunk; see record.ts).
+   */
+  function meter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncIterable<StreamEvent> {
+    return {
+      [Symbol.asyncIterator]() {
+        const inner = events[Symbol.asyncIterator]();
+        return {
+          async next() {
+            const r = await inner.next();
+            if (r.done || !r.value.usage) return r;
+            return { done: false, value: { ...r.value, usage: price(call, r.value.usage) } };
+          },
+          async return(value?: unknown) {
+            return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
+          },
+          async throw(err?: unknown) {
+            if (inner.throw) return inner.throw(err);
+            throw err;
+          },
+        };
+      },
+    };
   }
 
   return {
