@@ -218,8 +218,8 @@ describe("chaos: PostgreSQL restarted and Redis stopped under mixed load", () =>
       const longStarted = new Promise<void>((r) => (streaming = r));
       const long = post(
         internChat,
-        { stream: true, session_id: longSession, messages: [{ role: "user", content: "$ sleep 1.5; echo long-1" }] },
-        (text) => text.includes("sleep 1.5") && streaming(),
+        { stream: true, session_id: longSession, messages: [{ role: "user", content: "$ sleep 4; echo long-1" }] },
+        (text) => text.includes("sleep 4") && streaming(),
       );
       await Promise.race([longStarted, long]);
 
