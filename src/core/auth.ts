@@ -119,7 +119,7 @@ function sanitizeErrors<T>(source: AsyncIterable<T>, map: (err: unknown) => unkn
  */
 const UNREACHABLE_CODES = new Set(["P1001", "P1002", "P1017"]);
 const UNREACHABLE_TEXT =
-  /Can't reach database server|the database system is (?:starting up|shutting down|in recovery mode)|terminating connection due to administrator command|Connection terminated|connection error and is not queryable|ECONNREFUSED|ECONNRESET/;
+  /Can't reach database server|Server has closed the connection|the database system is (?:starting up|shutting down|in recovery mode)|terminating connection due to administrator command|Connection terminated|connection error and is not queryable|ECONNREFUSED|ECONNRESET/;
 function isDatabaseUnreachable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;

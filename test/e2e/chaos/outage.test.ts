@@ -244,8 +244,14 @@ describe("chaos: PostgreSQL restarted and Redis stopped under mixed load", () =>
     }
 
     // A request refused because the database is away is a retryable 503, never a 500.
+    const unexpected = started
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("unexpected error"))
+      .slice(0, 2)
+      .map((l) => l.slice(0, 1500));
     for (const kind of ["chat", "preset", "byok"]) {
-      expect(tally.statuses[kind]?.[500], `${kind}: ${JSON.stringify(tally.statuses[kind])} ${tally.samples[`${kind} 500`] ?? ""}`).toBeUndefined();
+      expect(tally.statuses[kind]?.[500], `${kind}: ${JSON.stringify(tally.statuses[kind])} ${tally.samples[`${kind} 500`] ?? ""}\n${unexpected.join("\n")}`).toBeUndefined();
     }
 
     // ---- nothing acknowledged is lost ----

@@ -40,6 +40,7 @@ describe("core error boundary", () => {
   const unreachable: Array<[string, Error]> = [
     ["P1001", Object.assign(new Error("Invalid `prisma.intern.findUnique()` invocation:\n\nCan't reach database server at 127.0.0.1:5432"), { code: "P1001" })],
     ["P2010 raw query", Object.assign(new Error("Raw query failed. Code: `N/A`. Message: `Can't reach database server at 127.0.0.1:5432`"), { code: "P2010" })],
+    ["P2010 closed", Object.assign(new Error("Raw query failed. Code: `N/A`. Message: `Server has closed the connection.`"), { code: "P2010" })],
     ["P2010 starting up", Object.assign(new Error("Raw query failed. Code: `57P03`. Message: `the database system is starting up`"), { code: "P2010" })],
     ["adapter, 57P01", Object.assign(new Error("terminating connection due to administrator command"), { name: "DriverAdapterError" })],
     ["pg client", new Error("Client has encountered a connection error and is not queryable")],
