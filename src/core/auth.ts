@@ -113,6 +113,20 @@ function sanitizeErrors<T>(source: AsyncIterable<T>, map: (err: unknown) => unkn
   };
 }
 
+/**
+ * The database cannot be reached at all (down, restarting, or it ended our connections): Prisma's P1001/P1002/P1017,
+ * or the driver's own words when they arrive inside another code (a raw query's P2010, the adapter's error).
+ */
+const UNREACHABLE_CODES = new Set(["P1001", "P1002", "P1017"]);
+const UNREACHABLE_TEXT =
+  /Can't reach database server|Server has closed the connection|the database system is (?:starting up|shutting down|in recovery mode)|terminating connection due to administrator command|Connection terminated|connection error and is not queryable|ECONNREFUSED|ECONNRESET/;
+function isDatabaseUnreachable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
+  if (!(err instanceof Error) || err instanceof ConnectError) return false;
+  return UNREACHABLE_TEXT.test(err.message) || UNREACHABLE_TEXT.test(String((err as { cause?: { message?: unknown } }).cause?.message ?? ""));
+}
+
 function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, procedure: string) => void): unknown {
   // A request message that is not valid protobuf (connect-es says Internal) is the caller's fault.
   if (err instanceof ConnectError && err.code === Code.Internal && err.rawMessage.startsWith("parse binary:")) {
@@ -126,6 +140,10 @@ function sanitize(err: unknown, procedure: string, onUnexpected: (err: unknown, 
   // the request; the caller is told to come back shortly (503, Retry-After) instead of getting a 500.
   if (isDatabaseBusy(err)) {
     return serviceError(Reason.CORE_UNAVAILABLE, "The service is busy; retry shortly", { retryAfterSeconds: 1 });
+  }
+  // The database is away (restarting, down): nothing was done, the caller may retry; 503, not a 500.
+  if (isDatabaseUnreachable(err)) {
+    return serviceError(Reason.CORE_UNAVAILABLE, "The service cannot reach its database; retry shortly", { retryAfterSeconds: 1 });
   }
   onUnexpected(err, procedure);
   return new ConnectError("Internal Server Error", Code.Internal);

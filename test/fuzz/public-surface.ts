@@ -7,7 +7,8 @@
  * every error in the {error: {code, message, metadata?}} envelope with code = status; no secret
  * echoed. Used by test/integration/fuzz (a short run in CI) and `npm run fuzz` (the long run).
  */
-import { resolve } from "node:path";
+import { readdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import fc from "fast-check";
@@ -110,8 +111,18 @@ const segment = fc.oneof(
   fc.uuid(),
 );
 
+/**
+ * Identifiers that exist in the fuzzed service (an intern, a BYOK credential, a preset slug, a workspace, a
+ * key hash, a session, a generation), so that path parameters and queries also reach the code behind the
+ * lookup, not only its 404.
+ */
+export interface Known {
+  segments: string[];
+  queries: string[];
+}
+
 /** Runs `runs` random requests against one operation; returns what broke the properties. */
-export async function fuzzOperation(h: Harness, op: Operation, runs: number, seed: number): Promise<Finding[]> {
+export async function fuzzOperation(h: Harness, op: Operation, runs: number, seed: number, known: Known = { segments: [], queries: [] }): Promise<Finding[]> {
   const findings: Finding[] = [];
   const secrets = [h.tenant.managementKey, h.tenant.apiKey, "sk-fuzz-secret-0123456789"];
   const bodyArb: fc.Arbitrary<string | undefined> = fc.oneof(
@@ -122,9 +133,11 @@ export async function fuzzOperation(h: Harness, op: Operation, runs: number, see
     { weight: 1, arbitrary: fc.constant('{"provider":"openai","key":"sk-fuzz-secret-0123456789","name":"\\ud800"}') },
   );
   const auth = fc.constantFrom(h.tenant.managementKey, h.tenant.apiKey, "", "pk-v1-nope", "Basic x");
-  const params = fc.tuple(...op.params.map(() => segment));
+  const param = known.segments.length ? fc.oneof(segment, fc.constantFrom(...known.segments.map(encodeURIComponent))) : segment;
+  const params = fc.tuple(...op.params.map(() => param));
+  const queries = ["", "?offset=1&limit=2", "?limit=-1", "?offset=abc&workspace_id=%00", "?id=\ud800".toWellFormed(), ...known.queries];
   await fc.assert(
-    fc.asyncProperty(auth, params, bodyArb, fc.constantFrom("", "?offset=1&limit=2", "?limit=-1", "?offset=abc&workspace_id=%00", "?id=\ud800".toWellFormed()), async (key, values, body, query) => {
+    fc.asyncProperty(auth, params, bodyArb, fc.constantFrom(...queries), async (key, values, body, query) => {
       let path = op.template;
       op.params.forEach((p, i) => (path = path.replace(`{${p}}`, values[i] as string)));
       const headers: Record<string, string> = {};
@@ -173,13 +186,19 @@ export function judge(status: number, contentType: string, text: string, secrets
 }
 
 const PROTO_ROOT = resolve(import.meta.dirname, "../../proto");
-const SERVICE_FILES = ["byok/v1/byok_service.proto", "identity/v1/identity_service.proto", "interns/v1/interns_service.proto", "presets/v1/presets_service.proto", "health/v1/health_service.proto"];
+/** Every `portico/<domain>/v<n>/*_service.proto` of the contract (a new service is fuzzed without a change here). */
+export function serviceFiles(): string[] {
+  const root = resolve(PROTO_ROOT, "portico");
+  return readdirSync(root, { recursive: true, encoding: "utf8" })
+    .filter((f) => /_service\.proto$/.test(f))
+    .sort();
+}
 
-/** Every gRPC method path with whether the server streams its response. */
+/** Every gRPC method path (client-streaming ones excepted) with whether the server streams its response. */
 export function grpcMethods(): Array<{ path: string; serverStream: boolean }> {
   const out: Array<{ path: string; serverStream: boolean }> = [];
-  for (const file of SERVICE_FILES) {
-    const def = protoLoader.loadSync(resolve(PROTO_ROOT, "portico", file), { includeDirs: [PROTO_ROOT] });
+  for (const file of serviceFiles()) {
+    const def = protoLoader.loadSync(join(PROTO_ROOT, "portico", file), { includeDirs: [PROTO_ROOT] });
     for (const value of Object.values(def)) {
       if (typeof value !== "object" || value === null || "format" in value) continue;
       for (const m of Object.values(value as Record<string, protoLoader.MethodDefinition<unknown, unknown>>)) {

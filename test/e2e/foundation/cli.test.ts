@@ -161,19 +161,15 @@ describe("portico CLI", { timeout: 120_000 }, () => {
     };
     const started: Array<Awaited<ReturnType<typeof startPortico<boolean>>>> = [];
     try {
-      const ready = (out: string) => (out.includes("gateway listening") ? true : undefined);
+      // A serve logs "serving" ("serving with worker processes" with workers) only after its first-run
+      // check (bootstrap or not) has finished, in every worker.
+      const ready = (out: string) => (out.includes('"msg":"serving') ? true : undefined);
       started.push(
         ...(await Promise.all([
           startPortico(["serve"], { ...env, PORTICO_DATA_DIR: dataDir() }, ready),
           startPortico(["serve"], { ...env, PORTICO_DATA_DIR: dataDir() }, ready),
         ])),
       );
-      // Give both first-run checks time to finish.
-      const deadline = Date.now() + 15_000;
-      while (Date.now() < deadline && !started.some((p) => p.output().includes("management key:"))) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await new Promise((r) => setTimeout(r, 1000));
       const banners = started.filter((p) => p.output().includes("management key:")).length;
       expect(banners).toBe(1);
       const { default: pgLib } = await import("pg");
@@ -194,5 +190,5 @@ describe("portico CLI", { timeout: 120_000 }, () => {
       );
       await pg.drop();
     }
-  });
+  }, 120_000);
 });

@@ -19,6 +19,7 @@ import { hashSecret } from "../../../src/core/identity/keys.js";
 import { runPortico, startPortico } from "../../helpers/cli.js";
 import { allProcesses } from "../../helpers/procs.js";
 import { answerBody, chatBody, contentOf, finalOf, toolCallOf } from "../../integration/interns/sse-client.js";
+import { waitFor } from "../../helpers/wait.js";
 
 /** One request on a connection of its own, so the cluster hands it to the next worker. */
 function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
@@ -139,7 +140,7 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
     try {
       const runOf = () => db.prepare(`SELECT r.state, r.endReason FROM "InternRun" r JOIN "InternSession" s ON r.sessionId = s.id WHERE s.sessionKey = ? ORDER BY r.createdAt DESC LIMIT 1`).get(sessionId) as { state: string; endReason: string | null };
       expect(runOf().state).toBe("paused");
-      for (let i = 0; i < 600 && runOf().state === "paused"; i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor("the paused run's deadline", () => runOf().state !== "paused", { timeoutMs: 30_000, intervalMs: 50 });
       expect(runOf()).toEqual({ state: "cancelled", endReason: "deadline" });
       expect((db.prepare(`SELECT count(*) AS n FROM "InternRun" r JOIN "InternSession" s ON r.sessionId = s.id WHERE s.sessionKey = ?`).get(sessionId) as { n: number }).n).toBe(1);
     } finally {
@@ -172,8 +173,10 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
     const out = started.output().length;
     process.kill(workers[1]!, "SIGKILL");
     // The primary notices and starts a replacement, which reports ready.
-    for (let i = 0; i < 600 && !/worker exited; starting a replacement[\s\S]*worker ready/.test(started.output().slice(out)); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(started.output().slice(out)).toMatch(/worker exited; starting a replacement[\s\S]*worker ready/);
+    await waitFor("a replacement worker ready", () => /worker exited; starting a replacement[\s\S]*worker ready/.test(started.output().slice(out)), {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
     const after = childPids(child.pid!);
     expect(after).toHaveLength(2);
     expect(after).not.toContain(workers[1]);

@@ -20,6 +20,7 @@ import { runPortico, startPortico } from "../../helpers/cli.js";
 import { createTestPgDatabase } from "../../helpers/db.js";
 import type { Harness } from "../../helpers/harness.js";
 import { answerBody, chat, chatBody, contentOf, finalOf, finishOf, toolCallOf } from "../../integration/interns/sse-client.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const REPO = resolve(import.meta.dirname, "../../..");
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -41,15 +42,6 @@ const listening = (marker: string) => (out: string) => {
   return undefined;
 };
 
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("interns across two cores and two gateways (PostgreSQL + Redis, real processes)", () => {
   const dir = mkdtempSync(join(tmpdir(), "portico-multicore-"));
@@ -177,8 +169,8 @@ describe("interns across two cores and two gateways (PostgreSQL + Redis, real pr
     const killedAt = Date.now();
     await waitFor("the host to re-attach to core 2", () => {
       const lines = host.output().split("\n").filter((l) => l.includes("link established"));
-      return lines.some((l) => l.includes(core2.value)) || undefined;
-    });
+      return lines.some((l) => l.includes(core2.value));
+    }, { timeoutMs: 20_000, intervalMs: 50 });
     expect(Date.now() - killedAt).toBeLessThan(5_000);
 
     // The answer through gateway 1 (its core 1 is gone: it fails over to core 2) continues run A.
@@ -199,7 +191,7 @@ describe("interns across two cores and two gateways (PostgreSQL + Redis, real pr
         const row = r.rows[0];
         return row && row.state !== "paused" ? row : undefined;
       },
-      DEADLINE_MS + 10_000,
+      { timeoutMs: DEADLINE_MS + 10_000, intervalMs: 50 },
     );
     expect(runB).toEqual({ state: "cancelled", endReason: "deadline", interaction: "expired" });
     const fired = (core1.output() + core2.output()).split("\n").filter((l) => l.includes("interaction deadline passed") && l.includes(callB.id));

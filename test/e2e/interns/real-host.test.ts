@@ -14,6 +14,7 @@ import { scriptedAgentCommand, scriptedAgentLauncher } from "../../fixtures/scri
 import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "../../integration/interns/sse-client.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const REPO = resolve(import.meta.dirname, "../../..");
 const DEADLINE_MS = 1500;
@@ -215,13 +216,12 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     });
     expect(r.done).toBe(false);
     const start = observed.length;
-    const deadline = Date.now() + 2000;
-    while (!observed.slice(start - 5).some((e) => e.type === "cancel" && e.at >= disconnectAt) && Date.now() < deadline) {
-      await new Promise((res) => setTimeout(res, 20));
-    }
-    const cancel = observed.find((e) => e.type === "cancel" && e.at >= disconnectAt);
-    expect(cancel).toBeDefined();
-    expect(cancel!.at - disconnectAt).toBeLessThan(1000);
+    const cancel = await waitFor(
+      "the agent to receive a cancel",
+      () => observed.slice(start - 5).find((e) => e.type === "cancel" && e.at >= disconnectAt),
+      { timeoutMs: 5_000, intervalMs: 20 },
+    );
+    expect(cancel.at - disconnectAt).toBeLessThan(1000);
   });
 
   it("the interaction deadline cancels the paused run on the agent; a late answer gets 409", async () => {
@@ -250,7 +250,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
         const row = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
         await new Promise((res) => setTimeout(res, Math.max(0, row.deadlineAt.getTime() - Date.now() + offset)));
         const r = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey });
-        await new Promise((res) => setTimeout(res, 300));
+        // The outcome is settled once the run has ended (finished by the answer, or cancelled at its deadline).
+        await waitFor(`run ${row.runId} to end`, async () => !["paused", "streaming"].includes((await h.database.db.internRun.findUniqueOrThrow({ where: { id: row.runId } })).state));
         const run = await h.database.db.internRun.findUniqueOrThrow({ where: { id: row.runId } });
         const inter = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
         return { status: r.status, content: contentOf(r.chunks), run: run.state, interaction: inter.state };
@@ -282,11 +283,11 @@ describe("intern chat through an intern host process", () => {
         env: { ...process.env, PORTICO_HOST_RUN_AS: "off", PORTICO_HOST_BWRAP: "off", PORTICO_LOG_LEVEL: "warn" },
       },
     );
-    const until = Date.now() + 20_000;
-    while ((await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status !== "attached") {
-      if (Date.now() > until) throw new Error("the intern host process did not attach");
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    await waitFor(
+      "the intern host process to attach",
+      async () => (await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status === "attached",
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
   };
 
   beforeAll(async () => {

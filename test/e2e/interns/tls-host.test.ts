@@ -16,6 +16,7 @@ import { createInternHost, type InternHost } from "../../../src/host/link.js";
 import { scriptedAgentLauncher } from "../../fixtures/scripted-agent.js";
 import { startHarness, type Harness } from "../../helpers/harness.js";
 import { chat, chatBody, contentOf, createTestIntern } from "../../integration/interns/sse-client.js";
+import { waitFor } from "../../helpers/wait.js";
 
 function openssl(args: string[], cwd: string): void {
   execFileSync("openssl", args, { cwd, stdio: "ignore" });
@@ -135,9 +136,5 @@ describe("TLS host link", () => {
   }, 60_000);
 });
 
-async function waitForLog(logs: string[], re: RegExp): Promise<string> {
-  for (;;) {
-    if (logs.some((l) => re.test(l))) return "logged";
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const waitForLog = (logs: string[], re: RegExp): Promise<string> =>
+  waitFor(`a log line matching ${re}`, () => logs.some((l) => re.test(l)) && "logged", { timeoutMs: 20_000 });

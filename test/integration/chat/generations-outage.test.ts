@@ -20,6 +20,7 @@ import { createGenerationStore, type GenerationStore } from "../../../src/core/c
 import type { GenerationRecord } from "../../../src/core/chat/seams.js";
 import { createLogger } from "../../../src/log.js";
 import { createTestPgDatabase, testPgAdminUrl } from "../../helpers/db.js";
+import { waitFor } from "../../helpers/wait.js";
 
 function rec(i: number): GenerationRecord {
   return {
@@ -30,13 +31,7 @@ function rec(i: number): GenerationRecord {
   };
 }
 
-async function until(what: string, probe: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (what: string, probe: () => Promise<boolean> | boolean) => waitFor(what, probe, { timeoutMs: 20_000 });
 
 /** An outage of one test database and how to end it. */
 interface Outage {

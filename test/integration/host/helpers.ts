@@ -7,6 +7,7 @@ import { createInternHost, type InternHost } from "../../../src/host/link.js";
 import type { AgentProfile, InternHostLimits } from "../../../src/host/options.js";
 import type { AgentLauncher } from "../../../src/host/agent-process.js";
 import { FakeCore } from "./fake-core.js";
+import { waitFor } from "../../helpers/wait.js";
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 
@@ -59,10 +60,7 @@ export function groupAlive(pgid: number): boolean {
   }
 }
 
+/** `waitFor` (test/helpers/wait.ts) with this folder's argument order. */
 export async function waitUntil(pred: () => boolean, timeoutMs = 5000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitFor(what, pred, { timeoutMs });
 }

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AnswerOutcome, CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
+import { waitFor } from "../../helpers/wait.js";
 import { startFakeHost, type FakeHost } from "./fake-host.js";
 import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "./sse-client.js";
 
@@ -123,11 +124,12 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
 
   it("a client closing after the [DONE] that follows tool_calls keeps the run paused", async () => {
     const { call, sessionId } = await pause(h, internId, key);
-    await new Promise((r) => setTimeout(r, 150));
-    expect(host.cancels.find((c) => host.runs.get(c.runId)?.pendingQuestion?.id === call.id)).toBeUndefined();
+    // No sleep: a cancel sent on the close would end the run before the answer (which then fails) or
+    // reach the host before the answer's run has ended (and be listed below).
     const r = await chat(h, internId, answerBody(sessionId, call.id, "reject_once"), { key });
     expect(r.status).toBe(200);
     expect(contentOf(r.chunks)).toBe("rejected");
+    expect(host.cancels.find((c) => host.runs.get(c.runId)?.pendingQuestion?.id === call.id)).toBeUndefined();
   });
 
   it("two answers at once: one is delivered, the other finds no pending question", async () => {
@@ -442,7 +444,13 @@ describe.each(["sqlite", "postgresql"] as const)("interaction deadlines and rate
         const row = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
         await new Promise((r) => setTimeout(r, Math.max(0, row.deadlineAt.getTime() - Date.now() + offset)));
         const r = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key });
-        await new Promise((res) => setTimeout(res, 400));
+        // The outcome is settled once the run has ended (finished by the answer, or cancelled at its deadline).
+        const ended = await waitFor(`run ${runId} to end`, async () => {
+          const { state } = await h.database.db.internRun.findUniqueOrThrow({ where: { id: runId } });
+          return !["paused", "streaming"].includes(state) && state;
+        });
+        // A run cancelled at its deadline: the host is told (the event the check below reads).
+        if (ended === "cancelled") await host.waitFor(() => host.cancels.some((c) => c.runId === runId), 5_000);
         const deadlineCancel = host.cancels.some((c) => c.runId === runId && c.reason === CancelReason.DEADLINE);
         const delivered = host.answers.some((a) => a.interactionId === call.id);
         const run = await h.database.db.internRun.findUniqueOrThrow({ where: { id: runId } });

@@ -12,6 +12,7 @@ import { ApprovalMode, StartRunSchema, type RunEvent } from "../../../src/gen/po
 import { createHostEngine, sessionFolderName, type HostEngine } from "../../../src/host/engine.js";
 import { resolveLimits, type InternHostLimits } from "../../../src/host/options.js";
 import { scriptedAgentLauncher, type ScriptedAgentConfig } from "../../fixtures/scripted-agent.js";
+import { waitFor } from "../../helpers/wait.js";
 
 let engine: HostEngine | undefined;
 const roots: string[] = [];
@@ -58,13 +59,7 @@ function drain(e: HostEngine, into: RunEvent[]): RunEvent[] {
   return into;
 }
 
-async function until(pred: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error("timeout");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (pred: () => boolean, ms = 5000): Promise<unknown> => waitFor(`${pred}`, pred, { timeoutMs: ms, intervalMs: 20 });
 
 describe("host engine", () => {
   it("fails a run with attachment_failed (410) when its queue overflows, without seq gaps", async () => {

@@ -9,19 +9,11 @@ import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLocalCluster, createRedisCluster, type InternCluster } from "../../../src/core/interns/cluster.js";
 import { CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const prefix = `test-cluster-${randomBytes(6).toString("hex")}:`;
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("Redis intern cluster", () => {
   const made: InternCluster[] = [];
@@ -43,26 +35,28 @@ describe("Redis intern cluster", () => {
     const a = cluster("core-a");
     const b = cluster("core-b");
     a.holdLink("intern-1");
-    expect(await until(() => b.ownerOf("intern-1"))).toEqual({ instanceId: "core-a", url: "http://core-a.invalid:1" });
+    expect(await waitFor("core-b to see core-a's lease", () => b.ownerOf("intern-1"))).toEqual({ instanceId: "core-a", url: "http://core-a.invalid:1" });
     expect(await a.ownerOf("intern-1")).toBeUndefined(); // never itself
     b.holdLink("intern-1");
-    await until(async () => ((await a.ownerOf("intern-1"))?.instanceId === "core-b" ? true : undefined));
+    await waitFor("core-a to see core-b's lease", async () => (await a.ownerOf("intern-1"))?.instanceId === "core-b");
     a.dropLink("intern-1"); // not a's any more: b's lease stays
-    await new Promise((r) => setTimeout(r, 100));
+    // a's next command on the same connection runs after its drop: once b sees that lease, the drop is done.
+    a.holdLink("intern-1-marker");
+    await waitFor("core-b to see core-a's later lease", async () => (await b.ownerOf("intern-1-marker"))?.instanceId === "core-a");
     expect((await a.ownerOf("intern-1"))?.instanceId).toBe("core-b");
     b.dropLink("intern-1");
-    await until(async () => ((await a.ownerOf("intern-1")) === undefined ? true : undefined));
+    await waitFor("the lease to go", async () => (await a.ownerOf("intern-1")) === undefined);
   });
 
   it("a lease outlives its TTL while held (refreshed) and goes when its holder closes", async () => {
     const a = cluster("core-c", 600);
     const b = cluster("core-d", 600);
     a.holdLink("intern-2");
-    await until(() => b.ownerOf("intern-2"));
+    await waitFor("core-d to see core-c's lease", () => b.ownerOf("intern-2"));
     await new Promise((r) => setTimeout(r, 1_200)); // two lease lifetimes: still there (refreshed)
     expect((await b.ownerOf("intern-2"))?.instanceId).toBe("core-c");
     await a.close();
-    await until(async () => ((await b.ownerOf("intern-2")) === undefined ? true : undefined));
+    await waitFor("the lease of a closed holder to go", async () => (await b.ownerOf("intern-2")) === undefined);
   });
 
   it("cancellations published by one core reach the others", async () => {
@@ -71,9 +65,9 @@ describe("Redis intern cluster", () => {
     const seen: Array<[string, string, CancelReason]> = [];
     b.onCancel((internId, runId, reason) => seen.push([internId, runId, reason]));
     // Published until b's subscription (set up asynchronously) has received one.
-    await until(async () => {
+    await waitFor("core-f to receive a cancellation", async () => {
       await a.cancelRemote("intern-3", "run-1", CancelReason.DEADLINE).catch(() => undefined); // a not connected yet
-      return seen.length > 0 ? true : undefined;
+      return seen.length > 0;
     });
     expect(seen[0]).toEqual(["intern-3", "run-1", CancelReason.DEADLINE]);
   });

@@ -2,6 +2,7 @@
 import { afterEach, expect, it } from "vitest";
 import { UpstreamError, type ChatChunk, type ProviderAdapter, type UpstreamCall } from "../../../../src/core/chat/providers/types.js";
 import type { FakeUpstream, Knobs, Script } from "../../../helpers/fake-upstreams/server.js";
+import { waitFor } from "../../../helpers/wait.js";
 
 export const KEY = "sk-test-secret-0123456789";
 
@@ -9,10 +10,6 @@ export async function collect(iterable: AsyncIterable<ChatChunk>): Promise<ChatC
   const out: ChatChunk[] = [];
   for await (const c of iterable) out.push(c);
   return out;
-}
-
-async function waitFor(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setImmediate(r));
 }
 
 export interface ContractSetup {
@@ -98,7 +95,7 @@ export function adapterContract(s: ContractSetup): void {
     for (const [i, run] of runs.entries()) {
       const ac = new AbortController();
       const pending = run(ac.signal).catch((e: unknown) => e);
-      await waitFor(() => fake.requests.length > 0);
+      await waitFor("the upstream request", () => fake.requests.length > 0, { intervalMs: 5 });
       fake.requests.length = 0;
       ac.abort(new Error("client went away"));
       expect(((await pending) as Error).message).toBe("client went away");
