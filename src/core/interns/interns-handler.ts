@@ -25,7 +25,7 @@ import { errorDetailOf } from "../errors.js";
 import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
 import { FORWARDED_HEADER, type Forwarder } from "./forwarder.js";
 import type { InternRepository, UsageRecord } from "./intern-repository.js";
-import { causeOfEvent, endingOf, usageFromProto, type ActiveRun, type RunEnding, type RunManager } from "./run-manager.js";
+import { causeOfEvent, endingOf, type ActiveRun, type RunEnding, type RunManager } from "./run-manager.js";
 
 export interface InternsHandlerDeps {
   repo: InternRepository;
@@ -104,10 +104,9 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
 
   /** Relays a run's events to the client until the response ends (stop, pause, error). */
   async function* relay(run: ActiveRun, ctx: HandlerContext): AsyncGenerator<StreamChatResponse> {
-    let released = false;
-    const onAbort = () => {
-      if (!released) manager.clientGone(run);
-    };
+    // Every change to the run goes through the manager's reader; this only renders.
+    const reader = manager.reader(run);
+    const onAbort = () => reader.leave();
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     try {
       if (ctx.signal.aborted) {
@@ -116,7 +115,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       }
       yield message(run.model, { case: "role", value: { $typeName: "portico.interns.v1.RoleEvent", role: "assistant" } });
       for (;;) {
-        const next = run.next(config.heartbeatIntervalMs);
+        const next = reader.next(config.heartbeatIntervalMs);
         const item = next instanceof Promise ? await next : next;
         if (item === undefined) {
           yield message(run.model, { case: "heartbeat", value: { $typeName: "portico.interns.v1.HeartbeatEvent" } });
@@ -133,7 +132,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           return;
         }
         if (item.kind === "severed" || item.kind === "overflow") {
-          yield* ending(run, await manager.end(run, { on: item.kind }));
+          yield* ending(run, await reader.end({ on: item.kind }));
           return;
         }
         const e = item.event;
@@ -148,13 +147,13 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             // Every chunk of one response names one model: a change shows from the next response.
             continue;
           case "usage":
-            run.usage = usageFromProto(e.value);
+            reader.usage(e.value);
             continue;
           case "question": {
-            await manager.pause(run, e.value);
-            if (run.state === "done") {
+            const endedMeanwhile = await reader.pause(e.value);
+            if (endedMeanwhile) {
               // The pause could not be recorded (the run ended meanwhile).
-              yield* ending(run, endingOf({ on: "runEnded", deadline: false }));
+              yield* ending(run, endedMeanwhile);
               return;
             }
             const q = e.value;
@@ -171,15 +170,14 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
             });
             yield message(run.model, stopFinish("tool_calls"));
             // From here the run outlives the client: closing after [DONE] keeps it paused.
-            released = true;
-            manager.detach(run);
+            reader.release();
             yield message(run.model, finalEvent(run, false));
             return;
           }
           case "turnEnded":
           case "turnFailed":
           case "runEnded":
-            yield* ending(run, await manager.end(run, causeOfEvent(e)!));
+            yield* ending(run, await reader.end(causeOfEvent(e)!));
             return;
           default:
             continue;
@@ -187,7 +185,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       }
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
-      if (!released) manager.clientGone(run);
+      reader.leave();
     }
   }
 

@@ -1,0 +1,155 @@
+/**
+ * Admission of a new run: the host's capacity and this key's share of paused runs, the session's turn
+ * lock, the run row, then StartRun on the link. The response opens at once; a start failure after that
+ * reaches the client as an error finish on the open stream.
+ */
+import { randomUUID } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ApprovalMode, CancelReason, type RunRejected } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import type { Intern } from "../../db/prisma.js";
+import { errorDetailOf } from "../errors.js";
+import { hostBusy, internError, internTimeout, internUnreachable, keyShareUsed, sessionBusy } from "./intern-errors.js";
+import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
+import { ActiveRun } from "./active-run.js";
+import type { RunContext, RunLifecycle } from "./run-lifecycle.js";
+
+/** How much later than the core's deadline the host's backstop deadline fires. */
+const HOST_BACKSTOP_GRACE_MS = 2_000;
+/** Retry-After for 503 busy (the host is at capacity). */
+export const HOST_BUSY_RETRY_AFTER_S = 5;
+/** HTTP status of a start failure reason in the finish chunk. */
+const START_FAILURE_STATUS: Record<string, number> = { busy: 503, timeout: 504, rate_limited: 429 };
+
+export interface StartRunInput {
+  intern: Intern;
+  sessionKey: string | undefined;
+  prompt: string;
+  approvalMode: "manual" | "self-drive";
+  /** Hash of the caller's API key: the per-key share of runs held across a question. */
+  callerKey?: string;
+  signal: AbortSignal;
+}
+
+/** The error a host's refusal to start a run becomes. */
+export function rejectedError(r: RunRejected): ConnectError {
+  if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", hostMessage: r.message });
+  if (r.reason === "timeout") return internTimeout();
+  return internError("turn_failed", r.message || "The intern could not start the run.", true);
+}
+
+export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
+  const { repo, links, config, log, runs } = ctx;
+
+  /** Manual runs one key may hold open on a host that holds `hostPaused` paused runs (0: unbounded). */
+  function keyShare(hostPaused: number): number {
+    if (config.maxPausedRunsPerKey > 0) return config.maxPausedRunsPerKey;
+    return hostPaused > 0 ? Math.max(1, Math.floor(hostPaused / 2)) : Number.POSITIVE_INFINITY;
+  }
+
+  async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
+    if (await repo.lockSession(sessionRowId, runId)) return;
+    const session = await repo.findSession(sessionRowId);
+    const holderId = session?.activeRunId;
+    if (holderId) {
+      const holder = await repo.findRun(holderId);
+      if (holder && TERMINAL_RUN_STATES.includes(holder.state as RunState)) {
+        // A stale lock (its process ended without releasing it): take it over.
+        await repo.unlockSession(sessionRowId, holderId);
+        if (await repo.lockSession(sessionRowId, runId)) return;
+      }
+      const active = runs.get(holderId);
+      if (active?.interaction) {
+        const left = Math.ceil((active.interaction.deadlineAt.getTime() - Date.now()) / 1000);
+        throw sessionBusy(Math.max(1, left));
+      }
+    }
+    throw sessionBusy(1);
+  }
+
+  async function startRun(input: StartRunInput): Promise<ActiveRun> {
+    const { intern } = input;
+    const link = links.get(intern.id);
+    if (!link) throw internUnreachable();
+    if (link.capacity.busy) throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs" });
+    let running = 0;
+    let paused = 0;
+    let heldByKey = 0;
+    for (const r of runs.values()) {
+      if (r.link !== link) continue;
+      running++;
+      if (r.state === "paused") paused++;
+      if (input.callerKey !== undefined && r.callerKey === input.callerKey && r.approvalMode === "manual") heldByKey++;
+    }
+    if (input.approvalMode === "manual" && heldByKey >= keyShare(link.hello.maxPausedRuns)) {
+      // This key's share of runs held across a question is used up; other keys keep theirs.
+      throw keyShareUsed(HOST_BUSY_RETRY_AFTER_S);
+    }
+    if (link.hello.maxConcurrentRuns > 0 && running >= link.hello.maxConcurrentRuns) {
+      throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", running, max: link.hello.maxConcurrentRuns });
+    }
+    if (input.approvalMode === "manual" && link.hello.maxPausedRuns > 0 && paused >= link.hello.maxPausedRuns) {
+      throw hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "paused", paused });
+    }
+
+    const runId = randomUUID();
+    const sessionKey = input.sessionKey ?? randomUUID();
+    let session: { id: string };
+    if (input.sessionKey === undefined) {
+      session = await repo.createLockedSession(intern.id, sessionKey, runId);
+    } else {
+      session = await repo.ensureSession(intern.id, sessionKey);
+      await takeTurnLock(session.id, runId);
+    }
+    try {
+      await repo.createRun({ id: runId, internId: intern.id, sessionId: session.id, sessionKey, approvalMode: input.approvalMode });
+    } catch (err) {
+      await repo.unlockSession(session.id, runId);
+      throw err;
+    }
+    const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
+    run.callerKey = input.callerKey;
+    run.link = link;
+    run.attached = true;
+    run.model = intern.model ?? "";
+    runs.set(runId, run);
+
+    const started = new Promise<void>((resolve, reject) => (run.startWaiter = { resolve, reject }));
+    const timer = setTimeout(() => run.startWaiter?.reject(internTimeout()), config.startTimeoutMs);
+    const onAbort = () => run.startWaiter?.reject(new ConnectError("the client went away", Code.Canceled));
+    input.signal.addEventListener("abort", onAbort, { once: true });
+    if (input.signal.aborted) onAbort();
+    const sent = link.startRun({
+      runId,
+      sessionId: sessionKey,
+      prompt: input.prompt,
+      approvalMode: input.approvalMode === "manual" ? ApprovalMode.MANUAL : ApprovalMode.SELF_DRIVE,
+      // The host's own backstop fires only if the core could not (link down): later than ours.
+      interactionDeadlineMs: BigInt(config.interactionDeadlineMs + config.linkLivenessTimeoutMs + HOST_BACKSTOP_GRACE_MS),
+    });
+    if (!sent) run.startWaiter?.reject(internUnreachable());
+    // The run is accepted: the response opens now (role chunk) while the host starts the agent; a
+    // start failure from here on reaches the client as an error finish on the open stream.
+    void (async () => {
+      try {
+        await started;
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        const detail = errorDetailOf(ce);
+        const reason = ce.code === Code.Canceled ? "client_disconnected" : (detail?.reason ?? "turn_failed");
+        if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
+        else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
+        await lifecycle.end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
+        if (ce.code !== Code.Canceled) {
+          run.push({ kind: "startFailed", code: START_FAILURE_STATUS[reason] ?? 502, reason, message: ce.rawMessage, retryable: detail?.retryable ?? true });
+        }
+      } finally {
+        clearTimeout(timer);
+        input.signal.removeEventListener("abort", onAbort);
+        run.startWaiter = undefined;
+      }
+    })().catch((err: unknown) => log.error({ err, runId }, "could not record a run's failed start"));
+    return run;
+  }
+
+  return { startRun };
+}

@@ -1,0 +1,208 @@
+/**
+ * The one place a live run's state changes: in memory (ActiveRun: starting → streaming ⇄ paused →
+ * done, attached or not, usage, the pending question) and, for its end, in the database. Admission,
+ * the answer protocol, link events, reconciliation and the sweep all change a run through here.
+ */
+import type { Logger } from "pino";
+import type { InternChatConfig } from "../../config.js";
+import { CancelReason, type RunEvent, type Usage } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import type { InternRepository, RunState } from "./intern-repository.js";
+import type { InternLink, LinkRegistry } from "./link-registry.js";
+import type { InternCluster } from "./cluster.js";
+import type { ActiveRun } from "./active-run.js";
+import { causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding } from "./run-endings.js";
+
+/** What every part of the run manager shares: the dependencies and the runs this process relays. */
+export interface RunContext {
+  repo: InternRepository;
+  links: LinkRegistry;
+  cluster: InternCluster;
+  config: InternChatConfig;
+  instanceId: string;
+  log: Logger;
+  /** Work started off the request path (tracked so close can wait for it). */
+  later(work: () => Promise<unknown>): void;
+  /** Runs relayed by this process (streaming, or paused on a link of this process), by id. */
+  runs: Map<string, ActiveRun>;
+  /** True once the manager is closing. */
+  closed(): boolean;
+}
+
+export function createRunLifecycle(ctx: RunContext) {
+  const { repo, log, later, runs } = ctx;
+
+  /** Ends a run in memory at once (so no second path ends it) and then in the database. */
+  async function finishRun(run: ActiveRun, state: RunState, endReason: string | undefined): Promise<void> {
+    if (run.state === "done") return;
+    const hadInteraction = run.interaction !== undefined;
+    run.state = "done";
+    run.attached = false;
+    clearDeadline(run);
+    run.interaction = undefined;
+    runs.delete(run.id);
+    try {
+      const extra: Parameters<InternRepository["transitionRun"]>[3] = { usage: run.usage ?? null, lastSeq: run.lastSeq };
+      if (endReason !== undefined) extra.endReason = endReason;
+      if (run.model) extra.model = run.model;
+      await repo.transitionRun(run.id, ["streaming", "paused"], state, extra);
+      if (hadInteraction) await repo.voidInteractionsOfRun(run.id);
+      await repo.unlockSession(run.sessionRowId, run.id);
+    } catch (err) {
+      log.error({ err, runId: run.id }, "could not record the end of a run");
+    }
+  }
+
+  /** Ends a run the way `cause` ends it per the transition table; returns the ending for the relay to render. */
+  async function end(run: ActiveRun, cause: EndingCause): Promise<RunEnding> {
+    const ending = endingOf(cause);
+    await finishRun(run, ending.state, ending.endReason);
+    return ending;
+  }
+
+  /** Ends a run here and, when a client is reading it, ends its stream with the ending. */
+  async function endAndTell(run: ActiveRun, cause: EndingCause): Promise<void> {
+    const attached = run.attached && run.state !== "done";
+    const ending = await end(run, cause);
+    // A run still waiting for RunStarted needs no start outcome any more: the ending is its outcome.
+    run.startWaiter?.resolve();
+    if (attached) {
+      run.clearQueue();
+      run.push({ kind: "ended", ending });
+    }
+  }
+
+  /** A terminal event for a run no client is reading (it paused, then the intern ended it). */
+  function finishDetached(run: ActiveRun, e: RunEvent["event"]): void {
+    const cause = causeOfEvent(e);
+    if (cause) later(() => end(run, cause));
+  }
+
+  /** The run buffered more than the core retains: cancel it on the host and fail it. */
+  function overflow(run: ActiveRun): void {
+    log.warn({ runId: run.id }, "run buffered more output than the core retains; failing it");
+    run.clearQueue();
+    run.link?.cancelRun(run.id, CancelReason.OPERATOR);
+    if (run.attached) run.push({ kind: "overflow" });
+    else later(() => end(run, { on: "overflow" }));
+  }
+
+  /** The host started the run (or sent output, which means it did). */
+  function started(run: ActiveRun): void {
+    run.state = "streaming";
+  }
+
+  /** The pause is recorded: the run waits for the answer to `interaction` (its deadline is armed by the caller). */
+  function paused(run: ActiveRun, interaction: NonNullable<ActiveRun["interaction"]>): void {
+    run.state = "paused";
+    run.interaction = interaction;
+  }
+
+  /** An answer was accepted: the paused run streams again, read by the answering client. */
+  function resumed(run: ActiveRun): void {
+    clearDeadline(run);
+    run.interaction = undefined;
+    if (run.state === "paused") run.state = "streaming";
+  }
+
+  /** A new link holds the paused run (after a reconnect). */
+  function adoptPaused(run: ActiveRun, link: InternLink, model: string | null, lastSeq: number, interaction: NonNullable<ActiveRun["interaction"]>): void {
+    run.state = "paused";
+    run.link = link;
+    run.model = model ?? run.model;
+    run.lastSeq = Math.max(run.lastSeq, lastSeq);
+    run.interaction = interaction;
+    runs.set(run.id, run);
+  }
+
+  /** A client starts reading the run (a new run, or an answer being delivered); false when one already is. */
+  function attach(run: ActiveRun): boolean {
+    if (run.attached) return false;
+    run.attached = true;
+    return true;
+  }
+
+  /** Nobody reads the run any more (an answer that was not accepted). */
+  function unattach(run: ActiveRun): void {
+    run.attached = false;
+  }
+
+  /** The intern reports its model: the next response names it (this one too when nobody reads it yet). */
+  function modelReported(run: ActiveRun, model: string): void {
+    run.reportedModel = model;
+    if (!run.attached) run.model = model;
+  }
+
+  /** A paused run's link closed: it is held across a short reconnect (the deadline still applies). */
+  function linkLost(run: ActiveRun): void {
+    run.link = undefined;
+  }
+
+  /** The usage the intern reported for the turn (shown in the final chunk, recorded with the end). */
+  function recordUsage(run: ActiveRun, u: Usage): void {
+    run.usage = usageFromProto(u);
+  }
+
+  /** The client read the final chunk of a paused response: the run no longer follows it. */
+  function detach(run: ActiveRun): void {
+    run.attached = false;
+    if (run.reportedModel) run.model = run.reportedModel;
+    for (;;) {
+      const item = run.take();
+      if (!item) break;
+      if (item.kind === "event" && causeOfEvent(item.event)) {
+        finishDetached(run, item.event);
+        return;
+      }
+      if (item.kind === "severed") {
+        linkLost(run);
+        continue;
+      }
+      if (item.kind === "overflow") {
+        later(() => end(run, { on: "overflow" }));
+        return;
+      }
+      if (item.kind === "event") {
+        // Keep non-terminal output for the continuation.
+        run.push(item);
+        break;
+      }
+    }
+  }
+
+  /** The client of a streaming (or not yet released) run went away: cancel it on the host now. */
+  function clientGone(run: ActiveRun): void {
+    if (run.state === "done" || !run.attached) return;
+    log.info({ runId: run.id }, "client disconnected while streaming; cancelling the run");
+    run.link?.cancelRun(run.id, CancelReason.CLIENT_DISCONNECTED);
+    run.clearQueue();
+    run.push({ kind: "aborted" });
+    later(() => end(run, { on: "clientGone" }));
+  }
+
+  function clearDeadline(run: ActiveRun): void {
+    if (run.deadlineTimer) clearTimeout(run.deadlineTimer);
+    run.deadlineTimer = undefined;
+  }
+
+  return {
+    finishRun,
+    end,
+    endAndTell,
+    finishDetached,
+    overflow,
+    started,
+    paused,
+    resumed,
+    adoptPaused,
+    attach,
+    unattach,
+    recordUsage,
+    modelReported,
+    linkLost,
+    detach,
+    clientGone,
+    clearDeadline,
+  };
+}
+
+export type RunLifecycle = ReturnType<typeof createRunLifecycle>;

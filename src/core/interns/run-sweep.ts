@@ -1,0 +1,37 @@
+/**
+ * The background sweep every core runs: questions whose deadline passed (whichever process set them)
+ * and answers stuck in delivery because the process delivering them died.
+ */
+import type { RunContext } from "./run-lifecycle.js";
+import type { RunDeadlines } from "./run-deadlines.js";
+
+export function createRunSweep(ctx: RunContext, deadlines: RunDeadlines) {
+  const { repo, config, log, later } = ctx;
+  const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
+  let sweeping = false;
+
+  async function sweep(): Promise<void> {
+    if (sweeping || ctx.closed()) return;
+    sweeping = true;
+    try {
+      const now = new Date();
+      for (const inter of await repo.expiredInteractions(now)) {
+        await deadlines.expireInteraction(inter.id, inter.runId);
+      }
+      await repo.releaseStaleDeliveries(new Date(now.getTime() - config.startTimeoutMs - 10_000));
+    } catch (err) {
+      if (!ctx.closed()) log.error({ err }, "interaction sweep failed");
+    } finally {
+      sweeping = false;
+    }
+  }
+  const sweeper = setInterval(() => later(sweep), sweepMs);
+  sweeper.unref();
+
+  return {
+    sweep,
+    stop(): void {
+      clearInterval(sweeper);
+    },
+  };
+}
