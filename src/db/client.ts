@@ -221,8 +221,15 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
   };
   return {
     async beginWhenFree() {
-      // Past the deadline the adapter's BEGIN waits the busy timeout once more, then fails as before.
-      if (await takeLock()) begun = true;
+      if (await takeLock()) {
+        begun = true;
+        return;
+      }
+      // Past the deadline, wait the busy timeout once more and fail here, before the adapter's BEGIN: the
+      // adapter (6.19) takes its transaction mutex first and never releases it when BEGIN throws, so one
+      // SQLITE_BUSY there would leave every later transaction of the process waiting for ever.
+      beginImmediate.run();
+      begun = true;
     },
     abandon() {
       if (!begun) return;
