@@ -24,7 +24,7 @@ export function testPgAdminUrl(): string {
   return process.env["PORTICO_TEST_PG_URL"] || DEFAULT_TEST_PG_URL;
 }
 
-type FreshOptions = Pick<OpenDatabaseOptions, "migrate" | "poolSize">;
+type FreshOptions = Pick<OpenDatabaseOptions, "migrate" | "poolSize" | "busyTimeoutMs">;
 
 export async function freshSqlite(opts: FreshOptions = {}): Promise<DatabaseHandle> {
   const dir = mkdtempSync(join(tmpdir(), "portico-test-"));

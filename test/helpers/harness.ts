@@ -55,11 +55,14 @@ export interface HarnessOptions {
   /** Environment overrides fed to loadConfig (e.g. PORTICO_INTERACTION_DEADLINE_MS). */
   env?: Record<string, string>;
   bootstrapExtensions?: BootstrapExtension[];
+  /** SQLite busy timeout of the test database (default 5 s), e.g. short for outage tests. */
+  busyTimeoutMs?: number;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const provider = opts.provider ?? "sqlite";
-  const database = provider === "sqlite" ? await freshSqlite() : await freshPostgres();
+  const dbOptions = opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {};
+  const database = provider === "sqlite" ? await freshSqlite(dbOptions) : await freshPostgres(dbOptions);
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {

@@ -161,8 +161,33 @@ export function createInternRepository(db: Db) {
 
     // ---------- runs ----------
 
-    async createRun(input: { id: string; internId: string; sessionId: string; sessionKey: string; approvalMode: string }) {
+    /** A new streaming run owned by `owner` (this process's instance id) until `leaseUntil`. */
+    async createRun(input: { id: string; internId: string; sessionId: string; sessionKey: string; approvalMode: string; owner: string; leaseUntil: Date }) {
       return db.internRun.create({ data: { ...input, state: "streaming" } });
+    },
+
+    /** Extends the lease of the live runs `owner` still owns among `ids`. */
+    async renewRunLeases(owner: string, ids: string[], leaseUntil: Date): Promise<void> {
+      for (let i = 0; i < ids.length; i += 500) {
+        await db.internRun.updateMany({
+          where: { id: { in: ids.slice(i, i + 500) }, owner, state: { in: ["streaming", "paused"] } },
+          data: { leaseUntil },
+        });
+      }
+    },
+
+    /** This process now relays the live run (a host re-attached here holding it). */
+    async claimRun(id: string, owner: string, leaseUntil: Date): Promise<void> {
+      await db.internRun.updateMany({ where: { id, state: { in: ["streaming", "paused"] } }, data: { owner, leaseUntil } });
+    },
+
+    /** Streaming runs whose owner's lease has passed: no live process relays them. */
+    async ownerlessRuns(now: Date, limit = 100) {
+      return db.internRun.findMany({
+        where: { state: "streaming", leaseUntil: { lt: now } },
+        orderBy: { leaseUntil: "asc" },
+        take: limit,
+      });
     },
 
     async findRun(id: string) {

@@ -101,7 +101,15 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
       await takeTurnLock(session.id, runId);
     }
     try {
-      await repo.createRun({ id: runId, internId: intern.id, sessionId: session.id, sessionKey, approvalMode: input.approvalMode });
+      await repo.createRun({
+        id: runId,
+        internId: intern.id,
+        sessionId: session.id,
+        sessionKey,
+        approvalMode: input.approvalMode,
+        owner: ctx.instanceId,
+        leaseUntil: new Date(Date.now() + ctx.runLeaseMs),
+      });
     } catch (err) {
       await repo.unlockSession(session.id, runId);
       throw err;

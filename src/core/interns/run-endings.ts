@@ -36,6 +36,8 @@ export type EndingCause =
   | { on: "cancelled" }
   | { on: "notPending" }
   | { on: "hostLost" }
+  /** The process relaying the run is gone (its lease in the database passed): found by any core's sweep. */
+  | { on: "ownerLost" }
   | { on: "startFailed"; reason: string; clientGone: boolean };
 
 /**
@@ -90,6 +92,11 @@ export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, {
     state: "ended",
     endReason: "host_lost",
     finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+  }),
+  ownerLost: () => ({
+    state: "ended",
+    endReason: "owner_lost",
+    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The core relaying the run went away.", retryable: true },
   }),
   // Before the stream opened: the client gets an error response, not a finish chunk.
   startFailed: (c) => ({

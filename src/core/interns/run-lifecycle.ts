@@ -3,6 +3,7 @@
  * done, attached or not, usage, the pending question) and, for its end, in the database. Admission,
  * the answer protocol, link events, reconciliation and the sweep all change a run through here.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { InternChatConfig } from "../../config.js";
 import { CancelReason, type RunEvent, type Usage } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
@@ -26,12 +27,30 @@ export interface RunContext {
   runs: Map<string, ActiveRun>;
   /** True once the manager is closing. */
   closed(): boolean;
+  /** Aborted when the manager closes (ends waits such as the end-write backoff). */
+  stopping: AbortSignal;
+  /** Runs whose end is decided here but not yet written (the database failed): the write is retried. */
+  unwrittenEnds: Set<string>;
+  /** How long a run's owner vouches for it in the database (renewed while the run is live here). */
+  runLeaseMs: number;
 }
+
+/** Backoff of a run's end write that failed: 100 ms doubling to 5 s, until written or the process stops. */
+const END_RETRY_MIN_MS = 100;
+const END_RETRY_MAX_MS = 5_000;
+/** How long the relay waits for a run's end to be written before it sends the stream's last chunk anyway. */
+const END_WRITE_WAIT_MS = 2_000;
 
 export function createRunLifecycle(ctx: RunContext) {
   const { repo, log, later, runs } = ctx;
 
-  /** Ends a run in memory at once (so no second path ends it) and then in the database. */
+  /**
+   * Ends a run in memory at once (so no second path ends it) and then in the database. A write that
+   * fails (the database is unreachable or locked) is retried in the background with backoff until it is
+   * written or the process stops, so the run never stays streaming and its session never stays locked
+   * while this process lives; meanwhile the run's lease is still renewed (see run-ownership.ts), and once
+   * this process is gone another core's sweep ends it.
+   */
   async function finishRun(run: ActiveRun, state: RunState, endReason: string | undefined): Promise<void> {
     if (run.state === "done") return;
     const hadInteraction = run.interaction !== undefined;
@@ -40,15 +59,48 @@ export function createRunLifecycle(ctx: RunContext) {
     clearDeadline(run);
     run.interaction = undefined;
     runs.delete(run.id);
-    try {
-      const extra: Parameters<InternRepository["transitionRun"]>[3] = { usage: run.usage ?? null, lastSeq: run.lastSeq };
-      if (endReason !== undefined) extra.endReason = endReason;
-      if (run.model) extra.model = run.model;
+    const extra: Parameters<InternRepository["transitionRun"]>[3] = { usage: run.usage ?? null, lastSeq: run.lastSeq };
+    if (endReason !== undefined) extra.endReason = endReason;
+    if (run.model) extra.model = run.model;
+    // Each statement is idempotent: a retry after a partial write finishes it.
+    const write = async () => {
       await repo.transitionRun(run.id, ["streaming", "paused"], state, extra);
       if (hadInteraction) await repo.voidInteractionsOfRun(run.id);
       await repo.unlockSession(run.sessionRowId, run.id);
-    } catch (err) {
-      log.error({ err, runId: run.id }, "could not record the end of a run");
+    };
+    ctx.unwrittenEnds.add(run.id);
+    const written = writeEnd(run.id, state, write).finally(() => ctx.unwrittenEnds.delete(run.id));
+    later(() => written);
+    // The stream's last chunk follows the write (a client's next turn then finds the session free), but a
+    // failing database holds it back at most END_WRITE_WAIT_MS: the write goes on in the background.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([written, new Promise<void>((resolve) => (timer = setTimeout(resolve, END_WRITE_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  /** Writes a run's end, retrying with backoff until it is written or the process stops. */
+  async function writeEnd(runId: string, state: RunState, write: () => Promise<void>): Promise<void> {
+    let delay = END_RETRY_MIN_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await write();
+        if (attempt > 1) log.info({ runId, attempts: attempt }, "recorded the end of a run after the database failed");
+        return;
+      } catch (err) {
+        if (ctx.closed()) {
+          log.error({ err, runId }, "could not record the end of a run before the process stopped; another core's sweep ends it once its lease passes");
+          return;
+        }
+        if (attempt === 1) log.warn({ err, runId, state }, "could not record the end of a run; retrying until it is written");
+        else log.debug({ err: { message: (err as Error).message }, runId, attempt }, "the end of a run is still not written");
+      }
+      try {
+        await sleep(delay, undefined, { signal: ctx.stopping });
+      } catch {
+        log.error({ runId }, "could not record the end of a run before the process stopped; another core's sweep ends it once its lease passes");
+        return;
+      }
+      delay = Math.min(END_RETRY_MAX_MS, delay * 2);
     }
   }
 

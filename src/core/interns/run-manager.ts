@@ -10,6 +10,7 @@
  *   run-events.ts     what a link reports: run events, the link closing
  *   run-reconcile.ts  a new link's Hello against the database
  *   run-sessions.ts   reading a session, cancelling its run
+ *   run-ownership.ts  each live run's owner and lease in the database; ending runs no process owns
  *   run-sweep.ts      the background sweep of every core
  *   active-run.ts     a relayed run in memory (its event queue)
  *
@@ -35,6 +36,7 @@ import { createRunEvents } from "./run-events.js";
 import { createRunReconcile } from "./run-reconcile.js";
 import { createRunSessions } from "./run-sessions.js";
 import { createRunSweep } from "./run-sweep.js";
+import { createRunOwnership } from "./run-ownership.js";
 
 export { ActiveRun, type RunItem } from "./active-run.js";
 export { RUN_ENDINGS, causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding, type RunFinish } from "./run-endings.js";
@@ -52,7 +54,12 @@ export interface RunManagerDeps {
   logger: Logger;
   /** Word in `<brand>.provide_input`. */
   brand: string;
+  /** How long a run's owner vouches for it in the database (default 30 s; renewed every third of it). */
+  runLeaseMs?: number;
 }
+
+/** Default lease of a live run's owner: a run whose process died is ended by another core's sweep within about this. */
+export const DEFAULT_RUN_LEASE_MS = 30_000;
 
 /**
  * One client's reading of a run (one StreamChat response): what the relay may do to the run. Once the
@@ -77,6 +84,7 @@ export interface RunReader {
 export function createRunManager(deps: RunManagerDeps) {
   const { links, cluster } = deps;
   let closed = false;
+  const stopping = new AbortController();
   const ctx: RunContext = {
     repo: deps.repo,
     links,
@@ -87,6 +95,9 @@ export function createRunManager(deps: RunManagerDeps) {
     later: (work) => deps.background.run(work),
     runs: new Map<string, ActiveRun>(),
     closed: () => closed,
+    stopping: stopping.signal,
+    unwrittenEnds: new Set<string>(),
+    runLeaseMs: deps.runLeaseMs ?? DEFAULT_RUN_LEASE_MS,
   };
   const { runs, later } = ctx;
   const lifecycle = createRunLifecycle(ctx);
@@ -96,7 +107,8 @@ export function createRunManager(deps: RunManagerDeps) {
   const events = createRunEvents(ctx, lifecycle);
   const reconciler = createRunReconcile(ctx, lifecycle, deadlines);
   const sessions = createRunSessions(ctx, lifecycle, deadlines, deps.brand);
-  const sweeper = createRunSweep(ctx, deadlines);
+  const ownership = createRunOwnership(ctx, deadlines);
+  const sweeper = createRunSweep(ctx, deadlines, ownership);
 
   /**
    * Another process decided to cancel a run (its deadline passed there, or a caller cancelled it there)
@@ -148,11 +160,15 @@ export function createRunManager(deps: RunManagerDeps) {
     reconcile: reconciler.reconcile,
     sweep: sweeper.sweep,
     expireInteraction: deadlines.expireInteraction,
+    /** Renews the leases of the runs this process relays now (tests; a timer does it every third of the lease). */
+    renewLeases: ownership.renew,
     /** Runs relayed by this process (diagnostics and tests). */
     activeRuns: () => [...runs.values()],
     close(): void {
       closed = true;
+      stopping.abort();
       sweeper.stop();
+      ownership.stop();
       for (const run of runs.values()) lifecycle.clearDeadline(run);
     },
   };

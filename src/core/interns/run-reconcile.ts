@@ -43,6 +43,8 @@ export function createRunReconcile(ctx: RunContext, lifecycle: RunLifecycle, dea
           new ActiveRun(row.id, row.internId, row.sessionId, row.sessionKey, row.approvalMode === "manual" ? "manual" : "self-drive");
         lifecycle.adoptPaused(run, link, row.model, row.lastSeq, { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) });
         deadlines.scheduleDeadline(run);
+        // This process relays it now: its lease is ours to renew.
+        await repo.claimRun(run.id, ctx.instanceId, new Date(Date.now() + ctx.runLeaseMs));
         continue;
       }
       // Not held (or streaming on a dead link): the run is over.

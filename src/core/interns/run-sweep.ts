@@ -1,11 +1,13 @@
 /**
  * The background sweep every core runs: questions whose deadline passed (whichever process set them)
- * and answers stuck in delivery because the process delivering them died.
+ * answers stuck in delivery because the process delivering them died, and streaming runs whose owner
+ * is gone (run-ownership.ts).
  */
 import type { RunContext } from "./run-lifecycle.js";
 import type { RunDeadlines } from "./run-deadlines.js";
+import type { RunOwnership } from "./run-ownership.js";
 
-export function createRunSweep(ctx: RunContext, deadlines: RunDeadlines) {
+export function createRunSweep(ctx: RunContext, deadlines: RunDeadlines, ownership: RunOwnership) {
   const { repo, config, log, later } = ctx;
   const sweepMs = Math.max(50, Math.min(5_000, Math.floor(config.interactionDeadlineMs / 4)));
   let sweeping = false;
@@ -19,6 +21,7 @@ export function createRunSweep(ctx: RunContext, deadlines: RunDeadlines) {
         await deadlines.expireInteraction(inter.id, inter.runId);
       }
       await repo.releaseStaleDeliveries(new Date(now.getTime() - config.startTimeoutMs - 10_000));
+      await ownership.endOwnerless(now);
     } catch (err) {
       if (!ctx.closed()) log.error({ err }, "interaction sweep failed");
     } finally {

@@ -19,6 +19,7 @@ const SAMPLES: Record<EndingCause["on"], EndingCause[]> = {
   cancelled: [{ on: "cancelled" }],
   notPending: [{ on: "notPending" }],
   hostLost: [{ on: "hostLost" }],
+  ownerLost: [{ on: "ownerLost" }],
   startFailed: [{ on: "startFailed", reason: "timeout", clientGone: false }, { on: "startFailed", reason: "x", clientGone: true }, { on: "startFailed", reason: "stream_severed", clientGone: false }],
 };
 
