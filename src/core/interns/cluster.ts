@@ -12,7 +12,8 @@
  * lease's URL over gRPC (see interns-handler.ts). Deadline cancellations decided by a process that
  * does not hold the link are published on `<prefix>intern-cancel` and applied by the holder.
  * Everything else (runs, interactions, the session turn lock, deadlines) is in the database, where
- * races are settled by conditional updates.
+ * races are settled by conditional updates. In a `portico serve` worker the primary's IPC lease map is the
+ * fallback: while Redis is unreachable, a worker still finds the worker of its own serve holding a link.
  */
 import { createRedisClient, type Redis } from "../../lib/redis.js";
 import type { Logger } from "pino";
@@ -65,6 +66,12 @@ export interface RedisClusterOptions {
   /** Lease lifetime; refreshed every third of it. */
   leaseTtlMs: number;
   logger: Logger;
+  /**
+   * Asked when Redis fails or knows no holder: in a `portico serve` worker, the primary's lease map
+   * (src/cluster/ipc.ts), which knows which worker of this serve holds a link whatever Redis does.
+   * Links held here are announced to it too, and cancellations go through it when Redis cannot publish.
+   */
+  fallback?: InternCluster;
 }
 
 const DROP_IF_MINE = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`;
@@ -127,10 +134,12 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
     shared: true,
     holdLink(internId) {
       held.add(internId);
+      opts.fallback?.holdLink(internId);
       writeLeases([internId]).catch((err: unknown) => onError(err as Error));
     },
     dropLink(internId) {
       held.delete(internId);
+      opts.fallback?.dropLink(internId);
       if (!url) return;
       redis.eval(DROP_IF_MINE, 1, leaseKey(internId), leaseValue()).catch((err: unknown) => onError(err as Error));
     },
@@ -140,9 +149,9 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
         text = await redis.get(leaseKey(internId));
       } catch (err) {
         onError(err as Error);
-        return undefined;
+        return opts.fallback?.ownerOf(internId);
       }
-      if (!text) return undefined;
+      if (!text) return opts.fallback?.ownerOf(internId);
       try {
         const owner = JSON.parse(text) as LinkOwner;
         if (owner.instanceId === opts.instanceId || typeof owner.url !== "string") return undefined;
@@ -152,12 +161,20 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
       }
     },
     async cancelRemote(internId, runId, reason) {
-      await redis.publish(cancelChannel, JSON.stringify({ internId, runId, reason }));
+      try {
+        await redis.publish(cancelChannel, JSON.stringify({ internId, runId, reason }));
+      } catch (err) {
+        if (!opts.fallback) throw err;
+        onError(err as Error);
+        await opts.fallback.cancelRemote(internId, runId, reason);
+      }
     },
     onCancel(handler) {
       handlers.push(handler);
+      opts.fallback?.onCancel(handler);
     },
     setUrl(u) {
+      opts.fallback?.setUrl(u);
       if (url) return;
       url = u;
       if (held.size > 0) writeLeases(held).catch((err: unknown) => onError(err as Error));
@@ -171,6 +188,7 @@ export function createRedisCluster(opts: RedisClusterOptions): InternCluster {
       }
       redis.disconnect();
       sub.disconnect();
+      await opts.fallback?.close();
     },
   };
 }

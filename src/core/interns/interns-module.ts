@@ -29,6 +29,9 @@ export function createInternsModule(deps: InternsModuleDeps) {
   const cfg = deps.config.interns;
   // Several core processes share interns through Redis; the workers of one `portico serve` through their
   // primary (src/cluster); one process keeps everything in memory.
+  // A serve worker always tells its primary which links it holds: with Redis too, so that a Redis outage
+  // does not hide the worker of the same serve that holds a link.
+  const ipc = isServeWorker() ? createIpcCluster({ instanceId: deps.config.instanceId, advertiseUrl: undefined }) : undefined;
   const cluster: InternCluster = deps.config.redisUrl
     ? createRedisCluster({
         redisUrl: deps.config.redisUrl,
@@ -38,10 +41,9 @@ export function createInternsModule(deps: InternsModuleDeps) {
         advertiseUrl: isServeWorker() ? undefined : cfg.advertiseUrl,
         leaseTtlMs: Math.max(3_000, 2 * cfg.linkLivenessTimeoutMs),
         logger: deps.logger,
+        fallback: ipc,
       })
-    : isServeWorker()
-      ? createIpcCluster({ instanceId: deps.config.instanceId, advertiseUrl: undefined })
-      : createLocalCluster();
+    : (ipc ?? createLocalCluster());
   const forwarder = createForwarder();
   const localTokens = new Map<string, string>();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));

@@ -1,0 +1,132 @@
+/**
+ * `portico serve` with two worker processes and REDIS_URL (issue 26): while Redis is down, every intern
+ * turn is still served. The embedded host's link is held by one worker; a prompt the other worker takes
+ * used to fail with 502 intern_unreachable (its Redis lookup failed) although the serve's primary knows
+ * the holder. Now the worker asks the primary when Redis fails and forwards the call.
+ * Uses a private redis-server on a free port, stopped by the test (the shared one on 6379 is never touched).
+ */
+import http from "node:http";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { afterAll, describe, expect, it } from "vitest";
+import { runPortico, startPortico } from "../../helpers/cli.js";
+
+/** One request on a connection of its own, so the cluster hands it to the next worker. */
+function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "ignore"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (d) => {
+      out += d;
+      if (out.includes("Ready to accept connections")) resolve(child);
+    });
+    child.once("exit", (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
+  });
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+describe("portico serve with worker processes and REDIS_URL, Redis down", () => {
+  const dirs: string[] = [];
+  let child: ChildProcess | undefined;
+  let redis: ChildProcess | undefined;
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child!.once("exit", r));
+      child.kill("SIGTERM");
+      await gone;
+    }
+    if (redis) await stopRedis(redis);
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }, 60_000);
+
+  it("serves every intern turn through either worker while Redis is unreachable", async () => {
+    const port = await freePort();
+    redis = await startRedis(port);
+    const dataDir = mkdtempSync(join(tmpdir(), "portico-workers-redis-"));
+    dirs.push(dataDir);
+    const env = {
+      PORT: "0",
+      PORTICO_GRPC_PORT: "0",
+      PORTICO_DATA_DIR: dataDir,
+      PORTICO_LOG_LEVEL: "info",
+      PORTICO_WORKERS: "2",
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      PORTICO_REDIS_PREFIX: `test-${randomBytes(6).toString("hex")}:`,
+      PORTICO_INTERN_RATE_LIMIT: "10000",
+    };
+    const boot = JSON.parse((await runPortico(["admin", "bootstrap", "--json"], env, 120_000)).stdout);
+    const started = await startPortico(["serve"], env, (out) =>
+      out.includes("serving with worker processes") ? /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1] : undefined,
+    );
+    child = started.child;
+    const api = started.value;
+    const root = api.replace(/\/api\/v1$/, "");
+    const auth = { authorization: `Bearer ${boot.api_key}`, "content-type": "application/json" };
+    const prompt = (word: string) =>
+      request(`${api}/interns/${boot.intern_id}/chat/completions`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ stream: true, messages: [{ role: "user", content: `$ echo ${word}` }] }),
+      });
+
+    // Redis up: both workers serve prompts (the one without the link forwards them).
+    for (const word of ["up-1", "up-2", "up-3", "up-4"]) {
+      const r = await prompt(word);
+      expect(r.status, r.text).toBe(200);
+      expect(r.text).toContain(`${word}\\n`);
+    }
+
+    await stopRedis(redis);
+    // Both workers have noticed once /readyz answers 503 (naming redis) several times in a row: each
+    // request is a connection of its own, and the cluster alternates them between the workers.
+    let inARow = 0;
+    for (let i = 0; i < 800 && inARow < 4; i++) {
+      inARow = (await request(`${root}/readyz`)).status === 503 ? inARow + 1 : 0;
+      if (inARow === 0) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(inARow).toBe(4);
+
+    // Every turn is served, whichever worker takes the connection.
+    const results = [];
+    for (let i = 0; i < 10; i++) {
+      const word = `down-${i}`;
+      const r = await prompt(word);
+      results.push({ word, status: r.status, served: r.text.includes(`${word}\\n`), text: r.status === 200 ? "" : r.text });
+    }
+    expect(results.filter((r) => r.status !== 200 || !r.served)).toEqual([]);
+  }, 240_000);
+});
