@@ -6,7 +6,7 @@
  * - every chat answer with status 200 has its generation record (GET /generation) once the load is over;
  * - every preset version and BYOK credential whose write answered 200 is readable;
  * - every intern session ends up not `streaming`, and takes a new turn (a turn made to end while PostgreSQL
- *   is away included: KNOWN BUG, marked `it.fails` below until run-end writes are retried).
+ *   is away included: its end write is retried until the database is back).
  *
  * The PostgreSQL cluster and the redis-server are the test's own (test/helpers/private-services.ts); the
  * shared ones on 5432/6379 are never touched. Every phase waits for events (counts of answers), never for
@@ -278,11 +278,9 @@ describe("chaos: PostgreSQL restarted and Redis stopped under mixed load", () =>
     console.log(`chaos load: ${JSON.stringify(tally.statuses)}\n${JSON.stringify(tally.samples, null, 1)}`);
   }, 115_000);
 
-  // KNOWN BUG (issue 26, "An intern run whose end could not be written stays `streaming` forever"): a run
-  // that ends while PostgreSQL is away keeps its session `streaming` (409 busy) until a restart. Fixed in
-  // parallel (run-end writes retried, unowned runs reconciled); once that lands this test passes and
-  // `it.fails` must become `it`.
-  it.fails("leaves no intern run stuck: every session leaves streaming and takes a new turn", async () => {
+  // Issue 26: a run that ends while PostgreSQL is away has its end written once the database is back (the
+  // write is retried), and a run no live process relays is ended by any core's sweep.
+  it("leaves no intern run stuck: every session leaves streaming and takes a new turn", async () => {
     expect(api, "the load above did not run").toBeDefined();
     expect(sessions.size).toBeGreaterThan(2);
     const internChat = `/interns/${boot!.intern_id}/chat/completions`;
