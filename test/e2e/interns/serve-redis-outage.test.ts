@@ -6,14 +6,14 @@
  * Uses a private redis-server on a free port, stopped by the test (the shared one on 6379 is never touched).
  */
 import http from "node:http";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { runPortico, startPortico } from "../../helpers/cli.js";
+import { startPrivateRedis, type PrivateRedis } from "../../helpers/private-services.js";
 
 /** One request on a connection of its own, so the cluster hands it to the next worker. */
 function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
@@ -29,53 +29,22 @@ function request(url: string, init: { method?: string; headers?: Record<string, 
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "ignore"] });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d) => {
-      out += d;
-      if (out.includes("Ready to accept connections")) resolve(child);
-    });
-    child.once("exit", (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
-  });
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGKILL");
-  await exited;
-}
-
 describe("portico serve with worker processes and REDIS_URL, Redis down", () => {
   const dirs: string[] = [];
   let child: ChildProcess | undefined;
-  let redis: ChildProcess | undefined;
+  let redis: PrivateRedis | undefined;
   afterAll(async () => {
     if (child && child.exitCode === null && child.signalCode === null) {
       const gone = new Promise((r) => child!.once("exit", r));
       child.kill("SIGTERM");
       await gone;
     }
-    if (redis) await stopRedis(redis);
+    await redis?.dispose();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }, 60_000);
 
   it("serves every intern turn through either worker while Redis is unreachable", async () => {
-    const port = await freePort();
-    redis = await startRedis(port);
+    redis = await startPrivateRedis();
     const dataDir = mkdtempSync(join(tmpdir(), "portico-workers-redis-"));
     dirs.push(dataDir);
     const env = {
@@ -84,7 +53,7 @@ describe("portico serve with worker processes and REDIS_URL, Redis down", () => 
       PORTICO_DATA_DIR: dataDir,
       PORTICO_LOG_LEVEL: "info",
       PORTICO_WORKERS: "2",
-      REDIS_URL: `redis://127.0.0.1:${port}`,
+      REDIS_URL: redis.url,
       PORTICO_REDIS_PREFIX: `test-${randomBytes(6).toString("hex")}:`,
       PORTICO_INTERN_RATE_LIMIT: "10000",
     };
@@ -110,7 +79,7 @@ describe("portico serve with worker processes and REDIS_URL, Redis down", () => 
       expect(r.text).toContain(`${word}\\n`);
     }
 
-    await stopRedis(redis);
+    await redis.stop();
     // Both workers have noticed once /readyz answers 503 (naming redis) several times in a row: each
     // request is a connection of its own, and the cluster alternates them between the workers.
     let inARow = 0;

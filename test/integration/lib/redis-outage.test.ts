@@ -3,47 +3,17 @@
  * outage and the recovery are logged once each, and /readyz names redis while it is unreachable.
  * Uses a private redis-server on a free port (the shared one on 6379 is never touched).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { createTurnLimiter } from "../../../src/lib/turn-limiter.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "ignore"] });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d) => {
-      out += d;
-      if (out.includes("Ready to accept connections")) resolve(child);
-    });
-    child.once("exit", (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
-  });
-}
-
-async function stopRedis(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGKILL");
-  await exited;
-}
+import { freePort, startPrivateRedis, type PrivateRedis } from "../../helpers/private-services.js";
 
 describe("Redis outage", () => {
   let h: Harness | undefined;
-  let redis: ChildProcess | undefined;
+  let redis: PrivateRedis | undefined;
   afterAll(async () => {
     await h?.close();
-    if (redis && redis.exitCode === null) await stopRedis(redis);
+    await redis?.dispose();
   });
 
   it("a limiter whose Redis is unreachable answers from its per-process bucket", async () => {
@@ -61,9 +31,8 @@ describe("Redis outage", () => {
   });
 
   it("/readyz reports redis while it is down and recovers; the outage is logged once", async () => {
-    const port = await freePort();
-    redis = await startRedis(port);
-    h = await startHarness({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    redis = await startPrivateRedis();
+    h = await startHarness({ env: { REDIS_URL: redis.url } });
     const ready = async () => (await fetch(`${h!.baseUrl}/readyz`)).status;
     await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(200);
 
@@ -80,7 +49,7 @@ describe("Redis outage", () => {
       }
       return perComponent;
     };
-    await stopRedis(redis);
+    await redis.stop();
     await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(503);
     const down = await fetch(`${h.baseUrl}/readyz`);
     expect(((await down.json()) as any).error.message).toContain("redis");
@@ -88,7 +57,7 @@ describe("Redis outage", () => {
     expect((await api(h, "GET", "/key", { key: h.tenant.apiKey })).status).toBe(200);
     await expect.poll(() => unreachableLines()["turn-limiter"], { timeout: 10_000 }).toBe(1);
 
-    redis = await startRedis(port);
+    await redis.start();
     await expect.poll(ready, { timeout: 15_000, interval: 100 }).toBe(200);
     await expect.poll(() => h!.logs.some((l) => l.includes("redis reachable again")), { timeout: 5_000 }).toBe(true);
     const lines = unreachableLines();
