@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import http from "node:http";
 import { resolve } from "node:path";
 
 export const PORTICO_BIN = resolve(import.meta.dirname, "../../bin/portico.mjs");
@@ -73,5 +74,25 @@ export function startPortico<T>(
       child.kill("SIGKILL");
       reject(new Error(`portico not ready in ${timeoutMs} ms:\n${output}`));
     }, timeoutMs);
+  });
+}
+
+/**
+ * One HTTP request on a connection of its own (no keep-alive agent), so `portico serve`'s cluster hands each
+ * one to the next worker.
+ */
+export function requestOnNewConnection(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(init.body);
   });
 }

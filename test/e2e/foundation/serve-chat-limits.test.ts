@@ -10,23 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
-import { runPortico, startPortico } from "../../helpers/cli.js";
+import { requestOnNewConnection as request, runPortico, startPortico } from "../../helpers/cli.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
-
-/** One request on a connection of its own, so the cluster hands it to the next worker. */
-function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
 
 describe("portico serve: chat concurrency per key across workers (no Redis)", () => {
   const dirs: string[] = [];

@@ -8,7 +8,6 @@
  * killed with SIGKILL is replaced while what it acknowledged stays written. A scrape of /metrics counts the
  * requests of both workers, whichever worker answers it.
  */
-import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,24 +15,10 @@ import type { ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../../src/core/identity/keys.js";
-import { runPortico, startPortico } from "../../helpers/cli.js";
+import { requestOnNewConnection as request, runPortico, startPortico } from "../../helpers/cli.js";
 import { allProcesses } from "../../helpers/procs.js";
 import { answerBody, chatBody, contentOf, finalOf, toolCallOf } from "../../integration/interns/sse-client.js";
 import { waitFor } from "../../helpers/wait.js";
-
-/** One request on a connection of its own, so the cluster hands it to the next worker. */
-function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
 
 /** The worker processes a serve primary forked. */
 const childPids = (pid: number) => allProcesses().filter((p) => p.ppid === pid && p.cmdline.includes("portico")).map((p) => p.pid);

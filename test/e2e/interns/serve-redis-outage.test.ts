@@ -5,29 +5,14 @@
  * the holder. Now the worker asks the primary when Redis fails and forwards the call.
  * Uses a private redis-server on a free port, stopped by the test (the shared one on 6379 is never touched).
  */
-import http from "node:http";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { runPortico, startPortico } from "../../helpers/cli.js";
+import { requestOnNewConnection as request, runPortico, startPortico } from "../../helpers/cli.js";
 import { startPrivateRedis, type PrivateRedis } from "../../helpers/private-services.js";
-
-/** One request on a connection of its own, so the cluster hands it to the next worker. */
-function request(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
 
 describe("portico serve with worker processes and REDIS_URL, Redis down", () => {
   const dirs: string[] = [];
