@@ -79,5 +79,19 @@ export async function listAll(path) {
   }
 }
 
+/** Fetches every page of a cursor-paginated list (limit, starting_after, has_more, next_cursor): interns. */
+export async function listAllByCursor(path) {
+  const out = [];
+  let cursor;
+  for (;;) {
+    const q = new URLSearchParams({ limit: "100" });
+    if (cursor) q.set("starting_after", cursor);
+    const page = await api("GET", `${path}?${q}`);
+    out.push(...page.data);
+    if (!page.has_more || !page.next_cursor) return out;
+    cursor = page.next_cursor;
+  }
+}
+
 /** A path segment, percent-encoded. */
 export const seg = (s) => encodeURIComponent(s);

@@ -1,20 +1,7 @@
 // Names for the ids the API returns, so pages show "Research" or "ada@example.com" rather than a UUID:
 // workspaces by id, keys by hash, users by id (the members of the organization's workspaces), interns by
 // id. Each list is read once per call; a list the key may not read leaves its ids as they are.
-import { api, listAll, seg } from "./api.js";
-
-async function interns() {
-  const out = [];
-  let cursor;
-  for (;;) {
-    const q = new URLSearchParams({ limit: "100" });
-    if (cursor) q.set("starting_after", cursor);
-    const page = await api("GET", `/interns?${q}`);
-    out.push(...page.data);
-    if (!page.has_more || !page.next_cursor) return out;
-    cursor = page.next_cursor;
-  }
-}
+import { listAll, listAllByCursor, seg } from "./api.js";
 
 const safely = (p) => p.catch(() => []);
 
@@ -23,7 +10,7 @@ export async function loadNames({ users = false, withInterns = false } = {}) {
   const [workspaces, keys, internList] = await Promise.all([
     safely(listAll("/workspaces")),
     safely(listAll("/keys?include_disabled=true")),
-    withInterns ? safely(interns()) : Promise.resolve([]),
+    withInterns ? safely(listAllByCursor("/interns")) : Promise.resolve([]),
   ]);
   const people = new Map();
   if (users) {

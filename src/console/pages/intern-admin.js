@@ -1,7 +1,7 @@
 // Interns of the workspace: the list with each intern's host status, one intern with its live
 // sessions, settings, lifecycle (suspend, provision, delete) and host token (issue/rotate shown once,
 // revoke). The chat itself lives in interns.js.
-import { api, messageOf, seg } from "../lib/api.js";
+import { api, listAllByCursor, messageOf, seg } from "../lib/api.js";
 import { dataTable, errorLine, errorText, field, h, loading, replace, showSecretOnce, time } from "../lib/dom.js";
 
 /** "attached on core-12 (agent builtin)" or "no host attached". */
@@ -18,19 +18,6 @@ function sessionCounts(sessions) {
   const paused = list.filter((s) => s.state === "paused").length;
   const active = list.length - paused;
   return list.length === 0 ? "none" : `${active} streaming, ${paused} paused`;
-}
-
-async function allInterns() {
-  const out = [];
-  let cursor;
-  for (;;) {
-    const q = new URLSearchParams({ limit: "100" });
-    if (cursor) q.set("starting_after", cursor);
-    const page = await api("GET", `/interns?${q}`);
-    out.push(...page.data);
-    if (!page.has_more || !page.next_cursor) return out;
-    cursor = page.next_cursor;
-  }
 }
 
 export async function renderList(main) {
@@ -50,7 +37,7 @@ export async function renderList(main) {
   async function refresh() {
     let interns;
     try {
-      interns = await allInterns();
+      interns = await listAllByCursor("/interns");
     } catch (e) {
       replace(listArea, errorText(e.message));
       return;
