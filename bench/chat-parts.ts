@@ -144,6 +144,7 @@ async function main(): Promise<void> {
       id: `gen-${n++}`, organizationId: boot.organization_id, workspaceId: boot.workspace_id, keyHash: record.keyHash, requestedModel: "groq/llama-3.3-70b", model: "llama-3.3-70b",
       provider: "groq", credentialId: "c", credentialSource: "byok" as const, presetSlug: null, presetVersion: null, streamed: false, promptTokens: 12, completionTokens: 4,
       totalTokens: 16, latencyMs: 1.2, timeToFirstTokenMs: null, status: "success" as const, finishReason: "stop", errorCode: null, attempts: 1, createdAt: new Date(),
+      cachedTokens: 0, cacheWriteTokens: null, reasoningTokens: null, costFemtoUsd: 0n, upstreamCostFemtoUsd: 7_080_000_000_000n,
     });
     const direct = createGenerationStore({ db: database.db, provider: database.provider, logger: createLogger({ level: "error" }), flushMs: 1e9, batch: 1e9, execute: database.executeRaw });
     for (const [name, s] of [["through the Prisma client", store], ["on the driver adapter (as the core does)", direct]] as const) {

@@ -39,6 +39,12 @@ export function createGenerationsHandler(deps: { db: Db; store: GenerationStore 
           errorCode: opt(row.errorCode),
           attempts: row.attempts,
           createdAt: timestampFromDate(row.createdAt),
+          cachedTokens: opt(row.cachedTokens),
+          cacheWriteTokens: opt(row.cacheWriteTokens),
+          reasoningTokens: opt(row.reasoningTokens),
+          costFemtoUsd: opt(row.costFemtoUsd),
+          upstreamInferenceCostFemtoUsd: opt(row.upstreamCostFemtoUsd),
+          isByok: row.credentialSource === "byok",
         },
       };
     },

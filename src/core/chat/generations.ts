@@ -32,7 +32,10 @@ const COLUMNS = [
   "id", "organizationId", "workspaceId", "keyHash", "requestedModel", "model", "provider", "credentialId",
   "credentialSource", "presetSlug", "presetVersion", "streamed", "promptTokens", "completionTokens", "totalTokens",
   "latencyMs", "timeToFirstTokenMs", "status", "finishReason", "errorCode", "attempts", "createdAt",
+  "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd",
 ] as const;
+/** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
+const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
 const ROWS_PER_STATEMENT = 50;
 
 /** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax; cached per n. */
@@ -46,7 +49,7 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
       for (let r = 0; r < n; r++) {
         const base = r * COLUMNS.length;
         const ph = COLUMNS.map((c, i) =>
-          provider === "postgresql" ? `$${base + i + 1}${c === "createdAt" ? "::timestamp(3)" : ""}` : "?",
+          provider === "postgresql" ? `$${base + i + 1}${c === "createdAt" ? "::timestamp(3)" : BIGINT_COLUMNS.has(c) ? "::bigint" : ""}` : "?",
         );
         tuples.push(`(${ph.join(", ")})`);
       }
@@ -57,15 +60,20 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
   };
 }
 
-/** One row's parameters, stored as Prisma stores them (SQLite: booleans as 0/1, times as ISO text with +00:00). */
+/**
+ * One row's parameters, stored as Prisma stores them (SQLite: booleans as 0/1, times as ISO text with +00:00,
+ * BIGINTs as BigInt; PostgreSQL: BIGINTs as decimal text cast in the statement).
+ */
 function values(r: GenerationRecord, provider: DbProvider): unknown[] {
   const sqlite = provider === "sqlite";
+  const big = (v: bigint | null): unknown => (v === null ? null : sqlite ? v : v.toString());
   return [
     r.id, r.organizationId, r.workspaceId, r.keyHash, r.requestedModel, r.model, r.provider, r.credentialId,
     r.credentialSource, r.presetSlug, r.presetVersion, sqlite ? (r.streamed ? 1 : 0) : r.streamed, r.promptTokens,
     r.completionTokens, r.totalTokens, Math.round(r.latencyMs),
     r.timeToFirstTokenMs === null ? null : Math.round(r.timeToFirstTokenMs), r.status, r.finishReason, r.errorCode,
     r.attempts, sqlite ? r.createdAt.toISOString().replace(/Z$/, "+00:00") : r.createdAt.toISOString(),
+    r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd),
   ];
 }
 

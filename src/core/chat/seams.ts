@@ -62,6 +62,16 @@ export interface GenerationRecord {
   errorCode: number | null;
   attempts: number;
   createdAt: Date;
+  /** Of promptTokens: cache reads, cache writes; of completionTokens: reasoning (as the provider reported them). */
+  cachedTokens: number | null;
+  cacheWriteTokens: number | null;
+  reasoningTokens: number | null;
+  /**
+   * What it cost the account in femto-dollars (1e-15 USD; 0 when BYOK paid the provider) and the provider's
+   * price; both null when the catalog did not price it (the cost stage, docs/catalog.md).
+   */
+  costFemtoUsd: bigint | null;
+  upstreamCostFemtoUsd: bigint | null;
 }
 
 export interface GenerationRecorder {

@@ -31,8 +31,17 @@ const generationSchema = {
     error_code: nullable("integer", "HTTP status of the error."),
     attempts: { type: "integer" },
     created_at: { type: "string", format: "date-time" },
+    native_tokens_cached: nullable("integer", "Of the prompt tokens: read from the provider's prompt cache, as the provider reported."),
+    native_tokens_cache_write: nullable("integer", "Of the prompt tokens: written to the provider's prompt cache, as the provider reported."),
+    native_tokens_reasoning: nullable("integer", "Of the completion tokens: reasoning tokens, as the provider reported."),
+    total_cost: nullable("number", "USD the generation cost the account (the answer's `usage.cost`): the provider's price at the catalog's prices, 0 when BYOK paid it; null when the catalog did not price it."),
+    upstream_inference_cost: nullable("number", "USD the provider charges for it, BYOK or not (`usage.cost_details.upstream_inference_cost`); null when unpriced."),
+    is_byok: { type: "boolean", description: "Whether the caller's own provider key (BYOK) served it." },
   },
 } as const;
+
+/** Femto-dollars (1e-15 USD) → USD, as the cost stage puts it on `usage.cost`. */
+const usd = (femtos: bigint | undefined): number | null => (femtos === undefined ? null : Number(femtos) / 1e15);
 
 export async function registerGenerationRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(GenerationsService, ctx.transport);
@@ -71,6 +80,12 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
           error_code: g.errorCode ?? null,
           attempts: g.attempts,
           created_at: g.createdAt ? timestampDate(g.createdAt).toISOString() : null,
+          native_tokens_cached: g.cachedTokens ?? null,
+          native_tokens_cache_write: g.cacheWriteTokens ?? null,
+          native_tokens_reasoning: g.reasoningTokens ?? null,
+          total_cost: usd(g.costFemtoUsd),
+          upstream_inference_cost: usd(g.upstreamInferenceCostFemtoUsd),
+          is_byok: g.isByok,
         },
       };
     },

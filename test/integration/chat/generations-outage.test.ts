@@ -28,6 +28,8 @@ function rec(i: number): GenerationRecord {
     model: "gpt-4o-mini", provider: "openai", credentialId: null, credentialSource: null, presetSlug: null, presetVersion: null,
     streamed: i % 2 === 0, promptTokens: 1, completionTokens: 2, totalTokens: 3, latencyMs: 5, timeToFirstTokenMs: null,
     status: "success", finishReason: "stop", errorCode: null, attempts: 1, createdAt: new Date(),
+    cachedTokens: null, cacheWriteTokens: null, reasoningTokens: null,
+    costFemtoUsd: i % 3 === 0 ? null : BigInt(i) * 1_234_567_890_123n, upstreamCostFemtoUsd: i % 3 === 0 ? null : BigInt(i) * 1_234_567_890_123n,
   };
 }
 

@@ -92,6 +92,9 @@ function failed(track: Tracking, err: unknown, signal: AbortSignal): void {
   track.errorCode = reason !== undefined ? ruleOf(reason).status : 500;
 }
 
+/** A token count as stored (an integer column): absent or not a count → null. */
+const tokenCount = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
+
 function recordOf(track: Tracking, caller: Caller) {
   return {
     id: track.id,
@@ -116,5 +119,10 @@ function recordOf(track: Tracking, caller: Caller) {
     errorCode: track.errorCode,
     attempts: track.attempts,
     createdAt: new Date(track.startedAt),
+    cachedTokens: tokenCount(track.usage?.prompt_tokens_details?.cached_tokens),
+    cacheWriteTokens: tokenCount(track.usage?.prompt_tokens_details?.cache_write_tokens),
+    reasoningTokens: tokenCount(track.usage?.completion_tokens_details?.reasoning_tokens),
+    costFemtoUsd: track.cost === null ? null : track.cost.paidBy === "byok" ? 0n : track.cost.femtoUsd,
+    upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
   };
 }

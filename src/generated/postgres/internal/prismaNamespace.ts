@@ -1804,7 +1804,12 @@ export const GenerationScalarFieldEnum = {
   finishReason: 'finishReason',
   errorCode: 'errorCode',
   attempts: 'attempts',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  cachedTokens: 'cachedTokens',
+  cacheWriteTokens: 'cacheWriteTokens',
+  reasoningTokens: 'reasoningTokens',
+  costFemtoUsd: 'costFemtoUsd',
+  upstreamCostFemtoUsd: 'upstreamCostFemtoUsd'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
@@ -2101,6 +2106,20 @@ export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'In
  * Reference to a field of type 'Int[]'
  */
 export type ListIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int[]'>
+    
+
+
+/**
+ * Reference to a field of type 'BigInt'
+ */
+export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
+    
+
+
+/**
+ * Reference to a field of type 'BigInt[]'
+ */
+export type ListBigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt[]'>
     
 
 

@@ -162,7 +162,12 @@ export const GenerationScalarFieldEnum = {
   finishReason: 'finishReason',
   errorCode: 'errorCode',
   attempts: 'attempts',
-  createdAt: 'createdAt'
+  createdAt: 'createdAt',
+  cachedTokens: 'cachedTokens',
+  cacheWriteTokens: 'cacheWriteTokens',
+  reasoningTokens: 'reasoningTokens',
+  costFemtoUsd: 'costFemtoUsd',
+  upstreamCostFemtoUsd: 'upstreamCostFemtoUsd'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

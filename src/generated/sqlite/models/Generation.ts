@@ -36,6 +36,11 @@ export type GenerationAvgAggregateOutputType = {
   timeToFirstTokenMs: number | null
   errorCode: number | null
   attempts: number | null
+  cachedTokens: number | null
+  cacheWriteTokens: number | null
+  reasoningTokens: number | null
+  costFemtoUsd: number | null
+  upstreamCostFemtoUsd: number | null
 }
 
 export type GenerationSumAggregateOutputType = {
@@ -47,6 +52,11 @@ export type GenerationSumAggregateOutputType = {
   timeToFirstTokenMs: number | null
   errorCode: number | null
   attempts: number | null
+  cachedTokens: number | null
+  cacheWriteTokens: number | null
+  reasoningTokens: number | null
+  costFemtoUsd: bigint | null
+  upstreamCostFemtoUsd: bigint | null
 }
 
 export type GenerationMinAggregateOutputType = {
@@ -72,6 +82,11 @@ export type GenerationMinAggregateOutputType = {
   errorCode: number | null
   attempts: number | null
   createdAt: Date | null
+  cachedTokens: number | null
+  cacheWriteTokens: number | null
+  reasoningTokens: number | null
+  costFemtoUsd: bigint | null
+  upstreamCostFemtoUsd: bigint | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -97,6 +112,11 @@ export type GenerationMaxAggregateOutputType = {
   errorCode: number | null
   attempts: number | null
   createdAt: Date | null
+  cachedTokens: number | null
+  cacheWriteTokens: number | null
+  reasoningTokens: number | null
+  costFemtoUsd: bigint | null
+  upstreamCostFemtoUsd: bigint | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -122,6 +142,11 @@ export type GenerationCountAggregateOutputType = {
   errorCode: number
   attempts: number
   createdAt: number
+  cachedTokens: number
+  cacheWriteTokens: number
+  reasoningTokens: number
+  costFemtoUsd: number
+  upstreamCostFemtoUsd: number
   _all: number
 }
 
@@ -135,6 +160,11 @@ export type GenerationAvgAggregateInputType = {
   timeToFirstTokenMs?: true
   errorCode?: true
   attempts?: true
+  cachedTokens?: true
+  cacheWriteTokens?: true
+  reasoningTokens?: true
+  costFemtoUsd?: true
+  upstreamCostFemtoUsd?: true
 }
 
 export type GenerationSumAggregateInputType = {
@@ -146,6 +176,11 @@ export type GenerationSumAggregateInputType = {
   timeToFirstTokenMs?: true
   errorCode?: true
   attempts?: true
+  cachedTokens?: true
+  cacheWriteTokens?: true
+  reasoningTokens?: true
+  costFemtoUsd?: true
+  upstreamCostFemtoUsd?: true
 }
 
 export type GenerationMinAggregateInputType = {
@@ -171,6 +206,11 @@ export type GenerationMinAggregateInputType = {
   errorCode?: true
   attempts?: true
   createdAt?: true
+  cachedTokens?: true
+  cacheWriteTokens?: true
+  reasoningTokens?: true
+  costFemtoUsd?: true
+  upstreamCostFemtoUsd?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -196,6 +236,11 @@ export type GenerationMaxAggregateInputType = {
   errorCode?: true
   attempts?: true
   createdAt?: true
+  cachedTokens?: true
+  cacheWriteTokens?: true
+  reasoningTokens?: true
+  costFemtoUsd?: true
+  upstreamCostFemtoUsd?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -221,6 +266,11 @@ export type GenerationCountAggregateInputType = {
   errorCode?: true
   attempts?: true
   createdAt?: true
+  cachedTokens?: true
+  cacheWriteTokens?: true
+  reasoningTokens?: true
+  costFemtoUsd?: true
+  upstreamCostFemtoUsd?: true
   _all?: true
 }
 
@@ -333,6 +383,11 @@ export type GenerationGroupByOutputType = {
   errorCode: number | null
   attempts: number
   createdAt: Date
+  cachedTokens: number | null
+  cacheWriteTokens: number | null
+  reasoningTokens: number | null
+  costFemtoUsd: bigint | null
+  upstreamCostFemtoUsd: bigint | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -381,6 +436,11 @@ export type GenerationWhereInput = {
   errorCode?: Prisma.IntNullableFilter<"Generation"> | number | null
   attempts?: Prisma.IntFilter<"Generation"> | number
   createdAt?: Prisma.DateTimeFilter<"Generation"> | Date | string
+  cachedTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  cacheWriteTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  reasoningTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -406,6 +466,11 @@ export type GenerationOrderByWithRelationInput = {
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   attempts?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -434,6 +499,11 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   errorCode?: Prisma.IntNullableFilter<"Generation"> | number | null
   attempts?: Prisma.IntFilter<"Generation"> | number
   createdAt?: Prisma.DateTimeFilter<"Generation"> | Date | string
+  cachedTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  cacheWriteTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  reasoningTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
+  costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -459,6 +529,11 @@ export type GenerationOrderByWithAggregationInput = {
   errorCode?: Prisma.SortOrderInput | Prisma.SortOrder
   attempts?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrderInput | Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -492,6 +567,11 @@ export type GenerationScalarWhereWithAggregatesInput = {
   errorCode?: Prisma.IntNullableWithAggregatesFilter<"Generation"> | number | null
   attempts?: Prisma.IntWithAggregatesFilter<"Generation"> | number
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Generation"> | Date | string
+  cachedTokens?: Prisma.IntNullableWithAggregatesFilter<"Generation"> | number | null
+  cacheWriteTokens?: Prisma.IntNullableWithAggregatesFilter<"Generation"> | number | null
+  reasoningTokens?: Prisma.IntNullableWithAggregatesFilter<"Generation"> | number | null
+  costFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
 }
 
 export type GenerationCreateInput = {
@@ -517,6 +597,11 @@ export type GenerationCreateInput = {
   errorCode?: number | null
   attempts: number
   createdAt?: Date | string
+  cachedTokens?: number | null
+  cacheWriteTokens?: number | null
+  reasoningTokens?: number | null
+  costFemtoUsd?: bigint | number | null
+  upstreamCostFemtoUsd?: bigint | number | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -542,6 +627,11 @@ export type GenerationUncheckedCreateInput = {
   errorCode?: number | null
   attempts: number
   createdAt?: Date | string
+  cachedTokens?: number | null
+  cacheWriteTokens?: number | null
+  reasoningTokens?: number | null
+  costFemtoUsd?: bigint | number | null
+  upstreamCostFemtoUsd?: bigint | number | null
 }
 
 export type GenerationUpdateInput = {
@@ -567,6 +657,11 @@ export type GenerationUpdateInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  cachedTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  cacheWriteTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -592,6 +687,11 @@ export type GenerationUncheckedUpdateInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  cachedTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  cacheWriteTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type GenerationCreateManyInput = {
@@ -617,6 +717,11 @@ export type GenerationCreateManyInput = {
   errorCode?: number | null
   attempts: number
   createdAt?: Date | string
+  cachedTokens?: number | null
+  cacheWriteTokens?: number | null
+  reasoningTokens?: number | null
+  costFemtoUsd?: bigint | number | null
+  upstreamCostFemtoUsd?: bigint | number | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -642,6 +747,11 @@ export type GenerationUpdateManyMutationInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  cachedTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  cacheWriteTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -667,6 +777,11 @@ export type GenerationUncheckedUpdateManyInput = {
   errorCode?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   attempts?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  cachedTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  cacheWriteTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -692,6 +807,11 @@ export type GenerationCountOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -703,6 +823,11 @@ export type GenerationAvgOrderByAggregateInput = {
   timeToFirstTokenMs?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrder
 }
 
 export type GenerationMaxOrderByAggregateInput = {
@@ -728,6 +853,11 @@ export type GenerationMaxOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -753,6 +883,11 @@ export type GenerationMinOrderByAggregateInput = {
   errorCode?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -764,6 +899,11 @@ export type GenerationSumOrderByAggregateInput = {
   timeToFirstTokenMs?: Prisma.SortOrder
   errorCode?: Prisma.SortOrder
   attempts?: Prisma.SortOrder
+  cachedTokens?: Prisma.SortOrder
+  cacheWriteTokens?: Prisma.SortOrder
+  reasoningTokens?: Prisma.SortOrder
+  costFemtoUsd?: Prisma.SortOrder
+  upstreamCostFemtoUsd?: Prisma.SortOrder
 }
 
 export type NullableIntFieldUpdateOperationsInput = {
@@ -780,6 +920,14 @@ export type IntFieldUpdateOperationsInput = {
   decrement?: number
   multiply?: number
   divide?: number
+}
+
+export type NullableBigIntFieldUpdateOperationsInput = {
+  set?: bigint | number | null
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
 }
 
 
@@ -807,6 +955,11 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   errorCode?: boolean
   attempts?: boolean
   createdAt?: boolean
+  cachedTokens?: boolean
+  cacheWriteTokens?: boolean
+  reasoningTokens?: boolean
+  costFemtoUsd?: boolean
+  upstreamCostFemtoUsd?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -832,6 +985,11 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   errorCode?: boolean
   attempts?: boolean
   createdAt?: boolean
+  cachedTokens?: boolean
+  cacheWriteTokens?: boolean
+  reasoningTokens?: boolean
+  costFemtoUsd?: boolean
+  upstreamCostFemtoUsd?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -857,6 +1015,11 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   errorCode?: boolean
   attempts?: boolean
   createdAt?: boolean
+  cachedTokens?: boolean
+  cacheWriteTokens?: boolean
+  reasoningTokens?: boolean
+  costFemtoUsd?: boolean
+  upstreamCostFemtoUsd?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -882,9 +1045,14 @@ export type GenerationSelectScalar = {
   errorCode?: boolean
   attempts?: boolean
   createdAt?: boolean
+  cachedTokens?: boolean
+  cacheWriteTokens?: boolean
+  reasoningTokens?: boolean
+  costFemtoUsd?: boolean
+  upstreamCostFemtoUsd?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -918,6 +1086,27 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
     errorCode: number | null
     attempts: number
     createdAt: Date
+    /**
+     * Of promptTokens: read from the provider's prompt cache (cache hits), as the provider reported them.
+     */
+    cachedTokens: number | null
+    /**
+     * Of promptTokens: written to the provider's prompt cache.
+     */
+    cacheWriteTokens: number | null
+    /**
+     * Of completionTokens: reasoning tokens.
+     */
+    reasoningTokens: number | null
+    /**
+     * What the generation cost the account, in femto-dollars (1e-15 USD): the provider's price, or 0 when the
+     * caller's own provider key (BYOK) paid it. Null when the catalog did not price it (docs/catalog.md).
+     */
+    costFemtoUsd: bigint | null
+    /**
+     * The provider's price of the generation at the served endpoint's catalog prices, in femto-dollars, BYOK or not.
+     */
+    upstreamCostFemtoUsd: bigint | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1363,6 +1552,11 @@ export interface GenerationFieldRefs {
   readonly errorCode: Prisma.FieldRef<"Generation", 'Int'>
   readonly attempts: Prisma.FieldRef<"Generation", 'Int'>
   readonly createdAt: Prisma.FieldRef<"Generation", 'DateTime'>
+  readonly cachedTokens: Prisma.FieldRef<"Generation", 'Int'>
+  readonly cacheWriteTokens: Prisma.FieldRef<"Generation", 'Int'>
+  readonly reasoningTokens: Prisma.FieldRef<"Generation", 'Int'>
+  readonly costFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
+  readonly upstreamCostFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
 }
     
 

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/generations/v1/generations_service.proto.
  */
 export const file_portico_generations_v1_generations_service: GenFile = /*@__PURE__*/
-  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiIgoUR2V0R2VuZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkiTwoVR2V0R2VuZXJhdGlvblJlc3BvbnNlEjYKCmdlbmVyYXRpb24YASABKAsyIi5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdlbmVyYXRpb24iqwUKCkdlbmVyYXRpb24SCgoCaWQYASABKAkSEAoIa2V5X2hhc2gYAiABKAkSFwoPcmVxdWVzdGVkX21vZGVsGAMgASgJEhIKBW1vZGVsGAQgASgJSACIAQESFQoIcHJvdmlkZXIYBSABKAlIAYgBARIaCg1jcmVkZW50aWFsX2lkGAYgASgJSAKIAQESGAoLcHJlc2V0X3NsdWcYByABKAlIA4gBARIbCg5wcmVzZXRfdmVyc2lvbhgIIAEoBUgEiAEBEhAKCHN0cmVhbWVkGAkgASgIEhoKDXByb21wdF90b2tlbnMYCiABKAVIBYgBARIeChFjb21wbGV0aW9uX3Rva2VucxgLIAEoBUgGiAEBEhkKDHRvdGFsX3Rva2VucxgMIAEoBUgHiAEBEhIKCmxhdGVuY3lfbXMYDSABKAUSIwoWdGltZV90b19maXJzdF90b2tlbl9tcxgOIAEoBUgIiAEBEg4KBnN0YXR1cxgPIAEoCRIaCg1maW5pc2hfcmVhc29uGBAgASgJSAmIAQESFwoKZXJyb3JfY29kZRgRIAEoBUgKiAEBEhAKCGF0dGVtcHRzGBIgASgFEi4KCmNyZWF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9tb2RlbEILCglfcHJvdmlkZXJCEAoOX2NyZWRlbnRpYWxfaWRCDgoMX3ByZXNldF9zbHVnQhEKD19wcmVzZXRfdmVyc2lvbkIQCg5fcHJvbXB0X3Rva2Vuc0IUChJfY29tcGxldGlvbl90b2tlbnNCDwoNX3RvdGFsX3Rva2Vuc0IZChdfdGltZV90b19maXJzdF90b2tlbl9tc0IQCg5fZmluaXNoX3JlYXNvbkINCgtfZXJyb3JfY29kZTKCAQoSR2VuZXJhdGlvbnNTZXJ2aWNlEmwKDUdldEdlbmVyYXRpb24SLC5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdldEdlbmVyYXRpb25SZXF1ZXN0Gi0ucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZXRHZW5lcmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiIgoUR2V0R2VuZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkiTwoVR2V0R2VuZXJhdGlvblJlc3BvbnNlEjYKCmdlbmVyYXRpb24YASABKAsyIi5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdlbmVyYXRpb24i3AcKCkdlbmVyYXRpb24SCgoCaWQYASABKAkSEAoIa2V5X2hhc2gYAiABKAkSFwoPcmVxdWVzdGVkX21vZGVsGAMgASgJEhIKBW1vZGVsGAQgASgJSACIAQESFQoIcHJvdmlkZXIYBSABKAlIAYgBARIaCg1jcmVkZW50aWFsX2lkGAYgASgJSAKIAQESGAoLcHJlc2V0X3NsdWcYByABKAlIA4gBARIbCg5wcmVzZXRfdmVyc2lvbhgIIAEoBUgEiAEBEhAKCHN0cmVhbWVkGAkgASgIEhoKDXByb21wdF90b2tlbnMYCiABKAVIBYgBARIeChFjb21wbGV0aW9uX3Rva2VucxgLIAEoBUgGiAEBEhkKDHRvdGFsX3Rva2VucxgMIAEoBUgHiAEBEhIKCmxhdGVuY3lfbXMYDSABKAUSIwoWdGltZV90b19maXJzdF90b2tlbl9tcxgOIAEoBUgIiAEBEg4KBnN0YXR1cxgPIAEoCRIaCg1maW5pc2hfcmVhc29uGBAgASgJSAmIAQESFwoKZXJyb3JfY29kZRgRIAEoBUgKiAEBEhAKCGF0dGVtcHRzGBIgASgFEi4KCmNyZWF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKDWNhY2hlZF90b2tlbnMYFCABKAVIC4gBARIfChJjYWNoZV93cml0ZV90b2tlbnMYFSABKAVIDIgBARIdChByZWFzb25pbmdfdG9rZW5zGBYgASgFSA2IAQESGwoOY29zdF9mZW10b191c2QYFyABKANIDogBARIuCiF1cHN0cmVhbV9pbmZlcmVuY2VfY29zdF9mZW10b191c2QYGCABKANID4gBARIPCgdpc19ieW9rGBkgASgIQggKBl9tb2RlbEILCglfcHJvdmlkZXJCEAoOX2NyZWRlbnRpYWxfaWRCDgoMX3ByZXNldF9zbHVnQhEKD19wcmVzZXRfdmVyc2lvbkIQCg5fcHJvbXB0X3Rva2Vuc0IUChJfY29tcGxldGlvbl90b2tlbnNCDwoNX3RvdGFsX3Rva2Vuc0IZChdfdGltZV90b19maXJzdF90b2tlbl9tc0IQCg5fZmluaXNoX3JlYXNvbkINCgtfZXJyb3JfY29kZUIQCg5fY2FjaGVkX3Rva2Vuc0IVChNfY2FjaGVfd3JpdGVfdG9rZW5zQhMKEV9yZWFzb25pbmdfdG9rZW5zQhEKD19jb3N0X2ZlbXRvX3VzZEIkCiJfdXBzdHJlYW1faW5mZXJlbmNlX2Nvc3RfZmVtdG9fdXNkMoIBChJHZW5lcmF0aW9uc1NlcnZpY2USbAoNR2V0R2VuZXJhdGlvbhIsLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2V0R2VuZXJhdGlvblJlcXVlc3QaLS5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdldEdlbmVyYXRpb25SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * Which generation.
@@ -195,6 +195,50 @@ export type Generation = Message<"portico.generations.v1.Generation"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 19;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * Of prompt_tokens: read from the provider's prompt cache, as the provider reported them.
+   *
+   * @generated from field: optional int32 cached_tokens = 20;
+   */
+  cachedTokens?: number | undefined;
+
+  /**
+   * Of prompt_tokens: written to the provider's prompt cache, as the provider reported them.
+   *
+   * @generated from field: optional int32 cache_write_tokens = 21;
+   */
+  cacheWriteTokens?: number | undefined;
+
+  /**
+   * Of completion_tokens: reasoning tokens, as the provider reported them.
+   *
+   * @generated from field: optional int32 reasoning_tokens = 22;
+   */
+  reasoningTokens?: number | undefined;
+
+  /**
+   * What the generation cost the account, in femto-dollars (1e-15 USD): the provider's price at the served
+   * endpoint's catalog prices, or 0 when the caller's own provider key (BYOK) paid it. Unset when the
+   * catalog did not price it (an uncatalogued model, or no usage reported). The `usage.cost` of the answer.
+   *
+   * @generated from field: optional int64 cost_femto_usd = 23;
+   */
+  costFemtoUsd?: bigint | undefined;
+
+  /**
+   * The provider's price of the generation in femto-dollars, BYOK or not (`usage.cost_details.upstream_inference_cost`).
+   *
+   * @generated from field: optional int64 upstream_inference_cost_femto_usd = 24;
+   */
+  upstreamInferenceCostFemtoUsd?: bigint | undefined;
+
+  /**
+   * Whether a BYOK credential (the caller's own provider key) served it.
+   *
+   * @generated from field: bool is_byok = 25;
+   */
+  isByok: boolean;
 };
 
 /**
