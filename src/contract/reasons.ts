@@ -56,6 +56,7 @@ export const REASON_RULES: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, 
   [Reason.NO_CREDENTIAL]: { wire: "no_credential", code: Code.FailedPrecondition, status: 400, retryable: false, meaning: "no provider credential may serve the requested models (store one with POST /byok, or check its flags)" },
   [Reason.UPSTREAM_FAILED]: { wire: "upstream_failed", code: Code.Unavailable, status: 502, retryable: true, meaning: "every provider attempt failed before answering" },
   [Reason.TIMEOUT]: { wire: "timeout", code: Code.DeadlineExceeded, status: 504, retryable: true, meaning: "something did not answer in time" },
+  [Reason.RUN_ENDED]: { wire: "run_ended", code: Code.FailedPrecondition, status: 410, retryable: false, meaning: "the intern run ended before its turn completed (cancelled, past its deadline, or ended by the agent); in-stream only" },
 };
 
 /** Every reason value (UNSPECIFIED excluded), in enum order. */
@@ -81,6 +82,27 @@ export function reasonFromWire(wire: string, code?: Code): Reason | undefined {
   const candidates = BY_WIRE.get(wire);
   if (!candidates) return undefined;
   return candidates.find((r) => ruleOf(r).code === code) ?? candidates[0];
+}
+
+/** The reason an older peer's in-stream failure with no known wire string means, by its HTTP number. */
+const LEGACY_BY_STATUS: Readonly<Record<number, Reason>> = {
+  410: Reason.RUN_ENDED,
+  429: Reason.RATE_LIMITED,
+  500: Reason.INTERNAL_ERROR,
+  503: Reason.HOST_BUSY,
+  504: Reason.TIMEOUT,
+};
+
+/**
+ * The reason a peer of an earlier version meant when it sent only an HTTP number and a wire string
+ * (TurnFailed.code/reason from a host, StreamError.code/reason from a core): the table entry with
+ * that wire string and status, else the one with that wire string, else the usual reason for that
+ * status, else `fallback`.
+ */
+export function reasonFromLegacy(status: number, wire: string, fallback: Reason): Reason {
+  const candidates = BY_WIRE.get(wire);
+  if (candidates) return candidates.find((r) => ruleOf(r).status === status) ?? candidates[0]!;
+  return LEGACY_BY_STATUS[status] ?? fallback;
 }
 
 /**

@@ -23,6 +23,7 @@ import { acpErrorText, clip, usageFromTurn } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "./questions.js";
 import type { CancelCause, Run, Session } from "./run.js";
+import { Reason, ruleOf } from "../contract/reasons.js";
 
 export { sessionFolderName } from "./agent-env.js";
 
@@ -110,14 +111,14 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const res = run.events.push(ev);
     if (res === "overflow") {
       logger.warn({ runId: run.id, queuedBytes: run.events.queuedBytes }, "run event queue overflow; failing the run");
-      failRun(run, { code: 410, reason: "attachment_failed", message: "the run produced more output than the intern host retains", retryable: false });
+      failRun(run, Reason.ATTACHMENT_FAILED, "the run produced more output than the intern host retains", false);
       return;
     }
     if (res === "queued") opts.onReadable();
   }
 
-  function failRun(run: Run, f: { code: number; reason: string; message: string; retryable: boolean }): void {
-    emit(run, { case: "turnFailed", value: f });
+  function failRun(run: Run, reason: Reason, message: string, retryable: boolean): void {
+    emit(run, { case: "turnFailed", value: turnFailed(reason, message, retryable) });
     if (run.state === "starting" || run.state === "streaming") cancel(run, "failed");
   }
 
@@ -148,7 +149,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   function present(run: Run, q: PendingQuestion): void {
     if (pausedCount() >= limits.maxPausedRuns) {
       q.settle({ outcome: "cancelled" });
-      failRun(run, { code: 503, reason: "busy", message: "the intern host holds as many paused runs as it can", retryable: true });
+      failRun(run, Reason.HOST_BUSY, "the intern host holds as many paused runs as it can", true);
       return;
     }
     run.questions.presented = q;
@@ -171,11 +172,11 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
 
   // ---------- runs ----------
 
-  function reject(runId: string, reason: "busy" | "timeout" | "turn_failed", message: string): void {
+  function reject(runId: string, reason: Reason.HOST_BUSY | Reason.TIMEOUT | Reason.TURN_FAILED, message: string): void {
     const session: Session = { key: "", cwd: "", agent: undefined, starting: undefined, previousAcpSessionId: undefined, run: undefined, lastUsed: 0 };
     const run = newRun(runId, session, "self-drive", 0);
     runs.set(runId, run);
-    emit(run, { case: "rejected", value: { reason, message } });
+    emit(run, { case: "rejected", value: rejected(reason, message) });
     run.state = "done";
   }
 
@@ -204,10 +205,10 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       return;
     }
     const cap = capacity();
-    if (cap.runningRuns >= limits.maxConcurrentRuns) return reject(msg.runId, "busy", "the intern host runs as many runs as it can");
-    if (cap.pausedRuns >= limits.maxPausedRuns) return reject(msg.runId, "busy", "the intern host holds as many paused runs as it can");
+    if (cap.runningRuns >= limits.maxConcurrentRuns) return reject(msg.runId, Reason.HOST_BUSY, "the intern host runs as many runs as it can");
+    if (cap.pausedRuns >= limits.maxPausedRuns) return reject(msg.runId, Reason.HOST_BUSY, "the intern host holds as many paused runs as it can");
     const session = pool.session(msg.sessionId);
-    if (session.run && session.run.state !== "done") return reject(msg.runId, "busy", "the session already has a run");
+    if (session.run && session.run.state !== "done") return reject(msg.runId, Reason.HOST_BUSY, "the session already has a run");
     const mode = msg.approvalMode === ApprovalMode.MANUAL ? "manual" : "self-drive";
     const run = newRun(msg.runId, session, mode, Number(msg.interactionDeadlineMs));
     runs.set(run.id, run);
@@ -232,13 +233,13 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       // The reason (with the tail of the agent's stderr) is logged at info level and sent to the client.
       logger.info({ runId: run.id, session: session.key, reason: message }, timeout ? "agent start budget exceeded" : "agent failed to start");
       if (run.cancelCause) emit(run, { case: "runEnded", value: { cancelled: true, deadline: false } });
-      else if (err instanceof AgentCapReached) emit(run, { case: "rejected", value: { reason: "busy", message: err.message } });
+      else if (err instanceof AgentCapReached) emit(run, { case: "rejected", value: rejected(Reason.HOST_BUSY, err.message) });
       else
         emit(run, {
           case: "rejected",
           value: timeout
-            ? { reason: "timeout", message: `the agent did not start within its start budget${message.includes("stderr") ? ` (${message})` : ""}` }
-            : { reason: "turn_failed", message: `the agent could not be started: ${message}` },
+            ? rejected(Reason.TIMEOUT, `the agent did not start within its start budget${message.includes("stderr") ? ` (${message})` : ""}`)
+            : rejected(Reason.TURN_FAILED, `the agent could not be started: ${message}`),
         });
       finishRun(run);
       return;
@@ -258,7 +259,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       }
     }
     if (run.cancelCause || agent.dead) {
-      if (agent.dead) emit(run, { case: "turnFailed", value: { code: 502, reason: "turn_failed", message: `the agent process ${agent.exitInfo ?? "ended"} before the turn`, retryable: true } });
+      if (agent.dead) emit(run, { case: "turnFailed", value: turnFailed(Reason.TURN_FAILED, `the agent process ${agent.exitInfo ?? "ended"} before the turn`, true) });
       else emit(run, { case: "runEnded", value: { cancelled: true, deadline: false } });
       finishRun(run);
       return;
@@ -299,12 +300,12 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
         await Promise.race([agent.channel.exited, new Promise((r) => setTimeout(r, 200))]);
         emit(run, {
           case: "turnFailed",
-          value: { code: 502, reason: "turn_failed", message: `the agent process ${agent.exitInfo ?? "closed its connection"} during the turn`, retryable: true },
+          value: turnFailed(Reason.TURN_FAILED, `the agent process ${agent.exitInfo ?? "closed its connection"} during the turn`, true),
         });
       } else {
         emit(run, {
           case: "turnFailed",
-          value: { code: 502, reason: "turn_failed", message: `the agent failed the turn: ${acpErrorText(err)}`, retryable: false },
+          value: turnFailed(Reason.TURN_FAILED, `the agent failed the turn: ${acpErrorText(err)}`, false),
         });
       }
     }
@@ -474,4 +475,18 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       await pool.closeAll();
     },
   };
+}
+
+/**
+ * A TurnFailed for a reason of the one error table: `reason_value`, plus the wire string and the
+ * (deprecated) HTTP number cores of earlier versions read.
+ */
+function turnFailed(reason: Reason, message: string, retryable: boolean) {
+  const rule = ruleOf(reason);
+  return { code: rule.status, reason: rule.wire, message, retryable, reasonValue: reason };
+}
+
+/** A RunRejected for a reason of the one error table (busy, timeout, turn_failed), with its wire string for earlier cores. */
+function rejected(reason: Reason, message: string) {
+  return { reason: ruleOf(reason).wire, message, reasonValue: reason };
 }

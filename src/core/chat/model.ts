@@ -18,6 +18,7 @@
  * Nothing here is a class or does work: these are the types; the pipeline's per-request state is in
  * pipeline/stage.ts.
  */
+import type { Reason } from "../../contract/reasons.js";
 import type { ChatBody, ChatChunk, ChatCompletion, ChatUsage, FinishReason, ToolCall } from "./providers/types.js";
 
 export type { FinishReason, ToolCall };
@@ -41,8 +42,13 @@ export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalErro
  */
 export type Usage = ChatUsage;
 
-/** An error inside a stream after its first byte (`finish_reason: "error"` chunk). `code` is an HTTP status. */
+/**
+ * An error inside a stream after its first byte (`finish_reason: "error"` chunk). `reason` is the error's
+ * entry in the one table (src/contract/reasons.ts); `code` is the HTTP status the chunk shows: the provider's
+ * own status when it gave one, else the reason's. A dialect encodes it out (the OpenAI one as `{code, message}`).
+ */
 export interface CanonicalError {
+  reason: Reason;
   code: number;
   message: string;
 }

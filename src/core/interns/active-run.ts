@@ -8,6 +8,7 @@ import type { RunEvent } from "../../gen/portico/internlink/v1/internlink_servic
 import type { UsageRecord } from "./intern-repository.js";
 import type { InternLink } from "./link-registry.js";
 import type { RunEnding } from "./run-endings.js";
+import type { Reason } from "../../contract/reasons.js";
 
 export type RunItem =
   | { kind: "event"; event: RunEvent["event"]; bytes: number }
@@ -17,7 +18,7 @@ export type RunItem =
   /** The run was ended by the core (e.g. cancelled through the API): render this ending. */
   | { kind: "ended"; ending: RunEnding }
   /** The host refused or never started the run after the response opened (role chunk sent). */
-  | { kind: "startFailed"; code: number; reason: string; message: string; retryable: boolean };
+  | { kind: "startFailed"; reason: Reason; message: string; retryable: boolean };
 
 /** A run this process is relaying (streaming, or paused on a link of this process). */
 export class ActiveRun {

@@ -23,6 +23,7 @@ import { badRequest, internNotFound, internUnreachable, outsideProgramme, rateLi
 import type { InternCluster, LinkOwner } from "./cluster.js";
 import { errorDetailOf } from "../errors.js";
 import { ErrorDetailSchema } from "../../gen/portico/errors/v1/error_detail_pb.js";
+import { Reason, ruleOf } from "../../contract/reasons.js";
 import { FORWARDED_HEADER, type Forwarder } from "./forwarder.js";
 import type { InternRepository, UsageRecord } from "./intern-repository.js";
 import { causeOfEvent, endingOf, type ActiveRun, type RunEnding, type RunManager } from "./run-manager.js";
@@ -73,13 +74,18 @@ function finalOf(sessionId: string, usageRecord: UsageRecord | undefined): Event
 
 const FORWARDED_REQUEST_HEADERS = ["authorization", "x-session-id", "x-request-id"] as const;
 
-function errorFinish(code: number, reason: string, message: string, retryable: boolean): Event {
+/**
+ * The error finish of a reason: the status and wire string from its row in the one error table
+ * (`code` is still filled for gateways of earlier versions).
+ */
+function errorFinish(reason: Reason, message: string, retryable: boolean): Event {
+  const rule = ruleOf(reason);
   return {
     case: "finish",
     value: {
       $typeName: "portico.interns.v1.FinishEvent",
       reason: "error",
-      error: { $typeName: "portico.interns.v1.StreamError", code, message, reason, retryable },
+      error: { $typeName: "portico.interns.v1.StreamError", code: rule.status, message, reason: rule.wire, retryable, reasonValue: reason },
     },
   };
 }
@@ -98,7 +104,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
   /** Renders a run's ending (from the manager's transition table): the finish chunk and the final one. */
   function* ending(run: ActiveRun, end: RunEnding): Generator<StreamChatResponse> {
     const f = end.finish;
-    yield message(run.model, f.kind === "stop" ? stopFinish("stop") : errorFinish(f.code, f.reason, f.message, f.retryable));
+    yield message(run.model, f.kind === "stop" ? stopFinish("stop") : errorFinish(f.reasonValue, f.message, f.retryable));
     yield message(run.model, finalEvent(run, true));
   }
 
@@ -127,7 +133,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
           return;
         }
         if (item.kind === "startFailed") {
-          yield message(run.model, errorFinish(item.code, item.reason, item.message, item.retryable));
+          yield message(run.model, errorFinish(item.reason, item.message, item.retryable));
           yield message(run.model, finalEvent(run, true));
           return;
         }
@@ -226,7 +232,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
       }
       deps.logger.warn({ owner: owner.instanceId, internId: req.internId, code: Code[ce.code] }, "forwarded intern stream broke");
       const f = endingOf({ on: "severed" }).finish;
-      if (!finished && f.kind === "error") yield message(model, errorFinish(f.code, f.reason, f.message, f.retryable));
+      if (!finished && f.kind === "error") yield message(model, errorFinish(f.reasonValue, f.message, f.retryable));
       yield message(model, finalOf(sessionHint, undefined));
     }
   }

@@ -8,6 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ApprovalMode, CancelReason, type RunRejected } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
 import type { Intern } from "../../db/prisma.js";
 import { errorDetailOf } from "../errors.js";
+import { ALL_REASONS, Reason, reasonFromWire, ruleOf } from "../../contract/reasons.js";
 import { hostBusy, internError, internTimeout, internUnreachable, keyShareUsed, sessionBusy } from "./intern-errors.js";
 import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
 import { ActiveRun } from "./active-run.js";
@@ -18,7 +19,6 @@ const HOST_BACKSTOP_GRACE_MS = 2_000;
 /** Retry-After for 503 busy (the host is at capacity). */
 export const HOST_BUSY_RETRY_AFTER_S = 5;
 /** HTTP status of a start failure reason in the finish chunk. */
-const START_FAILURE_STATUS: Record<string, number> = { busy: 503, timeout: 504, rate_limited: 429 };
 
 export interface StartRunInput {
   intern: Intern;
@@ -30,10 +30,22 @@ export interface StartRunInput {
   signal: AbortSignal;
 }
 
+/**
+ * The reason of a host's refusal: its `reason_value`, or for a host of an earlier version (the wire
+ * string only) the reason that names: busy → host_busy, timeout, anything else turn_failed.
+ */
+export function rejectedReason(r: Pick<RunRejected, "reason" | "reasonValue">): Reason {
+  if (ALL_REASONS.includes(r.reasonValue)) return r.reasonValue;
+  if (r.reason === "busy") return Reason.HOST_BUSY;
+  if (r.reason === "timeout") return Reason.TIMEOUT;
+  return Reason.TURN_FAILED;
+}
+
 /** The error a host's refusal to start a run becomes. */
 export function rejectedError(r: RunRejected): ConnectError {
-  if (r.reason === "busy") return hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", hostMessage: r.message });
-  if (r.reason === "timeout") return internTimeout();
+  const reason = rejectedReason(r);
+  if (reason === Reason.HOST_BUSY) return hostBusy(HOST_BUSY_RETRY_AFTER_S, { slots: "runs", hostMessage: r.message });
+  if (reason === Reason.TIMEOUT) return internTimeout();
   return internError("turn_failed", r.message || "The intern could not start the run.", true);
 }
 
@@ -143,12 +155,14 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
       } catch (err) {
         const ce = ConnectError.from(err);
         const detail = errorDetailOf(ce);
-        const reason = ce.code === Code.Canceled ? "client_disconnected" : (detail?.reason ?? "turn_failed");
+        // What the stream shows: the error's reason in the one table (its status and wire string follow).
+        const failure = (detail && reasonFromWire(detail.reason, ce.code)) ?? Reason.TURN_FAILED;
+        const endReason = ce.code === Code.Canceled ? "client_disconnected" : ruleOf(failure).wire;
         if (ce.code === Code.Canceled) link.cancelRun(runId, CancelReason.CLIENT_DISCONNECTED);
-        else if (reason === "timeout") link.cancelRun(runId, CancelReason.OPERATOR);
-        await lifecycle.end(run, { on: "startFailed", reason, clientGone: ce.code === Code.Canceled });
+        else if (failure === Reason.TIMEOUT) link.cancelRun(runId, CancelReason.OPERATOR);
+        await lifecycle.end(run, { on: "startFailed", reason: endReason, failure, clientGone: ce.code === Code.Canceled });
         if (ce.code !== Code.Canceled) {
-          run.push({ kind: "startFailed", code: START_FAILURE_STATUS[reason] ?? 502, reason, message: ce.rawMessage, retryable: detail?.retryable ?? true });
+          run.push({ kind: "startFailed", reason: failure, message: ce.rawMessage, retryable: detail?.retryable ?? true });
         }
       } finally {
         clearTimeout(timer);

@@ -9,13 +9,33 @@
  *   streaming ──run ended──► ended            streaming ──client gone──► cancelled
  *   streaming ──link lost──► ended (stream_severed)
  */
-import type { RunEvent, Usage } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import type { RunEvent, TurnFailed, Usage } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import { ALL_REASONS, Reason, reasonFromLegacy, reasonFromWire, ruleOf } from "../../contract/reasons.js";
 import type { RunState, UsageRecord } from "./intern-repository.js";
 
 export type TerminalCase = "turnEnded" | "turnFailed" | "runEnded";
 
-/** How the response of a run that ends is finished: `stop`, or an error chunk. */
-export type RunFinish = { kind: "stop" } | { kind: "error"; code: number; reason: string; message: string; retryable: boolean };
+/**
+ * How the response of a run that ends is finished: `stop`, or an error chunk whose status and wire
+ * string come from the reason's row in the one error table (src/contract/reasons.ts).
+ */
+export type RunFinish = { kind: "stop" } | ErrorFinish;
+
+/** An error finish: the decision is `reasonValue`; `code` and `reason` are its row's status and wire string. */
+export interface ErrorFinish {
+  kind: "error";
+  reasonValue: Reason;
+  code: number;
+  reason: string;
+  message: string;
+  retryable: boolean;
+}
+
+/** The error finish of a reason, its status and wire string read from the one table. */
+export function errorOf(reason: Reason, message: string, retryable: boolean): ErrorFinish {
+  const rule = ruleOf(reason);
+  return { kind: "error", reasonValue: reason, code: rule.status, reason: rule.wire, message, retryable };
+}
 
 /** A run's end: the state recorded, its end reason and what the client's stream shows. */
 export interface RunEnding {
@@ -27,7 +47,8 @@ export interface RunEnding {
 /** What ends a live run: a terminal event from the host, or something the core sees on its own. */
 export type EndingCause =
   | { on: "turnEnded"; stopReason: string }
-  | { on: "turnFailed"; code: number; reason: string; message: string; retryable: boolean }
+  /** A host's TurnFailed; `reasonValue` is unset from hosts of earlier versions (see turnFailedReason). */
+  | { on: "turnFailed"; code: number; reason: string; reasonValue?: Reason; message: string; retryable: boolean }
   | { on: "runEnded"; deadline: boolean }
   | { on: "severed" }
   | { on: "overflow" }
@@ -38,7 +59,8 @@ export type EndingCause =
   | { on: "hostLost" }
   /** The process relaying the run is gone (its lease in the database passed): found by any core's sweep. */
   | { on: "ownerLost" }
-  | { on: "startFailed"; reason: string; clientGone: boolean };
+  /** `reason` is the end reason recorded; `failure` what the client's stream shows (default: the reason `reason` names, else turn_failed). */
+  | { on: "startFailed"; reason: string; failure?: Reason; clientGone: boolean };
 
 /**
  * The run state machine's one transition table (the description's "Intern run" table):
@@ -56,58 +78,57 @@ export const RUN_ENDINGS: { [K in EndingCause["on"]]: (c: Extract<EndingCause, {
     endReason: c.stopReason === "cancelled" ? "agent_cancelled" : c.stopReason || "end_turn",
     finish: { kind: "stop" },
   }),
-  turnFailed: (c) => ({
-    state: "failed",
-    endReason: c.reason || "turn_failed",
-    finish: { kind: "error", code: c.code || 502, reason: c.reason || "turn_failed", message: c.message || "The intern failed the turn.", retryable: c.retryable },
-  }),
+  turnFailed: (c) => {
+    const reason = turnFailedReason(c);
+    return { state: "failed", endReason: ruleOf(reason).wire, finish: errorOf(reason, c.message || "The intern failed the turn.", c.retryable) };
+  },
   runEnded: (c) => ({
     state: c.deadline ? "cancelled" : "ended",
     endReason: c.deadline ? "deadline" : "run_ended",
-    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+    finish: errorOf(Reason.RUN_ENDED, "The intern ended the run.", false),
   }),
   severed: () => ({
     state: "ended",
     endReason: "stream_severed",
-    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+    finish: errorOf(Reason.STREAM_SEVERED, "The connection to the intern broke without its confirmation.", true),
   }),
   overflow: () => ({
     state: "failed",
     endReason: "attachment_failed",
-    finish: { kind: "error", code: 410, reason: "attachment_failed", message: "The run produced more output than the intern retains for replay.", retryable: false },
+    finish: errorOf(Reason.ATTACHMENT_FAILED, "The run produced more output than the intern retains for replay.", false),
   }),
   deadline: () => ({
     state: "cancelled",
     endReason: "deadline",
-    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+    finish: errorOf(Reason.RUN_ENDED, "The intern ended the run.", false),
   }),
   clientGone: () => ({ state: "cancelled", endReason: "client_disconnected", finish: { kind: "stop" } }),
   // A caller cancelled the run through the API (CancelSessionRun).
   cancelled: () => ({
     state: "cancelled",
     endReason: "cancelled",
-    finish: { kind: "error", code: 410, reason: "run_ended", message: "The run was cancelled.", retryable: false },
+    finish: errorOf(Reason.RUN_ENDED, "The run was cancelled.", false),
   }),
   hostLost: () => ({
     state: "ended",
     endReason: "host_lost",
-    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The connection to the intern broke without its confirmation.", retryable: true },
+    finish: errorOf(Reason.STREAM_SEVERED, "The connection to the intern broke without its confirmation.", true),
   }),
   ownerLost: () => ({
     state: "ended",
     endReason: "owner_lost",
-    finish: { kind: "error", code: 502, reason: "stream_severed", message: "The core relaying the run went away.", retryable: true },
+    finish: errorOf(Reason.STREAM_SEVERED, "The core relaying the run went away.", true),
   }),
   // Before the stream opened: the client gets an error response, not a finish chunk.
   startFailed: (c) => ({
     state: c.clientGone ? "cancelled" : c.reason === "stream_severed" ? "ended" : "failed",
     endReason: c.reason,
-    finish: { kind: "error", code: 502, reason: c.reason, message: "The run did not start.", retryable: true },
+    finish: errorOf(c.failure ?? reasonFromWire(c.reason) ?? Reason.TURN_FAILED, "The run did not start.", true),
   }),
   notPending: () => ({
     state: "ended",
     endReason: "not_pending",
-    finish: { kind: "error", code: 410, reason: "run_ended", message: "The intern ended the run.", retryable: false },
+    finish: errorOf(Reason.RUN_ENDED, "The intern ended the run.", false),
   }),
 };
 
@@ -122,12 +143,23 @@ export function causeOfEvent(e: RunEvent["event"]): EndingCause | undefined {
     case "turnEnded":
       return { on: "turnEnded", stopReason: e.value.stopReason };
     case "turnFailed":
-      return { on: "turnFailed", code: e.value.code, reason: e.value.reason, message: e.value.message, retryable: e.value.retryable };
+      return { on: "turnFailed", code: e.value.code, reason: e.value.reason, reasonValue: e.value.reasonValue, message: e.value.message, retryable: e.value.retryable };
     case "runEnded":
       return { on: "runEnded", deadline: e.value.deadline };
     default:
       return undefined;
   }
+}
+
+/**
+ * The reason of a host's TurnFailed: its `reason_value`, or for a host of an earlier version (which
+ * sends only `code` and the wire string) the reason those name; turn_failed when they name none.
+ */
+export function turnFailedReason(t: Pick<TurnFailed, "code" | "reason"> & { reasonValue?: Reason }): Reason {
+  if (t.reasonValue !== undefined && ALL_REASONS.includes(t.reasonValue)) return t.reasonValue;
+  // A host's `busy` is always capacity, whatever number it sent with it.
+  if (t.reason === "busy") return Reason.HOST_BUSY;
+  return reasonFromLegacy(t.code || ruleOf(Reason.TURN_FAILED).status, t.reason || ruleOf(Reason.TURN_FAILED).wire, Reason.TURN_FAILED);
 }
 
 export function usageFromProto(u: Usage): UsageRecord {

@@ -4,7 +4,8 @@
  * SSE comment; the chunk id and `created` are constant for a response.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { StreamChatResponse, Usage } from "../../gen/portico/interns/v1/interns_service_pb.js";
+import type { StreamChatResponse, StreamError, Usage } from "../../gen/portico/interns/v1/interns_service_pb.js";
+import { ALL_REASONS, Reason, reasonFromLegacy, ruleOf } from "../../contract/reasons.js";
 
 export interface ChunkContext {
   /** `chatcmpl-<uuid>`, constant for the response. */
@@ -71,6 +72,16 @@ function deltaChunk(ctx: ChunkContext, model: string, delta: Record<string, unkn
   return { ...base(ctx, model), choices: [{ index: 0, delta, finish_reason: finish }] };
 }
 
+/**
+ * The reason of an in-stream error: its `reason_value`, or from a core of an earlier version (the
+ * HTTP number and wire string only) the reason those name; turn_failed when it carries none.
+ */
+export function streamErrorReason(err: Pick<StreamError, "code" | "reason" | "reasonValue"> | undefined): Reason {
+  if (err && ALL_REASONS.includes(err.reasonValue)) return err.reasonValue;
+  const turnFailed = ruleOf(Reason.TURN_FAILED);
+  return reasonFromLegacy(err?.code || turnFailed.status, err?.reason || turnFailed.wire, Reason.TURN_FAILED);
+}
+
 /** The `finish_reason: "error"` chunk. */
 export function errorChunk(ctx: ChunkContext, model: string, err: { code: number; message: string; reason: string; retryable: boolean }): Chunk {
   return {
@@ -114,12 +125,13 @@ export function toChunk(ev: StreamChatResponse, ctx: ChunkContext): ChunkOutput 
     case "finish": {
       if (e.value.reason === "error") {
         const err = e.value.error;
+        const rule = ruleOf(streamErrorReason(err));
         return {
           kind: "chunk",
           chunk: errorChunk(ctx, model, {
-            code: err?.code || 502,
+            code: rule.status,
             message: err?.message || "The run failed.",
-            reason: err?.reason || "turn_failed",
+            reason: rule.wire,
             retryable: err?.retryable ?? false,
           }),
         };

@@ -15,6 +15,9 @@ export function encodeResponse(completion: CanonicalResponse): JsonObject {
   return completion as unknown as JsonObject;
 }
 
+/** The event as is; an in-stream error shows as `{code, message}` (its reason is the core's, not this dialect's). */
 export function encodeEvent(event: StreamEvent): JsonObject {
-  return event as unknown as JsonObject;
+  if (event.error === undefined) return event as unknown as JsonObject;
+  const { code, message } = event.error;
+  return { ...event, error: { code, message } } as unknown as JsonObject;
 }

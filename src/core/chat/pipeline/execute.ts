@@ -11,6 +11,7 @@
  */
 import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
+import { ruleOf } from "../../../contract/reasons.js";
 import { createMemoryCooldowns, type CredentialCooldowns } from "../cooldowns.js";
 import { createKeyGuard } from "../key-guard.js";
 import type { StreamEvent } from "../model.js";
@@ -155,7 +156,8 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           next = await iterator.next();
         } catch (err) {
           if (call.signal.aborted) throw err;
-          const status = err instanceof UpstreamError && err.status > 0 ? err.status : 502;
+          // The provider's own status when it gave one, else the reason's (502).
+          const status = err instanceof UpstreamError && err.status > 0 ? err.status : ruleOf(Reason.UPSTREAM_FAILED).status;
           const message = err instanceof UpstreamError ? err.message : "The provider's stream broke";
           log.info({ provider: a.provider, model: a.requestedModel, status }, "upstream stream failed after its first chunk");
           track.status = "error";
@@ -166,7 +168,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             object: "chat.completion.chunk",
             provider: a.provider,
             choices: [{ index: 0, delta: {}, finish_reason: "error", native_finish_reason: null }],
-            error: { code: status, message },
+            error: { reason: Reason.UPSTREAM_FAILED, code: status, message },
           };
           return;
         }
