@@ -144,7 +144,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern runs when the database 
 
     await expect.poll(async () => (await db.internRun.findUniqueOrThrow({ where: { id: orphanRun } })).state, { timeout: 10_000, interval: 50 }).toBe("ended");
     expect((await db.internRun.findUniqueOrThrow({ where: { id: orphanRun } })).endReason).toBe("owner_lost");
-    expect((await db.internSession.findUniqueOrThrow({ where: { id: s1.id } })).activeRunId).toBeNull();
+    // The run's end and the session's release are separate idempotent writes: wait for the second as well.
+    await expect.poll(async () => (await db.internSession.findUniqueOrThrow({ where: { id: s1.id } })).activeRunId, { timeout: 10_000, interval: 50 }).toBeNull();
     // The host holding the intern's link is told to cancel it.
     const cancel = await host.waitFor(() => host.cancels.find((c) => c.runId === orphanRun), 5_000);
     expect(cancel.reason).toBe(CancelReason.OPERATOR);
