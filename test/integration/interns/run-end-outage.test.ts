@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
 import { testPgAdminUrl } from "../../helpers/db.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeHost, type FakeHost } from "./fake-host.js";
 import { chat, chatBody, contentOf, createTestIntern, finalOf, finishOf } from "./sse-client.js";
@@ -72,6 +73,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern runs when the database 
   let host: FakeHost;
   let key: string;
   let outage: Awaited<ReturnType<typeof outageOf>>;
+  let grpcInterns: any;
 
   beforeAll(async () => {
     h = await startHarness({ provider, env: ENV, busyTimeoutMs: 100 });
@@ -81,8 +83,10 @@ describe.each(["sqlite", "postgresql"] as const)("intern runs when the database 
     await host.welcome;
     key = h.tenant.apiKey;
     outage = await outageOf(h);
+    grpcInterns = grpcClient("portico/interns/v1/interns_service.proto", "portico.interns.v1.InternsService", h.coreUrl);
   });
   afterAll(async () => {
+    grpcInterns?.close();
     await outage?.dispose();
     host?.kill();
     await h?.close();
@@ -123,6 +127,44 @@ describe.each(["sqlite", "postgresql"] as const)("intern runs when the database 
     expect(next.status).toBe(200);
     expect(contentOf(next.chunks)).toBe("Hello world");
     expect(finalOf(next.chunks).session_id).toBe(sessionId);
+  });
+
+  it("the same over gRPC: StreamChat ends while the end cannot be written, the run is finished later, the session takes a new turn", async () => {
+    const sessionId = `outage-grpc-${randomUUID()}`;
+    const request = (text: string) => ({ intern_id: internId, stream: true, session_id: sessionId, messages: [{ role: "user", content: { stringValue: text } }] });
+    const streamChat = (text: string) =>
+      new Promise<{ events: any[]; error?: unknown }>((resolve) => {
+        const events: any[] = [];
+        const call = grpcInterns.StreamChat(request(text), bearer(key));
+        call.on("data", (ev: any) => events.push(ev));
+        call.on("error", (error: unknown) => resolve({ events, error }));
+        call.on("end", () => resolve({ events }));
+      });
+    const streaming = streamChat("slow");
+    const run = await host.waitFor(() => [...host.runs.values()].find((r) => r.start.sessionId === sessionId && r.seq >= 2), 10_000);
+    const runId = run.start.runId;
+    const logsBefore = h.logs.length;
+    await outage.start();
+    host.emit(runId, { case: "turnEnded", value: { stopReason: "end_turn" } as never });
+    run.ended = true;
+    const r = await streaming;
+    expect(r.error).toBeUndefined();
+    expect(r.events.find((e) => e.event === "finish")?.finish.reason).toBe("stop");
+    expect(r.events.at(-1).event).toBe("final");
+    await expect
+      .poll(() => h.logs.slice(logsBefore).some((l) => l.includes("could not record the end of a run")), { timeout: 10_000, interval: 20 })
+      .toBe(true);
+
+    await outage.end();
+    await expect
+      .poll(async () => (await h.database.db.internRun.findUniqueOrThrow({ where: { id: runId } })).state, { timeout: 15_000, interval: 50 })
+      .toBe("finished");
+    await expect
+      .poll(async () => (await h.database.db.internSession.findFirstOrThrow({ where: { sessionKey: sessionId } })).activeRunId, { timeout: 10_000, interval: 50 })
+      .toBeNull();
+    const next = await streamChat("hello");
+    expect(next.error).toBeUndefined();
+    expect(next.events.filter((e) => e.event === "content").map((e) => e.content.text).join("")).toBe("Hello world");
   });
 
   it("a streaming run whose owning process is gone (its lease passed) is ended by this core; a live owner's run is left alone", async () => {
