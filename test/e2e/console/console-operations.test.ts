@@ -297,10 +297,14 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in
     await page.getByLabel("Action starts with").fill("key.");
     await page.getByRole("button", { name: "Filter" }).click();
     const table = page.getByRole("table", { name: "Audit events, newest first" });
-    await table.waitFor();
-    const actions = await table.locator("tbody tr td:nth-child(2)").allTextContents();
-    expect(actions.length).toBeGreaterThan(0);
-    expect(actions.every((a) => a.startsWith("key."))).toBe(true);
+    // The filtered page replaces the unfiltered one (or its loading row) once it arrives: wait for it.
+    const actionCells = table.locator("tbody tr td:nth-child(2)");
+    await expect
+      .poll(async () => {
+        const actions = await actionCells.allTextContents();
+        return actions.length > 0 && actions.every((a) => a.startsWith("key."));
+      }, { timeout: 15_000 })
+      .toBe(true);
     // The API key disabled and enabled earlier: its name, not its hash; the actor by name and email.
     const apiKeyHash = (await call("GET", "/key", undefined, s.apiKey)).body.data.hash;
     const apiKey = keys.find((k) => k.hash === apiKeyHash)!;
