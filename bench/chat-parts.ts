@@ -69,6 +69,50 @@ async function main(): Promise<void> {
   const plain = pino({ level: "info" }, sink).child({ component: "gateway" }).child({ reqId: "3b1f5c2e-8a7d-4e6f-9b0c-1d2e3f4a5b6c" });
   add("logger: the same line, plain pino (no redaction, no hook)", await cost(() => plain.info({ method: "POST", route: "/api/v1/chat/completions", status: 200, ms: 1.2 }, "request completed")));
 
+  // The log sink (src/lib/log-sink.ts) in front of a file written synchronously, as stdout to a file or a pipe
+  // is: one write per line (before the hotpath session) against the lines of one turn in one write (32 lines a
+  // turn, as at c=32).
+  const { openSync, writeSync, closeSync } = await import("node:fs");
+  const { createLogSink } = await import("../src/lib/log-sink.js");
+  const logDir = mkdtempSync(join(tmpdir(), "portico-bench-log-"));
+  const fd = openSync(join(logDir, "out.log"), "w");
+  const fileStream = () => new Writable({ decodeStrings: false, write: (c: string | Buffer, _e, cb) => (typeof c === "string" ? writeSync(fd, c) : writeSync(fd, c), cb()) });
+  const LINE = JSON.stringify({ level: 30, time: Date.now(), pid: 4242, hostname: "bench", component: "gateway", reqId: "3b1f5c2e-8a7d-4e6f-9b0c-1d2e3f4a5b6c", method: "POST", route: "/api/v1/chat/completions", status: 200, ms: 1.2, msg: "request completed" }) + "\n";
+  const perLine = fileStream();
+  add("log line to a file, one write per line (stream.write)", await cost(() => perLine.write(LINE)));
+  const batched = createLogSink(fileStream());
+  add("log line to a file through the sink, 32 lines a turn (per line)", (await cost(async () => {
+    for (let i = 0; i < 32; i++) batched.write(LINE);
+    await new Promise((r) => setImmediate(r));
+  }, iterations / 32)) / 32);
+  closeSync(fd);
+  rmSync(logDir, { recursive: true, force: true });
+
+  // Reading a small upstream body (providers/http.ts `text()`): a Readable's async iterator against listeners.
+  const { PassThrough } = await import("node:stream");
+  const BODY_TEXT = JSON.stringify(COMPLETION);
+  const readable = () => {
+    const r = new PassThrough();
+    r.end(BODY_TEXT);
+    r.setEncoding("utf8");
+    return r;
+  };
+  add("small body read with for await (before)", await cost(async () => {
+    let out = "";
+    for await (const piece of readable()) out += piece as string;
+    return out;
+  }, iterations / 4));
+  add("small body read with data/end listeners (now)", await cost(() => new Promise<string>((resolve, reject) => {
+    const r = readable();
+    let out = "";
+    r.on("data", (p: string) => (out += p));
+    r.once("end", () => resolve(out));
+    r.once("error", reject);
+  }), iterations / 4));
+  const { urlToHttpOptions } = await import("node:url");
+  const UPSTREAM = "http://127.0.0.1:43123/v1/chat/completions";
+  add("upstream URL: new URL + urlToHttpOptions per request (before)", await cost(() => urlToHttpOptions(new URL(UPSTREAM))));
+
   const { createMetrics } = await import("../src/lib/metrics.js");
   const metrics = createMetrics();
   add("metrics: the gateway's HTTP histogram observation", await cost(() => metrics.httpDuration.observe({ method: "POST", route: "/api/v1/chat/completions", status: "200" }, 0.0012)));

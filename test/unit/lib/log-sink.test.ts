@@ -44,6 +44,8 @@ describe("log sink", () => {
     const sink = createLogSink(stream, 32);
     for (let i = 0; i < 20; i++) sink.write(`line-${i}-${"y".repeat(20)}\n`);
     expect(sink.dropped).toBeGreaterThan(0);
+    // The lines of this turn reach the stream at the end of the turn.
+    await new Promise((r) => setImmediate(r));
     const drained = new Promise((r) => stream.once("drain", r));
     release!();
     await drained;
@@ -51,5 +53,27 @@ describe("log sink", () => {
     const report = seen.map((s) => s.trim()).find((s) => s.includes("lines were dropped"));
     expect(report).toBeDefined();
     expect(JSON.parse(report!).dropped).toBe(sink.dropped);
+  });
+
+  it("hands the lines of one turn to the stream in one write, in order, and drain() writes a batch at once", async () => {
+    const writes: string[] = [];
+    const stream = new Writable({
+      write: (chunk, _enc, cb) => {
+        writes.push(String(chunk));
+        cb();
+      },
+    });
+    const sink = createLogSink(stream);
+    sink.write("a\n");
+    sink.write("b\n");
+    sink.write("c\n");
+    expect(writes).toEqual([]);
+    expect(sink.pendingBytes).toBe(6);
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toEqual(["a\nb\nc\n"]);
+    sink.write("d\n");
+    await sink.drain(1_000);
+    expect(writes).toEqual(["a\nb\nc\n", "d\n"]);
+    expect(sink.pendingBytes).toBe(0);
   });
 });

@@ -5,6 +5,7 @@
  */
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
+import { urlToHttpOptions } from "node:url";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { UpstreamError, isRetryableStatus } from "./types.js";
 
@@ -108,6 +109,25 @@ const agents = {
   https: new https.Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo", timeout: KEEPALIVE_IDLE_MS }),
 };
 
+/** What `http.request` takes of a URL, for the URLs most recently called (a provider's endpoint is the same every time). */
+type Target = ReturnType<typeof urlToHttpOptions> & { secure: boolean };
+const TARGET_CACHE_SIZE = 64;
+const targets = new Map<string, Target>();
+
+/**
+ * The request options of `url`, parsed once per URL: `new URL()` and its conversion to request options cost
+ * more than the rest of building the request (profile in bench/README.md).
+ */
+function targetOf(url: string): Target {
+  let t = targets.get(url);
+  if (t) return t;
+  const parsed = new URL(url);
+  t = { ...urlToHttpOptions(parsed), secure: parsed.protocol === "https:" };
+  if (targets.size >= TARGET_CACHE_SIZE) targets.delete(targets.keys().next().value!);
+  targets.set(url, t);
+  return t;
+}
+
 /**
  * One POST, sent at most once unless it provably did not leave. A kept-alive connection the upstream closed
  * while it sat idle can fail when reused; the request is sent again on a fresh connection only when not one
@@ -117,7 +137,7 @@ const agents = {
  * loop moves on to the next credential.
  */
 function send(
-  url: URL,
+  url: Target,
   headers: Record<string, string>,
   payload: string,
   signal: AbortSignal,
@@ -125,11 +145,12 @@ function send(
   firstByteMs: number | undefined,
   retried = false,
 ): Promise<IncomingMessage> {
-  const secure = url.protocol === "https:";
+  const secure = url.secure;
   if (!secure && url.protocol !== "http:") return Promise.reject(new UpstreamError(0, `unsupported upstream URL scheme ${url.protocol}`, false));
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
-    const req = (secure ? https : http).request(url, {
+    const req = (secure ? https : http).request({
+      ...url,
       method: "POST",
       agent: secure ? agents.https : agents.http,
       headers: { ...headers, "content-length": String(Buffer.byteLength(payload)) },
@@ -189,11 +210,37 @@ function wrap(res: IncomingMessage): UpstreamResponse {
     status,
     ok: status >= 200 && status < 300,
     headers: res.headers,
-    async text() {
-      res.setEncoding("utf8");
-      let out = "";
-      for await (const piece of res) out += piece as string;
-      return out;
+    // With listeners rather than `for await`: a Readable's async iterator costs several promises per read.
+    text() {
+      return new Promise<string>((resolve, reject) => {
+        res.setEncoding("utf8");
+        let out = "";
+        const onData = (piece: string) => (out += piece);
+        const onEnd = () => {
+          cleanup();
+          resolve(out);
+        };
+        const onError = (err: Error) => {
+          cleanup();
+          reject(err);
+        };
+        // Destroyed before the end (the connection broke, or the request was aborted): as the iterator did, fail.
+        const onClose = () => {
+          cleanup();
+          if (res.readableEnded) resolve(out);
+          else reject(res.errored ?? Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" }));
+        };
+        const cleanup = () => {
+          res.off("data", onData);
+          res.off("end", onEnd);
+          res.off("error", onError);
+          res.off("close", onClose);
+        };
+        res.on("data", onData);
+        res.once("end", onEnd);
+        res.once("error", onError);
+        res.once("close", onClose);
+      });
     },
     chunks: () => res as AsyncIterable<Buffer>,
     cancel: () => res.destroy(),
@@ -213,7 +260,7 @@ export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
   let response: UpstreamResponse;
   try {
     const headers = { "content-type": "application/json", ...opts.headers };
-    response = wrap(await send(new URL(opts.url), headers, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS, opts.firstByteTimeoutMs));
+    response = wrap(await send(targetOf(opts.url), headers, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS, opts.firstByteTimeoutMs));
   } catch (err) {
     if (opts.signal.aborted) throw opts.signal.reason ?? err;
     if (err instanceof UpstreamError) throw err;
