@@ -63,4 +63,42 @@ describe("direct in-process transport", () => {
     await pending;
     expect(seen).toContain("handler saw abort");
   });
+
+  it("gives the caller the headers and trailers a handler set, unary and streaming, with the interceptors composed once for every call", async () => {
+    const withHeaders = createDirectTransport(
+      (router) => {
+        router.service(HealthService, {
+          check: (_req, ctx) => {
+            ctx.responseHeader.set("x-unary", "1");
+            ctx.responseTrailer.set("x-unary-trailer", "2");
+            return { ready: true, instanceId: ctx.requestHeader.get("x-n") ?? "" };
+          },
+        });
+        router.service(InternsService, {
+          async *streamChat(_req, ctx) {
+            ctx.responseHeader.set("x-stream", "3");
+            yield { model: "m", event: { case: "content", value: { text: "a" } } };
+          },
+        });
+      },
+      [interceptor],
+    );
+    const headers: string[] = [];
+    for (const n of ["a", "b"]) {
+      const res = await createClient(HealthService, withHeaders).check(
+        {},
+        { headers: { "x-n": n }, onHeader: (h) => headers.push(`${n}:${h.get("x-unary")}`), onTrailer: (t) => headers.push(`${n}:${t.get("x-unary-trailer")}`) },
+      );
+      expect(res.instanceId).toBe(n);
+    }
+    expect(headers).toEqual(["a:1", "a:2", "b:1", "b:2"]);
+    // A streaming handler runs once the stream is read: the header object the caller got is the one it fills.
+    let header: Headers | undefined;
+    const streamed: string[] = [];
+    for await (const msg of createClient(InternsService, withHeaders).streamChat({ internId: "i" }, { onHeader: (h) => (header = h) })) {
+      streamed.push(msg.event.case ?? "");
+    }
+    expect(streamed).toEqual(["content"]);
+    expect(header?.get("x-stream")).toBe("3");
+  });
 });
