@@ -31,6 +31,18 @@ export const DEFAULT_MAX_PENDING_LOG_BYTES = 4 * 1024 * 1024;
 /** A batch this large is written at once rather than at the end of the turn. */
 export const MAX_BATCH_BYTES = 64 * 1024;
 
+/** The sinks' pending batches, written when the process exits (one `exit` listener for every sink). */
+const atExit = new Set<() => void>();
+let exitHooked = false;
+function flushAtExit(flush: () => void): void {
+  atExit.add(flush);
+  if (exitHooked) return;
+  exitHooked = true;
+  process.once("exit", () => {
+    for (const f of atExit) f();
+  });
+}
+
 export function createLogSink(stream: Writable = process.stdout, maxPendingBytes = DEFAULT_MAX_PENDING_LOG_BYTES): LogSink {
   let dropped = 0;
   let unreported = 0;
@@ -58,8 +70,8 @@ export function createLogSink(stream: Writable = process.stdout, maxPendingBytes
     if (broken || stream.destroyed) return;
     stream.write(text);
   };
-  process.once("exit", flush);
-  stream.once("close", () => process.off("exit", flush));
+  flushAtExit(flush);
+  stream.once("close", () => atExit.delete(flush));
   return {
     write(line: string) {
       if (broken || stream.destroyed || stream.writableLength + batch.length > maxPendingBytes) {

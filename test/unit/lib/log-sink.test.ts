@@ -1,3 +1,5 @@
+import { execFile } from "node:child_process";
+import { join, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogSink } from "../../../src/lib/log-sink.js";
@@ -75,5 +77,19 @@ describe("log sink", () => {
     await sink.drain(1_000);
     expect(writes).toEqual(["a\nb\nc\n", "d\n"]);
     expect(sink.pendingBytes).toBe(0);
+  });
+
+  it("writes the lines still waiting for the end of the turn when the process exits", async () => {
+    const root = resolve(import.meta.dirname, "../../..");
+    for (const mode of ["ok", "fail"]) {
+      const { stdout, code } = await new Promise<{ stdout: string; code: number | null }>((done) => {
+        const child = execFile(process.execPath, [join(root, "bin/run-ts.mjs"), join(root, "test/fixtures/log-sink-exit.ts"), mode], (err, out) =>
+          done({ stdout: out, code: err ? ((err as { code?: number }).code ?? null) : 0 }),
+        );
+        child.stdin?.end();
+      });
+      expect(code).toBe(mode === "ok" ? 0 : 3);
+      expect(stdout).toBe("first line\nlast line before exit\n");
+    }
   });
 });
