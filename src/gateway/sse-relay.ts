@@ -51,6 +51,11 @@ export interface RelayRoute<M> {
   /** Word for log lines (`chat`, `intern`). */
   name: string;
   /**
+   * The rendered payloads are whole SSE frames (`event:` and `data:` lines, as the Anthropic Messages dialect
+   * sends them), written as they are; the stream ends without `data: [DONE]`.
+   */
+  framed?: boolean;
+  /**
    * Extra response headers, computed when the response opens: with the first message, or with undefined when
    * `openAfterMs` opened it first.
    */
@@ -132,6 +137,7 @@ class ActiveStream implements RelayCall {
   private heartbeat: NodeJS.Timeout | undefined;
   private onStop: (() => void) | undefined;
   private started = false;
+  private framed = false;
 
   constructor(
     private readonly req: FastifyRequest,
@@ -164,6 +170,7 @@ class ActiveStream implements RelayCall {
   async run<M>(source: RelaySource<M>, route: RelayRoute<M>): Promise<void> {
     if (this.started) throw new Error("a relay call runs once");
     this.started = true;
+    this.framed = route.framed === true;
     try {
       await this.relay(source, route);
     } finally {
@@ -271,7 +278,7 @@ class ActiveStream implements RelayCall {
   private async emit(out: Rendered): Promise<void> {
     if (out === undefined) return;
     const sse = this.sse!;
-    await this.write(out === HEARTBEAT ? sse.comment("keepalive") : sse.data(out));
+    await this.write(out === HEARTBEAT ? sse.comment("keepalive") : this.framed ? sse.write(out) : sse.data(out));
   }
 
   private async write(r: Promise<boolean> | boolean): Promise<void> {
@@ -284,9 +291,9 @@ class ActiveStream implements RelayCall {
     const sse = this.sse!;
     for (const p of payloads ?? []) {
       if (!sse.isOpen) return;
-      await this.write(sse.data(p));
+      await this.write(this.framed ? sse.write(p) : sse.data(p));
     }
-    if (sse.isOpen) await this.write(sse.write(DONE));
+    if (sse.isOpen && !this.framed) await this.write(sse.write(DONE));
   }
 }
 

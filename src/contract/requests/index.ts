@@ -6,10 +6,12 @@
 import { ChatRequest } from "./chat-request.js";
 import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
+import { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 import { requestJsonSchema } from "./kit.js";
 
 export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
+export { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
 
@@ -19,6 +21,8 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createPresetVersion: requestJsonSchema(ChatRequest.schema(brand)),
     createChatCompletion: requestJsonSchema(ChatRequest.schema(brand)),
     createInternChatCompletion: requestJsonSchema(InternChatRequest),
+    createMessage: requestJsonSchema(MessagesRequest.schema),
+    countMessageTokens: requestJsonSchema(CountTokensRequest.schema),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
   };

@@ -34,6 +34,7 @@ import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import type { CredentialCooldowns } from "./cooldowns.js";
 import { invalidArgument } from "../errors.js";
+import { createMessagesMethods } from "./messages-handler.js";
 
 export interface ChatHandlerDeps {
   presets: PresetsRepository;
@@ -72,15 +73,18 @@ function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
 
 export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
   const log = deps.logger.child({ component: "chat" });
-  const pipeline = compose([
-    createRecordStage({ generations: deps.generations }),
-    createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
-    createCostStage({ catalog: deps.catalog }),
-    createValidateStage({ brand: deps.brand }),
-    createPresetStage({ presets: deps.presets }),
-    createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
-    createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
-  ]);
+  const stages = {
+    outer: [
+      createRecordStage({ generations: deps.generations }),
+      createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
+      createCostStage({ catalog: deps.catalog }),
+    ],
+    validate: createValidateStage({ brand: deps.brand }),
+    preset: createPresetStage({ presets: deps.presets }),
+    plan: createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
+    execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
+  };
+  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.execute]);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => {
@@ -98,7 +102,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     return budget !== undefined && budget < deps.timeouts.budgetMs ? budget : undefined;
   };
 
+  // The Anthropic Messages dialect: the same stages, the dialect at the edges (messages-handler.ts).
+  const messages = createMessagesMethods({ stages, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+
   return {
+    ...messages,
+
     async createChatCompletion(req, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx));
       const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));

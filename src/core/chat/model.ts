@@ -19,9 +19,9 @@
  * pipeline/stage.ts.
  */
 import type { Reason } from "../../contract/reasons.js";
-import type { ChatBody, ChatChunk, ChatCompletion, ChatUsage, FinishReason, ToolCall } from "./providers/types.js";
+import type { ChatBody, ChatChunk, ChatCompletion, ChatUsage, FinishReason, ReasoningDetail, ToolCall } from "./providers/types.js";
 
-export type { FinishReason, ToolCall };
+export type { FinishReason, ReasoningDetail, ToolCall };
 
 /**
  * A validated request. Unknown top-level fields are kept (the API accepts them); stages that change the
@@ -32,8 +32,17 @@ export type CanonicalRequest = ChatBody;
 /** A complete (non-streamed) answer: one `chat.completion` object with `id` (generation id) and `provider`. */
 export type CanonicalResponse = ChatCompletion & { provider?: string };
 
-/** One event of a streamed answer: one `chat.completion.chunk`, `id` and `provider` stamped. */
-export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalError; debug?: Record<string, unknown> };
+/**
+ * One event of a streamed answer: one `chat.completion.chunk`, `id` and `provider` stamped.
+ *
+ * Reasoning: `delta.reasoning` is its text (as the real-world service streams it) and `delta.reasoning_details`
+ * the same pieces with what a provider needs to take them back on the next turn (Anthropic's thinking
+ * `signature`, its `redacted_thinking` data); a message's `reasoning_details` on a request are sent back to
+ * providers that accept them. `start_usage` is the usage known when the stream began (the prompt's tokens, from
+ * an Anthropic upstream's `message_start`), for dialects that report it first (Anthropic Messages); the OpenAI
+ * dialect does not show it.
+ */
+export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalError; debug?: Record<string, unknown>; start_usage?: Usage };
 
 /**
  * Token usage: the OpenAI names, plus what the catalog and cost issues need: cached prompt tokens read

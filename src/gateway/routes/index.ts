@@ -10,6 +10,7 @@ import { registerAuditRoutes } from "./audit.js";
 import { registerInternAdminRoutes } from "./intern-admin.js";
 import { registerInternSessionRoutes } from "./intern-sessions.js";
 import { registerChatRoutes } from "./chat.js";
+import { registerMessagesRoutes } from "./messages.js";
 import { registerGenerationRoutes } from "./generations.js";
 import { registerProviderRoutes } from "./providers.js";
 
@@ -25,6 +26,7 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerInternAdminRoutes(api, ctx);
   await registerInternSessionRoutes(api, ctx);
   await registerChatRoutes(api, ctx);
+  await registerMessagesRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
   await registerProviderRoutes(api, ctx);
 }

@@ -18,6 +18,8 @@ const ev = (type: string, data: Record<string, unknown>) => sse({ type, ...data 
 
 export const anthropicWire: Wire = {
   isStream: (req) => req.body?.stream === true,
+  // count_tokens answers the script's input tokens.
+  other: (s, req) => (req.url.split("?")[0]!.endsWith("/v1/messages/count_tokens") ? { input_tokens: s.usage.input } : undefined),
   errorBody: (status, message) => ({ type: "error", error: { type: errorTypes[status] ?? "api_error", message }, request_id: "req_fake" }),
   streamError: (message) => ev("error", { error: { type: "overloaded_error", message } }),
   completion: (s, req) => {

@@ -41,6 +41,7 @@ export const openAiWire: Wire = {
           role: "assistant",
           content: s.toolCalls?.length && s.text.length === 0 ? null : s.text.join(""),
           refusal: null,
+          ...(s.reasoning?.length ? { reasoning: s.reasoning.join("") } : {}),
           ...(s.toolCalls?.length
             ? { tool_calls: s.toolCalls.map((t) => ({ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } })) }
             : {}),
@@ -57,6 +58,7 @@ export const openAiWire: Wire = {
     const chunk = (delta: unknown, finish: string | null = null) =>
       sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}) });
     const frames = [chunk({ role: "assistant", content: "", refusal: null })];
+    for (const piece of s.reasoning ?? []) frames.push(chunk({ reasoning: piece }));
     for (const piece of s.text) frames.push(chunk({ content: piece }));
     (s.toolCalls ?? []).forEach((t, index) => {
       frames.push(chunk({ tool_calls: [{ index, id: t.id, type: "function", function: { name: t.name, arguments: "" } }] }));

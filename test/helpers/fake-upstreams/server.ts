@@ -66,6 +66,8 @@ export interface Wire {
   completion(script: Script, req: RecordedRequest): unknown;
   /** Whether the request asks for a stream. */
   isStream(req: RecordedRequest): boolean;
+  /** Another endpoint of the provider (e.g. Anthropic's count_tokens): its JSON answer, or undefined for the chat endpoint. */
+  other?(script: Script, req: RecordedRequest): unknown;
 }
 
 export interface FakeUpstream {
@@ -147,6 +149,12 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     if (k.failStatus) {
       res.writeHead(k.failStatus, { "content-type": "application/json", ...k.failHeaders });
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
+      return;
+    }
+    const other = wire.other?.(fake.script, recorded);
+    if (other !== undefined) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(other));
       return;
     }
     if (!wire.isStream(recorded)) {

@@ -15,9 +15,14 @@ export function encodeResponse(completion: CanonicalResponse): JsonObject {
   return completion as unknown as JsonObject;
 }
 
-/** The event as is; an in-stream error shows as `{code, message}` (its reason is the core's, not this dialect's). */
+/**
+ * The event as is; an in-stream error shows as `{code, message}` (its reason is the core's, not this dialect's);
+ * `start_usage` (for dialects that report usage first) is not part of this dialect.
+ */
 export function encodeEvent(event: StreamEvent): JsonObject {
-  if (event.error === undefined) return event as unknown as JsonObject;
+  if (event.error === undefined && event.start_usage === undefined) return event as unknown as JsonObject;
+  const { start_usage: _start, ...rest } = event;
+  if (event.error === undefined) return rest as unknown as JsonObject;
   const { code, message } = event.error;
-  return { ...event, error: { code, message } } as unknown as JsonObject;
+  return { ...rest, error: { code, message } } as unknown as JsonObject;
 }

@@ -11,6 +11,7 @@ import {
   type ChatUsage,
   type FinishReason,
   type ProviderAdapter,
+  type ReasoningDetail,
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
@@ -73,8 +74,21 @@ const writer: PartWriter<Block> = {
   image: (url, inline, part) =>
     cached(inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } }, part),
   toolCall: (tc) => ({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }),
-  toolResult: (m) => ({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content) }),
+  toolResult: (m) => ({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content), ...(m.is_error === true ? { is_error: true } : {}) }),
+  // Thinking goes back with its signature (Anthropic refuses it without one, so unsigned reasoning from
+  // another provider is not replayed), redacted thinking with its data; both before the turn's other blocks.
+  reasoning: (m) => {
+    const out: Block[] = [];
+    for (const d of (Array.isArray(m.reasoning_details) ? m.reasoning_details : []) as ReasoningDetail[]) {
+      if (d?.type === "reasoning.text" && typeof d.signature === "string" && d.signature !== "") out.push({ type: "thinking", thinking: d.text ?? "", signature: d.signature });
+      else if (d?.type === "reasoning.encrypted" && typeof d.data === "string") out.push({ type: "redacted_thinking", data: d.data });
+    }
+    return out;
+  },
 };
+
+/** The `format` of the reasoning details this adapter produces. */
+export const ANTHROPIC_REASONING_FORMAT = "anthropic-claude-v1";
 
 function toolChoice(choice: unknown, parallel: unknown): Block | undefined {
   let out: Block | undefined;
@@ -147,6 +161,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     const budget = thinkingBudget(b.reasoning ?? (b.reasoning_effort ? { effort: b.reasoning_effort } : undefined), out.max_tokens as number);
     if (budget !== undefined) out.thinking = { type: "enabled", budget_tokens: budget };
     if (typeof b.user === "string") out.metadata = { user_id: b.user };
+    if (b.cache_control && typeof b.cache_control === "object") out.cache_control = b.cache_control;
     if (b.stream) out.stream = true;
     return out;
   }
@@ -169,6 +184,25 @@ export class AnthropicAdapter implements ProviderAdapter {
     });
   }
 
+  /** `POST <base>/v1/messages/count_tokens` with the request's Messages body (no `max_tokens`, no `stream`). */
+  async countTokens(call: UpstreamCall): Promise<number> {
+    const { max_tokens: _max, stream: _stream, metadata: _metadata, ...body } = this.upstreamBody({ ...call, body: { ...call.body, stream: false } });
+    const headers: Record<string, string> = { "x-api-key": call.apiKey, "anthropic-version": call.options?.anthropic_version ?? ANTHROPIC_VERSION };
+    if (call.options?.anthropic_beta) headers["anthropic-beta"] = call.options.anthropic_beta;
+    const response = await postJson({
+      url: joinUrl(call.baseUrl, "v1/messages/count_tokens"),
+      headers,
+      body,
+      signal: call.signal,
+      apiKey: call.apiKey,
+      errorMessage: anthropicErrorMessage,
+      firstByteTimeoutMs: call.firstByteTimeoutMs,
+    });
+    const answer = redact(await readJson(response), call.apiKey) as { input_tokens?: unknown };
+    if (typeof answer?.input_tokens !== "number") throw new UpstreamError(0, "upstream returned no input_tokens count", true, answer);
+    return answer.input_tokens;
+  }
+
   async complete(call: UpstreamCall): Promise<ChatCompletion> {
     const response = await this.request(call, false, call.signal);
     const msg = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
@@ -177,11 +211,16 @@ export class AnthropicAdapter implements ProviderAdapter {
     }
     let text = "";
     let reasoning = "";
+    const details: ReasoningDetail[] = [];
     const toolCalls: ToolCall[] = [];
     for (const block of msg.content as Block[]) {
       if (block.type === "text") text += String(block.text ?? "");
-      else if (block.type === "thinking") reasoning += String(block.thinking ?? "");
-      else if (block.type === "tool_use") {
+      else if (block.type === "thinking") {
+        reasoning += String(block.thinking ?? "");
+        details.push({ type: "reasoning.text", text: String(block.thinking ?? ""), signature: typeof block.signature === "string" ? block.signature : null, format: ANTHROPIC_REASONING_FORMAT, index: details.length });
+      } else if (block.type === "redacted_thinking") {
+        details.push({ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: details.length });
+      } else if (block.type === "tool_use") {
         toolCalls.push({ id: String(block.id), type: "function", function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) } });
       }
     }
@@ -198,6 +237,7 @@ export class AnthropicAdapter implements ProviderAdapter {
             content: text === "" && toolCalls.length > 0 ? null : text,
             ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
             ...(reasoning ? { reasoning } : {}),
+            ...(details.length > 0 ? { reasoning_details: details } : {}),
           },
           finish_reason: anthropicFinish(msg.stop_reason),
           native_finish_reason: (msg.stop_reason as string | null | undefined) ?? null,
@@ -216,6 +256,14 @@ export class AnthropicAdapter implements ProviderAdapter {
     let startUsage: Record<string, unknown> | undefined;
     /** Content block index → tool call index. */
     const toolIndex = new Map<number, number>();
+    /** Content block index → reasoning detail index (thinking and redacted thinking blocks). */
+    const reasoningIndex = new Map<number, number>();
+    const detail = (blockIndex: number, piece: { text?: string; signature?: string }): ReasoningDetail => ({
+      type: "reasoning.text",
+      ...piece,
+      format: ANTHROPIC_REASONING_FORMAT,
+      index: reasoningIndex.get(blockIndex) ?? 0,
+    });
     const chunk = (delta: ChatChunk["choices"][number]["delta"], finish: FinishReason = null, native?: string | null, usage?: ChatUsage): ChatChunk => ({
       id,
       object: "chat.completion.chunk",
@@ -234,7 +282,10 @@ export class AnthropicAdapter implements ProviderAdapter {
           id = String(message?.id ?? "");
           model = String(message?.model ?? call.model);
           startUsage = message?.usage as Record<string, unknown> | undefined;
-          yield chunk({ role: "assistant", content: "" });
+          const first: ChatChunk & { start_usage?: ChatUsage } = chunk({ role: "assistant", content: "" });
+          const known = mapUsage(startUsage, 0);
+          if (known) first.start_usage = known;
+          yield first;
           break;
         }
         case "content_block_start": {
@@ -246,15 +297,23 @@ export class AnthropicAdapter implements ProviderAdapter {
             yield chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] });
           } else if (block?.type === "text" && block.text) {
             yield chunk({ content: String(block.text) });
-          } else if (block?.type === "thinking" && block.thinking) {
-            yield chunk({ reasoning: String(block.thinking) });
+          } else if (block?.type === "thinking") {
+            reasoningIndex.set(index, reasoningIndex.size);
+            yield chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] });
+          } else if (block?.type === "redacted_thinking") {
+            const at = reasoningIndex.size;
+            reasoningIndex.set(index, at);
+            yield chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: at }] });
           }
           break;
         }
         case "content_block_delta": {
           const delta = data.delta as Block;
           if (delta?.type === "text_delta") yield chunk({ content: String(delta.text ?? "") });
-          else if (delta?.type === "thinking_delta") yield chunk({ reasoning: String(delta.thinking ?? "") });
+          else if (delta?.type === "thinking_delta") {
+            const thinking = String(delta.thinking ?? "");
+            yield chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] });
+          } else if (delta?.type === "signature_delta") yield chunk({ reasoning_details: [detail(Number(data.index), { signature: String(delta.signature ?? "") })] });
           else if (delta?.type === "input_json_delta") {
             const at = toolIndex.get(Number(data.index));
             if (at !== undefined) yield chunk({ tool_calls: [{ index: at, function: { arguments: String(delta.partial_json ?? "") } }] });

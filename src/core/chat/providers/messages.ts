@@ -14,6 +14,8 @@ export interface PartWriter<P> {
   toolCall(call: ToolCall): P;
   /** A `tool` message's result; `name` is the function of the matching earlier tool call, if any. */
   toolResult(message: Record<string, unknown>, name: string | undefined): P;
+  /** An assistant message's reasoning to send back (its `reasoning_details`), written before its other parts. */
+  reasoning?(message: Record<string, unknown>): P[];
 }
 
 export interface Turn<P> {
@@ -66,7 +68,7 @@ export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWr
         push("user", contentParts(m.content, writer, false));
         break;
       case "assistant": {
-        const parts = contentParts(m.content, writer, true);
+        const parts = [...(writer.reasoning?.(m) ?? []), ...contentParts(m.content, writer, true)];
         for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) {
           toolNames.set(tc.id, tc.function?.name);
           parts.push(writer.toolCall(tc));

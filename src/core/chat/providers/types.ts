@@ -58,6 +58,17 @@ export interface ToolCall {
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" | "error" | null;
 
+/**
+ * One piece of a model's reasoning, in the real-world service's `reasoning_details` shape: readable thinking
+ * (`reasoning.text`, with the provider's `signature` that lets it be sent back), or thinking the provider
+ * returns only encrypted (`reasoning.encrypted`, Anthropic's `redacted_thinking`). `index` orders the pieces
+ * of one answer; in a stream, deltas with the same index extend the same piece (text appended, the signature
+ * arriving last). `format` names the provider's flavour (`anthropic-claude-v1`).
+ */
+export type ReasoningDetail =
+  | { type: "reasoning.text"; text?: string; signature?: string | null; format?: string; index?: number }
+  | { type: "reasoning.encrypted"; data: string; format?: string; index?: number };
+
 /** An OpenAI `chat.completion` object. */
 export interface ChatCompletion {
   id: string;
@@ -66,7 +77,7 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null };
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null; reasoning_details?: ReasoningDetail[] };
     finish_reason: FinishReason;
     /** The provider's own stop reason, unmapped (e.g. Anthropic `end_turn`). */
     native_finish_reason?: string | null;
@@ -86,6 +97,7 @@ export interface ChatChunk {
       role?: "assistant";
       content?: string | null;
       reasoning?: string | null;
+      reasoning_details?: ReasoningDetail[];
       tool_calls?: Array<{ index: number; id?: string; type?: "function"; function?: { name?: string; arguments?: string } }>;
     };
     finish_reason: FinishReason;
@@ -136,4 +148,9 @@ export interface ProviderAdapter {
    * Must not contain the credential.
    */
   upstreamBody(call: UpstreamCall): unknown;
+  /**
+   * The prompt's input tokens as the provider counts them (Anthropic's `count_tokens`), for providers that
+   * offer counting; absent otherwise.
+   */
+  countTokens?(call: UpstreamCall): Promise<number>;
 }

@@ -11,7 +11,245 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCKrAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXIiWgoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCSL0AQoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmcieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiVwobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKLAQocQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgpjb21wbGV0aW9uGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9jb21wbGV0aW9uX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkiVwobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKBAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCTLQAgoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEicAoUQ3JlYXRlTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiVAoVQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCSJwChRTdHJlYW1NZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSIvCgxNZXNzYWdlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkibQoVU3RyZWFtTWVzc2FnZVJlc3BvbnNlEi0KBmV2ZW50cxgBIAMoCzIdLnBvcnRpY28uY2hhdC52MS5NZXNzYWdlRXZlbnQSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkidQoZQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJTChpDb3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZRIUCgxpbnB1dF90b2tlbnMYASABKAMSDQoFZXhhY3QYAiABKAgSEAoIcHJvdmlkZXIYAyABKAkiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCKrAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXIiWgoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCSL0AQoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmcieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiVwobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKLAQocQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgpjb21wbGV0aW9uGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9jb21wbGV0aW9uX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkiVwobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKBAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCTKBBQoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZRJeCg1DcmVhdGVNZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXNwb25zZRJgCg1TdHJlYW1NZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXNwb25zZTABEm0KEkNvdW50TWVzc2FnZVRva2VucxIqLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0GisucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
+
+/**
+ * A Messages request.
+ *
+ * @generated from message portico.chat.v1.CreateMessageRequest
+ */
+export type CreateMessageRequest = Message<"portico.chat.v1.CreateMessageRequest"> & {
+  /**
+   * The Messages request body (MessagesRequest of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The caller's `anthropic-beta` header, passed to Anthropic endpoints; empty when none.
+   *
+   * @generated from field: string anthropic_beta = 2;
+   */
+  anthropicBeta: string;
+
+  /**
+   * The caller's `anthropic-version` header, passed to Anthropic endpoints; empty for the default.
+   *
+   * @generated from field: string anthropic_version = 3;
+   */
+  anthropicVersion: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CreateMessageRequest.
+ * Use `create(CreateMessageRequestSchema)` to create a new message.
+ */
+export const CreateMessageRequestSchema: GenMessage<CreateMessageRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 0);
+
+/**
+ * A Messages answer.
+ *
+ * @generated from message portico.chat.v1.CreateMessageResponse
+ */
+export type CreateMessageResponse = Message<"portico.chat.v1.CreateMessageResponse"> & {
+  /**
+   * The `message` object as JSON text.
+   *
+   * @generated from field: string message_json = 1;
+   */
+  messageJson: string;
+
+  /**
+   * Milliseconds spent waiting on providers (as in CreateChatCompletionResponse).
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * The provider that served the answer.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CreateMessageResponse.
+ * Use `create(CreateMessageResponseSchema)` to create a new message.
+ */
+export const CreateMessageResponseSchema: GenMessage<CreateMessageResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 1);
+
+/**
+ * A streaming Messages request.
+ *
+ * @generated from message portico.chat.v1.StreamMessageRequest
+ */
+export type StreamMessageRequest = Message<"portico.chat.v1.StreamMessageRequest"> & {
+  /**
+   * The Messages request body (MessagesRequest of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The caller's `anthropic-beta` header, passed to Anthropic endpoints; empty when none.
+   *
+   * @generated from field: string anthropic_beta = 2;
+   */
+  anthropicBeta: string;
+
+  /**
+   * The caller's `anthropic-version` header, passed to Anthropic endpoints; empty for the default.
+   *
+   * @generated from field: string anthropic_version = 3;
+   */
+  anthropicVersion: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamMessageRequest.
+ * Use `create(StreamMessageRequestSchema)` to create a new message.
+ */
+export const StreamMessageRequestSchema: GenMessage<StreamMessageRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 2);
+
+/**
+ * One Messages server-sent event.
+ *
+ * @generated from message portico.chat.v1.MessageEvent
+ */
+export type MessageEvent = Message<"portico.chat.v1.MessageEvent"> & {
+  /**
+   * The event's name (`message_start`, `content_block_delta`, …), its SSE `event:` line.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The event's data object as JSON text (its `type` field repeats the name).
+   *
+   * @generated from field: string data_json = 2;
+   */
+  dataJson: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.MessageEvent.
+ * Use `create(MessageEventSchema)` to create a new message.
+ */
+export const MessageEventSchema: GenMessage<MessageEvent> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 3);
+
+/**
+ * The events one canonical chunk became (in order), or a keepalive (no events) while the first is awaited.
+ *
+ * @generated from message portico.chat.v1.StreamMessageResponse
+ */
+export type StreamMessageResponse = Message<"portico.chat.v1.StreamMessageResponse"> & {
+  /**
+   * The events, in order.
+   *
+   * @generated from field: repeated portico.chat.v1.MessageEvent events = 1;
+   */
+  events: MessageEvent[];
+
+  /**
+   * On the first message only: milliseconds spent waiting on providers until the first event.
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * On the first message only: the provider serving the stream.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamMessageResponse.
+ * Use `create(StreamMessageResponseSchema)` to create a new message.
+ */
+export const StreamMessageResponseSchema: GenMessage<StreamMessageResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 4);
+
+/**
+ * A token-count request.
+ *
+ * @generated from message portico.chat.v1.CountMessageTokensRequest
+ */
+export type CountMessageTokensRequest = Message<"portico.chat.v1.CountMessageTokensRequest"> & {
+  /**
+   * The count_tokens body (the Messages request's prompt fields).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The caller's `anthropic-beta` header, passed to Anthropic endpoints; empty when none.
+   *
+   * @generated from field: string anthropic_beta = 2;
+   */
+  anthropicBeta: string;
+
+  /**
+   * The caller's `anthropic-version` header, passed to Anthropic endpoints; empty for the default.
+   *
+   * @generated from field: string anthropic_version = 3;
+   */
+  anthropicVersion: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CountMessageTokensRequest.
+ * Use `create(CountMessageTokensRequestSchema)` to create a new message.
+ */
+export const CountMessageTokensRequestSchema: GenMessage<CountMessageTokensRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 5);
+
+/**
+ * The prompt's input tokens.
+ *
+ * @generated from message portico.chat.v1.CountMessageTokensResponse
+ */
+export type CountMessageTokensResponse = Message<"portico.chat.v1.CountMessageTokensResponse"> & {
+  /**
+   * Input tokens of the prompt.
+   *
+   * @generated from field: int64 input_tokens = 1;
+   */
+  inputTokens: bigint;
+
+  /**
+   * True when the provider counted them; false for Portico's estimate.
+   *
+   * @generated from field: bool exact = 2;
+   */
+  exact: boolean;
+
+  /**
+   * The provider whose endpoint was asked, or empty for an estimate made without one.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CountMessageTokensResponse.
+ * Use `create(CountMessageTokensResponseSchema)` to create a new message.
+ */
+export const CountMessageTokensResponseSchema: GenMessage<CountMessageTokensResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 6);
 
 /**
  * Lists routable models.
@@ -26,7 +264,7 @@ export type ListModelsRequest = Message<"portico.chat.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 0);
+  messageDesc(file_portico_chat_v1_chat_service, 7);
 
 /**
  * Routable models.
@@ -47,7 +285,7 @@ export type ListModelsResponse = Message<"portico.chat.v1.ListModelsResponse"> &
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 1);
+  messageDesc(file_portico_chat_v1_chat_service, 8);
 
 /**
  * A routable model id.
@@ -123,7 +361,7 @@ export type Model = Message<"portico.chat.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 2);
+  messageDesc(file_portico_chat_v1_chat_service, 9);
 
 /**
  * Input and output modalities of a catalog model.
@@ -154,7 +392,7 @@ export type ModelArchitecture = Message<"portico.chat.v1.ModelArchitecture"> & {
  * Use `create(ModelArchitectureSchema)` to create a new message.
  */
 export const ModelArchitectureSchema: GenMessage<ModelArchitecture> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 3);
+  messageDesc(file_portico_chat_v1_chat_service, 10);
 
 /**
  * Prices, USD as decimal strings; absent where the endpoint does not charge apart.
@@ -203,7 +441,7 @@ export type ModelPricing = Message<"portico.chat.v1.ModelPricing"> & {
  * Use `create(ModelPricingSchema)` to create a new message.
  */
 export const ModelPricingSchema: GenMessage<ModelPricing> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 4);
+  messageDesc(file_portico_chat_v1_chat_service, 11);
 
 /**
  * The serving endpoint's limits.
@@ -232,7 +470,7 @@ export type TopProvider = Message<"portico.chat.v1.TopProvider"> & {
  * Use `create(TopProviderSchema)` to create a new message.
  */
 export const TopProviderSchema: GenMessage<TopProvider> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 5);
+  messageDesc(file_portico_chat_v1_chat_service, 12);
 
 /**
  * A chat-completions request.
@@ -261,7 +499,7 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
  * Use `create(CreateChatCompletionRequestSchema)` to create a new message.
  */
 export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 6);
+  messageDesc(file_portico_chat_v1_chat_service, 13);
 
 /**
  * The completion.
@@ -305,7 +543,7 @@ export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCo
  * Use `create(CreateChatCompletionResponseSchema)` to create a new message.
  */
 export const CreateChatCompletionResponseSchema: GenMessage<CreateChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 7);
+  messageDesc(file_portico_chat_v1_chat_service, 14);
 
 /**
  * A streaming chat-completions request.
@@ -333,7 +571,7 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
  * Use `create(StreamChatCompletionRequestSchema)` to create a new message.
  */
 export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 8);
+  messageDesc(file_portico_chat_v1_chat_service, 15);
 
 /**
  * One streamed chunk, or a keepalive (no chunk) while the first chunk is awaited.
@@ -377,7 +615,7 @@ export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCo
  * Use `create(StreamChatCompletionResponseSchema)` to create a new message.
  */
 export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 9);
+  messageDesc(file_portico_chat_v1_chat_service, 16);
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
@@ -423,6 +661,41 @@ export const ChatService: GenService<{
     methodKind: "unary";
     input: typeof ListModelsRequestSchema;
     output: typeof ListModelsResponseSchema;
+  },
+  /**
+   * The Anthropic Messages dialect (docs/dialects.md): one Messages `message` for a Messages request body,
+   * routed through the same pipeline as chat completions (catalog, presets, credentials, limits, generations,
+   * cost). A refusal is the call's status, as for CreateChatCompletion.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.CreateMessage
+   */
+  createMessage: {
+    methodKind: "unary";
+    input: typeof CreateMessageRequestSchema;
+    output: typeof CreateMessageResponseSchema;
+  },
+  /**
+   * The Anthropic Messages dialect, streamed: the events Anthropic sends (message_start, ping,
+   * content_block_start/delta/stop, message_delta, message_stop), or an `error` event after the first one.
+   * Keepalives (no events) and errors before the first event as for StreamChatCompletion.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.StreamMessage
+   */
+  streamMessage: {
+    methodKind: "server_streaming";
+    input: typeof StreamMessageRequestSchema;
+    output: typeof StreamMessageResponseSchema;
+  },
+  /**
+   * The input tokens of a Messages prompt: counted by the provider where its endpoint offers counting
+   * (Anthropic), otherwise estimated (docs/dialects.md).
+   *
+   * @generated from rpc portico.chat.v1.ChatService.CountMessageTokens
+   */
+  countMessageTokens: {
+    methodKind: "unary";
+    input: typeof CountMessageTokensRequestSchema;
+    output: typeof CountMessageTokensResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_chat_v1_chat_service, 0);

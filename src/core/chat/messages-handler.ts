@@ -1,0 +1,168 @@
+/**
+ * The Anthropic Messages dialect's RPCs of ChatService (CreateMessage, StreamMessage, CountMessageTokens):
+ * the same pipeline as chat completions with the dialect at its edges (dialects/anthropic-messages.ts):
+ *
+ *   record → limits → cost → decode (Messages → canonical) → validate → preset → plan → anthropic headers → execute
+ *
+ * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
+ * `anthropic-beta` / `anthropic-version` headers of the caller go to the attempts served by an Anthropic
+ * endpoint. Counting runs validate → preset → plan and asks the first planned endpoint that offers counting
+ * (Anthropic's `count_tokens`), else estimates (docs/dialects.md).
+ */
+import type { HandlerContext } from "@connectrpc/connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+import { callerOf } from "../auth.js";
+import { CountTokensRequest, MessagesRequest } from "../../contract/requests/messages-request.js";
+import { checkRules, Reason, serviceError } from "../errors.js";
+import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
+import { UpstreamError } from "./providers/types.js";
+import type { CanonicalRequest } from "./model.js";
+
+export interface MessagesStages {
+  /** record, limits, cost: the stages before the request is read. */
+  outer: readonly ChatStage[];
+  validate: ChatStage;
+  preset: ChatStage;
+  plan: ChatStage;
+  execute: ChatStage;
+}
+
+interface Headers {
+  anthropicBeta: string;
+  anthropicVersion: string;
+}
+
+interface DialectRequest extends Headers {
+  body?: JsonObject;
+}
+
+export interface MessagesDeps {
+  stages: MessagesStages;
+  logger: Logger;
+  keepaliveMs: number;
+  budgetOf(ctx: HandlerContext): number | undefined;
+  withUpstreamTime(err: unknown, upstreamMs: number): unknown;
+}
+
+/** Replaces the raw Messages body with the canonical request (400 naming the Messages field when invalid). */
+const decodeStage: ChatStage = {
+  name: "decode",
+  run(call, next) {
+    const body = checkRules(() => MessagesRequest.parse(call.request));
+    call.request = decodeRequest(body);
+    return next();
+  },
+};
+
+/** The caller's Anthropic headers on the attempts an Anthropic endpoint serves. */
+function headersStage(h: Headers): ChatStage {
+  return {
+    name: "anthropic-headers",
+    run(call, next) {
+      if (h.anthropicBeta === "" && h.anthropicVersion === "") return next();
+      for (const a of call.attempts) {
+        if (a.adapter.format !== "anthropic") continue;
+        const options: Record<string, string> = { ...a.call.options };
+        if (h.anthropicBeta !== "") options.anthropic_beta = h.anthropicBeta;
+        if (h.anthropicVersion !== "") options.anthropic_version = h.anthropicVersion;
+        a.call = { ...a.call, options };
+      }
+      return next();
+    },
+  };
+}
+
+const FIRST_KEEPALIVE_MS = 1_000;
+
+export function createMessagesMethods(deps: MessagesDeps) {
+  const { stages } = deps;
+  const pipelineFor = (h: Headers) =>
+    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.plan, headersStage(h), stages.execute]);
+  const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
+  const run = (call: ChatCall, req: DialectRequest) =>
+    pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));
+  const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
+
+  return {
+    async createMessage(req: DialectRequest, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx));
+      const outcome = await run(call, req);
+      if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
+      return { messageJson: JSON.stringify(encodeResponse(outcome.completion)), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+    },
+
+    async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
+      const pending = run(call, req);
+      let outcome: ChatOutcome | undefined;
+      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
+      try {
+        while (outcome === undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+          try {
+            outcome = await Promise.race([pending, tick]);
+          } finally {
+            clearTimeout(timer);
+          }
+          if (outcome === undefined) {
+            yield { events: [] };
+            waitMs = deps.keepaliveMs;
+          }
+        }
+      } finally {
+        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
+      }
+      if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
+      const encoder = new MessagesStreamEncoder(String(call.request.model ?? ""));
+      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      const wire = (events: MessageEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
+      for await (const event of outcome.events) {
+        const events = encoder.push(event);
+        if (events.length === 0) continue;
+        yield { events: wire(events), ...timing };
+        timing = undefined;
+      }
+      const closing = encoder.end();
+      if (closing.length > 0) yield { events: wire(closing), ...timing };
+    },
+
+    async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {
+      const body = checkRules(() => CountTokensRequest.parse(req.body ?? {}));
+      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(body), deps.budgetOf(ctx));
+      const planned = compose([stages.validate, stages.preset, stages.plan, headersStage(headersOf(req)), planOnly]);
+      await planned(call);
+      const counter = call.attempts.find((a) => a.adapter.countTokens !== undefined);
+      if (!counter || counter !== call.attempts[0]) {
+        return { inputTokens: BigInt(estimateInputTokens(call.request)), exact: false, provider: "" };
+      }
+      try {
+        const n = await counter.adapter.countTokens!(counter.call);
+        return { inputTokens: BigInt(n), exact: true, provider: counter.provider };
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err;
+        deps.logger.info({ provider: counter.provider, status: err.status }, "token count failed upstream");
+        throw serviceError(Reason.UPSTREAM_FAILED, `The provider could not count the tokens: ${err.message}`, { retryable: err.retryable });
+      }
+    },
+  };
+}
+
+/** Ends the count's chain after planning (nothing is called upstream by the pipeline). */
+const planOnly: ChatStage = {
+  name: "plan-only",
+  run: () => Promise.resolve({ kind: "stream", events: (async function* () {})() }),
+};
+
+async function drop(events: AsyncIterable<unknown>): Promise<void> {
+  const it = events[Symbol.asyncIterator]();
+  try {
+    await it.next();
+  } catch {
+    /* nobody to tell */
+  } finally {
+    await it.return?.(undefined);
+  }
+}
