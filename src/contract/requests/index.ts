@@ -22,6 +22,7 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createChatCompletion: requestJsonSchema(ChatRequest.schema(brand)),
     createInternChatCompletion: requestJsonSchema(InternChatRequest),
     createMessage: requestJsonSchema(MessagesRequest.schema),
+    createPresetVersionFromMessages: requestJsonSchema(MessagesRequest.schema),
     countMessageTokens: requestJsonSchema(CountTokensRequest.schema),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),

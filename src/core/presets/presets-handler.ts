@@ -2,6 +2,8 @@
  * PresetsService: proto ⇄ domain only. Authentication comes from the interceptor (callerOf),
  * validation from the contract's request definitions and pure preset rules, storage from the repository.
  */
+import { MessagesRequest } from "../../contract/requests/messages-request.js";
+import { decodeRequest as decodeMessages } from "../chat/dialects/anthropic-messages.js";
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -150,8 +152,10 @@ export function chatRequestJson(req: CreatePresetVersionRequest): JsonObject {
       if (typeof json.seed === "string") json.seed = Number(json.seed);
       return json;
     }
+    case "messagesRequestJson":
+      return decodeMessages(MessagesRequest.parse(req.request.value)) as unknown as JsonObject;
     default:
-      throw new RuleViolation("messages", "messages is required (send chat_request or chat_request_json)");
+      throw new RuleViolation("messages", "messages is required (send chat_request, chat_request_json or messages_request_json)");
   }
 }
 

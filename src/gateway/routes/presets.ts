@@ -82,6 +82,40 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  api.post<{ Params: { slug: string }; Body: unknown }>(
+    "/presets/:slug/messages",
+    {
+      validatorCompiler: passThroughValidator,
+      schema: {
+        operationId: "createPresetVersionFromMessages",
+        summary: "Create a preset, or a new version of it, from an Anthropic Messages request",
+        description:
+          "The body is an Anthropic Messages request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
+          "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `system` becomes the " +
+          "system prompt, `stop_sequences` the stop list, `thinking.budget_tokens` `reasoning.max_tokens`; `messages` and `stream` are not stored.",
+        tags: ["presets"],
+        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
+        querystring: workspaceQuery,
+        body: requestSchemas(ctx.brand).createPresetVersionFromMessages,
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+          ...errorResponses(400, 401, 403, 404, 409, 500),
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
+      }
+      const res = await client.createPresetVersion(
+        { slug: req.params.slug, request: { case: "messagesRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
+        callOptionsFor(req),
+      );
+      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
+    },
+  );
+
   api.get(
     "/presets",
     {
