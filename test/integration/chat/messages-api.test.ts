@@ -62,7 +62,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
 
   it("authenticates with x-api-key or Bearer, and refuses without a key in Anthropic's envelope", async () => {
     anthropic.script = { text: ["ok"], finish: "end_turn", usage: { input: 1, output: 1 } };
-    const body = { model: "anthropic/claude-sonnet-4", max_tokens: 10, messages: [{ role: "user", content: "x" }] };
+    const body: Anthropic.MessageCreateParamsNonStreaming = { model: "anthropic/claude-sonnet-4", max_tokens: 10, messages: [{ role: "user", content: "x" }] };
     expect((await post("/messages", body)).status).toBe(200);
     expect((await post("/messages", body, { authorization: `Bearer ${h.tenant.apiKey}` })).status).toBe(200);
     const bearer = new Anthropic({ baseURL: `${h.baseUrl}/api`, authToken: h.tenant.apiKey, apiKey: null, maxRetries: 0 });
@@ -89,7 +89,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     for (const [body, says] of cases) {
       const res = await post("/messages", body);
       expect(res.status, says).toBe(400);
-      const json = await res.json();
+      const json = (await res.json()) as any;
       expect(json, says).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
       expect(json.error.message, says).toContain(says);
     }
@@ -102,7 +102,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     const unknown = await post("/messages", { model: "nowhere/model", max_tokens: 5, messages: [{ role: "user", content: "x" }] });
     expect(unknown.status).toBeGreaterThanOrEqual(400);
     expect(unknown.status).toBeLessThan(500);
-    expect((await unknown.json()).type).toBe("error");
+    expect(((await unknown.json()) as any).type).toBe("error");
   });
 
   it("passes anthropic-beta and anthropic-version to the Anthropic endpoint, accepts ?beta=true, and translates Anthropic fields", async () => {
@@ -175,7 +175,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
   it("count_tokens: exact from Anthropic's endpoint, an estimate for other providers", async () => {
     anthropic.script = { text: [], finish: "end_turn", usage: { input: 4242, output: 0 } };
     const before = anthropic.requests.length;
-    const body = { model: "anthropic/claude-sonnet-4", system: "sys", messages: [{ role: "user", content: "count me" }], tools: [{ name: "t", input_schema: { type: "object" } }] };
+    const body: Anthropic.MessageCountTokensParams = { model: "anthropic/claude-sonnet-4", system: "sys", messages: [{ role: "user", content: "count me" }], tools: [{ name: "t", input_schema: { type: "object" } }] };
     const res = await fetch(`${h.baseUrl}/api/v1/messages/count_tokens?beta=true`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": h.tenant.apiKey, "anthropic-beta": "token-counting-2024-11-01" },
@@ -200,7 +200,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     expect(openai.requests.length).toBe(openaiBefore);
     const bad = await post("/messages/count_tokens", { model: "groq/llama-4", max_tokens: 5, messages: [{ role: "user", content: "x" }] });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.message).toContain("max_tokens is not a recognised property");
+    expect(((await bad.json()) as any).error.message).toContain("max_tokens is not a recognised property");
   });
 
   it("gRPC: ChatService.CreateMessage and StreamMessage answer the same message and events", async () => {

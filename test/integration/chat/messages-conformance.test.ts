@@ -236,6 +236,8 @@ describe("Anthropic Messages dialect: conformance matrix", () => {
         const asked = u.fake.requests.at(-1)!.body;
         if (kind === "anthropic") expect(asked.thinking).toEqual({ type: "enabled", budget_tokens: 2048 });
         if (kind === "gemini") expect(asked.generationConfig.thinkingConfig).toMatchObject({ thinkingBudget: 2048 });
+        // An OpenAI-compatible endpoint takes an effort: the budget's share of max_tokens (2048 / 4096).
+        if (kind === "openai") expect(asked.reasoning_effort).toBe("medium");
 
         setScript(u, { text: ["Because."], finish: u.finish[0], usage: { input: 30, output: 2 } });
         const next = await client.messages.create({

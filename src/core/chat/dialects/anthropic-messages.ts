@@ -104,8 +104,16 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
     // metadata.user_id is Anthropic's end-user id, the canonical `user` (an explicit `user` wins).
     if (typeof b.metadata?.user_id === "string" && req.user === undefined) req.user = b.metadata.user_id;
     if (b.stream === true) req.stream = true;
+    // The thinking budget also as an effort (its share of max_tokens), for providers that take only an effort
+    // (OpenAI-compatible ones); Anthropic and Gemini endpoints use the budget itself.
+    if (b.thinking?.type === "enabled") req.reasoning = { max_tokens: b.thinking.budget_tokens, effort: effortOf(b.thinking.budget_tokens / b.max_tokens) };
   }
   return req as unknown as CanonicalRequest;
+}
+
+/** The reasoning effort whose share of max_tokens a thinking budget is (the Anthropic adapter's shares, read back). */
+function effortOf(share: number): string {
+  return share >= 0.8 ? "high" : share >= 0.5 ? "medium" : share >= 0.2 ? "low" : "minimal";
 }
 
 export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "pause_turn" | "refusal";

@@ -52,7 +52,7 @@ describe("decodeRequest", () => {
       max_tokens: 100,
       user: "u1",
       stop: ["X"],
-      reasoning: { max_tokens: 2000 },
+      reasoning: { max_tokens: 2000, effort: "high" },
       tool_choice: { type: "function", function: { name: "f" } },
       parallel_tool_calls: false,
       tools: [{ type: "function", function: { name: "f", description: "d", parameters: { type: "object" } }, cache_control: { type: "ephemeral" } }],
@@ -142,7 +142,7 @@ describe("MessagesStreamEncoder", () => {
       ...enc.end(),
     ];
     expect(names(out)).toEqual(["message_start", "ping", "start:0:tool_use", "input_json_delta:0", "stop:0", "start:1:tool_use", "input_json_delta:1", "input_json_delta:0", "stop:1", "message_delta", "message_stop"]);
-    expect(out.at(-2)!.data.delta.stop_reason).toBe("tool_use");
+    expect(out.at(-2)!.data).toMatchObject({ delta: { stop_reason: "tool_use" } });
   });
 
   it("an error ends the stream with one error event and nothing after it", () => {
@@ -159,7 +159,7 @@ describe("MessagesStreamEncoder", () => {
   it("a stream without content still has message_start, message_delta and message_stop; start_usage fills message_start", () => {
     const enc = new MessagesStreamEncoder("m");
     const first = enc.push(ev({ role: "assistant", content: "" }, null, { start_usage: { prompt_tokens: 9, completion_tokens: 0, total_tokens: 9 } }));
-    expect(first[0]!.data.message.usage).toMatchObject({ input_tokens: 9, output_tokens: 0 });
+    expect(first[0]!.data).toMatchObject({ message: { usage: { input_tokens: 9, output_tokens: 0 } } });
     expect(names([...first, ...enc.end()])).toEqual(["message_start", "ping", "message_delta", "message_stop"]);
   });
 });
