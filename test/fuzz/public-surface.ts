@@ -152,7 +152,7 @@ export async function fuzzOperation(h: Harness, op: Operation, runs: number, see
         return;
       }
       const text = await res.text();
-      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets);
+      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets, ANTHROPIC_DIALECT.test(op.template) ? "anthropic" : "portico");
       if (problem) findings.push({ request, status: res.status, problem });
     }),
     { numRuns: runs, seed, endOnFailure: false },
@@ -166,8 +166,11 @@ function safeJson(v: unknown): string {
 
 const RETRYABLE_5XX = new Set([502, 503, 504]);
 
-/** Why a response breaks the properties, or undefined. */
-export function judge(status: number, contentType: string, text: string, secrets: string[]): string | undefined {
+/** The operations of the Anthropic Messages dialect answer errors in Anthropic's envelope (docs/dialects.md). */
+const ANTHROPIC_DIALECT = /^\/api\/v1\/messages(\/|$)/;
+
+/** Why a response breaks the properties, or undefined. `envelope`: the error shape the operation promises. */
+export function judge(status: number, contentType: string, text: string, secrets: string[], envelope: "portico" | "anthropic" = "portico"): string | undefined {
   for (const s of secrets) if (text.includes(s)) return "a secret was echoed";
   if (status >= 500 && !RETRYABLE_5XX.has(status)) return `status ${status}`;
   if (status >= 200 && status < 300) return undefined;
@@ -177,6 +180,10 @@ export function judge(status: number, contentType: string, text: string, secrets
     body = JSON.parse(text);
   } catch {
     return "error body is not JSON";
+  }
+  if (envelope === "anthropic") {
+    if (!body || body.type !== "error" || typeof body.error?.type !== "string" || typeof body.error?.message !== "string") return "error outside Anthropic's envelope";
+    return undefined;
   }
   if (!body || typeof body !== "object" || Object.keys(body).join() !== "error") return "error outside the envelope";
   if (body.error.code !== status) return `envelope code ${body.error.code} differs from status ${status}`;

@@ -44,7 +44,13 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
       for (const block of m.content) {
         if (block.type === "tool_result") {
           const content = block.content === undefined ? "" : typeof block.content === "string" ? block.content : block.content.map(textPart);
-          messages.push({ role: "tool", tool_call_id: block.tool_use_id, content, ...(block.is_error === true ? { is_error: true } : {}) });
+          messages.push({
+            role: "tool",
+            tool_call_id: block.tool_use_id,
+            content,
+            ...(block.is_error === true ? { is_error: true } : {}),
+            ...(block.cache_control ? { cache_control: block.cache_control } : {}),
+          });
         } else if (block.type === "text") parts.push(textPart(block));
         else {
           const src = block.source;
@@ -65,7 +71,11 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
     let reasoning = "";
     for (const block of m.content) {
       if (block.type === "text") parts.push(textPart(block));
-      else if (block.type === "tool_use") toolCalls.push({ id: block.id, type: "function", function: { name: block.name, arguments: JSON.stringify(block.input) } });
+      else if (block.type === "tool_use") {
+        const call: ToolCall & { cache_control?: unknown } = { id: block.id, type: "function", function: { name: block.name, arguments: JSON.stringify(block.input) } };
+        if (block.cache_control) call.cache_control = block.cache_control;
+        toolCalls.push(call);
+      }
       else if (block.type === "thinking") {
         reasoning += block.thinking;
         details.push({ type: "reasoning.text", text: block.thinking, signature: block.signature, format: FORMAT, index: details.length });

@@ -73,8 +73,10 @@ const writer: PartWriter<Block> = {
   text: (text, part) => cached({ type: "text", text }, part),
   image: (url, inline, part) =>
     cached(inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } }, part),
-  toolCall: (tc) => ({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }),
-  toolResult: (m) => ({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content), ...(m.is_error === true ? { is_error: true } : {}) }),
+  // A tool call or a tool message may carry `cache_control` too (the Messages dialect's breakpoints on
+  // tool_use and tool_result blocks).
+  toolCall: (tc) => cached({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }, tc as unknown as Record<string, unknown>),
+  toolResult: (m) => cached({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content), ...(m.is_error === true ? { is_error: true } : {}) }, m),
   // Thinking goes back with its signature (Anthropic refuses it without one, so unsigned reasoning from
   // another provider is not replayed), redacted thinking with its data; both before the turn's other blocks.
   reasoning: (m) => {

@@ -84,12 +84,17 @@ describe("decodeRequest", () => {
           { role: "user", content: "q" },
           { role: "assistant", content: [{ type: "thinking", thinking: "hmm", signature: "s1" }, { type: "redacted_thinking", data: "enc" }, { type: "text", text: "a" }] },
           { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "bad", is_error: true }] },
+          { role: "assistant", content: [{ type: "tool_use", id: "t2", name: "f", input: {}, cache_control: { type: "ephemeral" } }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t2", content: "ok", cache_control: { type: "ephemeral", ttl: "1h" } }] },
         ],
       }),
     );
     const up = new AnthropicAdapter().upstreamBody({ model: "claude", body, baseUrl: "http://x", apiKey: "k", signal: new AbortController().signal }) as any;
     expect(up.messages[1].content).toEqual([{ type: "thinking", thinking: "hmm", signature: "s1" }, { type: "redacted_thinking", data: "enc" }, { type: "text", text: "a" }]);
     expect(up.messages[2].content).toEqual([{ type: "tool_result", tool_use_id: "t1", content: "bad", is_error: true }]);
+    // Cache breakpoints on tool_use and tool_result blocks survive the canonical request.
+    expect(up.messages[3].content).toEqual([{ type: "tool_use", id: "t2", name: "f", input: {}, cache_control: { type: "ephemeral" } }]);
+    expect(up.messages[4].content).toEqual([{ type: "tool_result", tool_use_id: "t2", content: "ok", cache_control: { type: "ephemeral", ttl: "1h" } }]);
   });
 });
 
