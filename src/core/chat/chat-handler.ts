@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → cost → validate → preset → plan → execute
+ *   record → limits → rate → cost → validate → preset → plan → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -32,6 +32,10 @@ import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
+import { createSpendStage } from "./pipeline/spend.js";
+import { createRateStage } from "./pipeline/rate.js";
+import type { SpendStore } from "../spend/spend-store.js";
+import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
 import type { CredentialCooldowns } from "./cooldowns.js";
 import { invalidArgument } from "../errors.js";
 
@@ -49,6 +53,10 @@ export interface ChatHandlerDeps {
   limits: ChatLimitsConfig;
   /** Where the per-key concurrency slots are counted (this process, the serve primary, or Redis). */
   slots: ConcurrencyLimiter;
+  /** Spend counters and reservations (docs/limits.md). */
+  spend: SpendStore;
+  /** Requests and tokens per minute per key and workspace (docs/limits.md). */
+  rates: ChatRateLimiter;
   logger: Logger;
   /** First-byte limits and the request budget (operator settings). */
   timeouts: ChatTimeouts;
@@ -75,10 +83,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const pipeline = compose([
     createRecordStage({ generations: deps.generations }),
     createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
+    createRateStage({ limiter: deps.rates }),
     createCostStage({ catalog: deps.catalog }),
     createValidateStage({ brand: deps.brand }),
     createPresetStage({ presets: deps.presets }),
     createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
+    createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
   ]);
 
