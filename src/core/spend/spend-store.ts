@@ -46,6 +46,9 @@ class Refused extends Error {
   }
 }
 
+/** A bigint SQL parameter, typed as such on PostgreSQL too. */
+const int = (v: number | bigint) => Prisma.sql`CAST(${BigInt(v)} AS BIGINT)`;
+
 const big = (v: unknown): bigint => (typeof v === "bigint" ? v : BigInt(Math.trunc(Number(v ?? 0))));
 
 export function createSpendStore(opts: SpendStoreOptions) {
@@ -55,8 +58,9 @@ export function createSpendStore(opts: SpendStoreOptions) {
   /** The current window's start for the row's own reset kind, and its spend in that window (SQL fragments). */
   const windowSql = (t: number) => {
     const w = windowStarts(t);
-    const start = Prisma.sql`(CASE "limitReset" WHEN 'daily' THEN ${BigInt(w.daily)} WHEN 'weekly' THEN ${BigInt(w.weekly)} WHEN 'monthly' THEN ${BigInt(w.monthly)} ELSE ${0n} END)`;
-    const spent = Prisma.sql`(CASE WHEN "windowStartMs" < ${start} THEN ${0n} ELSE "spentFemtoUsd" END)`;
+    // Parameters are cast: PostgreSQL would otherwise type them as text inside CASE.
+    const start = Prisma.sql`(CASE "limitReset" WHEN 'daily' THEN ${int(w.daily)} WHEN 'weekly' THEN ${int(w.weekly)} WHEN 'monthly' THEN ${int(w.monthly)} ELSE ${int(0)} END)`;
+    const spent = Prisma.sql`(CASE WHEN "windowStartMs" < ${start} THEN ${int(0)} ELSE "spentFemtoUsd" END)`;
     const movedStart = Prisma.sql`(CASE WHEN "windowStartMs" < ${start} THEN ${start} ELSE "windowStartMs" END)`;
     return { spent, movedStart };
   };
@@ -77,7 +81,7 @@ export function createSpendStore(opts: SpendStoreOptions) {
     const { spent, movedStart } = windowSql(t);
     const ids = [r?.keyCounterId ?? counters?.key ?? null, r?.wsCounterId ?? counters?.ws ?? null].filter((c): c is string => c !== null);
     for (const c of ids) {
-      await tx.$executeRaw`UPDATE "SpendCounter" SET "spentFemtoUsd" = ${spent} + ${cost}, "windowStartMs" = ${movedStart}, "reservedFemtoUsd" = "reservedFemtoUsd" - ${amount} WHERE "id" = ${c}`;
+      await tx.$executeRaw`UPDATE "SpendCounter" SET "spentFemtoUsd" = ${spent} + ${int(cost)}, "windowStartMs" = ${movedStart}, "reservedFemtoUsd" = "reservedFemtoUsd" - ${int(amount)} WHERE "id" = ${c}`;
     }
     return gone;
   }
@@ -97,8 +101,8 @@ export function createSpendStore(opts: SpendStoreOptions) {
           await sweep(tx, counters, t);
           for (const [c, by] of [[input.key, "key"], [input.workspace, "workspace"]] as const) {
             if (c === null) continue;
-            const n = await tx.$executeRaw`UPDATE "SpendCounter" SET "spentFemtoUsd" = ${spent}, "windowStartMs" = ${movedStart}, "reservedFemtoUsd" = "reservedFemtoUsd" + ${input.amount}
-              WHERE "id" = ${c} AND ("limitFemtoUsd" IS NULL OR ${spent} + "reservedFemtoUsd" + ${input.amount} <= "limitFemtoUsd")`;
+            const n = await tx.$executeRaw`UPDATE "SpendCounter" SET "spentFemtoUsd" = ${spent}, "windowStartMs" = ${movedStart}, "reservedFemtoUsd" = "reservedFemtoUsd" + ${int(input.amount)}
+              WHERE "id" = ${c} AND ("limitFemtoUsd" IS NULL OR ${spent} + "reservedFemtoUsd" + ${int(input.amount)} <= "limitFemtoUsd")`;
             if (n === 0 && (await tx.spendCounter.findUnique({ where: { id: c }, select: { id: true } }))) throw new Refused(by);
           }
           await tx.spendReservation.create({
