@@ -16,6 +16,7 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
 import { createSpendStore, keyCounterId } from "../../../src/core/spend/spend-store.js";
 
 const FEMTO = 1e15;
@@ -125,6 +126,31 @@ describe.each(["sqlite", "postgresql"] as const)("spend limits (%s)", (provider)
     expect(meta.limit).toBe(limit);
     expect(meta.usage).toBeCloseTo(Number(total) / FEMTO, 12);
     expect(meta.limitRemaining).toBeCloseTo(limit - Number(total) / FEMTO, 12);
+  });
+
+  it("sets and reads the limits over gRPC (KeysService, IdentityService.GetCaller)", async () => {
+    const keys = grpcClient("portico/keys/v1/keys_service.proto", "portico.keys.v1.KeysService", h.coreUrl);
+    const identity = grpcClient("portico/identity/v1/identity_service.proto", "portico.identity.v1.IdentityService", h.coreUrl);
+    try {
+      const created = await unary(keys, "CreateKey", { name: "grpc", limit_femto_usd: "2000000000000000", limit_reset: "weekly", rate_limit_tpm: 1000 }, bearer(h.tenant.managementKey));
+      expect(created.error).toBeUndefined();
+      expect(created.response.key).toMatchObject({ limit_femto_usd: "2000000000000000", limit_reset: "weekly", rate_limit_tpm: 1000 });
+      const hash = created.response.key.hash;
+      const upd = await unary(keys, "UpdateKey", { hash, limit_femto_usd: "3000000000000000", update_mask: { paths: ["limit_femto_usd"] } }, bearer(h.tenant.managementKey));
+      expect(upd.error).toBeUndefined();
+      expect(upd.response.key.limit_femto_usd).toBe("3000000000000000");
+      // A path whose optional field is absent clears it.
+      const cleared = await unary(keys, "UpdateKey", { hash, update_mask: { paths: ["rate_limit_tpm"] } }, bearer(h.tenant.managementKey));
+      expect(cleared.response.key.rate_limit_tpm ?? null).toBeNull();
+      const bad = await unary(keys, "UpdateKey", { hash, limit_reset: "hourly", update_mask: { paths: ["limit_reset"] } }, bearer(h.tenant.managementKey));
+      expect(bad.error?.code).toBe(3); // INVALID_ARGUMENT
+      const me = await unary(identity, "GetCaller", {}, bearer(created.response.secret));
+      expect(me.error).toBeUndefined();
+      expect(me.response.spend).toMatchObject({ limit_femto_usd: "3000000000000000", limit_remaining_femto_usd: "3000000000000000", limit_reset: "weekly", usage_femto_usd: "0" });
+    } finally {
+      keys.close();
+      identity.close();
+    }
   });
 
   it("refuses an uncatalogued model under a limit (400 naming model)", async () => {

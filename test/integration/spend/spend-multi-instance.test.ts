@@ -4,9 +4,11 @@
  * real HTTP, a fake provider that reports usage and answers after a short delay so that reservations overlap)
  * against one key with a small limit, in two waves. The sum of the settled costs never exceeds the limit, equals
  * the sum of the generations' costs exactly, nothing stays reserved, and the requests that did not fit got 402.
+ * A key's requests per minute hold across the three (rate-limiter-flexible in Redis).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -43,7 +45,14 @@ describe("spend limits across instances (postgresql)", () => {
     );
     h = await startHarness({
       provider: "postgresql",
-      env: { PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `ollama=${fake.url}/v1`, PORTICO_KEYLESS_PROVIDERS: "ollama", PORTICO_CATALOG_FILE: catalogFile },
+      env: {
+        PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `ollama=${fake.url}/v1`,
+        PORTICO_KEYLESS_PROVIDERS: "ollama",
+        PORTICO_CATALOG_FILE: catalogFile,
+        // Rates are shared through Redis across the instances (a prefix of this run's own).
+        REDIS_URL: "redis://127.0.0.1:6379",
+        PORTICO_REDIS_PREFIX: `portico-test-${randomUUID()}:`,
+      },
     });
     instances.push({ url: h.baseUrl, close: async () => undefined });
     for (let i = 0; i < 2; i++) {
@@ -120,5 +129,22 @@ describe("spend limits across instances (postgresql)", () => {
     expect(counter.spentFemtoUsd).toBe(generationTotal);
     expect(counter.spentFemtoUsd <= BigInt(limitUsd * 1e15)).toBe(true);
     expect(await h.database.db.spendReservation.count()).toBe(0);
+  });
+
+  it("a key's requests per minute are one bound across the instances (Redis): the fourth request, on any instance, is 429", async () => {
+    const created = await api(h, "POST", "/keys", { key: h.tenant.managementKey, body: { name: "rpm", rate_limit_rpm: 3 } });
+    expect(created.status, created.text).toBe(201);
+    const key: string = created.json.key;
+    for (const inst of instances) expect(await request(inst.url, key, false)).toBe(200);
+    for (const inst of instances) {
+      const res = await fetch(`${inst.url}/api/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "ollama/tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 10 }),
+      });
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await res.json()) as any).error.message).toMatch(/3 requests per minute/);
+    }
   });
 });
