@@ -105,6 +105,10 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
         if (settled) return settled;
         clearInterval(keepAlive);
         const cost = settledCost(call, relayedBytes, relayedChunks);
+        if (cost > amount) {
+          // The bound did not hold (a provider counted more than the body's bytes): the real cost still counts.
+          deps.logger.warn({ generation: call.track.id, reserved: amount.toString(), cost: cost.toString() }, "a generation cost more than its reservation");
+        }
         settled = store.settle(r.id, cost, counters).catch((err: unknown) => {
           // The reservation stays until its expiry releases it; the cost is still on the generation record.
           deps.logger.error({ err, generation: call.track.id }, "spend settlement failed");
