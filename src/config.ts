@@ -69,10 +69,15 @@ export interface ChatConfig {
    * with `Retry-After`.
    */
   maxConcurrentPerKey: number;
+  /**
+   * A spend reservation not settled within this many ms is released, its process presumed dead
+   * (PORTICO_SPEND_RESERVATION_TTL_MS, 100–86400000, default 300000; docs/limits.md). A live stream extends its own.
+   */
+  spendReservationTtlMs: number;
 }
 
 /** The bounds on one chat request and one key. */
-export type ChatLimitsConfig = Pick<ChatConfig, "maxAttempts" | "maxConcurrentPerKey">;
+export type ChatLimitsConfig = Pick<ChatConfig, "maxAttempts" | "maxConcurrentPerKey" | "spendReservationTtlMs">;
 
 export interface ByokConfig {
   /**
@@ -293,6 +298,7 @@ const Env = z
     PORTICO_INTERN_MAX_PAUSED_PER_KEY: intSetting(0, 0, 10_000),
     PORTICO_CHAT_MAX_ATTEMPTS: intSetting(10, 1, 100),
     PORTICO_CHAT_MAX_CONCURRENT_PER_KEY: intSetting(64, 0, 100_000),
+    PORTICO_SPEND_RESERVATION_TTL_MS: intSetting(300_000, 100, 86_400_000),
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
@@ -359,6 +365,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       budgetMs: e.PORTICO_CHAT_BUDGET_MS,
       maxAttempts: e.PORTICO_CHAT_MAX_ATTEMPTS,
       maxConcurrentPerKey: e.PORTICO_CHAT_MAX_CONCURRENT_PER_KEY,
+      spendReservationTtlMs: e.PORTICO_SPEND_RESERVATION_TTL_MS,
     },
     providers: providerEndpoints(env),
     byok: {

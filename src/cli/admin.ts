@@ -14,6 +14,9 @@ import { cliActor, recordAudit } from "../core/audit/audit-log.js";
 import type { Db } from "../db/client.js";
 import { registerByokAdminCommands } from "./admin-byok.js";
 import { registerProviderKeyAdminCommands } from "./admin-provider-keys.js";
+import { femtoOfUsd } from "../contract/money.js";
+import type { KeysService } from "../core/keys/keys-service.js";
+import type { WorkspacesService } from "../core/workspaces/workspaces-service.js";
 
 export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
 
@@ -187,6 +190,84 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .argument("<idOrHash>", "key id or hash (`key list` shows both)")
     .option("--json", "print JSON")
     .action((idOrHash: string, opts: { json?: boolean }) => setDisabled(idOrHash, false, opts.json));
+
+  /** `none` / `never` clear a bound; a USD figure, a count or an ISO time set it. */
+  const usdOpt = (v: string | undefined) => {
+    if (v === undefined) return undefined;
+    if (v === "none") return null;
+    const f = femtoOfUsd(Number(v));
+    if (f === undefined || !/^\d+(\.\d+)?$/.test(v)) throw new CliError(`not an amount of US dollars: ${v}`);
+    return f;
+  };
+  const countOpt = (v: string | undefined) => (v === undefined ? undefined : v === "none" ? null : /^\d+$/.test(v) ? Number(v) : Number.NaN);
+  const timeOpt = (v: string | undefined) => (v === undefined ? undefined : v === "never" ? null : new Date(v));
+  key
+    .command("limits")
+    .description("set a key's spend limit, its reset window, its expiry and its request/token rates (docs/limits.md)")
+    .argument("<idOrHash>", "key id or hash")
+    .option("--limit <usd>", "spend limit in US dollars, or `none`")
+    .option("--reset <window>", "daily, weekly, monthly or none")
+    .option("--expires <time>", "ISO 8601 time the key stops working, or `never`")
+    .option("--rpm <n>", "chat requests per minute, or `none`")
+    .option("--tpm <n>", "tokens per minute, or `none`")
+    .option("--json", "print JSON")
+    .action(async (idOrHash: string, opts: { limit?: string; reset?: string; expires?: string; rpm?: string; tpm?: string; json?: boolean }) => {
+      const changes: Parameters<KeysService["update"]>[2] = {};
+      const limit = usdOpt(opts.limit);
+      if (limit !== undefined) changes.limitFemtoUsd = limit;
+      if (opts.reset !== undefined) changes.limitReset = opts.reset;
+      const expires = timeOpt(opts.expires);
+      if (expires !== undefined) changes.expiresAt = expires;
+      const rpm = countOpt(opts.rpm);
+      if (rpm !== undefined) changes.rateLimitRpm = rpm;
+      const tpm = countOpt(opts.tpm);
+      if (tpm !== undefined) changes.rateLimitTpm = tpm;
+      const k = await withServices(config(), async ({ db, keys }) => {
+        const found = await findKey(db, idOrHash);
+        return keys.update(cliActor(found.organizationId), found.hash, changes);
+      });
+      const row = {
+        hash: k.hash,
+        limit: k.limitFemtoUsd === null ? null : Number(k.limitFemtoUsd) / 1e15,
+        limit_reset: k.limitReset,
+        expires_at: k.expiresAt?.toISOString() ?? null,
+        rate_limit_rpm: k.rateLimitRpm,
+        rate_limit_tpm: k.rateLimitTpm,
+      };
+      out(opts.json, row, `key ${k.label}: limit ${row.limit ?? "none"} (${row.limit_reset}), expires ${row.expires_at ?? "never"}, rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}`);
+    });
+  ws
+    .command("limits")
+    .description("set a workspace's spend budget, its reset window and its request/token rates (docs/limits.md)")
+    .argument("<id>", "workspace id")
+    .option("--budget <usd>", "spend budget in US dollars, or `none`")
+    .option("--reset <window>", "daily, weekly, monthly or none")
+    .option("--rpm <n>", "chat requests per minute, or `none`")
+    .option("--tpm <n>", "tokens per minute, or `none`")
+    .option("--json", "print JSON")
+    .action(async (id: string, opts: { budget?: string; reset?: string; rpm?: string; tpm?: string; json?: boolean }) => {
+      const changes: Parameters<WorkspacesService["update"]>[2] = {};
+      const budget = usdOpt(opts.budget);
+      if (budget !== undefined) changes.budgetFemtoUsd = budget;
+      if (opts.reset !== undefined) changes.budgetReset = opts.reset;
+      const rpm = countOpt(opts.rpm);
+      if (rpm !== undefined) changes.rateLimitRpm = rpm;
+      const tpm = countOpt(opts.tpm);
+      if (tpm !== undefined) changes.rateLimitTpm = tpm;
+      const w = await withServices(config(), async ({ db, workspaces }) => {
+        const found = await db.workspace.findFirst({ where: { id, deletedAt: null } });
+        if (!found) throw new CliError("workspace not found");
+        return workspaces.update(cliActor(found.organizationId), id, changes);
+      });
+      const row = {
+        id: w.id,
+        budget: w.budgetFemtoUsd === null ? null : Number(w.budgetFemtoUsd) / 1e15,
+        budget_reset: w.budgetReset,
+        rate_limit_rpm: w.rateLimitRpm,
+        rate_limit_tpm: w.rateLimitTpm,
+      };
+      out(opts.json, row, `workspace ${w.id}: budget ${row.budget ?? "none"} (${row.budget_reset}), rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}`);
+    });
 
   const member = admin.command("member").description("organization memberships");
   member

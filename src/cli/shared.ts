@@ -3,6 +3,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { openDatabase, type DatabaseHandle, type Db } from "../db/client.js";
 import { createKeysService, type KeysService } from "../core/keys/keys-service.js";
 import { createWorkspacesService, type WorkspacesService } from "../core/workspaces/workspaces-service.js";
+import { createSpendStore } from "../core/spend/spend-store.js";
 import { errorDetailOf } from "../lib/service-error.js";
 import { createInvalidationBus } from "../lib/invalidation.js";
 import { ALL_KEYS, AUTH_TOPIC } from "../core/identity/key-cache.js";
@@ -41,8 +42,10 @@ export async function withServices<T>(cfg: Config, fn: (services: AdminServices)
     // their time bound (PORTICO_AUTH_CACHE_TTL_MS, at most 1 s) makes a revocation take effect.
     const bus = createInvalidationBus(cfg);
     const standing = () => bus.publish(AUTH_TOPIC, ALL_KEYS);
-    const workspaces = createWorkspacesService(h.db, { onMembershipChanged: standing, onWorkspaceDeleted: standing });
-    const keys = createKeysService({ db: h.db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
+    // Only setLimit is used here (reservations are the core's), so the expiry bound does not matter.
+    const spend = createSpendStore({ db: h.db, reservationTtlMs: 300_000 });
+    const workspaces = createWorkspacesService(h.db, { onMembershipChanged: standing, onWorkspaceDeleted: standing, onLimitsChanged: standing, spend });
+    const keys = createKeysService({ db: h.db, workspaces, spend, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
     try {
       return await fn({ db: h.db, workspaces, keys, interns: createInternAdmin({ db: h.db }) });
     } catch (err) {

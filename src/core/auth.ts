@@ -16,6 +16,20 @@ export interface Caller {
   userId: string;
   isManagement: boolean;
   internsProgramme: boolean;
+  /** The key's and its workspace's spend and rate limits (docs/limits.md); absent: none. */
+  limits?: CallerLimits;
+}
+
+/** What bounds a caller's chat completions (docs/limits.md). */
+export interface CallerLimits {
+  /** The key has a spend limit (its counter is `key:<key id>`). */
+  keySpend: boolean;
+  /** The workspace has a budget (its counter is `ws:<workspace id>`). */
+  workspaceSpend: boolean;
+  keyRpm: number | null;
+  keyTpm: number | null;
+  workspaceRpm: number | null;
+  workspaceTpm: number | null;
 }
 
 /** What the key store returns for a hash; the interceptor decides what it means. */
@@ -25,6 +39,8 @@ export interface KeyRecord extends Caller {
   creatorIsMember: boolean;
   /** The key's workspace was deleted: the key is refused like a revoked one. */
   workspaceDeleted: boolean;
+  /** When the key expires (Unix ms); null: never. Checked on every request, cached entry or not. */
+  expiresAtMs?: number | null;
 }
 
 export type KeyLookup = (keyHash: string) => Promise<KeyRecord | null>;
@@ -58,6 +74,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
     if (record.revoked) throw unauthenticated("API key has been revoked");
     if (record.disabled) throw unauthenticated("API key is disabled");
     if (record.workspaceDeleted) throw unauthenticated("API key's workspace has been deleted");
+    if (record.expiresAtMs != null && Date.now() >= record.expiresAtMs) throw unauthenticated("API key has expired");
     if (!record.creatorIsMember) throw permissionDenied(CREATOR_DEPARTED);
     const caller: Caller = {
       keyId: record.keyId,
@@ -69,6 +86,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
       isManagement: record.isManagement,
       internsProgramme: record.internsProgramme,
     };
+    if (record.limits) caller.limits = record.limits;
     req.contextValues.set(kCaller, caller);
     return next(req);
   };

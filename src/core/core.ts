@@ -52,6 +52,9 @@ import { createKeysHandler } from "./keys/keys-handler.js";
 import { createKeysService } from "./keys/keys-service.js";
 import { createWorkspacesHandler } from "./workspaces/workspaces-handler.js";
 import { createWorkspacesService } from "./workspaces/workspaces-service.js";
+import { createSpendStore } from "./spend/spend-store.js";
+import { createKeySpendReader } from "./spend/key-spend.js";
+import { createChatRateLimiter } from "../lib/chat-rate-limiter.js";
 
 export interface CoreOptions {
   database: DatabaseHandle;
@@ -99,11 +102,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   });
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());
+  // Spend limits live in the database every instance shares (docs/limits.md).
+  const spend = createSpendStore({ db, reservationTtlMs: config.chat.spendReservationTtlMs });
   const workspaces = createWorkspacesService(db, {
     onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
     onWorkspaceDeleted: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
+    onLimitsChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
+    spend,
   });
-  const keys = createKeysService({ db, workspaces, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
+  const keys = createKeysService({ db, workspaces, spend, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
   const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry, execute: database.executeRaw });
@@ -130,6 +137,9 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       ? createIpcSlots({ instanceId: config.instanceId })
       : createMemoryConcurrencyLimiter();
   closers.push(() => slots.close());
+  // Rates per key and workspace, shared as the intern turn limiter's (docs/limits.md).
+  const rates = createChatRateLimiter({ redisUrl: config.redisUrl, redisPrefix: config.interns.redisPrefix, shareWithServeWorkers: isServeWorker() });
+  closers.push(() => rates.close());
   const chat = createChatHandler({
     presets: presetsRepository,
     generations,
@@ -140,6 +150,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     brand: config.brand,
     limits: config.chat,
     slots,
+    spend,
+    rates,
     logger,
     timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
     cooldowns: createMemoryCooldowns(),
@@ -171,6 +183,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       createIdentityHandler({
         rateLimitRequests: config.interns.rateLimitTurns,
         rateLimitIntervalSeconds: config.interns.rateLimitWindowSeconds,
+        keySpend: createKeySpendReader({ db, store: spend }),
       }),
     );
     router.service(InternsService, interns.internsHandler);

@@ -55,7 +55,7 @@ export async function render(main) {
         : dataTable(
             "API keys",
             "API keys, oldest first",
-            ["Name", "Key (masked)", "Kind", "State", "Workspace", "Created", "Actions"],
+            ["Name", "Key (masked)", "Kind", "State", "Workspace", "Limits", "Created", "Actions"],
             keys.map((k) => row(k, { workspaceName: workspaceName(k.workspace_id), current: k.hash === currentHash, keys }, refresh, status)),
           ),
     );
@@ -152,9 +152,20 @@ function row(k, { workspaceName, current, keys }, refresh, status) {
     h("td", {}, k.is_management_key ? "management" : "API"),
     h("td", {}, k.disabled ? "disabled" : "enabled"),
     h("td", {}, workspaceName ?? h("code", {}, k.workspace_id)),
+    h("td", {}, limitsText(k)),
     h("td", {}, time(k.created_at)),
     h("td", { class: "actions" }, h("div", { class: "buttons" }, rename, toggle, del), editArea, err.el),
   );
+}
+
+/** The key's spend limit, expiry and rates in one line (docs/limits.md); "none" when it has none. */
+function limitsText(k) {
+  const parts = [];
+  if (k.limit !== null && k.limit !== undefined) parts.push(`$${k.limit} limit${k.limit_reset && k.limit_reset !== "none" ? ` (${k.limit_reset})` : ""}`);
+  if (k.expires_at) parts.push(`expires ${new Date(k.expires_at).toISOString().slice(0, 16).replace("T", " ")} UTC`);
+  if (k.rate_limit_rpm) parts.push(`${k.rate_limit_rpm} req/min`);
+  if (k.rate_limit_tpm) parts.push(`${k.rate_limit_tpm} tokens/min`);
+  return parts.length ? parts.join(" · ") : "none";
 }
 
 function createForm(workspaces, onCreated) {

@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → cost → validate → preset → plan → execute
+ *   record → limits → rate → cost → validate → preset → plan → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -32,6 +32,10 @@ import { createValidateStage } from "./pipeline/validate.js";
 import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
+import { createSpendStage } from "./pipeline/spend.js";
+import { createRateStage } from "./pipeline/rate.js";
+import type { SpendStore } from "../spend/spend-store.js";
+import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
 import type { CredentialCooldowns } from "./cooldowns.js";
 import { invalidArgument } from "../errors.js";
 import { createMessagesMethods } from "./messages-handler.js";
@@ -50,6 +54,10 @@ export interface ChatHandlerDeps {
   limits: ChatLimitsConfig;
   /** Where the per-key concurrency slots are counted (this process, the serve primary, or Redis). */
   slots: ConcurrencyLimiter;
+  /** Spend counters and reservations (docs/limits.md). */
+  spend: SpendStore;
+  /** Requests and tokens per minute per key and workspace (docs/limits.md). */
+  rates: ChatRateLimiter;
   logger: Logger;
   /** First-byte limits and the request budget (operator settings). */
   timeouts: ChatTimeouts;
@@ -77,14 +85,16 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     outer: [
       createRecordStage({ generations: deps.generations }),
       createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
+      createRateStage({ limiter: deps.rates }),
       createCostStage({ catalog: deps.catalog }),
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
     plan: createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
+    spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
   };
-  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.execute]);
+  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.spend, stages.execute]);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => {

@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
+import type { KeySpendReader } from "../spend/key-spend.js";
 
 /** The limits the core enforces per key, reported by GetCaller. */
 export interface KeyLimits {
@@ -8,9 +9,9 @@ export interface KeyLimits {
   rateLimitIntervalSeconds: number;
 }
 
-export function createIdentityHandler(limits: KeyLimits): ServiceImpl<typeof IdentityService> {
+export function createIdentityHandler(limits: KeyLimits & { keySpend: KeySpendReader }): ServiceImpl<typeof IdentityService> {
   return {
-    getCaller(_req, ctx) {
+    async getCaller(_req, ctx) {
       const c = callerOf(ctx);
       return {
         organizationId: c.organizationId,
@@ -22,6 +23,7 @@ export function createIdentityHandler(limits: KeyLimits): ServiceImpl<typeof Ide
         keyHash: c.keyHash,
         rateLimitRequests: limits.rateLimitRequests,
         rateLimitIntervalSeconds: limits.rateLimitIntervalSeconds,
+        spend: await limits.keySpend(c.keyId, c.keyHash),
       };
     },
     authorize(req, ctx) {

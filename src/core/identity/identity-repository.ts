@@ -21,7 +21,25 @@ interface KeyRow {
   internsProgramme: unknown;
   creatorIsMember: unknown;
   workspaceDeleted: unknown;
+  expiresAt: unknown;
+  keySpend: unknown;
+  workspaceSpend: unknown;
+  keyRpm: unknown;
+  keyTpm: unknown;
+  workspaceRpm: unknown;
+  workspaceTpm: unknown;
 }
+
+/** A nullable integer column (SQLite may return bigint). */
+const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+/** A DateTime column read raw: a Date (PostgreSQL), ms or an ISO string (SQLite). */
+const msOrNull = (v: unknown): number | null => {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return v.getTime();
+  if (typeof v === "number" || typeof v === "bigint") return Number(v);
+  const t = Date.parse(String(v));
+  return Number.isNaN(t) ? null : t;
+};
 
 /** SQLite returns booleans and CASE results as 0/1 (number or bigint); PostgreSQL as booleans/numbers. */
 function truthy(value: unknown): boolean {
@@ -43,7 +61,12 @@ export function createIdentityRepository(db: Db) {
                CASE WHEN k."revokedAt" IS NULL THEN 0 ELSE 1 END AS "revoked",
                o."internsProgramme" AS "internsProgramme",
                CASE WHEN m."id" IS NOT NULL AND m."removedAt" IS NULL THEN 1 ELSE 0 END AS "creatorIsMember",
-               CASE WHEN w."deletedAt" IS NULL THEN 0 ELSE 1 END AS "workspaceDeleted"
+               CASE WHEN w."deletedAt" IS NULL THEN 0 ELSE 1 END AS "workspaceDeleted",
+               k."expiresAt" AS "expiresAt",
+               CASE WHEN k."limitFemtoUsd" IS NULL THEN 0 ELSE 1 END AS "keySpend",
+               CASE WHEN w."budgetFemtoUsd" IS NULL THEN 0 ELSE 1 END AS "workspaceSpend",
+               k."rateLimitRpm" AS "keyRpm", k."rateLimitTpm" AS "keyTpm",
+               w."rateLimitRpm" AS "workspaceRpm", w."rateLimitTpm" AS "workspaceTpm"
         FROM "ApiKey" k
         JOIN "Organization" o ON o."id" = k."organizationId"
         LEFT JOIN "Membership" m ON m."organizationId" = k."organizationId" AND m."userId" = k."creatorUserId"
@@ -64,6 +87,15 @@ export function createIdentityRepository(db: Db) {
         revoked: truthy(row.revoked),
         creatorIsMember: truthy(row.creatorIsMember),
         workspaceDeleted: truthy(row.workspaceDeleted),
+        expiresAtMs: msOrNull(row.expiresAt),
+        limits: {
+          keySpend: truthy(row.keySpend),
+          workspaceSpend: truthy(row.workspaceSpend),
+          keyRpm: intOrNull(row.keyRpm),
+          keyTpm: intOrNull(row.keyTpm),
+          workspaceRpm: intOrNull(row.workspaceRpm),
+          workspaceTpm: intOrNull(row.workspaceTpm),
+        },
       };
     },
 

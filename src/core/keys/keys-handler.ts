@@ -2,7 +2,7 @@
  * KeysService over Connect: proto ⇄ domain only. Management keys only; the plaintext of a new key
  * appears in CreateKeyResponse and nowhere else.
  */
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ApiKey as ApiKeyRow } from "../../db/prisma.js";
 import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
@@ -23,8 +23,15 @@ export function keyToProto(k: ApiKeyRow): Init<ApiKey> {
     creatorUserId: k.creatorUserId,
     createdAt: timestampFromDate(k.createdAt),
     updatedAt: timestampFromDate(k.updatedAt),
+    limitReset: k.limitReset,
+    ...(k.limitFemtoUsd !== null ? { limitFemtoUsd: k.limitFemtoUsd } : {}),
+    ...(k.expiresAt !== null ? { expiresAt: timestampFromDate(k.expiresAt) } : {}),
+    ...(k.rateLimitRpm !== null ? { rateLimitRpm: k.rateLimitRpm } : {}),
+    ...(k.rateLimitTpm !== null ? { rateLimitTpm: k.rateLimitTpm } : {}),
   };
 }
+
+const KEY_PATHS = ["name", "disabled", "limit_femto_usd", "limit_reset", "expires_at", "rate_limit_rpm", "rate_limit_tpm"];
 
 export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<typeof KeysService> {
   const { service } = deps;
@@ -46,6 +53,13 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
         workspaceId: req.workspaceId,
         isManagement: req.isManagementKey,
         creatorUserId: caller.userId,
+        limits: {
+          ...(req.limitFemtoUsd !== undefined ? { limitFemtoUsd: req.limitFemtoUsd } : {}),
+          ...(req.limitReset !== "" ? { limitReset: req.limitReset } : {}),
+          ...(req.expiresAt !== undefined ? { expiresAt: timestampDate(req.expiresAt) } : {}),
+          ...(req.rateLimitRpm !== undefined ? { rateLimitRpm: req.rateLimitRpm } : {}),
+          ...(req.rateLimitTpm !== undefined ? { rateLimitTpm: req.rateLimitTpm } : {}),
+        },
       });
       return { key: keyToProto(record), secret: plaintext };
     },
@@ -55,10 +69,15 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
     },
     async updateKey(req, ctx) {
       const { actor } = managerOf(ctx);
-      const paths = maskPaths(req.updateMask?.paths, ["name", "disabled"]);
-      const changes: { name?: string; disabled?: boolean } = {};
+      const paths = maskPaths(req.updateMask?.paths, KEY_PATHS);
+      const changes: Parameters<KeysDomain["update"]>[2] = {};
       if (paths.has("name")) changes.name = req.name;
       if (paths.has("disabled")) changes.disabled = req.disabled;
+      if (paths.has("limit_femto_usd")) changes.limitFemtoUsd = req.limitFemtoUsd ?? null;
+      if (paths.has("limit_reset")) changes.limitReset = req.limitReset;
+      if (paths.has("expires_at")) changes.expiresAt = req.expiresAt ? timestampDate(req.expiresAt) : null;
+      if (paths.has("rate_limit_rpm")) changes.rateLimitRpm = req.rateLimitRpm ?? null;
+      if (paths.has("rate_limit_tpm")) changes.rateLimitTpm = req.rateLimitTpm ?? null;
       return { key: keyToProto(await service.update(actor, req.hash, changes)) };
     },
     async deleteKey(req, ctx) {

@@ -10,10 +10,48 @@ import { invalidArgument, notFound } from "../errors.js";
 import { generateApiKey, hashSecret, labelForSecret } from "../identity/keys.js";
 import { checkName, checkPage, isKeyHash } from "../management/rules.js";
 import { WORKSPACE_NOT_FOUND, lockActiveWorkspace, type WorkspacesService } from "../workspaces/workspaces-service.js";
+import type { DbTransaction } from "../../db/prisma.js";
+import { checkExpiry, checkRate, checkReset, checkSpendLimit } from "../spend/limit-rules.js";
+import { keyCounterId, type SpendStore } from "../spend/spend-store.js";
+import type { LimitReset } from "../spend/windows.js";
+
+/** A key's limits as the management API sets them (docs/limits.md); each absent field is left as it is. */
+export interface KeyLimitChanges {
+  limitFemtoUsd?: bigint | null;
+  limitReset?: string;
+  expiresAt?: Date | null;
+  rateLimitRpm?: number | null;
+  rateLimitTpm?: number | null;
+}
+
+type KeyLimitData = { limitFemtoUsd?: bigint | null; limitReset?: LimitReset; expiresAt?: Date | null; rateLimitRpm?: number | null; rateLimitTpm?: number | null };
+
+function checkKeyLimits(c: KeyLimitChanges): KeyLimitData {
+  const data: KeyLimitData = {};
+  if (c.limitFemtoUsd !== undefined) data.limitFemtoUsd = checkSpendLimit("limit", c.limitFemtoUsd);
+  if (c.limitReset !== undefined) data.limitReset = checkReset("limit_reset", c.limitReset);
+  if (c.expiresAt !== undefined) data.expiresAt = checkExpiry("expires_at", c.expiresAt);
+  if (c.rateLimitRpm !== undefined) data.rateLimitRpm = checkRate("rate_limit_rpm", c.rateLimitRpm);
+  if (c.rateLimitTpm !== undefined) data.rateLimitTpm = checkRate("rate_limit_tpm", c.rateLimitTpm);
+  return data;
+}
+
+/** Audit details of limit changes: USD as decimal strings, times as ISO. */
+function limitAudit(d: KeyLimitData): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (d.limitFemtoUsd !== undefined) out.limit_femto_usd = d.limitFemtoUsd === null ? null : d.limitFemtoUsd.toString();
+  if (d.limitReset !== undefined) out.limit_reset = d.limitReset;
+  if (d.expiresAt !== undefined) out.expires_at = d.expiresAt === null ? null : d.expiresAt.toISOString();
+  if (d.rateLimitRpm !== undefined) out.rate_limit_rpm = d.rateLimitRpm;
+  if (d.rateLimitTpm !== undefined) out.rate_limit_tpm = d.rateLimitTpm;
+  return out;
+}
 
 export interface KeysServiceDeps {
   db: Db;
   workspaces: WorkspacesService;
+  /** Spend counters: a key's limit is copied onto its counter in the transaction that sets it. */
+  spend?: SpendStore;
   /** Called after a key was disabled, enabled or revoked (after the change is committed). */
   onKeyChanged?: (keyHash: string) => void | Promise<void>;
 }
@@ -29,6 +67,15 @@ export function createKeysService(deps: KeysServiceDeps) {
   const { db, workspaces } = deps;
   const changed = async (hash: string) => {
     await deps.onKeyChanged?.(hash);
+  };
+
+  /** Copies the key's limit onto its spend counter (in `tx`), counting its spend of the current window so far. */
+  const syncCounter = async (tx: DbTransaction, key: ApiKey) => {
+    if (!deps.spend) return;
+    await deps.spend.setLimit(tx, keyCounterId(key.id), key.limitFemtoUsd, key.limitReset as LimitReset, async (since) => {
+      const r = await tx.generation.aggregate({ _sum: { costFemtoUsd: true }, where: { keyHash: key.hash, createdAt: { gte: new Date(since) } } });
+      return r._sum.costFemtoUsd ?? 0n;
+    });
   };
 
   const keyOf = async (actor: Actor, hash: string): Promise<ApiKey> => {
@@ -56,8 +103,12 @@ export function createKeysService(deps: KeysServiceDeps) {
     get: keyOf,
 
     /** Creates a key for `creatorUserId` (the calling key's user over the API) and returns its plaintext once. */
-    async create(actor: Actor, input: { name: string; workspaceId?: string | undefined; isManagement: boolean; creatorUserId: string }) {
+    async create(actor: Actor, input: { name: string; workspaceId?: string | undefined; isManagement: boolean; creatorUserId: string; limits?: KeyLimitChanges }) {
       const name = checkName("name", input.name);
+      const limits = checkKeyLimits(input.limits ?? {});
+      if (limits.limitReset !== undefined && limits.limitReset !== "none" && limits.limitFemtoUsd == null) {
+        throw invalidArgument("limit_reset", "limit_reset needs a limit");
+      }
       const ws = await workspaces.resolve(actor, input.workspaceId);
       const member = await db.membership.findFirst({
         where: { organizationId: actor.organizationId, userId: input.creatorUserId, removedAt: null },
@@ -76,33 +127,41 @@ export function createKeysService(deps: KeysServiceDeps) {
             organizationId: actor.organizationId,
             workspaceId: ws.id,
             creatorUserId: input.creatorUserId,
+            ...limits,
           },
         });
+        if (key.limitFemtoUsd !== null) await syncCounter(tx, key);
         await recordAudit(tx, actor, {
           action: "key.create",
           targetType: "api_key",
           targetId: key.hash,
           workspaceId: ws.id,
-          details: { name, label: key.label, is_management_key: key.isManagement },
+          details: { name, label: key.label, is_management_key: key.isManagement, ...limitAudit(limits) },
         });
         return key;
       });
       return { record, plaintext };
     },
 
-    async update(actor: Actor, hash: string, changes: { name?: string; disabled?: boolean }) {
+    async update(actor: Actor, hash: string, changes: { name?: string; disabled?: boolean } & KeyLimitChanges) {
       const key = await keyOf(actor, hash);
       const data: { name?: string; disabled?: boolean } = {};
       if (changes.name !== undefined) data.name = checkName("name", changes.name);
       if (changes.disabled !== undefined) data.disabled = changes.disabled;
-      if (Object.keys(data).length === 0) return key;
+      const limits = checkKeyLimits(changes);
+      if (Object.keys(data).length === 0 && Object.keys(limits).length === 0) return key;
       const updated = await db.$transaction(async (tx) => {
-        const res = await tx.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { ...data, updatedAt: new Date() } });
+        const res = await tx.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { ...data, ...limits, updatedAt: new Date() } });
         if (res.count === 0) throw notFound();
-        await recordAudit(tx, actor, { action: "key.update", targetType: "api_key", targetId: key.hash, workspaceId: key.workspaceId, details: data });
-        return (await tx.apiKey.findUnique({ where: { id: key.id } }))!;
+        const row = (await tx.apiKey.findUnique({ where: { id: key.id } }))!;
+        if (row.limitReset !== "none" && row.limitFemtoUsd === null && limits.limitReset !== undefined) {
+          throw invalidArgument("limit_reset", "limit_reset needs a limit");
+        }
+        if (limits.limitFemtoUsd !== undefined || limits.limitReset !== undefined) await syncCounter(tx, row);
+        await recordAudit(tx, actor, { action: "key.update", targetType: "api_key", targetId: key.hash, workspaceId: key.workspaceId, details: { ...data, ...limitAudit(limits) } });
+        return row;
       });
-      if (data.disabled !== undefined) await changed(key.hash);
+      if (data.disabled !== undefined || Object.keys(limits).length > 0) await changed(key.hash);
       return updated;
     },
 

@@ -21,6 +21,10 @@ export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
     ...(w.createdBy !== null ? { createdBy: w.createdBy } : {}),
     createdAt: timestampFromDate(w.createdAt),
     updatedAt: timestampFromDate(w.updatedAt),
+    budgetReset: w.budgetReset,
+    ...(w.budgetFemtoUsd !== null ? { budgetFemtoUsd: w.budgetFemtoUsd } : {}),
+    ...(w.rateLimitRpm !== null ? { rateLimitRpm: w.rateLimitRpm } : {}),
+    ...(w.rateLimitTpm !== null ? { rateLimitTpm: w.rateLimitTpm } : {}),
   };
 }
 
@@ -39,7 +43,17 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
       return { workspaces: items.map(workspaceToProto), totalCount: total };
     },
     async createWorkspace(req, ctx) {
-      const ws = await service.create(managerOf(ctx), { name: req.name, slug: req.slug, description: req.description });
+      const ws = await service.create(managerOf(ctx), {
+        name: req.name,
+        slug: req.slug,
+        description: req.description,
+        limits: {
+          ...(req.budgetFemtoUsd !== undefined ? { budgetFemtoUsd: req.budgetFemtoUsd } : {}),
+          ...(req.budgetReset !== "" ? { budgetReset: req.budgetReset } : {}),
+          ...(req.rateLimitRpm !== undefined ? { rateLimitRpm: req.rateLimitRpm } : {}),
+          ...(req.rateLimitTpm !== undefined ? { rateLimitTpm: req.rateLimitTpm } : {}),
+        },
+      });
       return { workspace: workspaceToProto(ws) };
     },
     async getWorkspace(req, ctx) {
@@ -47,8 +61,12 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
     },
     async updateWorkspace(req, ctx) {
       const actor = managerOf(ctx);
-      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description"]);
-      const changes: { name?: string; slug?: string; description?: string | null } = {};
+      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description", "budget_femto_usd", "budget_reset", "rate_limit_rpm", "rate_limit_tpm"]);
+      const changes: Parameters<WorkspacesDomain["update"]>[2] = {};
+      if (paths.has("budget_femto_usd")) changes.budgetFemtoUsd = req.budgetFemtoUsd ?? null;
+      if (paths.has("budget_reset")) changes.budgetReset = req.budgetReset;
+      if (paths.has("rate_limit_rpm")) changes.rateLimitRpm = req.rateLimitRpm ?? null;
+      if (paths.has("rate_limit_tpm")) changes.rateLimitTpm = req.rateLimitTpm ?? null;
       if (paths.has("name")) changes.name = req.name;
       if (paths.has("slug")) changes.slug = req.slug;
       if (paths.has("description")) changes.description = req.description ?? null;

@@ -9,6 +9,34 @@ import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { slugify } from "../identity/identity-repository.js";
 import { checkName, checkPage, checkText, isUuid, stateConflict } from "../management/rules.js";
+import { checkRate, checkReset, checkSpendLimit } from "../spend/limit-rules.js";
+import { workspaceCounterId, type SpendStore } from "../spend/spend-store.js";
+import type { LimitReset } from "../spend/windows.js";
+
+/** A workspace's budget and rate bounds as the management API sets them (docs/limits.md); absent: unchanged. */
+export interface WorkspaceLimitChanges {
+  budgetFemtoUsd?: bigint | null;
+  budgetReset?: string;
+  rateLimitRpm?: number | null;
+  rateLimitTpm?: number | null;
+}
+
+type WorkspaceLimitData = { budgetFemtoUsd?: bigint | null; budgetReset?: LimitReset; rateLimitRpm?: number | null; rateLimitTpm?: number | null };
+
+function checkWorkspaceLimits(c: WorkspaceLimitChanges): WorkspaceLimitData {
+  const d: WorkspaceLimitData = {};
+  if (c.budgetFemtoUsd !== undefined) d.budgetFemtoUsd = checkSpendLimit("budget", c.budgetFemtoUsd);
+  if (c.budgetReset !== undefined) d.budgetReset = checkReset("budget_reset", c.budgetReset);
+  if (c.rateLimitRpm !== undefined) d.rateLimitRpm = checkRate("rate_limit_rpm", c.rateLimitRpm);
+  if (c.rateLimitTpm !== undefined) d.rateLimitTpm = checkRate("rate_limit_tpm", c.rateLimitTpm);
+  return d;
+}
+
+function limitAudit(d: WorkspaceLimitData): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...d };
+  if (d.budgetFemtoUsd !== undefined) out.budgetFemtoUsd = d.budgetFemtoUsd === null ? null : d.budgetFemtoUsd.toString();
+  return out;
+}
 
 export const WORKSPACE_NOT_FOUND = "workspace_id does not name a workspace of this organization";
 export const DEFAULT_WORKSPACE_DELETED = "The organization's default workspace was deleted; pass workspace_id to choose a workspace";
@@ -37,6 +65,10 @@ export interface WorkspacesServiceHooks {
   onMembershipChanged?: () => void | Promise<void>;
   /** Called after a workspace was deleted (committed): keys it held are refused from now on. */
   onWorkspaceDeleted?: () => void | Promise<void>;
+  /** Called after a workspace's budget or rate bounds changed (committed): its keys' cached limits are stale. */
+  onLimitsChanged?: () => void | Promise<void>;
+  /** Spend counters: a workspace's budget is copied onto its counter in the transaction that sets it. */
+  spend?: SpendStore;
 }
 
 /**
@@ -59,6 +91,15 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
     const ws = await findActive(actor.organizationId, id);
     if (!ws) throw notFound();
     return ws;
+  };
+
+  /** Copies the budget onto the workspace's spend counter (in `tx`), counting the current window's spend so far. */
+  const syncCounter = async (tx: DbTransaction, ws: Workspace) => {
+    if (!hooks.spend) return;
+    await hooks.spend.setLimit(tx, workspaceCounterId(ws.id), ws.budgetFemtoUsd, ws.budgetReset as LimitReset, async (since) => {
+      const r = await tx.generation.aggregate({ _sum: { costFemtoUsd: true }, where: { workspaceId: ws.id, createdAt: { gte: new Date(since) } } });
+      return r._sum.costFemtoUsd ?? 0n;
+    });
   };
 
   const slugTaken = () => stateConflict("A workspace with that slug already exists in this organization");
@@ -90,8 +131,9 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
 
     async create(
       actor: Actor,
-      input: { name: string; slug?: string | undefined; description?: string | undefined; createdBy?: string | null; isDefault?: boolean },
+      input: { name: string; slug?: string | undefined; description?: string | undefined; createdBy?: string | null; isDefault?: boolean; limits?: WorkspaceLimitChanges },
     ) {
+      const limits = checkWorkspaceLimits(input.limits ?? {});
       const name = checkName("name", input.name);
       const slug = input.slug !== undefined ? checkSlug("slug", input.slug) : slugify(name);
       const description = input.description !== undefined ? checkText("description", input.description, 2000) : null;
@@ -99,10 +141,11 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       try {
         return await db.$transaction(async (tx) => {
           const ws = await tx.workspace.create({
-            data: { organizationId: actor.organizationId, name, slug, description, createdBy, isDefault: input.isDefault === true },
+            data: { organizationId: actor.organizationId, name, slug, description, createdBy, isDefault: input.isDefault === true, ...limits },
           });
           if (createdBy) await tx.workspaceMember.create({ data: { workspaceId: ws.id, userId: createdBy } });
-          await recordAudit(tx, actor, { action: "workspace.create", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: auditDetails(ws) });
+          if (ws.budgetFemtoUsd !== null) await syncCounter(tx, ws);
+          await recordAudit(tx, actor, { action: "workspace.create", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { ...auditDetails(ws), ...limitAudit(limits) } });
           return ws;
         });
       } catch (err) {
@@ -111,7 +154,8 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       }
     },
 
-    async update(actor: Actor, id: string, changes: { name?: string; slug?: string; description?: string | null }) {
+    async update(actor: Actor, id: string, changes: { name?: string; slug?: string; description?: string | null } & WorkspaceLimitChanges) {
+      const limits = checkWorkspaceLimits(changes);
       const ws = await workspaceOf(actor, id);
       const data: { name?: string; slug?: string; description?: string | null; updatedAt: Date } = { updatedAt: new Date() };
       if (changes.name !== undefined) data.name = checkName("name", changes.name);
@@ -120,14 +164,18 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
         data.description = changes.description === null ? null : checkText("description", changes.description, 2000);
       }
       const { updatedAt: _t, ...changed } = data;
-      if (Object.keys(changed).length === 0) return ws;
+      if (Object.keys(changed).length === 0 && Object.keys(limits).length === 0) return ws;
       try {
-        return await db.$transaction(async (tx) => {
-          const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data });
+        const updated = await db.$transaction(async (tx) => {
+          const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { ...data, ...limits } });
           if (res.count === 0) throw notFound();
-          await recordAudit(tx, actor, { action: "workspace.update", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: changed });
-          return (await tx.workspace.findUnique({ where: { id: ws.id } }))!;
+          const row = (await tx.workspace.findUnique({ where: { id: ws.id } }))!;
+          if (limits.budgetFemtoUsd !== undefined || limits.budgetReset !== undefined) await syncCounter(tx, row);
+          await recordAudit(tx, actor, { action: "workspace.update", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { ...changed, ...limitAudit(limits) } });
+          return row;
         });
+        if (Object.keys(limits).length > 0) await hooks.onLimitsChanged?.();
+        return updated;
       } catch (err) {
         if (isUniqueViolation(err)) throw slugTaken();
         throw err;

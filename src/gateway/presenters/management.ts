@@ -8,6 +8,7 @@ import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
 import type { Intern } from "../../gen/portico/internadmin/v1/intern_pb.js";
 import { pendingQuestionSchema, presentPendingQuestion } from "./intern-sessions.js";
+import { isoOrNull, usdOrNull } from "../routes/limit-fields.js";
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : new Date(0).toISOString());
 
@@ -16,7 +17,10 @@ const nullableStr = (description: string) => ({ type: ["string", "null"], descri
 
 export const apiKeySchema = {
   type: "object",
-  required: ["hash", "name", "label", "disabled", "is_management_key", "workspace_id", "creator_user_id", "created_at", "updated_at"],
+  required: [
+    "hash", "name", "label", "disabled", "is_management_key", "workspace_id", "creator_user_id", "created_at", "updated_at",
+    "limit", "limit_reset", "expires_at", "rate_limit_rpm", "rate_limit_tpm",
+  ],
   properties: {
     hash: str("SHA-256 of the key, 64 lowercase hex characters; the key's identifier."),
     name: str("Display name."),
@@ -27,6 +31,11 @@ export const apiKeySchema = {
     creator_user_id: str("User who created the key."),
     created_at: str("ISO 8601."),
     updated_at: str("ISO 8601."),
+    limit: { type: ["number", "null"], description: "Spend limit in USD; null = none (docs/limits.md)." },
+    limit_reset: str("daily, weekly, monthly (UTC) or none."),
+    expires_at: nullableStr("ISO 8601 time after which the key answers 401; null = never."),
+    rate_limit_rpm: { type: ["integer", "null"], description: "Chat requests per minute; null = unbounded." },
+    rate_limit_tpm: { type: ["integer", "null"], description: "Tokens per minute; null = unbounded." },
   },
 } as const;
 
@@ -41,13 +50,22 @@ export function presentApiKey(k: ApiKey) {
     creator_user_id: k.creatorUserId,
     created_at: iso(k.createdAt),
     updated_at: iso(k.updatedAt),
+    limit: usdOrNull(k.limitFemtoUsd),
+    limit_reset: k.limitReset || "none",
+    expires_at: isoOrNull(k.expiresAt),
+    rate_limit_rpm: k.rateLimitRpm ?? null,
+    rate_limit_tpm: k.rateLimitTpm ?? null,
   };
 }
 
 export const workspaceSchema = {
   type: "object",
-  required: ["id", "name", "slug", "description", "is_default", "created_by", "created_at", "updated_at"],
+  required: ["id", "name", "slug", "description", "is_default", "created_by", "created_at", "updated_at", "budget", "budget_reset", "rate_limit_rpm", "rate_limit_tpm"],
   properties: {
+    budget: { type: ["number", "null"], description: "Spend budget in USD of the workspace's keys together; null = none (docs/limits.md)." },
+    budget_reset: str("daily, weekly, monthly (UTC) or none."),
+    rate_limit_rpm: { type: ["integer", "null"], description: "Chat requests per minute, all keys together; null = unbounded." },
+    rate_limit_tpm: { type: ["integer", "null"], description: "Tokens per minute, all keys together; null = unbounded." },
     id: str("Workspace id (UUID)."),
     name: str("Display name."),
     slug: str("Unique within the organization."),
@@ -69,6 +87,10 @@ export function presentWorkspace(w: Workspace) {
     created_by: w.createdBy ?? null,
     created_at: iso(w.createdAt),
     updated_at: iso(w.updatedAt),
+    budget: usdOrNull(w.budgetFemtoUsd),
+    budget_reset: w.budgetReset || "none",
+    rate_limit_rpm: w.rateLimitRpm ?? null,
+    rate_limit_tpm: w.rateLimitTpm ?? null,
   };
 }
 

@@ -1,4 +1,6 @@
 import { createClient } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { usdOfFemto } from "../../contract/money.js";
 import type { FastifyInstance } from "fastify";
 import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
 import type { GatewayContext } from "../context.js";
@@ -7,11 +9,14 @@ import { errorResponses } from "../schemas.js";
 
 /**
  * GET /api/v1/key: the calling key (label and hash, never the key), with every field the published
- * SDK's key metadata requires, each holding what Portico really enforces or records:
- * - no credit limit is enforced on a key and no spend is metered: `limit`, `limit_remaining` and
- *   `limit_reset` are null and every usage counter is 0;
- * - `rate_limit` is the intern turn limit the core enforces per key;
- * - keys never expire (`expires_at` null); there is no free tier and no free-model allowance;
+ * SDK's key metadata requires, each holding what Portico really enforces or records (docs/limits.md):
+ * - `usage*`: what the key's generations cost the account in USD (total, today, this week from Monday, this
+ *   month; UTC); `byok_usage*` the provider's price of the BYOK-served ones;
+ * - `limit` (USD or null), `limit_remaining` (the limit less the window's settled spend and the reservations of
+ *   requests in flight; null without a limit), `limit_reset` (daily, weekly, monthly, or null for none);
+ * - `rate_limit` is the intern turn limit the core enforces per key; `rate_limit_rpm` / `rate_limit_tpm` the key's
+ *   chat-completions bounds;
+ * - `expires_at`: when the key stops working, or null; there is no free tier and no free-model allowance;
  * - requests are not pinned to a data region (`allowed_data_regions: ["global"]`);
  * - management keys are what the SDK calls provisioning keys.
  */
@@ -22,7 +27,7 @@ const keyDataSchema = {
   required: [
     "label", "hash", "is_management_key", "is_provisioning_key", "organization_id", "workspace_id", "user_id", "creator_user_id",
     "limit", "limit_remaining", "limit_reset", "include_byok_in_limit", "is_free_tier", "rate_limit", "free_model_daily_requests",
-    "allowed_data_regions", "expires_at", ...usageFields,
+    "allowed_data_regions", "expires_at", "rate_limit_rpm", "rate_limit_tpm", ...usageFields,
   ],
   properties: {
     label: { type: "string" },
@@ -34,9 +39,11 @@ const keyDataSchema = {
     user_id: { type: "string" },
     creator_user_id: { type: "string", description: "The user who created the key." },
     interns_programme: { type: "boolean" },
-    limit: { type: "null", description: "No credit limit is enforced on keys." },
-    limit_remaining: { type: "null" },
-    limit_reset: { type: "null" },
+    limit: { type: ["number", "null"], description: "Spend limit in USD; null = none." },
+    limit_remaining: { type: ["number", "null"], description: "USD left in the current window (settled spend and in-flight reservations deducted); null without a limit." },
+    limit_reset: { type: ["string", "null"], description: "daily, weekly or monthly (UTC); null when the limit never resets." },
+    rate_limit_rpm: { type: ["integer", "null"], description: "Chat requests per minute with this key; null = unbounded." },
+    rate_limit_tpm: { type: ["integer", "null"], description: "Tokens per minute with this key; null = unbounded." },
     include_byok_in_limit: { type: "boolean" },
     is_free_tier: { type: "boolean" },
     rate_limit: {
@@ -50,8 +57,8 @@ const keyDataSchema = {
       properties: { limit: { type: "integer" }, remaining: { type: "integer" }, used: { type: "integer" } },
     },
     allowed_data_regions: { type: "array", items: { type: "string" } },
-    expires_at: { type: "null", description: "Keys do not expire." },
-    ...Object.fromEntries(usageFields.map((f) => [f, { type: "number", description: "No spend is metered: 0." }])),
+    expires_at: { type: ["string", "null"], description: "ISO 8601 time after which the key answers 401; null = never." },
+    ...Object.fromEntries(usageFields.map((f) => [f, { type: "number", description: "USD." }])),
   },
 } as const;
 
@@ -72,6 +79,8 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
     },
     async (req) => {
       const c = await client.getCaller({}, callOptionsFor(req));
+      const s = c.spend;
+      const usd = (f: bigint | undefined) => usdOfFemto(f ?? 0n);
       return {
         data: {
           label: c.keyLabel,
@@ -83,9 +92,11 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
           user_id: c.userId,
           creator_user_id: c.userId,
           interns_programme: c.internsProgramme,
-          limit: null,
-          limit_remaining: null,
-          limit_reset: null,
+          limit: s?.limitFemtoUsd !== undefined ? usdOfFemto(s.limitFemtoUsd) : null,
+          limit_remaining: s?.limitRemainingFemtoUsd !== undefined ? usdOfFemto(s.limitRemainingFemtoUsd) : null,
+          limit_reset: s?.limitFemtoUsd !== undefined && s.limitReset !== "none" ? s.limitReset : null,
+          rate_limit_rpm: s?.rateLimitRpm ?? null,
+          rate_limit_tpm: s?.rateLimitTpm ?? null,
           include_byok_in_limit: false,
           is_free_tier: false,
           rate_limit: {
@@ -95,8 +106,15 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
           },
           free_model_daily_requests: { limit: 0, remaining: 0, used: 0 },
           allowed_data_regions: ["global"],
-          expires_at: null,
-          ...Object.fromEntries(usageFields.map((f) => [f, 0])),
+          expires_at: s?.expiresAt ? timestampDate(s.expiresAt).toISOString() : null,
+          usage: usd(s?.usageFemtoUsd),
+          usage_daily: usd(s?.usageDailyFemtoUsd),
+          usage_weekly: usd(s?.usageWeeklyFemtoUsd),
+          usage_monthly: usd(s?.usageMonthlyFemtoUsd),
+          byok_usage: usd(s?.byokUsageFemtoUsd),
+          byok_usage_daily: usd(s?.byokUsageDailyFemtoUsd),
+          byok_usage_weekly: usd(s?.byokUsageWeeklyFemtoUsd),
+          byok_usage_monthly: usd(s?.byokUsageMonthlyFemtoUsd),
         },
       };
     },

@@ -7,6 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { KeysService } from "../../gen/portico/keys/v1/keys_service_pb.js";
 import type { GatewayContext } from "../context.js";
+import { KEY_LIMIT_FIELDS, keyLimitProperties, keyLimitsOf } from "./limit-fields.js";
 import { parsePage } from "../pagination.js";
 import { apiKeySchema, presentApiKey } from "../presenters/management.js";
 import { callOptionsFor } from "../rpc.js";
@@ -72,6 +73,7 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
             name: nameField,
             workspace_id: { type: "string", description: "Workspace (UUID) of the organization; omitted = the default workspace." },
             is_management_key: { type: "boolean", description: "Create a management key (default false)." },
+            ...keyLimitProperties,
           },
         },
         response: {
@@ -87,7 +89,12 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     async (req, reply) => {
       const b = req.body as { name: string; workspace_id?: string; is_management_key?: boolean };
       const res = await client.createKey(
-        { name: b.name, isManagementKey: b.is_management_key === true, ...(b.workspace_id !== undefined ? { workspaceId: b.workspace_id } : {}) },
+        {
+          name: b.name,
+          isManagementKey: b.is_management_key === true,
+          ...(b.workspace_id !== undefined ? { workspaceId: b.workspace_id } : {}),
+          ...keyLimitsOf(b as Record<string, unknown>).fields,
+        },
         callOptionsFor(req),
       );
       reply.code(201);
@@ -119,13 +126,13 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
       config: MANAGEMENT,
       schema: {
         operationId: "updateApiKey",
-        summary: "Rename, disable or enable an API key",
+        summary: "Rename, disable or enable an API key, or set its limits",
         description: "Omitted fields stay unchanged. Disabling takes effect from the next request. Any other field is refused with 400 naming it.",
         tags,
         params: hashParams,
         body: {
           type: "object",
-          properties: { name: nameField, disabled: { type: "boolean", description: "true disables the key, false enables it." } },
+          properties: { name: nameField, disabled: { type: "boolean", description: "true disables the key, false enables it." }, ...keyLimitProperties },
         },
         response: { 200: dataOf(apiKeySchema), ...errorResponses(400, 401, 403, 404, 500) },
       },
@@ -133,10 +140,11 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     async (req) => {
       const { hash } = req.params as { hash: string };
       const b = (req.body ?? {}) as { name?: string; disabled?: boolean };
-      refuseUnknownFields(b, ["name", "disabled"]);
-      const paths = (["name", "disabled"] as const).filter((f) => Object.hasOwn(b, f));
+      refuseUnknownFields(b, ["name", "disabled", ...KEY_LIMIT_FIELDS]);
+      const limits = keyLimitsOf(b as Record<string, unknown>);
+      const paths = [...(["name", "disabled"] as const).filter((f) => Object.hasOwn(b, f)), ...limits.paths];
       const res = await client.updateKey(
-        { hash, ...(b.name !== undefined ? { name: b.name } : {}), disabled: b.disabled === true, updateMask: { paths } },
+        { hash, ...(b.name !== undefined ? { name: b.name } : {}), disabled: b.disabled === true, ...limits.fields, updateMask: { paths } },
         callOptionsFor(req),
       );
       return { data: presentApiKey(res.key!) };

@@ -7,6 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { WorkspacesService } from "../../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import type { GatewayContext } from "../context.js";
+import { WORKSPACE_LIMIT_FIELDS, workspaceLimitProperties, workspaceLimitsOf } from "./limit-fields.js";
 import { parsePage } from "../pagination.js";
 import { presentWorkspace, presentWorkspaceMember, workspaceMemberSchema, workspaceSchema } from "../presenters/management.js";
 import { callOptionsFor } from "../rpc.js";
@@ -60,7 +61,7 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
         body: {
           type: "object",
           required: ["name"],
-          properties: { ...fields, description: { type: "string", description: "At most 2000 characters." } },
+          properties: { ...fields, description: { type: "string", description: "At most 2000 characters." }, ...workspaceLimitProperties },
         },
         response: { 201: dataOf(workspaceSchema), ...errorResponses(400, 401, 403, 409, 500) },
       },
@@ -68,7 +69,12 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
     async (req, reply) => {
       const b = req.body as { name: string; slug?: string; description?: string };
       const res = await client.createWorkspace(
-        { name: b.name, ...(b.slug !== undefined ? { slug: b.slug } : {}), ...(b.description !== undefined ? { description: b.description } : {}) },
+        {
+          name: b.name,
+          ...(b.slug !== undefined ? { slug: b.slug } : {}),
+          ...(b.description !== undefined ? { description: b.description } : {}),
+          ...workspaceLimitsOf(b as Record<string, unknown>).fields,
+        },
         callOptionsFor(req),
       );
       reply.code(201);
@@ -106,7 +112,7 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
         params: idParams,
         body: {
           type: "object",
-          properties: { ...fields, description: { type: ["string", "null"], description: "At most 2000 characters; null clears." } },
+          properties: { ...fields, description: { type: ["string", "null"], description: "At most 2000 characters; null clears." }, ...workspaceLimitProperties },
         },
         response: { 200: dataOf(workspaceSchema), ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
@@ -114,11 +120,13 @@ export async function registerWorkspaceRoutes(api: FastifyInstance, ctx: Gateway
     async (req) => {
       const { id } = req.params as { id: string };
       const b = (req.body ?? {}) as { name?: string; slug?: string; description?: string | null };
-      refuseUnknownFields(b, ["name", "slug", "description"]);
-      const paths = (["name", "slug", "description"] as const).filter((f) => Object.hasOwn(b, f));
+      refuseUnknownFields(b, ["name", "slug", "description", ...WORKSPACE_LIMIT_FIELDS]);
+      const limits = workspaceLimitsOf(b as Record<string, unknown>);
+      const paths = [...(["name", "slug", "description"] as const).filter((f) => Object.hasOwn(b, f)), ...limits.paths];
       const res = await client.updateWorkspace(
         {
           id,
+          ...limits.fields,
           ...(b.name !== undefined ? { name: b.name } : {}),
           ...(b.slug !== undefined ? { slug: b.slug } : {}),
           ...(typeof b.description === "string" ? { description: b.description } : {}),

@@ -59,6 +59,17 @@ export type AuditEvent = Prisma.AuditEventModel
  */
 export type ApiKey = Prisma.ApiKeyModel
 /**
+ * Model SpendCounter
+ * The atomic spend counter of one limit: a key's (`key:<key id>`) or a workspace budget's (`ws:<workspace id>`).
+ * Reservations and settlements change it with single conditional UPDATEs (src/core/spend/spend-store.ts).
+ */
+export type SpendCounter = Prisma.SpendCounterModel
+/**
+ * Model SpendReservation
+ * One request's reservation against one or two counters, released at settlement or after `expiresAtMs`.
+ */
+export type SpendReservation = Prisma.SpendReservationModel
+/**
  * Model Preset
  * A stored inference configuration, unique by slug within a workspace.
  */

@@ -276,6 +276,17 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
     await once.waitFor({ state: "detached" });
     await shot("keys");
     expect(await pageText()).not.toContain(res.key);
+    expect(await row.locator("td").nth(5).textContent()).toBe("none");
+
+    // Limits set from the command line (portico admin key limits) show in the key's row.
+    const limits = await runPortico(
+      ["admin", "key", "limits", res.data.hash, "--limit", "5", "--reset", "monthly", "--rpm", "60", "--json"],
+      { PORTICO_DATA_DIR: dataDir },
+    );
+    expect(limits.code, limits.stderr).toBe(0);
+    expect(JSON.parse(limits.stdout)).toMatchObject({ limit: 5, limit_reset: "monthly", rate_limit_rpm: 60, expires_at: null });
+    await page.reload();
+    await page.getByRole("row").filter({ hasText: "ci-bot" }).getByText("$5 limit (monthly) · 60 req/min", { exact: true }).waitFor();
 
     page.once("dialog", (d) => void d.accept());
     await row.getByRole("button", { name: "Disable ci-bot" }).click();

@@ -131,7 +131,8 @@ describe.each(["sqlite", "postgresql"] as const)("API key management (%s)", (pro
       ["POST", "/keys", { name: "x".repeat(256) }, "name"],
       ["POST", "/keys", {}, "name"],
       ["PATCH", `/keys/${h.tenant.apiKeyHash}`, { name: "  " }, "name"],
-      ["PATCH", `/keys/${h.tenant.apiKeyHash}`, { limit: 10 }, "limit"],
+      ["PATCH", `/keys/${h.tenant.apiKeyHash}`, { credits: 10 }, "credits"],
+      ["PATCH", `/keys/${h.tenant.apiKeyHash}`, { limit_reset: "yearly" }, "limit_reset"],
     ];
     for (const [method, path, body, field] of cases) {
       const res = await api(h, method, path, { key: mk, body });

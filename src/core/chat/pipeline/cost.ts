@@ -15,7 +15,7 @@
  * catalog does not know on the provider that served it is relayed as before, with `usage.cost: null`, and
  * stays uncatalogued (`track.catalogModel` null). Events without usage pass through uncopied.
  */
-import { costOf, usd } from "../../catalog/cost.js";
+import { costOf, usd, type CostParts } from "../../catalog/cost.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import type { StreamEvent, Usage } from "../model.js";
 import type { ChatCall, ChatStage } from "./stage.js";
@@ -37,20 +37,32 @@ function imagesOf(body: Readonly<Record<string, unknown>>): number {
   return n;
 }
 
+/**
+ * Prices `usage` at the served endpoint's prices and keeps the result on the call's tracking (`track.cost`,
+ * `track.catalogModel`); undefined when the catalog does not know what served it (uncatalogued). The spend stage
+ * settles with the same function, so a settled cost always equals the generation's.
+ */
+export function priceServed(catalog: Catalog, call: ChatCall, usage: Usage): CostParts | undefined {
+  const { track } = call;
+  const served = call.attempts.find((a) => a.provider === track.provider && a.credentialId === track.credentialId && a.requestedModel === track.model);
+  const match = served && track.model !== null ? catalog.resolve(track.model, served.provider, served.call.model) : undefined;
+  if (!match) {
+    track.catalogModel = null;
+    track.cost = null;
+    return undefined;
+  }
+  const parts = costOf(match.endpoint.pricing, usage, imagesOf(call.request));
+  track.catalogModel = match.model.slug;
+  track.cost = { femtoUsd: parts.total, paidBy: track.credentialSource === "byok" ? "byok" : "platform" };
+  return parts;
+}
+
 export function createCostStage(deps: { catalog: Catalog }): ChatStage {
   function price(call: ChatCall, usage: Usage): PricedUsage {
     const { track } = call;
-    const served = call.attempts.find((a) => a.provider === track.provider && a.credentialId === track.credentialId && a.requestedModel === track.model);
-    const match = served && track.model !== null ? deps.catalog.resolve(track.model, served.provider, served.call.model) : undefined;
-    if (!match) {
-      track.catalogModel = null;
-      track.cost = null;
-      return { ...usage, cost: null };
-    }
-    const parts = costOf(match.endpoint.pricing, usage, imagesOf(call.request));
+    const parts = priceServed(deps.catalog, call, usage);
+    if (!parts) return { ...usage, cost: null };
     const byok = track.credentialSource === "byok";
-    track.catalogModel = match.model.slug;
-    track.cost = { femtoUsd: parts.total, paidBy: byok ? "byok" : "platform" };
     return {
       ...usage,
       cost: byok ? 0 : usd(parts.total),

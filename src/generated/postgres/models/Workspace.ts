@@ -20,8 +20,22 @@ export type WorkspaceModel = runtime.Types.Result.DefaultSelection<Prisma.$Works
 
 export type AggregateWorkspace = {
   _count: WorkspaceCountAggregateOutputType | null
+  _avg: WorkspaceAvgAggregateOutputType | null
+  _sum: WorkspaceSumAggregateOutputType | null
   _min: WorkspaceMinAggregateOutputType | null
   _max: WorkspaceMaxAggregateOutputType | null
+}
+
+export type WorkspaceAvgAggregateOutputType = {
+  budgetFemtoUsd: number | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
+}
+
+export type WorkspaceSumAggregateOutputType = {
+  budgetFemtoUsd: bigint | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type WorkspaceMinAggregateOutputType = {
@@ -35,6 +49,10 @@ export type WorkspaceMinAggregateOutputType = {
   createdAt: Date | null
   updatedAt: Date | null
   deletedAt: Date | null
+  budgetFemtoUsd: bigint | null
+  budgetReset: string | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type WorkspaceMaxAggregateOutputType = {
@@ -48,6 +66,10 @@ export type WorkspaceMaxAggregateOutputType = {
   createdAt: Date | null
   updatedAt: Date | null
   deletedAt: Date | null
+  budgetFemtoUsd: bigint | null
+  budgetReset: string | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type WorkspaceCountAggregateOutputType = {
@@ -61,9 +83,25 @@ export type WorkspaceCountAggregateOutputType = {
   createdAt: number
   updatedAt: number
   deletedAt: number
+  budgetFemtoUsd: number
+  budgetReset: number
+  rateLimitRpm: number
+  rateLimitTpm: number
   _all: number
 }
 
+
+export type WorkspaceAvgAggregateInputType = {
+  budgetFemtoUsd?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
+}
+
+export type WorkspaceSumAggregateInputType = {
+  budgetFemtoUsd?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
+}
 
 export type WorkspaceMinAggregateInputType = {
   id?: true
@@ -76,6 +114,10 @@ export type WorkspaceMinAggregateInputType = {
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
+  budgetFemtoUsd?: true
+  budgetReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
 }
 
 export type WorkspaceMaxAggregateInputType = {
@@ -89,6 +131,10 @@ export type WorkspaceMaxAggregateInputType = {
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
+  budgetFemtoUsd?: true
+  budgetReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
 }
 
 export type WorkspaceCountAggregateInputType = {
@@ -102,6 +148,10 @@ export type WorkspaceCountAggregateInputType = {
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
+  budgetFemtoUsd?: true
+  budgetReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
   _all?: true
 }
 
@@ -143,6 +193,18 @@ export type WorkspaceAggregateArgs<ExtArgs extends runtime.Types.Extensions.Inte
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: WorkspaceAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: WorkspaceSumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: WorkspaceMinAggregateInputType
@@ -173,6 +235,8 @@ export type WorkspaceGroupByArgs<ExtArgs extends runtime.Types.Extensions.Intern
   take?: number
   skip?: number
   _count?: WorkspaceCountAggregateInputType | true
+  _avg?: WorkspaceAvgAggregateInputType
+  _sum?: WorkspaceSumAggregateInputType
   _min?: WorkspaceMinAggregateInputType
   _max?: WorkspaceMaxAggregateInputType
 }
@@ -188,7 +252,13 @@ export type WorkspaceGroupByOutputType = {
   createdAt: Date
   updatedAt: Date
   deletedAt: Date | null
+  budgetFemtoUsd: bigint | null
+  budgetReset: string
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
   _count: WorkspaceCountAggregateOutputType | null
+  _avg: WorkspaceAvgAggregateOutputType | null
+  _sum: WorkspaceSumAggregateOutputType | null
   _min: WorkspaceMinAggregateOutputType | null
   _max: WorkspaceMaxAggregateOutputType | null
 }
@@ -222,6 +292,10 @@ export type WorkspaceWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
+  budgetFemtoUsd?: Prisma.BigIntNullableFilter<"Workspace"> | bigint | number | null
+  budgetReset?: Prisma.StringFilter<"Workspace"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -236,6 +310,10 @@ export type WorkspaceOrderByWithRelationInput = {
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  budgetFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  budgetReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -254,6 +332,10 @@ export type WorkspaceWhereUniqueInput = Prisma.AtLeast<{
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
+  budgetFemtoUsd?: Prisma.BigIntNullableFilter<"Workspace"> | bigint | number | null
+  budgetReset?: Prisma.StringFilter<"Workspace"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_slug">
 
@@ -268,9 +350,15 @@ export type WorkspaceOrderByWithAggregationInput = {
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  budgetFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  budgetReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.WorkspaceCountOrderByAggregateInput
+  _avg?: Prisma.WorkspaceAvgOrderByAggregateInput
   _max?: Prisma.WorkspaceMaxOrderByAggregateInput
   _min?: Prisma.WorkspaceMinOrderByAggregateInput
+  _sum?: Prisma.WorkspaceSumOrderByAggregateInput
 }
 
 export type WorkspaceScalarWhereWithAggregatesInput = {
@@ -287,6 +375,10 @@ export type WorkspaceScalarWhereWithAggregatesInput = {
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"Workspace"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"Workspace"> | Date | string | null
+  budgetFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Workspace"> | bigint | number | null
+  budgetReset?: Prisma.StringWithAggregatesFilter<"Workspace"> | string
+  rateLimitRpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
+  rateLimitTpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateInput = {
@@ -299,6 +391,10 @@ export type WorkspaceCreateInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
   organization: Prisma.OrganizationCreateNestedOneWithoutWorkspacesInput
 }
 
@@ -313,6 +409,10 @@ export type WorkspaceUncheckedCreateInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type WorkspaceUpdateInput = {
@@ -325,6 +425,10 @@ export type WorkspaceUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutWorkspacesNestedInput
 }
 
@@ -339,6 +443,10 @@ export type WorkspaceUncheckedUpdateInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceCreateManyInput = {
@@ -352,6 +460,10 @@ export type WorkspaceCreateManyInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type WorkspaceUpdateManyMutationInput = {
@@ -364,6 +476,10 @@ export type WorkspaceUpdateManyMutationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyInput = {
@@ -377,6 +493,10 @@ export type WorkspaceUncheckedUpdateManyInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceListRelationFilter = {
@@ -405,6 +525,16 @@ export type WorkspaceCountOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  budgetFemtoUsd?: Prisma.SortOrder
+  budgetReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
+}
+
+export type WorkspaceAvgOrderByAggregateInput = {
+  budgetFemtoUsd?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type WorkspaceMaxOrderByAggregateInput = {
@@ -418,6 +548,10 @@ export type WorkspaceMaxOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  budgetFemtoUsd?: Prisma.SortOrder
+  budgetReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type WorkspaceMinOrderByAggregateInput = {
@@ -431,6 +565,16 @@ export type WorkspaceMinOrderByAggregateInput = {
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
+  budgetFemtoUsd?: Prisma.SortOrder
+  budgetReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
+}
+
+export type WorkspaceSumOrderByAggregateInput = {
+  budgetFemtoUsd?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type WorkspaceCreateNestedManyWithoutOrganizationInput = {
@@ -479,6 +623,22 @@ export type NullableStringFieldUpdateOperationsInput = {
   set?: string | null
 }
 
+export type NullableBigIntFieldUpdateOperationsInput = {
+  set?: bigint | number | null
+  increment?: bigint | number
+  decrement?: bigint | number
+  multiply?: bigint | number
+  divide?: bigint | number
+}
+
+export type NullableIntFieldUpdateOperationsInput = {
+  set?: number | null
+  increment?: number
+  decrement?: number
+  multiply?: number
+  divide?: number
+}
+
 export type WorkspaceCreateWithoutOrganizationInput = {
   id?: string
   name: string
@@ -489,6 +649,10 @@ export type WorkspaceCreateWithoutOrganizationInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
@@ -501,6 +665,10 @@ export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type WorkspaceCreateOrConnectWithoutOrganizationInput = {
@@ -543,6 +711,10 @@ export type WorkspaceScalarWhereInput = {
   createdAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"Workspace"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"Workspace"> | Date | string | null
+  budgetFemtoUsd?: Prisma.BigIntNullableFilter<"Workspace"> | bigint | number | null
+  budgetReset?: Prisma.StringFilter<"Workspace"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateManyOrganizationInput = {
@@ -555,6 +727,10 @@ export type WorkspaceCreateManyOrganizationInput = {
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
+  budgetFemtoUsd?: bigint | number | null
+  budgetReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type WorkspaceUpdateWithoutOrganizationInput = {
@@ -567,6 +743,10 @@ export type WorkspaceUpdateWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
@@ -579,6 +759,10 @@ export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
@@ -591,6 +775,10 @@ export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  budgetFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 
@@ -606,6 +794,10 @@ export type WorkspaceSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
+  budgetFemtoUsd?: boolean
+  budgetReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -620,6 +812,10 @@ export type WorkspaceSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
+  budgetFemtoUsd?: boolean
+  budgetReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -634,6 +830,10 @@ export type WorkspaceSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
+  budgetFemtoUsd?: boolean
+  budgetReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -648,9 +848,13 @@ export type WorkspaceSelectScalar = {
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
+  budgetFemtoUsd?: boolean
+  budgetReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
 }
 
-export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["workspace"]>
+export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt" | "budgetFemtoUsd" | "budgetReset" | "rateLimitRpm" | "rateLimitTpm", ExtArgs["result"]["workspace"]>
 export type WorkspaceInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -680,6 +884,22 @@ export type $WorkspacePayload<ExtArgs extends runtime.Types.Extensions.InternalA
     createdAt: Date
     updatedAt: Date
     deletedAt: Date | null
+    /**
+     * Spend budget of the workspace's keys together, in femto-USD (1e-15 USD); null = none (docs/limits.md).
+     */
+    budgetFemtoUsd: bigint | null
+    /**
+     * When the budget's spend starts again from 0: "daily", "weekly", "monthly" (UTC) or "none".
+     */
+    budgetReset: string
+    /**
+     * Chat-completions requests per minute for the workspace's keys together; null = unbounded.
+     */
+    rateLimitRpm: number | null
+    /**
+     * Tokens (prompt + completion) per minute for the workspace's keys together; null = unbounded.
+     */
+    rateLimitTpm: number | null
   }, ExtArgs["result"]["workspace"]>
   composites: {}
 }
@@ -1114,6 +1334,10 @@ export interface WorkspaceFieldRefs {
   readonly createdAt: Prisma.FieldRef<"Workspace", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"Workspace", 'DateTime'>
   readonly deletedAt: Prisma.FieldRef<"Workspace", 'DateTime'>
+  readonly budgetFemtoUsd: Prisma.FieldRef<"Workspace", 'BigInt'>
+  readonly budgetReset: Prisma.FieldRef<"Workspace", 'String'>
+  readonly rateLimitRpm: Prisma.FieldRef<"Workspace", 'Int'>
+  readonly rateLimitTpm: Prisma.FieldRef<"Workspace", 'Int'>
 }
     
 

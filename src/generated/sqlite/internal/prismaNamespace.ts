@@ -398,6 +398,8 @@ export const ModelName = {
   Generation: 'Generation',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
+  SpendCounter: 'SpendCounter',
+  SpendReservation: 'SpendReservation',
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
   ByokCredential: 'ByokCredential',
@@ -422,7 +424,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1015,6 +1017,154 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.ApiKeyCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.ApiKeyCountAggregateOutputType> | number
+        }
+      }
+    }
+    SpendCounter: {
+      payload: Prisma.$SpendCounterPayload<ExtArgs>
+      fields: Prisma.SpendCounterFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SpendCounterFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SpendCounterFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        findFirst: {
+          args: Prisma.SpendCounterFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SpendCounterFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        findMany: {
+          args: Prisma.SpendCounterFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>[]
+        }
+        create: {
+          args: Prisma.SpendCounterCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        createMany: {
+          args: Prisma.SpendCounterCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SpendCounterCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>[]
+        }
+        delete: {
+          args: Prisma.SpendCounterDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        update: {
+          args: Prisma.SpendCounterUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        deleteMany: {
+          args: Prisma.SpendCounterDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SpendCounterUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SpendCounterUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>[]
+        }
+        upsert: {
+          args: Prisma.SpendCounterUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendCounterPayload>
+        }
+        aggregate: {
+          args: Prisma.SpendCounterAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSpendCounter>
+        }
+        groupBy: {
+          args: Prisma.SpendCounterGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SpendCounterGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SpendCounterCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SpendCounterCountAggregateOutputType> | number
+        }
+      }
+    }
+    SpendReservation: {
+      payload: Prisma.$SpendReservationPayload<ExtArgs>
+      fields: Prisma.SpendReservationFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.SpendReservationFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.SpendReservationFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        findFirst: {
+          args: Prisma.SpendReservationFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.SpendReservationFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        findMany: {
+          args: Prisma.SpendReservationFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>[]
+        }
+        create: {
+          args: Prisma.SpendReservationCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        createMany: {
+          args: Prisma.SpendReservationCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.SpendReservationCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>[]
+        }
+        delete: {
+          args: Prisma.SpendReservationDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        update: {
+          args: Prisma.SpendReservationUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        deleteMany: {
+          args: Prisma.SpendReservationDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.SpendReservationUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.SpendReservationUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>[]
+        }
+        upsert: {
+          args: Prisma.SpendReservationUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$SpendReservationPayload>
+        }
+        aggregate: {
+          args: Prisma.SpendReservationAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateSpendReservation>
+        }
+        groupBy: {
+          args: Prisma.SpendReservationGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SpendReservationGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.SpendReservationCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.SpendReservationCountAggregateOutputType> | number
         }
       }
     }
@@ -1762,7 +1912,11 @@ export const WorkspaceScalarFieldEnum = {
   createdBy: 'createdBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
-  deletedAt: 'deletedAt'
+  deletedAt: 'deletedAt',
+  budgetFemtoUsd: 'budgetFemtoUsd',
+  budgetReset: 'budgetReset',
+  rateLimitRpm: 'rateLimitRpm',
+  rateLimitTpm: 'rateLimitTpm'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -1842,10 +1996,38 @@ export const ApiKeyScalarFieldEnum = {
   disabled: 'disabled',
   revokedAt: 'revokedAt',
   createdAt: 'createdAt',
-  updatedAt: 'updatedAt'
+  updatedAt: 'updatedAt',
+  expiresAt: 'expiresAt',
+  limitFemtoUsd: 'limitFemtoUsd',
+  limitReset: 'limitReset',
+  rateLimitRpm: 'rateLimitRpm',
+  rateLimitTpm: 'rateLimitTpm'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
+
+
+export const SpendCounterScalarFieldEnum = {
+  id: 'id',
+  limitFemtoUsd: 'limitFemtoUsd',
+  limitReset: 'limitReset',
+  spentFemtoUsd: 'spentFemtoUsd',
+  reservedFemtoUsd: 'reservedFemtoUsd',
+  windowStartMs: 'windowStartMs'
+} as const
+
+export type SpendCounterScalarFieldEnum = (typeof SpendCounterScalarFieldEnum)[keyof typeof SpendCounterScalarFieldEnum]
+
+
+export const SpendReservationScalarFieldEnum = {
+  id: 'id',
+  keyCounterId: 'keyCounterId',
+  wsCounterId: 'wsCounterId',
+  amountFemtoUsd: 'amountFemtoUsd',
+  expiresAtMs: 'expiresAtMs'
+} as const
+
+export type SpendReservationScalarFieldEnum = (typeof SpendReservationScalarFieldEnum)[keyof typeof SpendReservationScalarFieldEnum]
 
 
 export const PresetScalarFieldEnum = {
@@ -2079,16 +2261,16 @@ export type DateTimeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel
 
 
 /**
- * Reference to a field of type 'Int'
+ * Reference to a field of type 'BigInt'
  */
-export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int'>
+export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
     
 
 
 /**
- * Reference to a field of type 'BigInt'
+ * Reference to a field of type 'Int'
  */
-export type BigIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'BigInt'>
+export type IntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Int'>
     
 
 
@@ -2214,6 +2396,8 @@ export type GlobalOmitConfig = {
   generation?: Prisma.GenerationOmit
   auditEvent?: Prisma.AuditEventOmit
   apiKey?: Prisma.ApiKeyOmit
+  spendCounter?: Prisma.SpendCounterOmit
+  spendReservation?: Prisma.SpendReservationOmit
   preset?: Prisma.PresetOmit
   presetVersion?: Prisma.PresetVersionOmit
   byokCredential?: Prisma.ByokCredentialOmit

@@ -57,6 +57,8 @@ export const ModelName = {
   Generation: 'Generation',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
+  SpendCounter: 'SpendCounter',
+  SpendReservation: 'SpendReservation',
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
   ByokCredential: 'ByokCredential',
@@ -123,7 +125,11 @@ export const WorkspaceScalarFieldEnum = {
   createdBy: 'createdBy',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
-  deletedAt: 'deletedAt'
+  deletedAt: 'deletedAt',
+  budgetFemtoUsd: 'budgetFemtoUsd',
+  budgetReset: 'budgetReset',
+  rateLimitRpm: 'rateLimitRpm',
+  rateLimitTpm: 'rateLimitTpm'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -203,10 +209,38 @@ export const ApiKeyScalarFieldEnum = {
   disabled: 'disabled',
   revokedAt: 'revokedAt',
   createdAt: 'createdAt',
-  updatedAt: 'updatedAt'
+  updatedAt: 'updatedAt',
+  expiresAt: 'expiresAt',
+  limitFemtoUsd: 'limitFemtoUsd',
+  limitReset: 'limitReset',
+  rateLimitRpm: 'rateLimitRpm',
+  rateLimitTpm: 'rateLimitTpm'
 } as const
 
 export type ApiKeyScalarFieldEnum = (typeof ApiKeyScalarFieldEnum)[keyof typeof ApiKeyScalarFieldEnum]
+
+
+export const SpendCounterScalarFieldEnum = {
+  id: 'id',
+  limitFemtoUsd: 'limitFemtoUsd',
+  limitReset: 'limitReset',
+  spentFemtoUsd: 'spentFemtoUsd',
+  reservedFemtoUsd: 'reservedFemtoUsd',
+  windowStartMs: 'windowStartMs'
+} as const
+
+export type SpendCounterScalarFieldEnum = (typeof SpendCounterScalarFieldEnum)[keyof typeof SpendCounterScalarFieldEnum]
+
+
+export const SpendReservationScalarFieldEnum = {
+  id: 'id',
+  keyCounterId: 'keyCounterId',
+  wsCounterId: 'wsCounterId',
+  amountFemtoUsd: 'amountFemtoUsd',
+  expiresAtMs: 'expiresAtMs'
+} as const
+
+export type SpendReservationScalarFieldEnum = (typeof SpendReservationScalarFieldEnum)[keyof typeof SpendReservationScalarFieldEnum]
 
 
 export const PresetScalarFieldEnum = {

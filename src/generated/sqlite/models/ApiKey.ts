@@ -20,8 +20,22 @@ export type ApiKeyModel = runtime.Types.Result.DefaultSelection<Prisma.$ApiKeyPa
 
 export type AggregateApiKey = {
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
+}
+
+export type ApiKeyAvgAggregateOutputType = {
+  limitFemtoUsd: number | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
+}
+
+export type ApiKeySumAggregateOutputType = {
+  limitFemtoUsd: bigint | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type ApiKeyMinAggregateOutputType = {
@@ -37,6 +51,11 @@ export type ApiKeyMinAggregateOutputType = {
   revokedAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
+  expiresAt: Date | null
+  limitFemtoUsd: bigint | null
+  limitReset: string | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type ApiKeyMaxAggregateOutputType = {
@@ -52,6 +71,11 @@ export type ApiKeyMaxAggregateOutputType = {
   revokedAt: Date | null
   createdAt: Date | null
   updatedAt: Date | null
+  expiresAt: Date | null
+  limitFemtoUsd: bigint | null
+  limitReset: string | null
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
 }
 
 export type ApiKeyCountAggregateOutputType = {
@@ -67,9 +91,26 @@ export type ApiKeyCountAggregateOutputType = {
   revokedAt: number
   createdAt: number
   updatedAt: number
+  expiresAt: number
+  limitFemtoUsd: number
+  limitReset: number
+  rateLimitRpm: number
+  rateLimitTpm: number
   _all: number
 }
 
+
+export type ApiKeyAvgAggregateInputType = {
+  limitFemtoUsd?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
+}
+
+export type ApiKeySumAggregateInputType = {
+  limitFemtoUsd?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
+}
 
 export type ApiKeyMinAggregateInputType = {
   id?: true
@@ -84,6 +125,11 @@ export type ApiKeyMinAggregateInputType = {
   revokedAt?: true
   createdAt?: true
   updatedAt?: true
+  expiresAt?: true
+  limitFemtoUsd?: true
+  limitReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
 }
 
 export type ApiKeyMaxAggregateInputType = {
@@ -99,6 +145,11 @@ export type ApiKeyMaxAggregateInputType = {
   revokedAt?: true
   createdAt?: true
   updatedAt?: true
+  expiresAt?: true
+  limitFemtoUsd?: true
+  limitReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
 }
 
 export type ApiKeyCountAggregateInputType = {
@@ -114,6 +165,11 @@ export type ApiKeyCountAggregateInputType = {
   revokedAt?: true
   createdAt?: true
   updatedAt?: true
+  expiresAt?: true
+  limitFemtoUsd?: true
+  limitReset?: true
+  rateLimitRpm?: true
+  rateLimitTpm?: true
   _all?: true
 }
 
@@ -155,6 +211,18 @@ export type ApiKeyAggregateArgs<ExtArgs extends runtime.Types.Extensions.Interna
   /**
    * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
    * 
+   * Select which fields to average
+  **/
+  _avg?: ApiKeyAvgAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
+   * Select which fields to sum
+  **/
+  _sum?: ApiKeySumAggregateInputType
+  /**
+   * {@link https://www.prisma.io/docs/concepts/components/prisma-client/aggregations Aggregation Docs}
+   * 
    * Select which fields to find the minimum value
   **/
   _min?: ApiKeyMinAggregateInputType
@@ -185,6 +253,8 @@ export type ApiKeyGroupByArgs<ExtArgs extends runtime.Types.Extensions.InternalA
   take?: number
   skip?: number
   _count?: ApiKeyCountAggregateInputType | true
+  _avg?: ApiKeyAvgAggregateInputType
+  _sum?: ApiKeySumAggregateInputType
   _min?: ApiKeyMinAggregateInputType
   _max?: ApiKeyMaxAggregateInputType
 }
@@ -202,7 +272,14 @@ export type ApiKeyGroupByOutputType = {
   revokedAt: Date | null
   createdAt: Date
   updatedAt: Date
+  expiresAt: Date | null
+  limitFemtoUsd: bigint | null
+  limitReset: string
+  rateLimitRpm: number | null
+  rateLimitTpm: number | null
   _count: ApiKeyCountAggregateOutputType | null
+  _avg: ApiKeyAvgAggregateOutputType | null
+  _sum: ApiKeySumAggregateOutputType | null
   _min: ApiKeyMinAggregateOutputType | null
   _max: ApiKeyMaxAggregateOutputType | null
 }
@@ -238,6 +315,11 @@ export type ApiKeyWhereInput = {
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  expiresAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  limitFemtoUsd?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  limitReset?: Prisma.StringFilter<"ApiKey"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -254,6 +336,11 @@ export type ApiKeyOrderByWithRelationInput = {
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  expiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -273,6 +360,11 @@ export type ApiKeyWhereUniqueInput = Prisma.AtLeast<{
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  expiresAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  limitFemtoUsd?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  limitReset?: Prisma.StringFilter<"ApiKey"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "hash">
 
@@ -289,9 +381,16 @@ export type ApiKeyOrderByWithAggregationInput = {
   revokedAt?: Prisma.SortOrderInput | Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  expiresAt?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  limitReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.ApiKeyCountOrderByAggregateInput
+  _avg?: Prisma.ApiKeyAvgOrderByAggregateInput
   _max?: Prisma.ApiKeyMaxOrderByAggregateInput
   _min?: Prisma.ApiKeyMinOrderByAggregateInput
+  _sum?: Prisma.ApiKeySumOrderByAggregateInput
 }
 
 export type ApiKeyScalarWhereWithAggregatesInput = {
@@ -310,6 +409,11 @@ export type ApiKeyScalarWhereWithAggregatesInput = {
   revokedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"ApiKey"> | Date | string
+  expiresAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ApiKey"> | Date | string | null
+  limitFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"ApiKey"> | bigint | number | null
+  limitReset?: Prisma.StringWithAggregatesFilter<"ApiKey"> | string
+  rateLimitRpm?: Prisma.IntNullableWithAggregatesFilter<"ApiKey"> | number | null
+  rateLimitTpm?: Prisma.IntNullableWithAggregatesFilter<"ApiKey"> | number | null
 }
 
 export type ApiKeyCreateInput = {
@@ -324,6 +428,11 @@ export type ApiKeyCreateInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
   organization: Prisma.OrganizationCreateNestedOneWithoutApiKeysInput
 }
 
@@ -340,6 +449,11 @@ export type ApiKeyUncheckedCreateInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type ApiKeyUpdateInput = {
@@ -354,6 +468,11 @@ export type ApiKeyUpdateInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutApiKeysNestedInput
 }
 
@@ -370,6 +489,11 @@ export type ApiKeyUncheckedUpdateInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type ApiKeyCreateManyInput = {
@@ -385,6 +509,11 @@ export type ApiKeyCreateManyInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type ApiKeyUpdateManyMutationInput = {
@@ -399,6 +528,11 @@ export type ApiKeyUpdateManyMutationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type ApiKeyUncheckedUpdateManyInput = {
@@ -414,6 +548,11 @@ export type ApiKeyUncheckedUpdateManyInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type ApiKeyListRelationFilter = {
@@ -439,6 +578,17 @@ export type ApiKeyCountOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  expiresAt?: Prisma.SortOrder
+  limitFemtoUsd?: Prisma.SortOrder
+  limitReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
+}
+
+export type ApiKeyAvgOrderByAggregateInput = {
+  limitFemtoUsd?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type ApiKeyMaxOrderByAggregateInput = {
@@ -454,6 +604,11 @@ export type ApiKeyMaxOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  expiresAt?: Prisma.SortOrder
+  limitFemtoUsd?: Prisma.SortOrder
+  limitReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type ApiKeyMinOrderByAggregateInput = {
@@ -469,6 +624,17 @@ export type ApiKeyMinOrderByAggregateInput = {
   revokedAt?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
+  expiresAt?: Prisma.SortOrder
+  limitFemtoUsd?: Prisma.SortOrder
+  limitReset?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
+}
+
+export type ApiKeySumOrderByAggregateInput = {
+  limitFemtoUsd?: Prisma.SortOrder
+  rateLimitRpm?: Prisma.SortOrder
+  rateLimitTpm?: Prisma.SortOrder
 }
 
 export type ApiKeyCreateNestedManyWithoutOrganizationInput = {
@@ -525,6 +691,11 @@ export type ApiKeyCreateWithoutOrganizationInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
@@ -539,6 +710,11 @@ export type ApiKeyUncheckedCreateWithoutOrganizationInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type ApiKeyCreateOrConnectWithoutOrganizationInput = {
@@ -582,6 +758,11 @@ export type ApiKeyScalarWhereInput = {
   revokedAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
   createdAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ApiKey"> | Date | string
+  expiresAt?: Prisma.DateTimeNullableFilter<"ApiKey"> | Date | string | null
+  limitFemtoUsd?: Prisma.BigIntNullableFilter<"ApiKey"> | bigint | number | null
+  limitReset?: Prisma.StringFilter<"ApiKey"> | string
+  rateLimitRpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
+  rateLimitTpm?: Prisma.IntNullableFilter<"ApiKey"> | number | null
 }
 
 export type ApiKeyCreateManyOrganizationInput = {
@@ -596,6 +777,11 @@ export type ApiKeyCreateManyOrganizationInput = {
   revokedAt?: Date | string | null
   createdAt?: Date | string
   updatedAt?: Date | string
+  expiresAt?: Date | string | null
+  limitFemtoUsd?: bigint | number | null
+  limitReset?: string
+  rateLimitRpm?: number | null
+  rateLimitTpm?: number | null
 }
 
 export type ApiKeyUpdateWithoutOrganizationInput = {
@@ -610,6 +796,11 @@ export type ApiKeyUpdateWithoutOrganizationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
@@ -624,6 +815,11 @@ export type ApiKeyUncheckedUpdateWithoutOrganizationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
@@ -638,6 +834,11 @@ export type ApiKeyUncheckedUpdateManyWithoutOrganizationInput = {
   revokedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
+  expiresAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
+  limitFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  limitReset?: Prisma.StringFieldUpdateOperationsInput | string
+  rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 
@@ -655,6 +856,11 @@ export type ApiKeySelect<ExtArgs extends runtime.Types.Extensions.InternalArgs =
   revokedAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  expiresAt?: boolean
+  limitFemtoUsd?: boolean
+  limitReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -671,6 +877,11 @@ export type ApiKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extens
   revokedAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  expiresAt?: boolean
+  limitFemtoUsd?: boolean
+  limitReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -687,6 +898,11 @@ export type ApiKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extens
   revokedAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  expiresAt?: boolean
+  limitFemtoUsd?: boolean
+  limitReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["apiKey"]>
 
@@ -703,9 +919,14 @@ export type ApiKeySelectScalar = {
   revokedAt?: boolean
   createdAt?: boolean
   updatedAt?: boolean
+  expiresAt?: boolean
+  limitFemtoUsd?: boolean
+  limitReset?: boolean
+  rateLimitRpm?: boolean
+  rateLimitTpm?: boolean
 }
 
-export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "hash" | "label" | "name" | "isManagement" | "organizationId" | "workspaceId" | "creatorUserId" | "disabled" | "revokedAt" | "createdAt" | "updatedAt", ExtArgs["result"]["apiKey"]>
+export type ApiKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "hash" | "label" | "name" | "isManagement" | "organizationId" | "workspaceId" | "creatorUserId" | "disabled" | "revokedAt" | "createdAt" | "updatedAt" | "expiresAt" | "limitFemtoUsd" | "limitReset" | "rateLimitRpm" | "rateLimitTpm", ExtArgs["result"]["apiKey"]>
 export type ApiKeyInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -734,6 +955,26 @@ export type $ApiKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs
     revokedAt: Date | null
     createdAt: Date
     updatedAt: Date
+    /**
+     * After this instant the key is refused (401) like a revoked one; null = never.
+     */
+    expiresAt: Date | null
+    /**
+     * Spend limit in femto-USD (1e-15 USD); null = none (docs/limits.md).
+     */
+    limitFemtoUsd: bigint | null
+    /**
+     * When the limit's spend starts again from 0: "daily", "weekly", "monthly" (UTC) or "none".
+     */
+    limitReset: string
+    /**
+     * Chat-completions requests per minute with this key; null = unbounded.
+     */
+    rateLimitRpm: number | null
+    /**
+     * Tokens (prompt + completion) per minute with this key; null = unbounded.
+     */
+    rateLimitTpm: number | null
   }, ExtArgs["result"]["apiKey"]>
   composites: {}
 }
@@ -1170,6 +1411,11 @@ export interface ApiKeyFieldRefs {
   readonly revokedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly createdAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
+  readonly expiresAt: Prisma.FieldRef<"ApiKey", 'DateTime'>
+  readonly limitFemtoUsd: Prisma.FieldRef<"ApiKey", 'BigInt'>
+  readonly limitReset: Prisma.FieldRef<"ApiKey", 'String'>
+  readonly rateLimitRpm: Prisma.FieldRef<"ApiKey", 'Int'>
+  readonly rateLimitTpm: Prisma.FieldRef<"ApiKey", 'Int'>
 }
     
 

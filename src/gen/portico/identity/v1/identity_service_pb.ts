@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file portico/identity/v1/identity_service.proto.
  */
 export const file_portico_identity_v1_identity_service: GenFile = /*@__PURE__*/
-  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCLwAQoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCRIbChNyYXRlX2xpbWl0X3JlcXVlc3RzGAggASgFEiMKG3JhdGVfbGltaXRfaW50ZXJ2YWxfc2Vjb25kcxgJIAEoBTLJAQoPSWRlbnRpdHlTZXJ2aWNlEloKCUdldENhbGxlchIlLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVxdWVzdBomLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVzcG9uc2USWgoJQXV0aG9yaXplEiUucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCKeAgoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCRIbChNyYXRlX2xpbWl0X3JlcXVlc3RzGAggASgFEiMKG3JhdGVfbGltaXRfaW50ZXJ2YWxfc2Vjb25kcxgJIAEoBRIsCgVzcGVuZBgKIAEoCzIdLnBvcnRpY28uaWRlbnRpdHkudjEuS2V5U3BlbmQiwQQKCEtleVNwZW5kEhcKD3VzYWdlX2ZlbXRvX3VzZBgBIAEoAxIdChV1c2FnZV9kYWlseV9mZW10b191c2QYAiABKAMSHgoWdXNhZ2Vfd2Vla2x5X2ZlbXRvX3VzZBgDIAEoAxIfChd1c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgEIAEoAxIcChRieW9rX3VzYWdlX2ZlbXRvX3VzZBgFIAEoAxIiChpieW9rX3VzYWdlX2RhaWx5X2ZlbXRvX3VzZBgGIAEoAxIjChtieW9rX3VzYWdlX3dlZWtseV9mZW10b191c2QYByABKAMSJAocYnlva191c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgIIAEoAxIcCg9saW1pdF9mZW10b191c2QYCSABKANIAIgBARImChlsaW1pdF9yZW1haW5pbmdfZmVtdG9fdXNkGAogASgDSAGIAQESEwoLbGltaXRfcmVzZXQYCyABKAkSMwoKZXhwaXJlc19hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIbCg5yYXRlX2xpbWl0X3JwbRgNIAEoBUgDiAEBEhsKDnJhdGVfbGltaXRfdHBtGA4gASgFSASIAQFCEgoQX2xpbWl0X2ZlbXRvX3VzZEIcChpfbGltaXRfcmVtYWluaW5nX2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtMskBCg9JZGVudGl0eVNlcnZpY2USWgoJR2V0Q2FsbGVyEiUucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXNwb25zZRJaCglBdXRob3JpemUSJS5wb3J0aWNvLmlkZW50aXR5LnYxLkF1dGhvcml6ZVJlcXVlc3QaJi5wb3J0aWNvLmlkZW50aXR5LnYxLkF1dGhvcml6ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * AuthorizeRequest says what the operation being checked requires.
@@ -132,6 +134,13 @@ export type GetCallerResponse = Message<"portico.identity.v1.GetCallerResponse">
    * @generated from field: int32 rate_limit_interval_seconds = 9;
    */
   rateLimitIntervalSeconds: number;
+
+  /**
+   * The key's spend and limits (docs/limits.md).
+   *
+   * @generated from field: portico.identity.v1.KeySpend spend = 10;
+   */
+  spend?: KeySpend | undefined;
 };
 
 /**
@@ -140,6 +149,118 @@ export type GetCallerResponse = Message<"portico.identity.v1.GetCallerResponse">
  */
 export const GetCallerResponseSchema: GenMessage<GetCallerResponse> = /*@__PURE__*/
   messageDesc(file_portico_identity_v1_identity_service, 3);
+
+/**
+ * KeySpend is what the key has spent and what bounds it. Amounts are femto-USD (1e-15 USD).
+ *
+ * @generated from message portico.identity.v1.KeySpend
+ */
+export type KeySpend = Message<"portico.identity.v1.KeySpend"> & {
+  /**
+   * Spend of every generation made with the key.
+   *
+   * @generated from field: int64 usage_femto_usd = 1;
+   */
+  usageFemtoUsd: bigint;
+
+  /**
+   * Since 00:00 UTC today.
+   *
+   * @generated from field: int64 usage_daily_femto_usd = 2;
+   */
+  usageDailyFemtoUsd: bigint;
+
+  /**
+   * Since Monday 00:00 UTC.
+   *
+   * @generated from field: int64 usage_weekly_femto_usd = 3;
+   */
+  usageWeeklyFemtoUsd: bigint;
+
+  /**
+   * Since the 1st of the month, 00:00 UTC.
+   *
+   * @generated from field: int64 usage_monthly_femto_usd = 4;
+   */
+  usageMonthlyFemtoUsd: bigint;
+
+  /**
+   * The same four figures for BYOK-served generations, at the provider's price (paid by the customer's own key).
+   *
+   * @generated from field: int64 byok_usage_femto_usd = 5;
+   */
+  byokUsageFemtoUsd: bigint;
+
+  /**
+   * BYOK, today.
+   *
+   * @generated from field: int64 byok_usage_daily_femto_usd = 6;
+   */
+  byokUsageDailyFemtoUsd: bigint;
+
+  /**
+   * BYOK, this week.
+   *
+   * @generated from field: int64 byok_usage_weekly_femto_usd = 7;
+   */
+  byokUsageWeeklyFemtoUsd: bigint;
+
+  /**
+   * BYOK, this month.
+   *
+   * @generated from field: int64 byok_usage_monthly_femto_usd = 8;
+   */
+  byokUsageMonthlyFemtoUsd: bigint;
+
+  /**
+   * The key's spend limit; absent = none.
+   *
+   * @generated from field: optional int64 limit_femto_usd = 9;
+   */
+  limitFemtoUsd?: bigint | undefined;
+
+  /**
+   * The limit minus what was settled in the current window and what is reserved by requests in flight; absent without a limit.
+   *
+   * @generated from field: optional int64 limit_remaining_femto_usd = 10;
+   */
+  limitRemainingFemtoUsd?: bigint | undefined;
+
+  /**
+   * "daily", "weekly", "monthly" or "none".
+   *
+   * @generated from field: string limit_reset = 11;
+   */
+  limitReset: string;
+
+  /**
+   * When the key expires; absent = never.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 12;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Requests per minute with the key; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_rpm = 13;
+   */
+  rateLimitRpm?: number | undefined;
+
+  /**
+   * Tokens per minute with the key; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_tpm = 14;
+   */
+  rateLimitTpm?: number | undefined;
+};
+
+/**
+ * Describes the message portico.identity.v1.KeySpend.
+ * Use `create(KeySpendSchema)` to create a new message.
+ */
+export const KeySpendSchema: GenMessage<KeySpend> = /*@__PURE__*/
+  messageDesc(file_portico_identity_v1_identity_service, 4);
 
 /**
  * IdentityService tells a caller who its API key says it is.

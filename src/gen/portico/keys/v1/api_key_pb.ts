@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/keys/v1/api_key.proto.
  */
 export const file_portico_keys_v1_api_key: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wb3J0aWNvL2tleXMvdjEvYXBpX2tleS5wcm90bxIPcG9ydGljby5rZXlzLnYxIu8BCgZBcGlLZXkSDAoEaGFzaBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxhYmVsGAMgASgJEhAKCGRpc2FibGVkGAQgASgIEhkKEWlzX21hbmFnZW1lbnRfa2V5GAUgASgIEhQKDHdvcmtzcGFjZV9pZBgGIAEoCRIXCg9jcmVhdG9yX3VzZXJfaWQYByABKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Ch1wb3J0aWNvL2tleXMvdjEvYXBpX2tleS5wcm90bxIPcG9ydGljby5rZXlzLnYxItoDCgZBcGlLZXkSDAoEaGFzaBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxhYmVsGAMgASgJEhAKCGRpc2FibGVkGAQgASgIEhkKEWlzX21hbmFnZW1lbnRfa2V5GAUgASgIEhQKDHdvcmtzcGFjZV9pZBgGIAEoCRIXCg9jcmVhdG9yX3VzZXJfaWQYByABKAkSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoPbGltaXRfZmVtdG9fdXNkGAogASgDSACIAQESEwoLbGltaXRfcmVzZXQYCyABKAkSMwoKZXhwaXJlc19hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIbCg5yYXRlX2xpbWl0X3JwbRgNIAEoBUgCiAEBEhsKDnJhdGVfbGltaXRfdHBtGA4gASgFSAOIAQFCEgoQX2xpbWl0X2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * ApiKey describes an API key of the caller's organization. It never carries the key itself:
@@ -83,6 +83,41 @@ export type ApiKey = Message<"portico.keys.v1.ApiKey"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 9;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Spend limit in femto-USD (1e-15 USD); absent = no limit (docs/limits.md).
+   *
+   * @generated from field: optional int64 limit_femto_usd = 10;
+   */
+  limitFemtoUsd?: bigint | undefined;
+
+  /**
+   * When the limit's spend starts again from 0: "daily", "weekly", "monthly" (UTC; weeks start on Monday) or "none".
+   *
+   * @generated from field: string limit_reset = 11;
+   */
+  limitReset: string;
+
+  /**
+   * When the key stops working (401 like a revoked key); absent = never.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 12;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Chat-completions requests per minute with this key; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_rpm = 13;
+   */
+  rateLimitRpm?: number | undefined;
+
+  /**
+   * Tokens (prompt + completion) per minute with this key; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_tpm = 14;
+   */
+  rateLimitTpm?: number | undefined;
 };
 
 /**

@@ -4,8 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { ApiKey } from "./api_key_pb.js";
 import { file_portico_keys_v1_api_key } from "./api_key_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/keys/v1/keys_service.proto.
  */
 export const file_portico_keys_v1_keys_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEidgoPTGlzdEtleXNSZXF1ZXN0EhgKEGluY2x1ZGVfZGlzYWJsZWQYASABKAgSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFEhkKDHdvcmtzcGFjZV9pZBgEIAEoCUgAiAEBQg8KDV93b3Jrc3BhY2VfaWQiTgoQTGlzdEtleXNSZXNwb25zZRIlCgRrZXlzGAEgAygLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleRITCgt0b3RhbF9jb3VudBgCIAEoBSJnChBDcmVhdGVLZXlSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMd29ya3NwYWNlX2lkGAIgASgJSACIAQESGQoRaXNfbWFuYWdlbWVudF9rZXkYAyABKAhCDwoNX3dvcmtzcGFjZV9pZCJJChFDcmVhdGVLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIdCg1HZXRLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkiNgoOR2V0S2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleSJxChBVcGRhdGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkSDAoEbmFtZRgCIAEoCRIQCghkaXNhYmxlZBgDIAEoCBIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siOQoRVXBkYXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleSIgChBEZWxldGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkiJAoRRGVsZXRlS2V5UmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCDKlAwoLS2V5c1NlcnZpY2USTwoITGlzdEtleXMSIC5wb3J0aWNvLmtleXMudjEuTGlzdEtleXNSZXF1ZXN0GiEucG9ydGljby5rZXlzLnYxLkxpc3RLZXlzUmVzcG9uc2USUgoJQ3JlYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuQ3JlYXRlS2V5UmVzcG9uc2USSQoGR2V0S2V5Eh4ucG9ydGljby5rZXlzLnYxLkdldEtleVJlcXVlc3QaHy5wb3J0aWNvLmtleXMudjEuR2V0S2V5UmVzcG9uc2USUgoJVXBkYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLlVwZGF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USUgoJRGVsZXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuRGVsZXRlS2V5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_portico_keys_v1_api_key]);
+  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEidgoPTGlzdEtleXNSZXF1ZXN0EhgKEGluY2x1ZGVfZGlzYWJsZWQYASABKAgSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFEhkKDHdvcmtzcGFjZV9pZBgEIAEoCUgAiAEBQg8KDV93b3Jrc3BhY2VfaWQiTgoQTGlzdEtleXNSZXNwb25zZRIlCgRrZXlzGAEgAygLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleRITCgt0b3RhbF9jb3VudBgCIAEoBSLSAgoQQ3JlYXRlS2V5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKDHdvcmtzcGFjZV9pZBgCIAEoCUgAiAEBEhkKEWlzX21hbmFnZW1lbnRfa2V5GAMgASgIEhwKD2xpbWl0X2ZlbXRvX3VzZBgEIAEoA0gBiAEBEhMKC2xpbWl0X3Jlc2V0GAUgASgJEjMKCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAKIAQESGwoOcmF0ZV9saW1pdF9ycG0YByABKAVIA4gBARIbCg5yYXRlX2xpbWl0X3RwbRgIIAEoBUgEiAEBQg8KDV93b3Jrc3BhY2VfaWRCEgoQX2xpbWl0X2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIkkKEUNyZWF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIh0KDUdldEtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCSI2Cg5HZXRLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5ItwCChBVcGRhdGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkSDAoEbmFtZRgCIAEoCRIQCghkaXNhYmxlZBgDIAEoCBIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2sSHAoPbGltaXRfZmVtdG9fdXNkGAUgASgDSACIAQESEwoLbGltaXRfcmVzZXQYBiABKAkSMwoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIbCg5yYXRlX2xpbWl0X3JwbRgIIAEoBUgCiAEBEhsKDnJhdGVfbGltaXRfdHBtGAkgASgFSAOIAQFCEgoQX2xpbWl0X2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIjkKEVVwZGF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXkiIAoQRGVsZXRlS2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIiQKEURlbGV0ZUtleVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgypQMKC0tleXNTZXJ2aWNlEk8KCExpc3RLZXlzEiAucG9ydGljby5rZXlzLnYxLkxpc3RLZXlzUmVxdWVzdBohLnBvcnRpY28ua2V5cy52MS5MaXN0S2V5c1Jlc3BvbnNlElIKCUNyZWF0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5DcmVhdGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLkNyZWF0ZUtleVJlc3BvbnNlEkkKBkdldEtleRIeLnBvcnRpY28ua2V5cy52MS5HZXRLZXlSZXF1ZXN0Gh8ucG9ydGljby5rZXlzLnYxLkdldEtleVJlc3BvbnNlElIKCVVwZGF0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5VcGRhdGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLlVwZGF0ZUtleVJlc3BvbnNlElIKCURlbGV0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5EZWxldGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLkRlbGV0ZUtleVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_portico_keys_v1_api_key]);
 
 /**
  * ListKeysRequest pages through keys.
@@ -112,6 +112,41 @@ export type CreateKeyRequest = Message<"portico.keys.v1.CreateKeyRequest"> & {
    * @generated from field: bool is_management_key = 3;
    */
   isManagementKey: boolean;
+
+  /**
+   * Spend limit in femto-USD (1e-15 USD), at least 0; absent = no limit.
+   *
+   * @generated from field: optional int64 limit_femto_usd = 4;
+   */
+  limitFemtoUsd?: bigint | undefined;
+
+  /**
+   * "daily", "weekly", "monthly" or "none"; empty = "none". Needs limit_femto_usd unless "none".
+   *
+   * @generated from field: string limit_reset = 5;
+   */
+  limitReset: string;
+
+  /**
+   * When the key stops working; must be in the future. Absent = never.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Chat-completions requests per minute, at least 1; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_rpm = 7;
+   */
+  rateLimitRpm?: number | undefined;
+
+  /**
+   * Tokens per minute, at least 1; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_tpm = 8;
+   */
+  rateLimitTpm?: number | undefined;
 };
 
 /**
@@ -219,11 +254,47 @@ export type UpdateKeyRequest = Message<"portico.keys.v1.UpdateKeyRequest"> & {
   disabled: boolean;
 
   /**
-   * Fields to change: "name", "disabled". An empty mask changes nothing.
+   * Fields to change: "name", "disabled", "limit_femto_usd", "limit_reset", "expires_at", "rate_limit_rpm",
+   * "rate_limit_tpm". An empty mask changes nothing. A path whose optional field is absent clears it.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 4;
    */
   updateMask?: FieldMask | undefined;
+
+  /**
+   * New spend limit in femto-USD (mask path "limit_femto_usd"); absent clears the limit.
+   *
+   * @generated from field: optional int64 limit_femto_usd = 5;
+   */
+  limitFemtoUsd?: bigint | undefined;
+
+  /**
+   * New reset window (mask path "limit_reset"): "daily", "weekly", "monthly" or "none".
+   *
+   * @generated from field: string limit_reset = 6;
+   */
+  limitReset: string;
+
+  /**
+   * New expiry (mask path "expires_at"); absent: the key never expires.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * New requests-per-minute bound (mask path "rate_limit_rpm"); absent: unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_rpm = 8;
+   */
+  rateLimitRpm?: number | undefined;
+
+  /**
+   * New tokens-per-minute bound (mask path "rate_limit_tpm"); absent: unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_tpm = 9;
+   */
+  rateLimitTpm?: number | undefined;
 };
 
 /**

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/workspaces/v1/workspace.proto.
  */
 export const file_portico_workspaces_v1_workspace: GenFile = /*@__PURE__*/
-  fileDesc("CiVwb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEi+QEKCVdvcmtzcGFjZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgppc19kZWZhdWx0GAUgASgIEhcKCmNyZWF0ZWRfYnkYBiABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIOCgxfZGVzY3JpcHRpb25CDQoLX2NyZWF0ZWRfYnkifQoPV29ya3NwYWNlTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEbmFtZRgDIAEoCRIMCgRyb2xlGAQgASgJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiVwb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiowMKCVdvcmtzcGFjZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgppc19kZWZhdWx0GAUgASgIEhcKCmNyZWF0ZWRfYnkYBiABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIdChBidWRnZXRfZmVtdG9fdXNkGAkgASgDSAKIAQESFAoMYnVkZ2V0X3Jlc2V0GAogASgJEhsKDnJhdGVfbGltaXRfcnBtGAsgASgFSAOIAQESGwoOcmF0ZV9saW1pdF90cG0YDCABKAVIBIgBAUIOCgxfZGVzY3JpcHRpb25CDQoLX2NyZWF0ZWRfYnlCEwoRX2J1ZGdldF9mZW10b191c2RCEQoPX3JhdGVfbGltaXRfcnBtQhEKD19yYXRlX2xpbWl0X3RwbSJ9Cg9Xb3Jrc3BhY2VNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRuYW1lGAMgASgJEgwKBHJvbGUYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Workspace is a workspace of the caller's organization.
@@ -75,6 +75,34 @@ export type Workspace = Message<"portico.workspaces.v1.Workspace"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 8;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Spend budget of the workspace's keys together, in femto-USD (1e-15 USD); absent = none (docs/limits.md).
+   *
+   * @generated from field: optional int64 budget_femto_usd = 9;
+   */
+  budgetFemtoUsd?: bigint | undefined;
+
+  /**
+   * When the budget's spend starts again from 0: "daily", "weekly", "monthly" (UTC) or "none".
+   *
+   * @generated from field: string budget_reset = 10;
+   */
+  budgetReset: string;
+
+  /**
+   * Chat-completions requests per minute for the workspace's keys together; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_rpm = 11;
+   */
+  rateLimitRpm?: number | undefined;
+
+  /**
+   * Tokens per minute for the workspace's keys together; absent = unbounded.
+   *
+   * @generated from field: optional int32 rate_limit_tpm = 12;
+   */
+  rateLimitTpm?: number | undefined;
 };
 
 /**

@@ -1,0 +1,97 @@
+/**
+ * The limit fields of keys and workspaces on the HTTP wire (docs/limits.md) ⇄ the gRPC messages: USD numbers
+ * (`limit`, `budget`) ⇄ femto-USD integers, ISO times ⇄ Timestamps. A value of the wrong form is 400 naming it.
+ */
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Reason } from "../../contract/reasons.js";
+import { femtoOfUsd, usdOfFemto } from "../../contract/money.js";
+import { serviceError } from "../../lib/service-error.js";
+
+const bad = (field: string, message: string) => serviceError(Reason.BAD_REQUEST, message, { field });
+
+const reset = (description: string) => ({ type: "string", enum: ["daily", "weekly", "monthly", "none"], description }) as const;
+const rate = (description: string) => ({ type: ["integer", "null"], minimum: 1, description }) as const;
+
+export const keyLimitProperties = {
+  limit: { type: ["number", "null"], minimum: 0, description: "Spend limit in USD; null = none. Requests whose largest possible cost does not fit answer 402." },
+  limit_reset: reset("When the limit's spend starts again from 0 (UTC; weeks from Monday); default none."),
+  expires_at: { type: ["string", "null"], description: "ISO 8601 time after which the key answers 401; null = never. Must be in the future." },
+  rate_limit_rpm: rate("Chat-completions requests per minute with this key; null = unbounded."),
+  rate_limit_tpm: rate("Tokens (prompt + completion) per minute with this key; null = unbounded."),
+} as const;
+
+export const workspaceLimitProperties = {
+  budget: { type: ["number", "null"], minimum: 0, description: "Spend budget in USD of the workspace's keys together; null = none." },
+  budget_reset: reset("When the budget's spend starts again from 0 (UTC; weeks from Monday); default none."),
+  rate_limit_rpm: rate("Chat-completions requests per minute for the workspace's keys together; null = unbounded."),
+  rate_limit_tpm: rate("Tokens per minute for the workspace's keys together; null = unbounded."),
+} as const;
+
+export const KEY_LIMIT_FIELDS = Object.keys(keyLimitProperties);
+export const WORKSPACE_LIMIT_FIELDS = Object.keys(workspaceLimitProperties);
+
+const femtoOf = (field: string, v: unknown): bigint | undefined => {
+  if (v === null || v === undefined) return undefined;
+  const f = femtoOfUsd(v);
+  if (f === undefined) throw bad(field, `${field} must be a number of US dollars, at least 0, with at most 15 decimals`);
+  return f;
+};
+
+const timeOf = (field: string, v: unknown): Timestamp | undefined => {
+  if (v === null || v === undefined) return undefined;
+  const t = typeof v === "string" ? Date.parse(v) : Number.NaN;
+  if (Number.isNaN(t)) throw bad(field, `${field} must be an ISO 8601 time or null`);
+  return timestampFromDate(new Date(t));
+};
+
+const intOf = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
+
+/** The gRPC fields of a key's limits given in `b`, and the mask paths they set. */
+export function keyLimitsOf(b: Record<string, unknown>) {
+  const fields: {
+    limitFemtoUsd?: bigint;
+    limitReset?: string;
+    expiresAt?: Timestamp;
+    rateLimitRpm?: number;
+    rateLimitTpm?: number;
+  } = {};
+  const paths: string[] = [];
+  const limit = femtoOf("limit", b.limit);
+  if (limit !== undefined) fields.limitFemtoUsd = limit;
+  if (Object.hasOwn(b, "limit")) paths.push("limit_femto_usd");
+  if (typeof b.limit_reset === "string") {
+    fields.limitReset = b.limit_reset;
+    paths.push("limit_reset");
+  }
+  const exp = timeOf("expires_at", b.expires_at);
+  if (exp !== undefined) fields.expiresAt = exp;
+  if (Object.hasOwn(b, "expires_at")) paths.push("expires_at");
+  for (const [wire, key] of [["rate_limit_rpm", "rateLimitRpm"], ["rate_limit_tpm", "rateLimitTpm"]] as const) {
+    const n = intOf(b[wire]);
+    if (n !== undefined) fields[key] = n;
+    if (Object.hasOwn(b, wire)) paths.push(wire);
+  }
+  return { fields, paths };
+}
+
+/** The gRPC fields of a workspace's limits given in `b`, and the mask paths they set. */
+export function workspaceLimitsOf(b: Record<string, unknown>) {
+  const fields: { budgetFemtoUsd?: bigint; budgetReset?: string; rateLimitRpm?: number; rateLimitTpm?: number } = {};
+  const paths: string[] = [];
+  const budget = femtoOf("budget", b.budget);
+  if (budget !== undefined) fields.budgetFemtoUsd = budget;
+  if (Object.hasOwn(b, "budget")) paths.push("budget_femto_usd");
+  if (typeof b.budget_reset === "string") {
+    fields.budgetReset = b.budget_reset;
+    paths.push("budget_reset");
+  }
+  for (const [wire, key] of [["rate_limit_rpm", "rateLimitRpm"], ["rate_limit_tpm", "rateLimitTpm"]] as const) {
+    const n = intOf(b[wire]);
+    if (n !== undefined) fields[key] = n;
+    if (Object.hasOwn(b, wire)) paths.push(wire);
+  }
+  return { fields, paths };
+}
+
+export const usdOrNull = (f: bigint | undefined) => (f === undefined ? null : usdOfFemto(f));
+export const isoOrNull = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
