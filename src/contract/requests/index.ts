@@ -1,17 +1,31 @@
 /**
- * Every public request body, defined once in this folder. The core validates with these definitions
- * and the gateway's OpenAPI document shows their JSON Schemas (`requestSchemas`), so the two cannot
- * drift; a test checks the served document against this map.
+ * Every request body, query string and path parameter, defined once in this folder. The core and the
+ * gateway validate with these definitions and the gateway's OpenAPI document shows their JSON Schemas
+ * (`requestSchemas` for bodies, `requestParameterSchemas` for query and path), so the two cannot drift;
+ * tests check the served document against both.
  */
 import { ChatRequest } from "./chat-request.js";
 import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
 import { requestJsonSchema } from "./kit.js";
+import {
+  AddWorkspaceMembersRequest,
+  CreateApiKeyRequest,
+  CreateInternRequest,
+  CreateWorkspaceRequest,
+  DeleteInternRequest,
+  RemoveWorkspaceMembersRequest,
+  UpdateApiKeyRequest,
+  UpdateInternRequest,
+  UpdatePresetRequest,
+  UpdateWorkspaceRequest,
+} from "./management.js";
 
 export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
+export { RequestParameters, requestParameterSchemas } from "./parameters.js";
 
 /** The JSON Schema of each operation's request body, by operationId, for a deployment's brand. */
 export function requestSchemas(brand: string): Record<string, Record<string, unknown>> {
@@ -21,5 +35,15 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createInternChatCompletion: requestJsonSchema(InternChatRequest),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
+    createApiKey: requestJsonSchema(CreateApiKeyRequest),
+    updateApiKey: requestJsonSchema(UpdateApiKeyRequest),
+    createWorkspace: requestJsonSchema(CreateWorkspaceRequest),
+    updateWorkspace: requestJsonSchema(UpdateWorkspaceRequest),
+    addWorkspaceMembers: requestJsonSchema(AddWorkspaceMembersRequest),
+    removeWorkspaceMembers: requestJsonSchema(RemoveWorkspaceMembersRequest),
+    updatePreset: requestJsonSchema(UpdatePresetRequest),
+    createIntern: requestJsonSchema(CreateInternRequest),
+    updateIntern: requestJsonSchema(UpdateInternRequest),
+    deleteIntern: requestJsonSchema(DeleteInternRequest),
   };
 }

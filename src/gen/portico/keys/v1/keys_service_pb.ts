@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/keys/v1/keys_service.proto.
  */
 export const file_portico_keys_v1_keys_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEidgoPTGlzdEtleXNSZXF1ZXN0EhgKEGluY2x1ZGVfZGlzYWJsZWQYASABKAgSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFEhkKDHdvcmtzcGFjZV9pZBgEIAEoCUgAiAEBQg8KDV93b3Jrc3BhY2VfaWQiTgoQTGlzdEtleXNSZXNwb25zZRIlCgRrZXlzGAEgAygLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleRITCgt0b3RhbF9jb3VudBgCIAEoBSJnChBDcmVhdGVLZXlSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMd29ya3NwYWNlX2lkGAIgASgJSACIAQESGQoRaXNfbWFuYWdlbWVudF9rZXkYAyABKAhCDwoNX3dvcmtzcGFjZV9pZCJJChFDcmVhdGVLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIdCg1HZXRLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkiNgoOR2V0S2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleSJxChBVcGRhdGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkSDAoEbmFtZRgCIAEoCRIQCghkaXNhYmxlZBgDIAEoCBIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siOQoRVXBkYXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleSIgChBEZWxldGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkiJAoRRGVsZXRlS2V5UmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCDKlAwoLS2V5c1NlcnZpY2USTwoITGlzdEtleXMSIC5wb3J0aWNvLmtleXMudjEuTGlzdEtleXNSZXF1ZXN0GiEucG9ydGljby5rZXlzLnYxLkxpc3RLZXlzUmVzcG9uc2USUgoJQ3JlYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuQ3JlYXRlS2V5UmVzcG9uc2USSQoGR2V0S2V5Eh4ucG9ydGljby5rZXlzLnYxLkdldEtleVJlcXVlc3QaHy5wb3J0aWNvLmtleXMudjEuR2V0S2V5UmVzcG9uc2USUgoJVXBkYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLlVwZGF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USUgoJRGVsZXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuRGVsZXRlS2V5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_portico_keys_v1_api_key]);
+  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEipgEKD0xpc3RLZXlzUmVxdWVzdBIYChBpbmNsdWRlX2Rpc2FibGVkGAEgASgIEg4KBm9mZnNldBgCIAEoBRINCgVsaW1pdBgDIAEoBRIZCgx3b3Jrc3BhY2VfaWQYBCABKAlIAIgBARIbCg5zdGFydGluZ19hZnRlchgFIAEoCUgBiAEBQg8KDV93b3Jrc3BhY2VfaWRCEQoPX3N0YXJ0aW5nX2FmdGVyIooBChBMaXN0S2V5c1Jlc3BvbnNlEiUKBGtleXMYASADKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5EhMKC3RvdGFsX2NvdW50GAIgASgFEhAKCGhhc19tb3JlGAMgASgIEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yImcKEENyZWF0ZUtleVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIZCgx3b3Jrc3BhY2VfaWQYAiABKAlIAIgBARIZChFpc19tYW5hZ2VtZW50X2tleRgDIAEoCEIPCg1fd29ya3NwYWNlX2lkIkkKEUNyZWF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIh0KDUdldEtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCSI2Cg5HZXRLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5InEKEFVwZGF0ZUtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGRpc2FibGVkGAMgASgIEi8KC3VwZGF0ZV9tYXNrGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayI5ChFVcGRhdGVLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5IiAKEERlbGV0ZUtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCSIkChFEZWxldGVLZXlSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIMqUDCgtLZXlzU2VydmljZRJPCghMaXN0S2V5cxIgLnBvcnRpY28ua2V5cy52MS5MaXN0S2V5c1JlcXVlc3QaIS5wb3J0aWNvLmtleXMudjEuTGlzdEtleXNSZXNwb25zZRJSCglDcmVhdGVLZXkSIS5wb3J0aWNvLmtleXMudjEuQ3JlYXRlS2V5UmVxdWVzdBoiLnBvcnRpY28ua2V5cy52MS5DcmVhdGVLZXlSZXNwb25zZRJJCgZHZXRLZXkSHi5wb3J0aWNvLmtleXMudjEuR2V0S2V5UmVxdWVzdBofLnBvcnRpY28ua2V5cy52MS5HZXRLZXlSZXNwb25zZRJSCglVcGRhdGVLZXkSIS5wb3J0aWNvLmtleXMudjEuVXBkYXRlS2V5UmVxdWVzdBoiLnBvcnRpY28ua2V5cy52MS5VcGRhdGVLZXlSZXNwb25zZRJSCglEZWxldGVLZXkSIS5wb3J0aWNvLmtleXMudjEuRGVsZXRlS2V5UmVxdWVzdBoiLnBvcnRpY28ua2V5cy52MS5EZWxldGVLZXlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_portico_keys_v1_api_key]);
 
 /**
  * ListKeysRequest pages through keys.
@@ -30,14 +30,14 @@ export type ListKeysRequest = Message<"portico.keys.v1.ListKeysRequest"> & {
   includeDisabled: boolean;
 
   /**
-   * Keys to skip, at least 0; default 0.
+   * Keys to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 2;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 3;
    */
@@ -49,6 +49,14 @@ export type ListKeysRequest = Message<"portico.keys.v1.ListKeysRequest"> & {
    * @generated from field: optional string workspace_id = 4;
    */
   workspaceId?: string | undefined;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 5;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -77,6 +85,20 @@ export type ListKeysResponse = Message<"portico.keys.v1.ListKeysResponse"> & {
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/workspaces/v1/workspaces_service.proto.
  */
 export const file_portico_workspaces_v1_workspaces_service: GenFile = /*@__PURE__*/
-  fileDesc("Ci5wb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlc19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiNgoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBSJjChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEjQKCndvcmtzcGFjZXMYASADKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlEhMKC3RvdGFsX2NvdW50GAIgASgFImwKFkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIRCgRzbHVnGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBAUIHCgVfc2x1Z0IOCgxfZGVzY3JpcHRpb24iTgoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USMwoJd29ya3NwYWNlGAEgASgLMiAucG9ydGljby53b3Jrc3BhY2VzLnYxLldvcmtzcGFjZSIhChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EgoKAmlkGAEgASgJIksKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2UimwEKFlVwZGF0ZVdvcmtzcGFjZVJlcXVlc3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESLwoLdXBkYXRlX21hc2sYBSABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrQg4KDF9kZXNjcmlwdGlvbiJOChdVcGRhdGVXb3Jrc3BhY2VSZXNwb25zZRIzCgl3b3Jrc3BhY2UYASABKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlIiQKFkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QSCgoCaWQYASABKAkiKgoXRGVsZXRlV29ya3NwYWNlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCJSChtMaXN0V29ya3NwYWNlTWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg4KBm9mZnNldBgCIAEoBRINCgVsaW1pdBgDIAEoBSJsChxMaXN0V29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlEjcKB21lbWJlcnMYASADKAsyJi5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlTWVtYmVyEhMKC3RvdGFsX2NvdW50GAIgASgFIlQKGkFkZFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCRIOCgZlbWFpbHMYAyADKAkiVgobQWRkV29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlEjcKB21lbWJlcnMYASADKAsyJi5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlTWVtYmVyIkcKHVJlbW92ZVdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSI3Ch5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USFQoNcmVtb3ZlZF9jb3VudBgBIAEoBTLIBwoRV29ya3NwYWNlc1NlcnZpY2USbQoOTGlzdFdvcmtzcGFjZXMSLC5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Gi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2UScAoPQ3JlYXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USZwoMR2V0V29ya3NwYWNlEioucG9ydGljby53b3Jrc3BhY2VzLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKy5wb3J0aWNvLndvcmtzcGFjZXMudjEuR2V0V29ya3NwYWNlUmVzcG9uc2UScAoPVXBkYXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLlVwZGF0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuVXBkYXRlV29ya3NwYWNlUmVzcG9uc2UScAoPRGVsZXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuRGVsZXRlV29ya3NwYWNlUmVzcG9uc2USfwoUTGlzdFdvcmtzcGFjZU1lbWJlcnMSMi5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0GjMucG9ydGljby53b3Jrc3BhY2VzLnYxLkxpc3RXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USfAoTQWRkV29ya3NwYWNlTWVtYmVycxIxLnBvcnRpY28ud29ya3NwYWNlcy52MS5BZGRXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBoyLnBvcnRpY28ud29ya3NwYWNlcy52MS5BZGRXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2UShQEKFlJlbW92ZVdvcmtzcGFjZU1lbWJlcnMSNC5wb3J0aWNvLndvcmtzcGFjZXMudjEuUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QaNS5wb3J0aWNvLndvcmtzcGFjZXMudjEuUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_portico_workspaces_v1_workspace]);
+  fileDesc("Ci5wb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlc19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiZgoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBRIbCg5zdGFydGluZ19hZnRlchgDIAEoCUgAiAEBQhEKD19zdGFydGluZ19hZnRlciKfAQoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRI0Cgp3b3Jrc3BhY2VzGAEgAygLMiAucG9ydGljby53b3Jrc3BhY2VzLnYxLldvcmtzcGFjZRITCgt0b3RhbF9jb3VudBgCIAEoBRIQCghoYXNfbW9yZRgDIAEoCBIYCgtuZXh0X2N1cnNvchgEIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJsChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoEc2x1ZxgCIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQFCBwoFX3NsdWdCDgoMX2Rlc2NyaXB0aW9uIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2UiIQoTR2V0V29ya3NwYWNlUmVxdWVzdBIKCgJpZBgBIAEoCSJLChRHZXRXb3Jrc3BhY2VSZXNwb25zZRIzCgl3b3Jrc3BhY2UYASABKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlIpsBChZVcGRhdGVXb3Jrc3BhY2VSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEi8KC3VwZGF0ZV9tYXNrGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0IOCgxfZGVzY3JpcHRpb24iTgoXVXBkYXRlV29ya3NwYWNlUmVzcG9uc2USMwoJd29ya3NwYWNlGAEgASgLMiAucG9ydGljby53b3Jrc3BhY2VzLnYxLldvcmtzcGFjZSIkChZEZWxldGVXb3Jrc3BhY2VSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0RlbGV0ZVdvcmtzcGFjZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgiggEKG0xpc3RXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFEhsKDnN0YXJ0aW5nX2FmdGVyGAQgASgJSACIAQFCEQoPX3N0YXJ0aW5nX2FmdGVyIqgBChxMaXN0V29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlEjcKB21lbWJlcnMYASADKAsyJi5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlTWVtYmVyEhMKC3RvdGFsX2NvdW50GAIgASgFEhAKCGhhc19tb3JlGAMgASgIEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIlQKGkFkZFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCRIOCgZlbWFpbHMYAyADKAkiVgobQWRkV29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlEjcKB21lbWJlcnMYASADKAsyJi5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlTWVtYmVyIkcKHVJlbW92ZVdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSI3Ch5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USFQoNcmVtb3ZlZF9jb3VudBgBIAEoBTLIBwoRV29ya3NwYWNlc1NlcnZpY2USbQoOTGlzdFdvcmtzcGFjZXMSLC5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Gi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2UScAoPQ3JlYXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USZwoMR2V0V29ya3NwYWNlEioucG9ydGljby53b3Jrc3BhY2VzLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKy5wb3J0aWNvLndvcmtzcGFjZXMudjEuR2V0V29ya3NwYWNlUmVzcG9uc2UScAoPVXBkYXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLlVwZGF0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuVXBkYXRlV29ya3NwYWNlUmVzcG9uc2UScAoPRGVsZXRlV29ya3NwYWNlEi0ucG9ydGljby53b3Jrc3BhY2VzLnYxLkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QaLi5wb3J0aWNvLndvcmtzcGFjZXMudjEuRGVsZXRlV29ya3NwYWNlUmVzcG9uc2USfwoUTGlzdFdvcmtzcGFjZU1lbWJlcnMSMi5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0GjMucG9ydGljby53b3Jrc3BhY2VzLnYxLkxpc3RXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USfAoTQWRkV29ya3NwYWNlTWVtYmVycxIxLnBvcnRpY28ud29ya3NwYWNlcy52MS5BZGRXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBoyLnBvcnRpY28ud29ya3NwYWNlcy52MS5BZGRXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2UShQEKFlJlbW92ZVdvcmtzcGFjZU1lbWJlcnMSNC5wb3J0aWNvLndvcmtzcGFjZXMudjEuUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QaNS5wb3J0aWNvLndvcmtzcGFjZXMudjEuUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_portico_workspaces_v1_workspace]);
 
 /**
  * ListWorkspacesRequest pages through workspaces.
@@ -23,18 +23,26 @@ export const file_portico_workspaces_v1_workspaces_service: GenFile = /*@__PURE_
  */
 export type ListWorkspacesRequest = Message<"portico.workspaces.v1.ListWorkspacesRequest"> & {
   /**
-   * Workspaces to skip, at least 0; default 0.
+   * Workspaces to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 1;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 2;
    */
   limit: number;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 3;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -63,6 +71,20 @@ export type ListWorkspacesResponse = Message<"portico.workspaces.v1.ListWorkspac
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**
@@ -296,18 +318,26 @@ export type ListWorkspaceMembersRequest = Message<"portico.workspaces.v1.ListWor
   workspaceId: string;
 
   /**
-   * Members to skip, at least 0; default 0.
+   * Members to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 2;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 3;
    */
   limit: number;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 4;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -336,6 +366,20 @@ export type ListWorkspaceMembersResponse = Message<"portico.workspaces.v1.ListWo
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**
