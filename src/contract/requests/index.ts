@@ -14,6 +14,7 @@ import {
   CreateInternRequest,
   CreateWorkspaceRequest,
   DeleteInternRequest,
+  EmptyRequest,
   RemoveWorkspaceMembersRequest,
   UpdateApiKeyRequest,
   UpdateInternRequest,
@@ -45,5 +46,10 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createIntern: requestJsonSchema(CreateInternRequest),
     updateIntern: requestJsonSchema(UpdateInternRequest),
     deleteIntern: requestJsonSchema(DeleteInternRequest),
+    suspendIntern: requestJsonSchema(EmptyRequest),
+    provisionIntern: requestJsonSchema(EmptyRequest),
+    issueInternHostToken: requestJsonSchema(EmptyRequest),
+    revokeInternHostToken: requestJsonSchema(EmptyRequest),
+    cancelInternSessionRun: requestJsonSchema(EmptyRequest),
   };
 }

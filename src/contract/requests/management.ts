@@ -136,4 +136,4 @@ export const DeleteInternRequest = closedObject({
 });
 
 /** Operations that take no body: any field is refused, naming it. */
-export const EmptyRequest = closedObject({});
+export const EmptyRequest = closedObject({}).meta({ description: "No body, or an empty object: any field is refused." });
