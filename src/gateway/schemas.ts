@@ -2,7 +2,8 @@
 import type { FastifySchemaCompiler } from "fastify";
 import type { z } from "zod";
 import { Reason } from "../contract/reasons.js";
-import { violationOf } from "../contract/requests/kit.js";
+import { requestJsonSchema, violationOf } from "../contract/requests/kit.js";
+import { queryValues, requestParameterSchemas, RequestParameters } from "../contract/requests/parameters.js";
 import { serviceError } from "../lib/service-error.js";
 
 export const errorEnvelopeSchema = {
@@ -26,31 +27,82 @@ export function errorResponses(...statuses: number[]): Record<number, typeof err
   return Object.fromEntries(statuses.map((s) => [s, errorEnvelopeSchema]));
 }
 
-/** offset/limit query of list operations. */
-export const paginationQuerySchema = {
-  type: "object",
-  properties: {
-    offset: { type: ["integer", "string", "null"], description: "Items to skip (>= 0, default 0)." },
-    limit: { type: ["integer", "string", "null"], description: "Page size, 1 to 100 (default 50)." },
-  },
-} as const;
+/**
+ * The response of every list (src/contract/requests/paging.ts): the page's items, `has_more`, and the
+ * cursor of the next page; `total_count` where the list counted its items before cursors existed.
+ */
+export function listOf<S>(item: S, opts: { totalCount?: boolean } = {}) {
+  const totalCount = opts.totalCount ?? true;
+  return {
+    type: "object",
+    required: totalCount ? ["data", "has_more", "total_count"] : ["data", "has_more"],
+    properties: {
+      data: { type: "array", items: item },
+      has_more: { type: "boolean", description: "Whether more items follow this page." },
+      next_cursor: { type: "string", description: "Set when has_more: pass it as starting_after to get the next page." },
+      ...(totalCount ? { total_count: { type: "integer", description: "Items of the list across all pages." } } : {}),
+    },
+  } as const;
+}
+
+/** The paging fields of a list response from the core's message (`has_more`, `next_cursor` when set). */
+export function pageOfResponse(res: { hasMore: boolean; nextCursor?: string | undefined }): { has_more: boolean; next_cursor?: string } {
+  return res.nextCursor !== undefined ? { has_more: res.hasMore, next_cursor: res.nextCursor } : { has_more: res.hasMore };
+}
+
+/** The paging fields of a list RPC from a query checked by the contract (`limit`, `offset`, `starting_after`). */
+export function pageRequest(query: { limit?: number; offset?: number; starting_after?: string }) {
+  return {
+    limit: query.limit ?? 0,
+    offset: query.offset ?? 0,
+    ...(query.starting_after !== undefined ? { startingAfter: query.starting_after } : {}),
+  };
+}
+
+function violation(def: z.ZodType, data: unknown) {
+  const res = def.safeParse(data);
+  if (res.success) return { value: res.data as unknown };
+  const v = violationOf(res.error);
+  return { error: serviceError(Reason.BAD_REQUEST, v.message, { field: v.field }) as unknown as Error };
+}
 
 /**
- * A route's validator compiler for a body defined in the contract (src/contract/requests): the body is
- * checked with that definition (the same the core uses, so messages and `field` agree), a violation
- * being a 400 bad_request naming the field; other parts (path parameters) pass unchanged. The body is
- * never changed.
+ * An operation's request contract for its route: the OpenAPI schemas of its query string, path
+ * parameters and body, all derived from the definitions in src/contract/requests, and the validator
+ * compiler that checks each part with those same definitions (a broken rule is 400 bad_request naming
+ * the parameter or field). The query reaches the handler typed (numbers, booleans) as the definition
+ * reads it; path parameters and the body are never changed. `body`: a definition the gateway checks
+ * (used with `authorizeFirst`), `"core"` for a body the core checks after authenticating the caller
+ * (passed through), or absent for an operation without a body (`EmptyRequest` refuses any field).
  */
-export function contractBodyValidator(definition: z.ZodType): FastifySchemaCompiler<unknown> {
-  return ({ httpPart }) =>
-    (data) => {
-      if (httpPart !== "body") return { value: data };
+export function contractRoute(operationId: string, body?: z.ZodType | "core", bodySchema?: Record<string, unknown>) {
+  const defs = RequestParameters[operationId] ?? {};
+  const validatorCompiler: FastifySchemaCompiler<unknown> = ({ httpPart }) => {
+    if (httpPart === "querystring" && defs.query) {
+      const query = defs.query;
+      return (data) => violation(query, queryValues(query, data));
+    }
+    if (httpPart === "params" && defs.path) {
+      const path = defs.path;
+      return (data) => {
+        const checked = violation(path, data ?? {});
+        return "error" in checked ? checked : { value: data };
+      };
+    }
+    if (httpPart === "body" && body !== undefined && body !== "core") {
+      const def = body;
       // No body (an empty JSON body included) is an empty object: its required fields are then named.
-      const res = definition.safeParse(data ?? {});
-      if (res.success) return { value: data };
-      const v = violationOf(res.error);
-      return { error: serviceError(Reason.BAD_REQUEST, v.message, { field: v.field }) as unknown as Error };
-    };
+      return (data) => {
+        const checked = violation(def, data ?? {});
+        return "error" in checked ? checked : { value: data };
+      };
+    }
+    return (data) => ({ value: data });
+  };
+  const schema: Record<string, unknown> = { ...requestParameterSchemas(operationId) };
+  if (body !== undefined && body !== "core") schema.body = bodySchema ?? requestJsonSchema(body);
+  else if (bodySchema) schema.body = bodySchema;
+  return { validatorCompiler, schema };
 }
 
 /**

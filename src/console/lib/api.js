@@ -68,30 +68,23 @@ export async function api(method, path, body, key = session.key()) {
   return res.json();
 }
 
-/** Fetches every page of a list endpoint (offset/limit pagination, total_count). */
+/** Fetches every page of a list endpoint by the one paging rule (limit, starting_after, has_more, next_cursor). */
 export async function listAll(path) {
   const out = [];
   const sep = path.includes("?") ? "&" : "?";
-  for (;;) {
-    const page = await api("GET", `${path}${sep}offset=${out.length}&limit=100`);
-    out.push(...page.data);
-    if (page.data.length === 0 || out.length >= page.total_count) return out;
-  }
-}
-
-/** Fetches every page of a cursor-paginated list (limit, starting_after, has_more, next_cursor): interns. */
-export async function listAllByCursor(path) {
-  const out = [];
   let cursor;
   for (;;) {
     const q = new URLSearchParams({ limit: "100" });
     if (cursor) q.set("starting_after", cursor);
-    const page = await api("GET", `${path}?${q}`);
+    const page = await api("GET", `${path}${sep}${q}`);
     out.push(...page.data);
     if (!page.has_more || !page.next_cursor) return out;
     cursor = page.next_cursor;
   }
 }
+
+/** The same walk (kept for the pages that name it). */
+export const listAllByCursor = listAll;
 
 /** A path segment, percent-encoded. */
 export const seg = (s) => encodeURIComponent(s);

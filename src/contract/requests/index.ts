@@ -1,19 +1,34 @@
 /**
- * Every public request body, defined once in this folder. The core validates with these definitions
- * and the gateway's OpenAPI document shows their JSON Schemas (`requestSchemas`), so the two cannot
- * drift; a test checks the served document against this map.
+ * Every request body, query string and path parameter, defined once in this folder. The core and the
+ * gateway validate with these definitions and the gateway's OpenAPI document shows their JSON Schemas
+ * (`requestSchemas` for bodies, `requestParameterSchemas` for query and path), so the two cannot drift;
+ * tests check the served document against both.
  */
 import { ChatRequest } from "./chat-request.js";
 import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
 import { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 import { requestJsonSchema } from "./kit.js";
+import {
+  AddWorkspaceMembersRequest,
+  CreateApiKeyRequest,
+  CreateInternRequest,
+  CreateWorkspaceRequest,
+  DeleteInternRequest,
+  EmptyRequest,
+  RemoveWorkspaceMembersRequest,
+  UpdateApiKeyRequest,
+  UpdateInternRequest,
+  UpdatePresetRequest,
+  UpdateWorkspaceRequest,
+} from "./management.js";
 
 export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
 export { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
+export { RequestParameters, requestParameterSchemas } from "./parameters.js";
 
 /** The JSON Schema of each operation's request body, by operationId, for a deployment's brand. */
 export function requestSchemas(brand: string): Record<string, Record<string, unknown>> {
@@ -26,5 +41,20 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     countMessageTokens: requestJsonSchema(CountTokensRequest.schema),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
+    createApiKey: requestJsonSchema(CreateApiKeyRequest),
+    updateApiKey: requestJsonSchema(UpdateApiKeyRequest),
+    createWorkspace: requestJsonSchema(CreateWorkspaceRequest),
+    updateWorkspace: requestJsonSchema(UpdateWorkspaceRequest),
+    addWorkspaceMembers: requestJsonSchema(AddWorkspaceMembersRequest),
+    removeWorkspaceMembers: requestJsonSchema(RemoveWorkspaceMembersRequest),
+    updatePreset: requestJsonSchema(UpdatePresetRequest),
+    createIntern: requestJsonSchema(CreateInternRequest),
+    updateIntern: requestJsonSchema(UpdateInternRequest),
+    deleteIntern: requestJsonSchema(DeleteInternRequest),
+    suspendIntern: requestJsonSchema(EmptyRequest),
+    provisionIntern: requestJsonSchema(EmptyRequest),
+    issueInternHostToken: requestJsonSchema(EmptyRequest),
+    revokeInternHostToken: requestJsonSchema(EmptyRequest),
+    cancelInternSessionRun: requestJsonSchema(EmptyRequest),
   };
 }

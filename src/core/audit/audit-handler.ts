@@ -9,7 +9,8 @@ import type { AuditEvent } from "../../gen/portico/audit/v1/audit_event_pb.js";
 import { AuditService } from "../../gen/portico/audit/v1/audit_service_pb.js";
 import { callerOf, requireManagement } from "../auth.js";
 import { invalidArgument } from "../errors.js";
-import { checkPage } from "../management/rules.js";
+import { checkPage, pageFields } from "../paging.js";
+import { AUDIT_ORDER } from "./audit-log.js";
 import type { AuditLog } from "./audit-log.js";
 import type { Init } from "../proto-init.js";
 
@@ -40,18 +41,18 @@ export function createAuditHandler(deps: { log: AuditLog }): ServiceImpl<typeof 
     async listAuditEvents(req, ctx) {
       const caller = callerOf(ctx);
       requireManagement(caller);
-      const page = checkPage(req.offset, req.limit);
+      const page = checkPage(req, AUDIT_ORDER);
       if (req.actionPrefix !== undefined && [...req.actionPrefix].length > MAX_ACTION_PREFIX) {
         throw invalidArgument("action_prefix", `action_prefix must be at most ${MAX_ACTION_PREFIX} characters`);
       }
-      const { items, total } = await deps.log.list(caller.organizationId, {
+      const { items, total, ...more } = await deps.log.list(caller.organizationId, {
         ...page,
         action: req.action,
         actionPrefix: req.actionPrefix,
         targetType: req.targetType,
         targetId: req.targetId,
       });
-      return { events: items.map(auditEventToProto), totalCount: total };
+      return { events: items.map(auditEventToProto), totalCount: total, ...pageFields(more) };
     },
   };
 }

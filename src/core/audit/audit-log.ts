@@ -6,6 +6,7 @@
 import type { Db } from "../../db/client.js";
 import { Prisma, type AuditEvent, type DbTransaction } from "../../db/prisma.js";
 import type { Caller } from "../auth.js";
+import { createOrdering, encodeCursor, findArgs, pagedWhere, pageOf, type Page, type PageRequest } from "../paging.js";
 
 /** Who made a change: a management key (over HTTP or gRPC) or the operator's command line. */
 export type Actor =
@@ -34,9 +35,13 @@ export interface AuditEntry {
   details?: Record<string, unknown>;
 }
 
-export interface AuditQuery {
-  offset: number;
-  limit: number;
+/** Newest first. */
+export const AUDIT_ORDER = createOrdering("audit", [
+  { field: "createdAt", dir: "desc", kind: "date" },
+  { field: "id", dir: "desc", kind: "string" },
+]);
+
+export interface AuditQuery extends PageRequest {
   action?: string | undefined;
   /** Actions starting with this text (a literal prefix: % and _ are not wildcards). */
   actionPrefix?: string | undefined;
@@ -72,7 +77,7 @@ export function createAuditRecorder(db: Db): AuditRecorder {
 export function createAuditLog(db: Db) {
   return {
     /** One organization's events, newest first. */
-    async list(organizationId: string, q: AuditQuery): Promise<{ items: AuditEvent[]; total: number }> {
+    async list(organizationId: string, q: AuditQuery): Promise<Page<AuditEvent> & { total: number }> {
       const where: Prisma.AuditEventWhereInput = { organizationId };
       if (q.action !== undefined) where.action = q.action;
       if (q.targetType !== undefined) where.targetType = q.targetType;
@@ -85,20 +90,28 @@ export function createAuditLog(db: Db) {
         if (q.targetType !== undefined) conds.push(Prisma.sql`"targetType" = ${q.targetType}`);
         if (q.targetId !== undefined) conds.push(Prisma.sql`"targetId" = ${q.targetId}`);
         const filter = Prisma.join(conds, " AND ");
-        const [page, counted] = await db.$transaction([
-          db.$queryRaw<{ id: string }[]>`SELECT "id" FROM "AuditEvent" WHERE ${filter} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${q.limit} OFFSET ${q.offset}`,
+        // After the cursor: its position is read from its event (audit events are never deleted), which
+        // keeps the comparison on the stored column whatever the backend's date representation.
+        const afterId = q.after?.[1] as string | undefined;
+        const at = Prisma.sql`(SELECT "createdAt" FROM "AuditEvent" WHERE "id" = ${afterId ?? ""})`;
+        const keyset = afterId === undefined ? Prisma.empty : Prisma.sql` AND ("createdAt" < ${at} OR ("createdAt" = ${at} AND "id" < ${afterId}))`;
+        const [ids, counted] = await db.$transaction([
+          db.$queryRaw<{ id: string }[]>`SELECT "id" FROM "AuditEvent" WHERE ${filter}${keyset} ORDER BY "createdAt" DESC, "id" DESC LIMIT ${q.limit + 1} OFFSET ${q.offset}`,
           db.$queryRaw<{ n: number | bigint }[]>`SELECT COUNT(*) AS "n" FROM "AuditEvent" WHERE ${filter}`,
         ]);
-        const ids = page.map((r) => r.id);
-        const rows = ids.length === 0 ? [] : await db.auditEvent.findMany({ where: { id: { in: ids } } });
+        const page = pageOf(ids, AUDIT_ORDER, q);
+        const wanted = page.items.map((r) => r.id);
+        const rows = wanted.length === 0 ? [] : await db.auditEvent.findMany({ where: { id: { in: wanted } } });
         const byId = new Map(rows.map((r) => [r.id, r]));
-        return { items: ids.flatMap((id) => byId.get(id) ?? []), total: Number(counted[0]?.n ?? 0) };
+        const items = wanted.flatMap((id) => byId.get(id) ?? []);
+        const more = items.length > 0 && page.hasMore ? { hasMore: true, nextCursor: encodeCursor(AUDIT_ORDER, items.at(-1)!) } : { hasMore: false };
+        return { items, ...more, total: Number(counted[0]?.n ?? 0) };
       }
-      const [items, total] = await db.$transaction([
-        db.auditEvent.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], skip: q.offset, take: q.limit }),
+      const [rows, total] = await db.$transaction([
+        db.auditEvent.findMany({ where: pagedWhere(where, AUDIT_ORDER, q), ...findArgs(AUDIT_ORDER, q) }),
         db.auditEvent.count({ where }),
       ]);
-      return { items, total };
+      return { ...pageOf(rows, AUDIT_ORDER, q), total };
     },
   };
 }

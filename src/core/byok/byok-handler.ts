@@ -16,6 +16,7 @@ import { callerOf } from "../auth.js";
 import { invalidArgument } from "../errors.js";
 import { listOf, type ByokRow } from "./byok-repository.js";
 import type { ByokService as ByokDomain, UpdateCredentialInput } from "./byok-service.js";
+import { pageFields } from "../paging.js";
 
 /** Update-mask paths, in snake_case (camelCase spellings are accepted too). */
 const MASK_PATHS = new Set([
@@ -86,13 +87,14 @@ export function createByokHandler(deps: { service: ByokDomain }): ServiceImpl<ty
     },
 
     async listByokCredentials(req, ctx) {
-      const { rows, total } = await service.list(callerOf(ctx), {
+      const { items, total, ...more } = await service.list(callerOf(ctx), {
         offset: req.offset,
-        limit: req.limit === 0 ? 50 : req.limit,
+        limit: req.limit,
+        startingAfter: req.startingAfter,
         provider: req.provider,
         workspaceId: req.workspaceId,
       });
-      return { credentials: rows.map(credentialToProto), totalCount: total };
+      return { credentials: items.map(credentialToProto), totalCount: total, ...pageFields(more) };
     },
 
     async getByokCredential(req, ctx) {

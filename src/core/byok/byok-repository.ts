@@ -5,6 +5,7 @@
  */
 import type { Db, DbProvider } from "../../db/client.js";
 import { DbNull, type ByokCredential, type DbTransaction, type JsonValue } from "../../db/prisma.js";
+import { createOrdering, findArgs, pagedWhere, pageOf, type Page, type PageRequest } from "../paging.js";
 
 export type ByokRow = ByokCredential;
 
@@ -41,9 +42,13 @@ export interface ListFilter {
   organizationId: string;
   workspaceId: string;
   provider?: string | undefined;
-  offset: number;
-  limit: number;
 }
+
+/** Oldest first. */
+export const BYOK_ORDER = createOrdering("byok", [
+  { field: "createdAt", dir: "asc", kind: "date" },
+  { field: "id", dir: "asc", kind: "string" },
+]);
 
 export function listOf(value: JsonValue | null): string[] | null {
   return Array.isArray(value) ? value.map(String) : null;
@@ -130,7 +135,7 @@ export function createByokRepository(db: Db, provider: DbProvider) {
       return db.byokCredential.findFirst({ where: { id, organizationId, deletedAt: null } });
     },
 
-    async list(filter: ListFilter): Promise<{ rows: ByokRow[]; total: number }> {
+    async list(filter: ListFilter, page: PageRequest): Promise<Page<ByokRow> & { total: number }> {
       const where = {
         organizationId: filter.organizationId,
         workspaceId: filter.workspaceId,
@@ -139,14 +144,9 @@ export function createByokRepository(db: Db, provider: DbProvider) {
       };
       const [total, rows] = await Promise.all([
         db.byokCredential.count({ where }),
-        db.byokCredential.findMany({
-          where,
-          orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-          skip: filter.offset,
-          take: filter.limit,
-        }),
+        db.byokCredential.findMany({ where: pagedWhere(where, BYOK_ORDER, page), ...findArgs(BYOK_ORDER, page) }),
       ]);
-      return { rows, total };
+      return { ...pageOf(rows, BYOK_ORDER, page), total };
     },
 
     /**

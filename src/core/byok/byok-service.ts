@@ -21,6 +21,8 @@ import {
   type ServesProvider,
 } from "./validation.js";
 import type { AuditRecorder } from "../audit/audit-log.js";
+import { checkPage, type Page, type PageInput } from "../paging.js";
+import { BYOK_ORDER } from "./byok-repository.js";
 
 export interface CreateCredentialInput {
   key?: string | undefined;
@@ -52,9 +54,7 @@ export interface UpdateCredentialInput {
   declaredZdr?: boolean | null | undefined;
 }
 
-export interface ListCredentialsInput {
-  offset: number;
-  limit: number;
+export interface ListCredentialsInput extends PageInput {
   provider?: string | undefined;
   workspaceId?: string | undefined;
 }
@@ -147,21 +147,12 @@ export function createByokService(deps: ByokServiceDeps) {
       return created;
     },
 
-    async list(caller: Caller, input: ListCredentialsInput): Promise<{ rows: ByokRow[]; total: number }> {
+    async list(caller: Caller, input: ListCredentialsInput): Promise<Page<ByokRow> & { total: number }> {
       requireManagement(caller);
+      const page = checkPage(input, BYOK_ORDER);
       if (input.provider !== undefined) validateServedProvider(input.provider, deps.servesProvider);
-      if (!Number.isInteger(input.offset) || input.offset < 0) throw invalidArgument("offset", "offset must be an integer >= 0");
-      if (!Number.isInteger(input.limit) || input.limit < 1 || input.limit > 100) {
-        throw invalidArgument("limit", "limit must be between 1 and 100");
-      }
       const workspaceId = await resolveWorkspace(caller, input.workspaceId);
-      return repo.list({
-        organizationId: caller.organizationId,
-        workspaceId,
-        provider: input.provider,
-        offset: input.offset,
-        limit: input.limit,
-      });
+      return repo.list({ organizationId: caller.organizationId, workspaceId, provider: input.provider }, page);
     },
 
     async get(caller: Caller, id: string): Promise<ByokRow> {

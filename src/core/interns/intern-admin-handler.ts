@@ -14,6 +14,7 @@ import { internStatus, type InternAdmin, type InternSettings, type InternView } 
 import { outsideProgramme } from "./intern-errors.js";
 import type { Init } from "../proto-init.js";
 import { pendingQuestionToProto } from "./sessions.js";
+import { pageFields } from "../paging.js";
 
 export function internViewToProto(v: InternView, brand: string): Init<Intern> {
   const i = v.intern;
@@ -66,8 +67,8 @@ export function createInternAdminHandler(deps: { admin: InternAdmin; brand: stri
     async listInterns(req, ctx) {
       const { workspaceId } = managerOf(ctx);
       checkWorkspace(req.workspaceId, workspaceId);
-      const page = await admin.list(workspaceId, { limit: req.limit, startingAfter: req.startingAfter, statuses: req.statuses });
-      return { interns: page.items.map(internToProto), hasMore: page.hasMore, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+      const { items, ...more } = await admin.list(workspaceId, { limit: req.limit, offset: req.offset, startingAfter: req.startingAfter, statuses: req.statuses });
+      return { interns: items.map(internToProto), ...pageFields(more) };
     },
     async createIntern(req, ctx) {
       const { actor, workspaceId } = managerOf(ctx);

@@ -12,14 +12,21 @@ import type { DbTransaction, Intern, InternInteraction, InternRun, Prisma } from
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, serviceError } from "../errors.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
-import { checkText, isUuid, stateConflict } from "../management/rules.js";
+import { ManagementFields as F } from "../../contract/requests/management.js";
+import { checkField, isUuid, stateConflict } from "../management/rules.js";
 import { internNotFound } from "./intern-errors.js";
 import type { LinkRegistry } from "./link-registry.js";
+import { INVALID_CURSOR } from "../../contract/requests/paging.js";
+import { checkPage, createOrdering, encodeCursor, findArgs, keysetWhere, pageOf, type PageInput } from "../paging.js";
 
-export const INTERN_NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-const MODEL = /^[A-Za-z0-9~._:@+-]+\/[A-Za-z0-9~._:@+-]+$/;
+/** Newest first. */
+export const INTERNS_ORDER = createOrdering("interns", [
+  { field: "createdAt", dir: "desc", kind: "date" },
+  { field: "id", dir: "desc", kind: "string" },
+]);
+
+export { INTERN_NAME } from "../../contract/requests/management.js";
 export const INTERN_STATUSES = ["running", "awaiting_host", "stopped"] as const;
-const MAX_LIST_LIMIT = 500;
 
 export interface InternView {
   intern: Intern;
@@ -52,20 +59,10 @@ export function internStatus(i: Intern): (typeof INTERN_STATUSES)[number] {
 
 function checkSettings(s: InternSettings): InternSettings {
   const out: InternSettings = {};
-  if (s.name !== undefined) {
-    if (s.name.length < 2 || s.name.length > 17 || !INTERN_NAME.test(s.name)) {
-      throw invalidArgument("name", "name must be 2 to 17 lowercase letters and digits in dash-separated groups, starting with a letter");
-    }
-    out.name = s.name;
-  }
-  if (s.description !== undefined) out.description = s.description === null ? null : checkText("description", s.description, 2000);
-  if (s.instructions !== undefined) out.instructions = s.instructions === null ? null : checkText("instructions", s.instructions, 100_000);
-  if (s.model !== undefined) {
-    if (s.model !== null && (s.model.length < 1 || s.model.length > 200 || !MODEL.test(s.model))) {
-      throw invalidArgument("model", "model must be author/slug (optionally :variant), 1 to 200 characters");
-    }
-    out.model = s.model;
-  }
+  if (s.name !== undefined) out.name = checkField(F.internName, "name", s.name);
+  if (s.description !== undefined) out.description = s.description === null ? null : checkField(F.internDescription, "description", s.description);
+  if (s.instructions !== undefined) out.instructions = s.instructions === null ? null : checkField(F.internInstructions, "instructions", s.instructions);
+  if (s.model !== undefined) out.model = s.model === null ? null : checkField(F.internModel, "model", s.model);
   return out;
 }
 
@@ -128,21 +125,26 @@ export function createInternAdmin(deps: InternAdminDeps) {
       return view(await internOf(workspaceId, id));
     },
 
-    /** Newest first; the cursor is the id of the last intern of the previous page. */
-    async list(workspaceId: string, q: { limit: number; startingAfter?: string | undefined; statuses: string[] }) {
-      const limit = q.limit === 0 ? 50 : q.limit;
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw invalidArgument("limit", "limit must be an integer between 1 and 500");
+    /**
+     * Newest first, by the one paging rule (src/core/paging.ts). A bare intern id is still accepted as
+     * `starting_after` (the cursor this list gave before every list shared one rule).
+     */
+    async list(workspaceId: string, q: PageInput & { statuses: string[] }) {
+      let startingAfter = q.startingAfter;
+      if (startingAfter !== undefined && isUuid(startingAfter)) {
+        const row = await db.intern.findFirst({ where: { id: startingAfter, workspaceId } });
+        if (!row) throw invalidArgument("starting_after", INVALID_CURSOR);
+        startingAfter = encodeCursor(INTERNS_ORDER, row);
+      }
+      const page = checkPage({ ...q, startingAfter }, INTERNS_ORDER);
       const statuses = [...new Set(q.statuses)];
       if (statuses.length > 8) throw invalidArgument("status", "status names at most 8 values");
       const unknown = statuses.find((s) => !(INTERN_STATUSES as readonly string[]).includes(s));
       if (unknown !== undefined) throw invalidArgument("status", `status values are ${INTERN_STATUSES.join(", ")}`);
       const where: Record<string, unknown> = { workspaceId };
       const and: Record<string, unknown>[] = [];
-      if (q.startingAfter !== undefined) {
-        const after = isUuid(q.startingAfter) ? await db.intern.findFirst({ where: { id: q.startingAfter, workspaceId } }) : null;
-        if (!after) throw invalidArgument("starting_after", "starting_after must be a next_cursor from a previous page");
-        and.push({ OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] });
-      }
+      const keyset = keysetWhere(INTERNS_ORDER, page);
+      if (keyset) and.push(keyset);
       if (statuses.length > 0) {
         const or: Record<string, unknown>[] = [];
         if (statuses.includes("stopped")) or.push({ suspendedAt: { not: null } });
@@ -151,9 +153,9 @@ export function createInternAdmin(deps: InternAdminDeps) {
         and.push({ OR: or });
       }
       if (and.length > 0) where.AND = and;
-      const rows = await db.intern.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit + 1 });
-      const page = rows.slice(0, limit);
-      return { items: await Promise.all(page.map(view)), hasMore: rows.length > limit, nextCursor: rows.length > limit ? page.at(-1)!.id : undefined };
+      const rows = await db.intern.findMany({ where, ...findArgs(INTERNS_ORDER, page) });
+      const { items, ...more } = pageOf(rows, INTERNS_ORDER, page);
+      return { items: await Promise.all(items.map(view)), ...more };
     },
 
     async create(actor: Actor, workspaceId: string, input: InternSettings & { name: string }): Promise<{ view: InternView; hostToken: string }> {

@@ -9,6 +9,7 @@ import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import { KeysService } from "../../gen/portico/keys/v1/keys_service_pb.js";
 import { managerOf } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
+import { pageFields } from "../paging.js";
 import type { KeysService as KeysDomain } from "./keys-service.js";
 import type { Init } from "../proto-init.js";
 
@@ -38,13 +39,14 @@ export function createKeysHandler(deps: { service: KeysDomain }): ServiceImpl<ty
   return {
     async listKeys(req, ctx) {
       const { actor } = managerOf(ctx);
-      const { items, total } = await service.list(actor, {
+      const { items, total, ...page } = await service.list(actor, {
         offset: req.offset,
         limit: req.limit,
+        startingAfter: req.startingAfter,
         includeDisabled: req.includeDisabled,
         workspaceId: req.workspaceId,
       });
-      return { keys: items.map(keyToProto), totalCount: total };
+      return { keys: items.map(keyToProto), totalCount: total, ...pageFields(page) };
     },
     async createKey(req, ctx) {
       const { caller, actor } = managerOf(ctx);

@@ -8,7 +8,8 @@ import type { ApiKey } from "../../db/prisma.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { generateApiKey, hashSecret, labelForSecret } from "../identity/keys.js";
-import { checkName, checkPage, isKeyHash } from "../management/rules.js";
+import { checkName, isKeyHash } from "../management/rules.js";
+import { checkPage, createOrdering, findArgs, pagedWhere, pageOf } from "../paging.js";
 import { WORKSPACE_NOT_FOUND, lockActiveWorkspace, type WorkspacesService } from "../workspaces/workspaces-service.js";
 import type { DbTransaction } from "../../db/prisma.js";
 import { checkExpiry, checkRate, checkReset, checkSpendLimit } from "../spend/limit-rules.js";
@@ -56,9 +57,16 @@ export interface KeysServiceDeps {
   onKeyChanged?: (keyHash: string) => void | Promise<void>;
 }
 
+/** Oldest first. */
+export const KEYS_ORDER = createOrdering("keys", [
+  { field: "createdAt", dir: "asc", kind: "date" },
+  { field: "id", dir: "asc", kind: "string" },
+]);
+
 export interface ListKeysQuery {
   offset: number;
   limit: number;
+  startingAfter?: string | undefined;
   includeDisabled: boolean;
   workspaceId?: string | undefined;
 }
@@ -86,18 +94,18 @@ export function createKeysService(deps: KeysServiceDeps) {
 
   return {
     async list(actor: Actor, q: ListKeysQuery) {
-      const page = checkPage(q.offset, q.limit);
+      const page = checkPage(q, KEYS_ORDER);
       const where: { organizationId: string; revokedAt: null; disabled?: boolean; workspaceId?: string } = {
         organizationId: actor.organizationId,
         revokedAt: null,
       };
       if (!q.includeDisabled) where.disabled = false;
       if (q.workspaceId !== undefined) where.workspaceId = (await workspaces.resolve(actor, q.workspaceId)).id;
-      const [items, total] = await db.$transaction([
-        db.apiKey.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }], skip: page.offset, take: page.limit }),
+      const [rows, total] = await db.$transaction([
+        db.apiKey.findMany({ where: pagedWhere(where, KEYS_ORDER, page), ...findArgs(KEYS_ORDER, page) }),
         db.apiKey.count({ where }),
       ]);
-      return { items, total };
+      return { ...pageOf(rows, KEYS_ORDER, page), total };
     },
 
     get: keyOf,

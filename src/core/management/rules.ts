@@ -1,38 +1,36 @@
 /**
- * Input rules shared by the management services (keys, workspaces, audit): paging, display names,
- * identifiers. Each failure is INVALID_ARGUMENT naming the field in wire form.
+ * Input rules shared by the management services (keys, workspaces, presets' settings, interns): display
+ * names, free text, identifiers, update masks. Field rules are the contract's definitions
+ * (src/contract/requests/management.ts), the same the gateway checks bodies with. Paging is the one
+ * rule of src/core/paging.ts. Each failure is INVALID_ARGUMENT naming the field in wire form.
  */
+import type { z } from "zod";
 import { Reason } from "../../contract/reasons.js";
-import { Code } from "@connectrpc/connect";
-import { invalidArgument, serviceError } from "../errors.js";
+import { validate } from "../../contract/requests/kit.js";
+import { displayName, freeText } from "../../contract/requests/management.js";
+import { checkRules, invalidArgument, serviceError } from "../errors.js";
 
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 100;
+const names = new Map<number, z.ZodType<string>>();
+const texts = new Map<number, z.ZodType<string>>();
+const cached = (map: Map<number, z.ZodType<string>>, max: number, make: (max: number) => z.ZodType<string>) => {
+  let def = map.get(max);
+  if (!def) map.set(max, (def = make(max)));
+  return def;
+};
 
-/** offset >= 0 and limit 1..100 (0 = the default 50). */
-export function checkPage(offset: number, limit: number): { offset: number; limit: number } {
-  if (!Number.isInteger(offset) || offset < 0) throw invalidArgument("offset", "offset must be an integer of at least 0");
-  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_PAGE_LIMIT) {
-    throw invalidArgument("limit", `limit must be an integer between 1 and ${MAX_PAGE_LIMIT}`);
-  }
-  return { offset, limit: limit === 0 ? DEFAULT_PAGE_LIMIT : limit };
+/** `value` meets the contract's definition `def`, or INVALID_ARGUMENT naming `field`. */
+export function checkField<T>(def: z.ZodType<T>, field: string, value: unknown): T {
+  return checkRules(() => validate(def, value, field));
 }
 
 /** A display name: 1..max characters after trimming, no control characters. Returns it trimmed. */
 export function checkName(field: string, value: string, max = 255): string {
-  const trimmed = value.trim();
-  if (trimmed.length === 0) throw invalidArgument(field, `${field} is required (1 to ${max} characters)`);
-  if ([...trimmed].length > max) throw invalidArgument(field, `${field} must be at most ${max} characters`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw invalidArgument(field, `${field} must not contain control characters`);
-  return trimmed;
+  return checkField(cached(names, max, displayName), field, value).trim();
 }
 
 /** Free text such as a description: at most max characters, no NUL. */
 export function checkText(field: string, value: string, max: number): string {
-  if ([...value].length > max) throw invalidArgument(field, `${field} must be at most ${max} characters`);
-  if (value.includes("\u0000")) throw invalidArgument(field, `${field} must not contain NUL characters`);
-  return value;
+  return checkField(cached(texts, max, freeText), field, value);
 }
 
 const KEY_HASH = /^[a-f0-9]{64}$/;

@@ -6,9 +6,10 @@ import type { Db } from "../../db/client.js";
 import type { Preset, PresetVersion } from "../../db/prisma.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
-import { checkName, checkText } from "../management/rules.js";
+import { ManagementFields } from "../../contract/requests/management.js";
+import { checkField, checkName, checkText } from "../management/rules.js";
 
-export const PRESET_STATUSES = ["active", "disabled", "archived"] as const;
+export { PRESET_STATUSES } from "../../contract/requests/management.js";
 
 export interface PresetChanges {
   name?: string;
@@ -28,9 +29,7 @@ export function createPresetManagement(db: Db) {
           changes.description === null ? null : checkText("description", changes.description, 2000);
       }
       if (changes.status !== undefined) {
-        if (!(PRESET_STATUSES as readonly string[]).includes(changes.status)) {
-          throw invalidArgument("status", `status must be one of ${PRESET_STATUSES.join(", ")}`);
-        }
+        checkField(ManagementFields.presetStatus, "status", changes.status);
         details.status = changes.status;
         if (changes.status !== preset.status) {
           data.status = changes.status;

@@ -3,6 +3,7 @@
  * system prompt derivation, version-number and page parsing. No I/O.
  */
 import { RuleViolation, fail, isPlainObject } from "../../contract/requests/kit.js";
+import { createOrdering } from "../paging.js";
 
 /**
  * Slug rule: "URL-safe" read as RFC 3986's unreserved characters (A-Z, a-z, 0-9, "-", ".", "_", "~"),
@@ -133,18 +134,12 @@ export function parseVersionNumber(raw: string): number | null {
   return n > MAX_INT32 ? null : n;
 }
 
-export interface PageRequest {
-  offset: number;
-  limit: number;
-}
+/** Most recently updated first (a preset's new version or settings change moves it to the front). */
+export const PRESETS_ORDER = createOrdering("presets", [
+  { field: "updatedAt", dir: "desc", kind: "date" },
+  { field: "createdAt", dir: "desc", kind: "date" },
+  { field: "id", dir: "asc", kind: "string" },
+]);
 
-export const DEFAULT_PAGE_LIMIT = 50;
-export const MAX_PAGE_LIMIT = 100;
-
-/** offset >= 0; limit 1..100 with 0 meaning the default of 50 (proto3 has no presence for int32). */
-export function normalisePage(offset: number, limit: number): PageRequest {
-  if (!Number.isInteger(offset) || offset < 0) throw new RuleViolation("offset", "offset must be an integer of at least 0");
-  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_PAGE_LIMIT)
-    throw new RuleViolation("limit", `limit must be an integer between 1 and ${MAX_PAGE_LIMIT}`);
-  return { offset, limit: limit === 0 ? DEFAULT_PAGE_LIMIT : limit };
-}
+/** Oldest version first. */
+export const PRESET_VERSIONS_ORDER = createOrdering("preset-versions", [{ field: "version", dir: "asc", kind: "number" }]);

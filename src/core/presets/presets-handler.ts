@@ -19,7 +19,8 @@ import { WORKSPACE_NOT_FOUND } from "../workspaces/workspaces-service.js";
 import { checkRules, conflict, invalidArgument, notFound } from "../errors.js";
 import { createChatRequestValidator, type ChatRequestValidator } from "../../contract/requests/chat-request.js";
 import { RuleViolation } from "../../contract/requests/kit.js";
-import { checkSlug, checkStorable, deriveSystemPrompt, normalisePage, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
+import { checkPage, pageFields } from "../paging.js";
+import { PRESETS_ORDER, PRESET_VERSIONS_ORDER, checkSlug, checkStorable, deriveSystemPrompt, parseVersionNumber, pickPresetConfig } from "./preset-rules.js";
 import { PresetConflictError, type PresetsRepository } from "./presets-repository.js";
 import { actorOf, type AuditRecorder } from "../audit/audit-log.js";
 import { maskPaths } from "../management/rules.js";
@@ -100,17 +101,17 @@ export function createPresetsHandler(deps: PresetsHandlerDeps): ServiceImpl<type
 
     async listPresets(req, ctx) {
       const caller = callerOf(ctx);
-      const page = checkRules(() => normalisePage(req.offset, req.limit));
-      const { items, total } = await repository.listPresets(await workspaceOf(caller, req.workspaceId), page);
-      return { presets: items.map(presetToProto), totalCount: total };
+      const page = checkPage(req, PRESETS_ORDER);
+      const { items, total, ...more } = await repository.listPresets(await workspaceOf(caller, req.workspaceId), page);
+      return { presets: items.map(presetToProto), totalCount: total, ...pageFields(more) };
     },
 
     async listPresetVersions(req, ctx) {
       const caller = callerOf(ctx);
-      const page = checkRules(() => normalisePage(req.offset, req.limit));
+      const page = checkPage(req, PRESET_VERSIONS_ORDER);
       const preset = await presetOf(await workspaceOf(caller, req.workspaceId), req.slug);
-      const { items, total } = await repository.listVersions(preset.id, page);
-      return { versions: items.map(versionToProto), totalCount: total };
+      const { items, total, ...more } = await repository.listVersions(preset.id, page);
+      return { versions: items.map(versionToProto), totalCount: total, ...pageFields(more) };
     },
 
     async getPresetVersion(req, ctx) {

@@ -30,7 +30,8 @@
 import { randomUUID } from "node:crypto";
 import { isUniqueViolation, type Db, type DbProvider } from "../../db/client.js";
 import { Prisma, type JsonValue, type Preset, type PresetVersion } from "../../db/prisma.js";
-import type { PageRequest } from "./preset-rules.js";
+import { findArgs, pagedWhere, pageOf, type Page, type PageRequest } from "../paging.js";
+import { PRESETS_ORDER, PRESET_VERSIONS_ORDER } from "./preset-rules.js";
 import type { Actor } from "../audit/audit-log.js";
 
 /** Creation kept conflicting after every retry. */
@@ -73,8 +74,8 @@ export interface PresetsRepository {
   findVersionById(id: string): Promise<PresetVersion | null>;
   findVersion(presetId: string, version: number): Promise<PresetVersion | null>;
   /** The workspace's presets, most recently updated first; with `status`, only those in that status. */
-  listPresets(workspaceId: string, page: PageRequest, filter?: { status?: string }): Promise<{ items: Preset[]; total: number }>;
-  listVersions(presetId: string, page: PageRequest): Promise<{ items: PresetVersion[]; total: number }>;
+  listPresets(workspaceId: string, page: PageRequest, filter?: { status?: string }): Promise<Page<Preset> & { total: number }>;
+  listVersions(presetId: string, page: PageRequest): Promise<Page<PresetVersion> & { total: number }>;
 }
 
 /** Errors after which the same transaction may succeed when started again. */
@@ -113,23 +114,18 @@ export function createPresetsRepository(db: Db, opts: PresetsRepositoryOptions):
       db.presetVersion.findUnique({ where: { presetId_version: { presetId, version } } }),
     async listPresets(workspaceId, page, filter) {
       const where = filter?.status === undefined ? { workspaceId } : { workspaceId, status: filter.status };
-      const [total, items] = await Promise.all([
+      const [total, rows] = await Promise.all([
         db.preset.count({ where }),
-        db.preset.findMany({
-          where,
-          orderBy: [{ updatedAt: "desc" }, { createdAt: "desc" }, { id: "asc" }],
-          skip: page.offset,
-          take: page.limit,
-        }),
+        db.preset.findMany({ where: pagedWhere(where, PRESETS_ORDER, page), ...findArgs(PRESETS_ORDER, page) }),
       ]);
-      return { items, total };
+      return { ...pageOf(rows, PRESETS_ORDER, page), total };
     },
     async listVersions(presetId, page) {
       const [total, items] = await Promise.all([
         db.presetVersion.count({ where: { presetId } }),
-        db.presetVersion.findMany({ where: { presetId }, orderBy: { version: "asc" }, skip: page.offset, take: page.limit }),
+        db.presetVersion.findMany({ where: pagedWhere({ presetId }, PRESET_VERSIONS_ORDER, page), ...findArgs(PRESET_VERSIONS_ORDER, page) }),
       ]);
-      return { items, total };
+      return { ...pageOf(items, PRESET_VERSIONS_ORDER, page), total };
     },
   };
 }

@@ -10,6 +10,7 @@ import { managerOf as manager } from "../management/manager.js";
 import { maskPaths } from "../management/rules.js";
 import type { MemberView, WorkspacesService as WorkspacesDomain } from "./workspaces-service.js";
 import type { Init } from "../proto-init.js";
+import { pageFields } from "../paging.js";
 
 export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
   return {
@@ -39,8 +40,8 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
   const { service } = deps;
   return {
     async listWorkspaces(req, ctx) {
-      const { items, total } = await service.list(managerOf(ctx), req.offset, req.limit);
-      return { workspaces: items.map(workspaceToProto), totalCount: total };
+      const { items, total, ...page } = await service.list(managerOf(ctx), req);
+      return { workspaces: items.map(workspaceToProto), totalCount: total, ...pageFields(page) };
     },
     async createWorkspace(req, ctx) {
       const ws = await service.create(managerOf(ctx), {
@@ -77,8 +78,8 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
       return { deleted: true };
     },
     async listWorkspaceMembers(req, ctx) {
-      const { items, total } = await service.listMembers(managerOf(ctx), req.workspaceId, req.offset, req.limit);
-      return { members: items.map(memberToProto), totalCount: total };
+      const { items, total, ...page } = await service.listMembers(managerOf(ctx), req.workspaceId, req);
+      return { members: items.map(memberToProto), totalCount: total, ...pageFields(page) };
     },
     async addWorkspaceMembers(req, ctx) {
       const members = await service.addMembers(managerOf(ctx), req.workspaceId, { userIds: req.userIds, emails: req.emails });

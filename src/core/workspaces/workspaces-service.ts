@@ -8,7 +8,20 @@ import type { DbTransaction, User, Workspace, WorkspaceMember } from "../../db/p
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { slugify } from "../identity/identity-repository.js";
-import { checkName, checkPage, checkText, isUuid, stateConflict } from "../management/rules.js";
+import { ManagementFields } from "../../contract/requests/management.js";
+import { checkField, checkName, checkText, isUuid, stateConflict } from "../management/rules.js";
+import { checkPage, createOrdering, findArgs, pagedWhere, pageOf, type PageInput } from "../paging.js";
+
+/** Oldest first. */
+export const WORKSPACES_ORDER = createOrdering("workspaces", [
+  { field: "createdAt", dir: "asc", kind: "date" },
+  { field: "id", dir: "asc", kind: "string" },
+]);
+/** Oldest membership first. */
+export const MEMBERS_ORDER = createOrdering("workspace-members", [
+  { field: "createdAt", dir: "asc", kind: "date" },
+  { field: "id", dir: "asc", kind: "string" },
+]);
 import { checkRate, checkReset, checkSpendLimit } from "../spend/limit-rules.js";
 import { workspaceCounterId, type SpendStore } from "../spend/spend-store.js";
 import type { LimitReset } from "../spend/windows.js";
@@ -50,10 +63,7 @@ export interface MemberView {
 }
 
 function checkSlug(field: string, slug: string): string {
-  if (slug.length < 1 || slug.length > 64 || !SLUG.test(slug)) {
-    throw invalidArgument(field, `${field} must be 1 to 64 lowercase letters, digits and single dashes`);
-  }
-  return slug;
+  return checkField(ManagementFields.workspaceSlug, field, slug);
 }
 
 function auditDetails(w: Pick<Workspace, "name" | "slug" | "description">) {
@@ -117,14 +127,14 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       return ws;
     },
 
-    async list(actor: Actor, offset: number, limit: number) {
-      const page = checkPage(offset, limit);
+    async list(actor: Actor, input: PageInput) {
+      const page = checkPage(input, WORKSPACES_ORDER);
       const where = { organizationId: actor.organizationId, deletedAt: null };
-      const [items, total] = await db.$transaction([
-        db.workspace.findMany({ where, orderBy: [{ createdAt: "asc" }, { id: "asc" }], skip: page.offset, take: page.limit }),
+      const [rows, total] = await db.$transaction([
+        db.workspace.findMany({ where: pagedWhere(where, WORKSPACES_ORDER, page), ...findArgs(WORKSPACES_ORDER, page) }),
         db.workspace.count({ where }),
       ]);
-      return { items, total };
+      return { ...pageOf(rows, WORKSPACES_ORDER, page), total };
     },
 
     get: workspaceOf,
@@ -236,16 +246,21 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       await hooks.onMembershipChanged?.();
     },
 
-    async listMembers(actor: Actor, workspaceId: string, offset: number, limit: number): Promise<{ items: MemberView[]; total: number }> {
+    async listMembers(
+      actor: Actor,
+      workspaceId: string,
+      input: PageInput,
+    ): Promise<{ items: MemberView[]; total: number; hasMore: boolean; nextCursor?: string }> {
       const ws = await workspaceOf(actor, workspaceId);
-      const page = checkPage(offset, limit);
-      const [members, total] = await db.$transaction([
-        db.workspaceMember.findMany({ where: { workspaceId: ws.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], skip: page.offset, take: page.limit }),
+      const page = checkPage(input, MEMBERS_ORDER);
+      const [rows, total] = await db.$transaction([
+        db.workspaceMember.findMany({ where: pagedWhere({ workspaceId: ws.id }, MEMBERS_ORDER, page), ...findArgs(MEMBERS_ORDER, page) }),
         db.workspaceMember.count({ where: { workspaceId: ws.id } }),
       ]);
+      const { items: members, ...more } = pageOf(rows, MEMBERS_ORDER, page);
       const users = await db.user.findMany({ where: { id: { in: members.map((m) => m.userId) } } });
       const byId = new Map(users.map((u) => [u.id, u]));
-      return { items: members.flatMap((m) => (byId.has(m.userId) ? [{ member: m, user: byId.get(m.userId)! }] : [])), total };
+      return { items: members.flatMap((m) => (byId.has(m.userId) ? [{ member: m, user: byId.get(m.userId)! }] : [])), total, ...more };
     },
 
     /**

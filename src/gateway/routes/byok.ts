@@ -6,24 +6,16 @@
  * through to the core and nowhere else: it is not logged and never appears in a response.
  */
 import { createClient } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { ByokService } from "../../gen/portico/byok/v1/byok_service_pb.js";
 import { BYOK_SETTINGS, CreateByokKeyRequest, UpdateByokKeyRequest } from "../../contract/requests/byok.js";
-import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
-import { parsePage } from "../pagination.js";
 import { byokCredentialSchema, presentByokCredential } from "../presenters/byok.js";
 import { callOptionsFor } from "../rpc.js";
-import { contractBodyValidator, errorResponses, paginationQuerySchema } from "../schemas.js";
+import { contractRoute, errorResponses, listOf, pageOfResponse, pageRequest } from "../schemas.js";
 
 /** Body fields an update may name, in update-mask order. */
 const UPDATABLE = BYOK_SETTINGS;
-
-const idParams = {
-  type: "object",
-  required: ["id"],
-  properties: { id: { type: "string", description: "Credential id (UUID)." } },
-} as const;
 
 const single = { type: "object", required: ["data"], properties: { data: byokCredentialSchema } } as const;
 
@@ -46,25 +38,24 @@ function settingsInit(b: Body) {
   };
 }
 
-function query(req: FastifyRequest): Record<string, unknown> {
-  return (req.query ?? {}) as Record<string, unknown>;
-}
+type ListQuery = { limit?: number; offset?: number; starting_after?: string; provider?: string; workspace_id?: string };
 
 export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ByokService, ctx.transport);
   const tags = ["byok"];
 
+  const createByokKeyContract = contractRoute("createByokKey", CreateByokKeyRequest);
   api.post(
     "/byok",
     {
+      validatorCompiler: createByokKeyContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
-      validatorCompiler: contractBodyValidator(CreateByokKeyRequest),
       schema: {
         operationId: "createByokKey",
         summary: "Create a BYOK provider credential",
         description: "Stores an upstream provider key, encrypted at rest. Answers 200 with the credential and its masked label.",
         tags,
-        body: requestSchemas(ctx.brand).createByokKey,
+        ...createByokKeyContract.schema,
         response: { 200: single, ...errorResponses(400, 401, 403, 500) },
       },
     },
@@ -83,57 +74,48 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     },
   );
 
+  const listByokKeysContract = contractRoute("listByokKeys");
   api.get(
     "/byok",
     {
+      validatorCompiler: listByokKeysContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
       schema: {
         operationId: "listByokKeys",
         summary: "List BYOK provider credentials",
         tags,
-        querystring: {
-          type: "object",
-          properties: {
-            ...paginationQuerySchema.properties,
-            provider: { type: "string", description: "Only credentials of this provider slug." },
-            workspace_id: { type: "string", description: "Workspace (UUID); omitted = the default workspace." },
-          },
-        },
+        ...listByokKeysContract.schema,
         response: {
-          200: {
-            type: "object",
-            required: ["data", "total_count"],
-            properties: { data: { type: "array", items: byokCredentialSchema }, total_count: { type: "integer" } },
-          },
+          200: listOf(byokCredentialSchema),
           ...errorResponses(400, 401, 403, 500),
         },
       },
     },
     async (req) => {
-      const page = parsePage(req.query);
-      const q = query(req);
+      const q = req.query as ListQuery;
       const res = await client.listByokCredentials(
         {
-          offset: page.offset,
-          limit: page.limit,
-          ...(typeof q.provider === "string" ? { provider: q.provider } : {}),
-          ...(typeof q.workspace_id === "string" ? { workspaceId: q.workspace_id } : {}),
+          ...pageRequest(q),
+          ...(q.provider !== undefined ? { provider: q.provider } : {}),
+          ...(q.workspace_id !== undefined ? { workspaceId: q.workspace_id } : {}),
         },
         callOptionsFor(req),
       );
-      return { data: res.credentials.map(presentByokCredential), total_count: res.totalCount };
+      return { data: res.credentials.map(presentByokCredential), total_count: res.totalCount, ...pageOfResponse(res) };
     },
   );
 
+  const getByokKeyContract = contractRoute("getByokKey");
   api.get(
     "/byok/:id",
     {
+      validatorCompiler: getByokKeyContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
       schema: {
         operationId: "getByokKey",
         summary: "Get a BYOK provider credential",
         tags,
-        params: idParams,
+        ...getByokKeyContract.schema,
         response: { 200: single, ...errorResponses(401, 403, 404, 500) },
       },
     },
@@ -144,18 +126,18 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     },
   );
 
+  const updateByokKeyContract = contractRoute("updateByokKey", UpdateByokKeyRequest);
   api.patch(
     "/byok/:id",
     {
+      validatorCompiler: updateByokKeyContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
-      validatorCompiler: contractBodyValidator(UpdateByokKeyRequest),
       schema: {
         operationId: "updateByokKey",
         summary: "Update a BYOK provider credential",
         description: "Omitted fields stay unchanged; null clears a nullable field. A new key rotates the key material.",
         tags,
-        params: idParams,
-        body: requestSchemas(ctx.brand).updateByokKey,
+        ...updateByokKeyContract.schema,
         response: { 200: single, ...errorResponses(400, 401, 403, 404, 500) },
       },
     },
@@ -176,16 +158,18 @@ export async function registerByokRoutes(api: FastifyInstance, ctx: GatewayConte
     },
   );
 
+  const deleteByokKeyContract = contractRoute("deleteByokKey");
   api.delete(
     "/byok/:id",
     {
+      validatorCompiler: deleteByokKeyContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
       schema: {
         operationId: "deleteByokKey",
         summary: "Delete a BYOK provider credential",
         description: "Wipes the key material and marks the credential deleted.",
         tags,
-        params: idParams,
+        ...deleteByokKeyContract.schema,
         response: {
           200: { type: "object", required: ["deleted"], properties: { deleted: { type: "boolean", const: true } } },
           ...errorResponses(401, 403, 404, 500),

@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
+import { contractRoute, errorResponses } from "../schemas.js";
 
 const nullable = (type: string, description: string) => ({ type: [type, "null"], description });
 const generationSchema = {
@@ -45,15 +45,17 @@ const usd = (femtos: bigint | undefined): number | null => (femtos === undefined
 
 export async function registerGenerationRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(GenerationsService, ctx.transport);
+  const getGenerationContract = contractRoute("getGeneration");
   api.get<{ Querystring: { id: string } }>(
     "/generation",
     {
+      validatorCompiler: getGenerationContract.validatorCompiler,
       schema: {
         operationId: "getGeneration",
         summary: "The record of one chat-completions request",
         description: "Who asked, what served it, tokens, timings and outcome; never message content or a provider key. Keys of the same organization only.",
         tags: ["chat"],
-        querystring: { type: "object", required: ["id"], properties: { id: { type: "string", description: "The generation id (the `id` of the completion or its chunks)." } } },
+        ...getGenerationContract.schema,
         response: { 200: { type: "object", required: ["data"], properties: { data: generationSchema } }, ...errorResponses(400, 401, 404, 500) },
       },
     },

@@ -9,17 +9,8 @@ import { InternsService } from "../../gen/portico/interns/v1/interns_service_pb.
 import type { GatewayContext } from "../context.js";
 import { presentSession, sessionSchema } from "../presenters/intern-sessions.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
-import { refuseUnknownFields } from "./management-schemas.js";
-
-const params = {
-  type: "object",
-  required: ["internId", "sessionId"],
-  properties: {
-    internId: { type: "string", description: "The intern (UUID)." },
-    sessionId: { type: "string", description: "The session id (the final chunk's session_id), 1 to 256 characters." },
-  },
-} as const;
+import { contractRoute, errorResponses } from "../schemas.js";
+import { EmptyRequest } from "../../contract/requests/management.js";
 
 type Params = { internId: string; sessionId: string };
 
@@ -27,9 +18,11 @@ export async function registerInternSessionRoutes(api: FastifyInstance, ctx: Gat
   const client = createClient(InternsService, ctx.transport);
   const tags = ["interns"];
 
+  const getInternSessionContract = contractRoute("getInternSession");
   api.get<{ Params: Params }>(
     "/interns/:internId/sessions/:sessionId",
     {
+      validatorCompiler: getInternSessionContract.validatorCompiler,
       config: { errorMetadata: true },
       schema: {
         operationId: "getInternSession",
@@ -38,7 +31,7 @@ export async function registerInternSessionRoutes(api: FastifyInstance, ctx: Gat
           "state is streaming, paused or idle. While paused, pending_question is the provide_input tool call the stream carried " +
           "(tool_call_id, name, the exact arguments object, deadline_at), so a caller that lost the stream can answer it or cancel the run.",
         tags,
-        params,
+        ...getInternSessionContract.schema,
         response: { 200: sessionSchema, ...errorResponses(400, 401, 403, 404, 500) },
       },
     },
@@ -49,9 +42,11 @@ export async function registerInternSessionRoutes(api: FastifyInstance, ctx: Gat
     },
   );
 
+  const cancelInternSessionRunContract = contractRoute("cancelInternSessionRun", EmptyRequest);
   api.post<{ Params: Params }>(
     "/interns/:internId/sessions/:sessionId/cancel",
     {
+      validatorCompiler: cancelInternSessionRunContract.validatorCompiler,
       config: { errorMetadata: true },
       schema: {
         operationId: "cancelInternSessionRun",
@@ -61,12 +56,11 @@ export async function registerInternSessionRoutes(api: FastifyInstance, ctx: Gat
           "follow at once. A stream still open on the run ends with a run_ended error chunk, the final chunk and [DONE]. " +
           "409 conflict when no run holds the session. The body must be empty.",
         tags,
-        params,
+        ...cancelInternSessionRunContract.schema,
         response: { 200: sessionSchema, ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
     },
     async (req) => {
-      refuseUnknownFields(req.body ?? {}, []);
       const { internId, sessionId } = req.params;
       const res = await client.cancelSessionRun({ internId, sessionId }, callOptionsFor(req));
       return presentSession(res.session!);

@@ -22,7 +22,7 @@ import { publicErrorFromConnect } from "../errors.js";
 import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
 import { callOptionsFor, serverStream } from "../rpc.js";
-import { errorResponses, passThroughValidator } from "../schemas.js";
+import { contractRoute, errorResponses } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { wrongTypeField } from "../../contract/requests/intern-chat.js";
 import { HEARTBEAT } from "../sse-relay.js";
@@ -95,18 +95,18 @@ const chatCompletionChunkSchema = {
 
 export async function registerInternRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
 
+  const createInternChatCompletionContract = contractRoute("createInternChatCompletion", "core", requestSchemas(ctx.brand).createInternChatCompletion);
   api.post<{ Params: { internId: string } }>(
     "/interns/:internId/chat/completions",
     {
+      validatorCompiler: createInternChatCompletionContract.validatorCompiler,
       config: { errorMetadata: true },
       // The core checks the body (after the caller) with the InternChatRequest definition.
-      validatorCompiler: passThroughValidator,
       schema: {
         operationId: "createInternChatCompletion",
         summary: "Stream a chat completion with an intern",
         tags: ["interns"],
-        params: { type: "object", properties: { internId: { type: "string", description: "The intern (UUID)." } } },
-        body: requestSchemas(ctx.brand).createInternChatCompletion,
+        ...createInternChatCompletionContract.schema,
         response: {
           200: {
             description:

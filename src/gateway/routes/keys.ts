@@ -7,75 +7,56 @@ import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { KeysService } from "../../gen/portico/keys/v1/keys_service_pb.js";
 import type { GatewayContext } from "../context.js";
-import { KEY_LIMIT_FIELDS, keyLimitProperties, keyLimitsOf } from "./limit-fields.js";
-import { parsePage } from "../pagination.js";
+import { keyLimitsOf } from "./limit-fields.js";
+import { CreateApiKeyRequest, UpdateApiKeyRequest } from "../../contract/requests/management.js";
 import { apiKeySchema, presentApiKey } from "../presenters/management.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, paginationQuerySchema } from "../schemas.js";
-import { dataOf, deletedSchema, MANAGEMENT, pageOf, refuseUnknownFields, queryBool, queryString } from "./management-schemas.js";
+import { contractRoute, errorResponses, listOf, pageOfResponse, pageRequest } from "../schemas.js";
+import { dataOf, deletedSchema, MANAGEMENT } from "./management-schemas.js";
 
-const hashParams = {
-  type: "object",
-  required: ["hash"],
-  properties: { hash: { type: "string", description: "The key's hash (64 lowercase hex characters)." } },
-} as const;
-
-const nameField = { type: "string", description: "Display name, 1 to 255 characters." } as const;
+type ListQuery = { limit?: number; offset?: number; starting_after?: string; include_disabled?: boolean; workspace_id?: string };
 
 export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(KeysService, ctx.transport);
   const tags = ["keys"];
 
-  api.get(
+  const list = contractRoute("listApiKeys");
+  api.get<{ Querystring: ListQuery }>(
     "/keys",
     {
       config: MANAGEMENT,
+      validatorCompiler: list.validatorCompiler,
       schema: {
         operationId: "listApiKeys",
         summary: "List the organization's API keys",
         description: "Oldest first. Deleted keys are never listed; disabled keys only with include_disabled=true.",
         tags,
-        querystring: {
-          type: "object",
-          properties: {
-            ...paginationQuerySchema.properties,
-            include_disabled: { type: ["string", "boolean"], description: "true to list disabled keys too (default false)." },
-            workspace_id: { type: "string", description: "Only keys of this workspace." },
-          },
-        },
-        response: { 200: pageOf(apiKeySchema), ...errorResponses(400, 401, 403, 500) },
+        ...list.schema,
+        response: { 200: listOf(apiKeySchema), ...errorResponses(400, 401, 403, 500) },
       },
     },
     async (req) => {
-      const page = parsePage(req.query);
-      const workspaceId = queryString(req.query, "workspace_id");
+      const q = req.query;
       const res = await client.listKeys(
-        { ...page, includeDisabled: queryBool(req.query, "include_disabled", false), ...(workspaceId !== undefined ? { workspaceId } : {}) },
+        { ...pageRequest(q), includeDisabled: q.include_disabled === true, ...(q.workspace_id !== undefined ? { workspaceId: q.workspace_id } : {}) },
         callOptionsFor(req),
       );
-      return { data: res.keys.map(presentApiKey), total_count: res.totalCount };
+      return { data: res.keys.map(presentApiKey), total_count: res.totalCount, ...pageOfResponse(res) };
     },
   );
 
+  const create = contractRoute("createApiKey", CreateApiKeyRequest);
   api.post(
     "/keys",
     {
       config: MANAGEMENT,
+      validatorCompiler: create.validatorCompiler,
       schema: {
         operationId: "createApiKey",
         summary: "Create an API key",
         description: "Answers 201 with the key's record and, this once, the plaintext key in `key`.",
         tags,
-        body: {
-          type: "object",
-          required: ["name"],
-          properties: {
-            name: nameField,
-            workspace_id: { type: "string", description: "Workspace (UUID) of the organization; omitted = the default workspace." },
-            is_management_key: { type: "boolean", description: "Create a management key (default false)." },
-            ...keyLimitProperties,
-          },
-        },
+        ...create.schema,
         response: {
           201: {
             type: "object",
@@ -102,15 +83,17 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     },
   );
 
+  const get = contractRoute("getApiKey");
   api.get(
     "/keys/:hash",
     {
       config: MANAGEMENT,
+      validatorCompiler: get.validatorCompiler,
       schema: {
         operationId: "getApiKey",
         summary: "Get an API key",
         tags,
-        params: hashParams,
+        ...get.schema,
         response: { 200: dataOf(apiKeySchema), ...errorResponses(401, 403, 404, 500) },
       },
     },
@@ -120,27 +103,24 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     },
   );
 
+  const update = contractRoute("updateApiKey", UpdateApiKeyRequest);
   api.patch(
     "/keys/:hash",
     {
       config: MANAGEMENT,
+      validatorCompiler: update.validatorCompiler,
       schema: {
         operationId: "updateApiKey",
         summary: "Rename, disable or enable an API key, or set its limits",
         description: "Omitted fields stay unchanged. Disabling takes effect from the next request. Any other field is refused with 400 naming it.",
         tags,
-        params: hashParams,
-        body: {
-          type: "object",
-          properties: { name: nameField, disabled: { type: "boolean", description: "true disables the key, false enables it." }, ...keyLimitProperties },
-        },
+        ...update.schema,
         response: { 200: dataOf(apiKeySchema), ...errorResponses(400, 401, 403, 404, 500) },
       },
     },
     async (req) => {
       const { hash } = req.params as { hash: string };
       const b = (req.body ?? {}) as { name?: string; disabled?: boolean };
-      refuseUnknownFields(b, ["name", "disabled", ...KEY_LIMIT_FIELDS]);
       const limits = keyLimitsOf(b as Record<string, unknown>);
       const paths = [...(["name", "disabled"] as const).filter((f) => Object.hasOwn(b, f)), ...limits.paths];
       const res = await client.updateKey(
@@ -151,16 +131,18 @@ export async function registerKeyRoutes(api: FastifyInstance, ctx: GatewayContex
     },
   );
 
+  const remove = contractRoute("deleteApiKey");
   api.delete(
     "/keys/:hash",
     {
       config: MANAGEMENT,
+      validatorCompiler: remove.validatorCompiler,
       schema: {
         operationId: "deleteApiKey",
         summary: "Delete (revoke) an API key",
         description: "The key is refused (401) from the next request on and is no longer listed.",
         tags,
-        params: hashParams,
+        ...remove.schema,
         response: { 200: deletedSchema, ...errorResponses(401, 403, 404, 500) },
       },
     },

@@ -16,6 +16,7 @@ import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
+import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { errorTypeOf } from "../../core/chat/dialects/anthropic-messages.js";
@@ -48,11 +49,6 @@ const messageSchema = {
   },
 } as const;
 const eventSchema = { type: "object", additionalProperties: true, properties: { type: { type: "string" } } } as const;
-
-const querySchema = {
-  type: "object",
-  properties: { beta: { type: "string", description: "Accepted and ignored (Claude Code sends `beta=true`); beta features follow `anthropic-beta`." } },
-} as const;
 
 const headersSchema = {
   type: "object",
@@ -126,7 +122,7 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
           "Anthropic's server-sent events (`message_start`, `ping`, `content_block_*`, `message_delta`, `message_stop`; `error` after the first " +
           "event). Errors use Anthropic's envelope `{type: \"error\", error: {type, message}}`.",
         tags: ["chat"],
-        querystring: querySchema,
+        ...requestParameterSchemas("createMessage"),
         headers: headersSchema,
         body: schemas.createMessage,
         response: {
@@ -191,7 +187,7 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
           "counting (Anthropic's `count_tokens`); otherwise Portico's estimate (docs/dialects.md). The header `x-portico-token-count` says " +
           "which: `exact` or `estimate`.",
         tags: ["chat"],
-        querystring: querySchema,
+        ...requestParameterSchemas("countMessageTokens"),
         headers: headersSchema,
         body: schemas.countMessageTokens,
         response: {

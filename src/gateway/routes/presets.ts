@@ -9,7 +9,6 @@ import type { FastifyInstance } from "fastify";
 import { PresetsService } from "../../gen/portico/presets/v1/presets_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicError } from "../errors.js";
-import { parsePage } from "../pagination.js";
 import {
   presentPreset,
   presentPresetVersion,
@@ -19,39 +18,28 @@ import {
   presetWithVersionSchema,
 } from "../presenters/presets.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, paginationQuerySchema, passThroughValidator } from "../schemas.js";
+import { contractRoute, errorResponses, listOf, pageOfResponse, pageRequest } from "../schemas.js";
 import { requestSchemas } from "../../contract/requests/index.js";
-import { queryString, refuseUnknownFields } from "./management-schemas.js";
+import { UpdatePresetRequest } from "../../contract/requests/management.js";
 
-const slugParam = {
-  type: "string",
-  minLength: 1,
-  description: "Preset slug: 1 to 100 URL-unreserved characters (A-Z, a-z, 0-9, '-', '.', '_', '~'), not '.' or '..'; case-sensitive.",
-} as const;
+type PageQuery = { limit?: number; offset?: number; starting_after?: string };
 
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
 
-const workspaceParam = {
-  type: "string",
-  description:
-    "The workspace to act in (UUID); omitted = the calling key's workspace. Another workspace of the organization needs a management key (403); " +
-    "one that is not a live workspace of the organization is 400 naming workspace_id.",
-} as const;
-const workspaceQuery = { type: "object", properties: { workspace_id: workspaceParam } } as const;
-const pageAndWorkspaceQuery = { type: "object", properties: { ...paginationQuerySchema.properties, workspace_id: workspaceParam } } as const;
 /** `{workspaceId}` when the query names one (an empty value is the same as none). */
 const workspaceOf = (query: unknown) => {
-  const id = queryString(query, "workspace_id");
+  const id = (query as { workspace_id?: string } | undefined)?.workspace_id;
   return id === undefined ? {} : { workspaceId: id };
 };
 
 export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(PresetsService, ctx.transport);
 
+  const createPresetVersionContract = contractRoute("createPresetVersion", "core", requestSchemas(ctx.brand).createPresetVersion);
   api.post<{ Params: { slug: string }; Body: unknown }>(
     "/presets/:slug/chat/completions",
     {
-      validatorCompiler: passThroughValidator,
+      validatorCompiler: createPresetVersionContract.validatorCompiler,
       schema: {
         operationId: "createPresetVersion",
         summary: "Create a preset, or a new version of it, from a chat-completions request",
@@ -60,9 +48,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored, " +
           "except that the first system (else developer) message becomes the version's system prompt.",
         tags: ["presets"],
-        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: workspaceQuery,
-        body: requestSchemas(ctx.brand).createPresetVersion,
+        ...createPresetVersionContract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 409, 500),
@@ -82,10 +68,11 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  const fromMessagesContract = contractRoute("createPresetVersionFromMessages", "core", requestSchemas(ctx.brand).createPresetVersionFromMessages);
   api.post<{ Params: { slug: string }; Body: unknown }>(
     "/presets/:slug/messages",
     {
-      validatorCompiler: passThroughValidator,
+      validatorCompiler: fromMessagesContract.validatorCompiler,
       schema: {
         operationId: "createPresetVersionFromMessages",
         summary: "Create a preset, or a new version of it, from an Anthropic Messages request",
@@ -94,9 +81,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `system` becomes the " +
           "system prompt, `stop_sequences` the stop list, `thinking.budget_tokens` `reasoning.max_tokens`; `messages` and `stream` are not stored.",
         tags: ["presets"],
-        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: workspaceQuery,
-        body: requestSchemas(ctx.brand).createPresetVersionFromMessages,
+        ...fromMessagesContract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 409, 500),
@@ -116,34 +101,33 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  const listPresetsContract = contractRoute("listPresets");
   api.get(
     "/presets",
     {
+      validatorCompiler: listPresetsContract.validatorCompiler,
       schema: {
         operationId: "listPresets",
         summary: "List the workspace's presets, most recently updated first",
         tags: ["presets"],
-        querystring: pageAndWorkspaceQuery,
+        ...listPresetsContract.schema,
         response: {
-          200: {
-            type: "object",
-            required: ["data", "total_count"],
-            properties: { data: { type: "array", items: presetSchema }, total_count: { type: "integer" } },
-          },
+          200: listOf(presetSchema),
           ...errorResponses(400, 401, 403, 500),
         },
       },
     },
     async (req) => {
-      const page = parsePage(req.query);
-      const res = await client.listPresets({ ...page, ...workspaceOf(req.query) }, callOptionsFor(req));
-      return { data: res.presets.map(presentPreset), total_count: res.totalCount };
+      const res = await client.listPresets({ ...pageRequest(req.query as PageQuery), ...workspaceOf(req.query) }, callOptionsFor(req));
+      return { data: res.presets.map(presentPreset), total_count: res.totalCount, ...pageOfResponse(res) };
     },
   );
 
+  const updatePresetContract = contractRoute("updatePreset", UpdatePresetRequest);
   api.patch<{ Params: { slug: string } }>(
     "/presets/:slug",
     {
+      validatorCompiler: updatePresetContract.validatorCompiler,
       config: { authorizeFirst: { management: true } },
       schema: {
         operationId: "updatePreset",
@@ -152,17 +136,7 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
           "Management key required. Omitted fields stay unchanged; description null clears it. status is active, disabled or archived. " +
           "Creating a version later designates that version and keeps the status. Recorded in the audit log.",
         tags: ["presets"],
-        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: workspaceQuery,
-        body: {
-          type: "object",
-          properties: {
-            name: { type: "string", description: "1 to 255 characters." },
-            description: { type: ["string", "null"], description: "At most 2000 characters; null clears." },
-            designated_version: { type: "integer", minimum: 1, maximum: 2147483647, description: "Number of an existing version to designate." },
-            status: { type: "string", enum: ["active", "disabled", "archived"] },
-          },
-        },
+        ...updatePresetContract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 500),
@@ -171,7 +145,6 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
     async (req) => {
       const b = (req.body ?? {}) as { name?: string; description?: string | null; designated_version?: number; status?: string };
-      refuseUnknownFields(b, ["name", "description", "designated_version", "status"]);
       const paths = (["name", "description", "designated_version", "status"] as const).filter((f) => Object.hasOwn(b, f));
       const res = await client.updatePreset(
         {
@@ -189,15 +162,16 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  const getPresetContract = contractRoute("getPreset");
   api.get<{ Params: { slug: string } }>(
     "/presets/:slug",
     {
+      validatorCompiler: getPresetContract.validatorCompiler,
       schema: {
         operationId: "getPreset",
         summary: "Get a preset with its designated version",
         tags: ["presets"],
-        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: workspaceQuery,
+        ...getPresetContract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 500),
@@ -210,48 +184,39 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  const listPresetVersionsContract = contractRoute("listPresetVersions");
   api.get<{ Params: { slug: string } }>(
     "/presets/:slug/versions",
     {
+      validatorCompiler: listPresetVersionsContract.validatorCompiler,
       schema: {
         operationId: "listPresetVersions",
         summary: "List a preset's versions, oldest first",
         tags: ["presets"],
-        params: { type: "object", required: ["slug"], properties: { slug: slugParam } },
-        querystring: pageAndWorkspaceQuery,
+        ...listPresetVersionsContract.schema,
         response: {
-          200: {
-            type: "object",
-            required: ["data", "total_count"],
-            properties: { data: { type: "array", items: presetVersionSchema }, total_count: { type: "integer" } },
-          },
+          200: listOf(presetVersionSchema),
           ...errorResponses(400, 401, 403, 404, 500),
         },
       },
     },
     async (req) => {
-      const page = parsePage(req.query);
+      const page = pageRequest(req.query as PageQuery);
       const res = await client.listPresetVersions({ slug: req.params.slug, ...page, ...workspaceOf(req.query) }, callOptionsFor(req));
-      return { data: res.versions.map(presentPresetVersion), total_count: res.totalCount };
+      return { data: res.versions.map(presentPresetVersion), total_count: res.totalCount, ...pageOfResponse(res) };
     },
   );
 
+  const getPresetVersionContract = contractRoute("getPresetVersion");
   api.get<{ Params: { slug: string; version: string } }>(
     "/presets/:slug/versions/:version",
     {
+      validatorCompiler: getPresetVersionContract.validatorCompiler,
       schema: {
         operationId: "getPresetVersion",
         summary: "Get one version of a preset",
         tags: ["presets"],
-        params: {
-          type: "object",
-          required: ["slug", "version"],
-          properties: {
-            slug: slugParam,
-            version: { type: "string", minLength: 1, description: "Version number as a decimal string, e.g. \"1\"." },
-          },
-        },
-        querystring: workspaceQuery,
+        ...getPresetVersionContract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: presetVersionSchema } },
           ...errorResponses(400, 401, 403, 404, 500),

@@ -5,7 +5,6 @@ import {
   PRESET_CONFIG_FIELDS,
   checkSlug,
   deriveSystemPrompt,
-  normalisePage,
   parseVersionNumber,
   pickPresetConfig,
 } from "../../../src/core/presets/preset-rules.js";
@@ -92,13 +91,6 @@ describe("version and page parameters", () => {
   );
   it.each(["", "abc", "1.0", "1.5", "-1", "+1", " 1", "1e3", "0x1"])("rejects %j", (raw) => {
     expect(() => parseVersionNumber(raw)).toThrow(RuleViolation);
-  });
-  it("defaults and bounds pages", () => {
-    expect(normalisePage(0, 0)).toEqual({ offset: 0, limit: 50 });
-    expect(normalisePage(5, 100)).toEqual({ offset: 5, limit: 100 });
-    expect(() => normalisePage(-1, 10)).toThrow(RuleViolation);
-    expect(() => normalisePage(0, 101)).toThrow(RuleViolation);
-    expect(() => normalisePage(0, -1)).toThrow(RuleViolation);
   });
 });
 

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/audit/v1/audit_service.proto.
  */
 export const file_portico_audit_v1_audit_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRwb3J0aWNvL2F1ZGl0L3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SEHBvcnRpY28uYXVkaXQudjEi1QEKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhMKBmFjdGlvbhgDIAEoCUgAiAEBEhgKC3RhcmdldF90eXBlGAQgASgJSAGIAQESFgoJdGFyZ2V0X2lkGAUgASgJSAKIAQESGgoNYWN0aW9uX3ByZWZpeBgGIAEoCUgDiAEBQgkKB19hY3Rpb25CDgoMX3RhcmdldF90eXBlQgwKCl90YXJnZXRfaWRCEAoOX2FjdGlvbl9wcmVmaXgiXAoXTGlzdEF1ZGl0RXZlbnRzUmVzcG9uc2USLAoGZXZlbnRzGAEgAygLMhwucG9ydGljby5hdWRpdC52MS5BdWRpdEV2ZW50EhMKC3RvdGFsX2NvdW50GAIgASgFMnYKDEF1ZGl0U2VydmljZRJmCg9MaXN0QXVkaXRFdmVudHMSKC5wb3J0aWNvLmF1ZGl0LnYxLkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QaKS5wb3J0aWNvLmF1ZGl0LnYxLkxpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlYgZwcm90bzM", [file_portico_audit_v1_audit_event]);
+  fileDesc("CiRwb3J0aWNvL2F1ZGl0L3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SEHBvcnRpY28uYXVkaXQudjEihQIKFkxpc3RBdWRpdEV2ZW50c1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhMKBmFjdGlvbhgDIAEoCUgAiAEBEhgKC3RhcmdldF90eXBlGAQgASgJSAGIAQESFgoJdGFyZ2V0X2lkGAUgASgJSAKIAQESGgoNYWN0aW9uX3ByZWZpeBgGIAEoCUgDiAEBEhsKDnN0YXJ0aW5nX2FmdGVyGAcgASgJSASIAQFCCQoHX2FjdGlvbkIOCgxfdGFyZ2V0X3R5cGVCDAoKX3RhcmdldF9pZEIQCg5fYWN0aW9uX3ByZWZpeEIRCg9fc3RhcnRpbmdfYWZ0ZXIimAEKF0xpc3RBdWRpdEV2ZW50c1Jlc3BvbnNlEiwKBmV2ZW50cxgBIAMoCzIcLnBvcnRpY28uYXVkaXQudjEuQXVkaXRFdmVudBITCgt0b3RhbF9jb3VudBgCIAEoBRIQCghoYXNfbW9yZRgDIAEoCBIYCgtuZXh0X2N1cnNvchgEIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjJ2CgxBdWRpdFNlcnZpY2USZgoPTGlzdEF1ZGl0RXZlbnRzEigucG9ydGljby5hdWRpdC52MS5MaXN0QXVkaXRFdmVudHNSZXF1ZXN0GikucG9ydGljby5hdWRpdC52MS5MaXN0QXVkaXRFdmVudHNSZXNwb25zZWIGcHJvdG8z", [file_portico_audit_v1_audit_event]);
 
 /**
  * ListAuditEventsRequest pages through events, optionally filtered.
@@ -21,14 +21,14 @@ export const file_portico_audit_v1_audit_service: GenFile = /*@__PURE__*/
  */
 export type ListAuditEventsRequest = Message<"portico.audit.v1.ListAuditEventsRequest"> & {
   /**
-   * Events to skip, at least 0; default 0.
+   * Events to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 1;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 2;
    */
@@ -62,6 +62,14 @@ export type ListAuditEventsRequest = Message<"portico.audit.v1.ListAuditEventsRe
    * @generated from field: optional string action_prefix = 6;
    */
   actionPrefix?: string | undefined;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 7;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -90,6 +98,20 @@ export type ListAuditEventsResponse = Message<"portico.audit.v1.ListAuditEventsR
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**

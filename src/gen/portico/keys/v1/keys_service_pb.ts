@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/keys/v1/keys_service.proto.
  */
 export const file_portico_keys_v1_keys_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEidgoPTGlzdEtleXNSZXF1ZXN0EhgKEGluY2x1ZGVfZGlzYWJsZWQYASABKAgSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFEhkKDHdvcmtzcGFjZV9pZBgEIAEoCUgAiAEBQg8KDV93b3Jrc3BhY2VfaWQiTgoQTGlzdEtleXNSZXNwb25zZRIlCgRrZXlzGAEgAygLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleRITCgt0b3RhbF9jb3VudBgCIAEoBSLSAgoQQ3JlYXRlS2V5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhkKDHdvcmtzcGFjZV9pZBgCIAEoCUgAiAEBEhkKEWlzX21hbmFnZW1lbnRfa2V5GAMgASgIEhwKD2xpbWl0X2ZlbXRvX3VzZBgEIAEoA0gBiAEBEhMKC2xpbWl0X3Jlc2V0GAUgASgJEjMKCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAKIAQESGwoOcmF0ZV9saW1pdF9ycG0YByABKAVIA4gBARIbCg5yYXRlX2xpbWl0X3RwbRgIIAEoBUgEiAEBQg8KDV93b3Jrc3BhY2VfaWRCEgoQX2xpbWl0X2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIkkKEUNyZWF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIh0KDUdldEtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCSI2Cg5HZXRLZXlSZXNwb25zZRIkCgNrZXkYASABKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5ItwCChBVcGRhdGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkSDAoEbmFtZRgCIAEoCRIQCghkaXNhYmxlZBgDIAEoCBIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2sSHAoPbGltaXRfZmVtdG9fdXNkGAUgASgDSACIAQESEwoLbGltaXRfcmVzZXQYBiABKAkSMwoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIbCg5yYXRlX2xpbWl0X3JwbRgIIAEoBUgCiAEBEhsKDnJhdGVfbGltaXRfdHBtGAkgASgFSAOIAQFCEgoQX2xpbWl0X2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIjkKEVVwZGF0ZUtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXkiIAoQRGVsZXRlS2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIiQKEURlbGV0ZUtleVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgypQMKC0tleXNTZXJ2aWNlEk8KCExpc3RLZXlzEiAucG9ydGljby5rZXlzLnYxLkxpc3RLZXlzUmVxdWVzdBohLnBvcnRpY28ua2V5cy52MS5MaXN0S2V5c1Jlc3BvbnNlElIKCUNyZWF0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5DcmVhdGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLkNyZWF0ZUtleVJlc3BvbnNlEkkKBkdldEtleRIeLnBvcnRpY28ua2V5cy52MS5HZXRLZXlSZXF1ZXN0Gh8ucG9ydGljby5rZXlzLnYxLkdldEtleVJlc3BvbnNlElIKCVVwZGF0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5VcGRhdGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLlVwZGF0ZUtleVJlc3BvbnNlElIKCURlbGV0ZUtleRIhLnBvcnRpY28ua2V5cy52MS5EZWxldGVLZXlSZXF1ZXN0GiIucG9ydGljby5rZXlzLnYxLkRlbGV0ZUtleVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_portico_keys_v1_api_key]);
+  fileDesc("CiJwb3J0aWNvL2tleXMvdjEva2V5c19zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmtleXMudjEipgEKD0xpc3RLZXlzUmVxdWVzdBIYChBpbmNsdWRlX2Rpc2FibGVkGAEgASgIEg4KBm9mZnNldBgCIAEoBRINCgVsaW1pdBgDIAEoBRIZCgx3b3Jrc3BhY2VfaWQYBCABKAlIAIgBARIbCg5zdGFydGluZ19hZnRlchgFIAEoCUgBiAEBQg8KDV93b3Jrc3BhY2VfaWRCEQoPX3N0YXJ0aW5nX2FmdGVyIooBChBMaXN0S2V5c1Jlc3BvbnNlEiUKBGtleXMYASADKAsyFy5wb3J0aWNvLmtleXMudjEuQXBpS2V5EhMKC3RvdGFsX2NvdW50GAIgASgFEhAKCGhhc19tb3JlGAMgASgIEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yItICChBDcmVhdGVLZXlSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMd29ya3NwYWNlX2lkGAIgASgJSACIAQESGQoRaXNfbWFuYWdlbWVudF9rZXkYAyABKAgSHAoPbGltaXRfZmVtdG9fdXNkGAQgASgDSAGIAQESEwoLbGltaXRfcmVzZXQYBSABKAkSMwoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIbCg5yYXRlX2xpbWl0X3JwbRgHIAEoBUgDiAEBEhsKDnJhdGVfbGltaXRfdHBtGAggASgFSASIAQFCDwoNX3dvcmtzcGFjZV9pZEISChBfbGltaXRfZmVtdG9fdXNkQg0KC19leHBpcmVzX2F0QhEKD19yYXRlX2xpbWl0X3JwbUIRCg9fcmF0ZV9saW1pdF90cG0iSQoRQ3JlYXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiHQoNR2V0S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIjYKDkdldEtleVJlc3BvbnNlEiQKA2tleRgBIAEoCzIXLnBvcnRpY28ua2V5cy52MS5BcGlLZXki3AIKEFVwZGF0ZUtleVJlcXVlc3QSDAoEaGFzaBgBIAEoCRIMCgRuYW1lGAIgASgJEhAKCGRpc2FibGVkGAMgASgIEi8KC3VwZGF0ZV9tYXNrGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIcCg9saW1pdF9mZW10b191c2QYBSABKANIAIgBARITCgtsaW1pdF9yZXNldBgGIAEoCRIzCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgBiAEBEhsKDnJhdGVfbGltaXRfcnBtGAggASgFSAKIAQESGwoOcmF0ZV9saW1pdF90cG0YCSABKAVIA4gBAUISChBfbGltaXRfZmVtdG9fdXNkQg0KC19leHBpcmVzX2F0QhEKD19yYXRlX2xpbWl0X3JwbUIRCg9fcmF0ZV9saW1pdF90cG0iOQoRVXBkYXRlS2V5UmVzcG9uc2USJAoDa2V5GAEgASgLMhcucG9ydGljby5rZXlzLnYxLkFwaUtleSIgChBEZWxldGVLZXlSZXF1ZXN0EgwKBGhhc2gYASABKAkiJAoRRGVsZXRlS2V5UmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCDKlAwoLS2V5c1NlcnZpY2USTwoITGlzdEtleXMSIC5wb3J0aWNvLmtleXMudjEuTGlzdEtleXNSZXF1ZXN0GiEucG9ydGljby5rZXlzLnYxLkxpc3RLZXlzUmVzcG9uc2USUgoJQ3JlYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuQ3JlYXRlS2V5UmVzcG9uc2USSQoGR2V0S2V5Eh4ucG9ydGljby5rZXlzLnYxLkdldEtleVJlcXVlc3QaHy5wb3J0aWNvLmtleXMudjEuR2V0S2V5UmVzcG9uc2USUgoJVXBkYXRlS2V5EiEucG9ydGljby5rZXlzLnYxLlVwZGF0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USUgoJRGVsZXRlS2V5EiEucG9ydGljby5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaIi5wb3J0aWNvLmtleXMudjEuRGVsZXRlS2V5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_portico_keys_v1_api_key]);
 
 /**
  * ListKeysRequest pages through keys.
@@ -30,14 +30,14 @@ export type ListKeysRequest = Message<"portico.keys.v1.ListKeysRequest"> & {
   includeDisabled: boolean;
 
   /**
-   * Keys to skip, at least 0; default 0.
+   * Keys to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 2;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 3;
    */
@@ -49,6 +49,14 @@ export type ListKeysRequest = Message<"portico.keys.v1.ListKeysRequest"> & {
    * @generated from field: optional string workspace_id = 4;
    */
   workspaceId?: string | undefined;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 5;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -77,6 +85,20 @@ export type ListKeysResponse = Message<"portico.keys.v1.ListKeysResponse"> & {
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**

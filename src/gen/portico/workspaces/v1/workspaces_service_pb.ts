@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/workspaces/v1/workspaces_service.proto.
  */
 export const file_portico_workspaces_v1_workspaces_service: GenFile = /*@__PURE__*/
-  fileDesc("Ci5wb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlc19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiNgoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBSJjChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEjQKCndvcmtzcGFjZXMYASADKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlEhMKC3RvdGFsX2NvdW50GAIgASgFIpYCChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoEc2x1ZxgCIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESHQoQYnVkZ2V0X2ZlbXRvX3VzZBgEIAEoA0gCiAEBEhQKDGJ1ZGdldF9yZXNldBgFIAEoCRIbCg5yYXRlX2xpbWl0X3JwbRgGIAEoBUgDiAEBEhsKDnJhdGVfbGltaXRfdHBtGAcgASgFSASIAQFCBwoFX3NsdWdCDgoMX2Rlc2NyaXB0aW9uQhMKEV9idWRnZXRfZmVtdG9fdXNkQhEKD19yYXRlX2xpbWl0X3JwbUIRCg9fcmF0ZV9saW1pdF90cG0iTgoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USMwoJd29ya3NwYWNlGAEgASgLMiAucG9ydGljby53b3Jrc3BhY2VzLnYxLldvcmtzcGFjZSIhChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EgoKAmlkGAEgASgJIksKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2UixQIKFlVwZGF0ZVdvcmtzcGFjZVJlcXVlc3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESLwoLdXBkYXRlX21hc2sYBSABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEh0KEGJ1ZGdldF9mZW10b191c2QYBiABKANIAYgBARIUCgxidWRnZXRfcmVzZXQYByABKAkSGwoOcmF0ZV9saW1pdF9ycG0YCCABKAVIAogBARIbCg5yYXRlX2xpbWl0X3RwbRgJIAEoBUgDiAEBQg4KDF9kZXNjcmlwdGlvbkITChFfYnVkZ2V0X2ZlbXRvX3VzZEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIk4KF1VwZGF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2UiJAoWRGVsZXRlV29ya3NwYWNlUmVxdWVzdBIKCgJpZBgBIAEoCSIqChdEZWxldGVXb3Jrc3BhY2VSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIlIKG0xpc3RXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGb2Zmc2V0GAIgASgFEg0KBWxpbWl0GAMgASgFImwKHExpc3RXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USNwoHbWVtYmVycxgBIAMoCzImLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2VNZW1iZXISEwoLdG90YWxfY291bnQYAiABKAUiVAoaQWRkV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHVzZXJfaWRzGAIgAygJEg4KBmVtYWlscxgDIAMoCSJWChtBZGRXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USNwoHbWVtYmVycxgBIAMoCzImLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2VNZW1iZXIiRwodUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHVzZXJfaWRzGAIgAygJIjcKHlJlbW92ZVdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRIVCg1yZW1vdmVkX2NvdW50GAEgASgFMsgHChFXb3Jrc3BhY2VzU2VydmljZRJtCg5MaXN0V29ya3NwYWNlcxIsLnBvcnRpY28ud29ya3NwYWNlcy52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZXNSZXNwb25zZRJwCg9DcmVhdGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRJnCgxHZXRXb3Jrc3BhY2USKi5wb3J0aWNvLndvcmtzcGFjZXMudjEuR2V0V29ya3NwYWNlUmVxdWVzdBorLnBvcnRpY28ud29ya3NwYWNlcy52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJwCg9VcGRhdGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuVXBkYXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5VcGRhdGVXb3Jrc3BhY2VSZXNwb25zZRJwCg9EZWxldGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuRGVsZXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5EZWxldGVXb3Jrc3BhY2VSZXNwb25zZRJ/ChRMaXN0V29ya3NwYWNlTWVtYmVycxIyLnBvcnRpY28ud29ya3NwYWNlcy52MS5MaXN0V29ya3NwYWNlTWVtYmVyc1JlcXVlc3QaMy5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRJ8ChNBZGRXb3Jrc3BhY2VNZW1iZXJzEjEucG9ydGljby53b3Jrc3BhY2VzLnYxLkFkZFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0GjIucG9ydGljby53b3Jrc3BhY2VzLnYxLkFkZFdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRKFAQoWUmVtb3ZlV29ya3NwYWNlTWVtYmVycxI0LnBvcnRpY28ud29ya3NwYWNlcy52MS5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBo1LnBvcnRpY28ud29ya3NwYWNlcy52MS5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_portico_workspaces_v1_workspace]);
+  fileDesc("Ci5wb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlc19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiZgoVTGlzdFdvcmtzcGFjZXNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBRIbCg5zdGFydGluZ19hZnRlchgDIAEoCUgAiAEBQhEKD19zdGFydGluZ19hZnRlciKfAQoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRI0Cgp3b3Jrc3BhY2VzGAEgAygLMiAucG9ydGljby53b3Jrc3BhY2VzLnYxLldvcmtzcGFjZRITCgt0b3RhbF9jb3VudBgCIAEoBRIQCghoYXNfbW9yZRgDIAEoCBIYCgtuZXh0X2N1cnNvchgEIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciKWAgoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBHNsdWcYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEh0KEGJ1ZGdldF9mZW10b191c2QYBCABKANIAogBARIUCgxidWRnZXRfcmVzZXQYBSABKAkSGwoOcmF0ZV9saW1pdF9ycG0YBiABKAVIA4gBARIbCg5yYXRlX2xpbWl0X3RwbRgHIAEoBUgEiAEBQgcKBV9zbHVnQg4KDF9kZXNjcmlwdGlvbkITChFfYnVkZ2V0X2ZlbXRvX3VzZEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtIk4KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjMKCXdvcmtzcGFjZRgBIAEoCzIgLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2UiIQoTR2V0V29ya3NwYWNlUmVxdWVzdBIKCgJpZBgBIAEoCSJLChRHZXRXb3Jrc3BhY2VSZXNwb25zZRIzCgl3b3Jrc3BhY2UYASABKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlIsUCChZVcGRhdGVXb3Jrc3BhY2VSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEi8KC3VwZGF0ZV9tYXNrGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIdChBidWRnZXRfZmVtdG9fdXNkGAYgASgDSAGIAQESFAoMYnVkZ2V0X3Jlc2V0GAcgASgJEhsKDnJhdGVfbGltaXRfcnBtGAggASgFSAKIAQESGwoOcmF0ZV9saW1pdF90cG0YCSABKAVIA4gBAUIOCgxfZGVzY3JpcHRpb25CEwoRX2J1ZGdldF9mZW10b191c2RCEQoPX3JhdGVfbGltaXRfcnBtQhEKD19yYXRlX2xpbWl0X3RwbSJOChdVcGRhdGVXb3Jrc3BhY2VSZXNwb25zZRIzCgl3b3Jrc3BhY2UYASABKAsyIC5wb3J0aWNvLndvcmtzcGFjZXMudjEuV29ya3NwYWNlIiQKFkRlbGV0ZVdvcmtzcGFjZVJlcXVlc3QSCgoCaWQYASABKAkiKgoXRGVsZXRlV29ya3NwYWNlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCKCAQobTGlzdFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZvZmZzZXQYAiABKAUSDQoFbGltaXQYAyABKAUSGwoOc3RhcnRpbmdfYWZ0ZXIYBCABKAlIAIgBAUIRCg9fc3RhcnRpbmdfYWZ0ZXIiqAEKHExpc3RXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USNwoHbWVtYmVycxgBIAMoCzImLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2VNZW1iZXISEwoLdG90YWxfY291bnQYAiABKAUSEAoIaGFzX21vcmUYAyABKAgSGAoLbmV4dF9jdXJzb3IYBCABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiVAoaQWRkV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHVzZXJfaWRzGAIgAygJEg4KBmVtYWlscxgDIAMoCSJWChtBZGRXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2USNwoHbWVtYmVycxgBIAMoCzImLnBvcnRpY28ud29ya3NwYWNlcy52MS5Xb3Jrc3BhY2VNZW1iZXIiRwodUmVtb3ZlV29ya3NwYWNlTWVtYmVyc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHVzZXJfaWRzGAIgAygJIjcKHlJlbW92ZVdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRIVCg1yZW1vdmVkX2NvdW50GAEgASgFMsgHChFXb3Jrc3BhY2VzU2VydmljZRJtCg5MaXN0V29ya3NwYWNlcxIsLnBvcnRpY28ud29ya3NwYWNlcy52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZXNSZXNwb25zZRJwCg9DcmVhdGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRJnCgxHZXRXb3Jrc3BhY2USKi5wb3J0aWNvLndvcmtzcGFjZXMudjEuR2V0V29ya3NwYWNlUmVxdWVzdBorLnBvcnRpY28ud29ya3NwYWNlcy52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJwCg9VcGRhdGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuVXBkYXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5VcGRhdGVXb3Jrc3BhY2VSZXNwb25zZRJwCg9EZWxldGVXb3Jrc3BhY2USLS5wb3J0aWNvLndvcmtzcGFjZXMudjEuRGVsZXRlV29ya3NwYWNlUmVxdWVzdBouLnBvcnRpY28ud29ya3NwYWNlcy52MS5EZWxldGVXb3Jrc3BhY2VSZXNwb25zZRJ/ChRMaXN0V29ya3NwYWNlTWVtYmVycxIyLnBvcnRpY28ud29ya3NwYWNlcy52MS5MaXN0V29ya3NwYWNlTWVtYmVyc1JlcXVlc3QaMy5wb3J0aWNvLndvcmtzcGFjZXMudjEuTGlzdFdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRJ8ChNBZGRXb3Jrc3BhY2VNZW1iZXJzEjEucG9ydGljby53b3Jrc3BhY2VzLnYxLkFkZFdvcmtzcGFjZU1lbWJlcnNSZXF1ZXN0GjIucG9ydGljby53b3Jrc3BhY2VzLnYxLkFkZFdvcmtzcGFjZU1lbWJlcnNSZXNwb25zZRKFAQoWUmVtb3ZlV29ya3NwYWNlTWVtYmVycxI0LnBvcnRpY28ud29ya3NwYWNlcy52MS5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVxdWVzdBo1LnBvcnRpY28ud29ya3NwYWNlcy52MS5SZW1vdmVXb3Jrc3BhY2VNZW1iZXJzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_portico_workspaces_v1_workspace]);
 
 /**
  * ListWorkspacesRequest pages through workspaces.
@@ -23,18 +23,26 @@ export const file_portico_workspaces_v1_workspaces_service: GenFile = /*@__PURE_
  */
 export type ListWorkspacesRequest = Message<"portico.workspaces.v1.ListWorkspacesRequest"> & {
   /**
-   * Workspaces to skip, at least 0; default 0.
+   * Workspaces to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 1;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 2;
    */
   limit: number;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 3;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -63,6 +71,20 @@ export type ListWorkspacesResponse = Message<"portico.workspaces.v1.ListWorkspac
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**
@@ -353,18 +375,26 @@ export type ListWorkspaceMembersRequest = Message<"portico.workspaces.v1.ListWor
   workspaceId: string;
 
   /**
-   * Members to skip, at least 0; default 0.
+   * Members to skip, at least 0; default 0. Kept for existing clients: prefer starting_after.
    *
    * @generated from field: int32 offset = 2;
    */
   offset: number;
 
   /**
-   * Page size, 1 to 100; 0 means 50.
+   * Page size, 1 to 100; 0 means 50 (the same bounds on every list).
    *
    * @generated from field: int32 limit = 3;
    */
   limit: number;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page; the page starts after the item it names.
+   * Cannot be combined with a non-zero offset (INVALID_ARGUMENT naming offset).
+   *
+   * @generated from field: optional string starting_after = 4;
+   */
+  startingAfter?: string | undefined;
 };
 
 /**
@@ -393,6 +423,20 @@ export type ListWorkspaceMembersResponse = Message<"portico.workspaces.v1.ListWo
    * @generated from field: int32 total_count = 2;
    */
   totalCount: number;
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 3;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 4;
+   */
+  nextCursor?: string | undefined;
 };
 
 /**
