@@ -12,6 +12,7 @@ import { OpenRouter } from "@openrouter/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness, type Tenant } from "../../helpers/harness.js";
 import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
+import { validateAgainstOpenApi, type OpenApiDoc } from "../../helpers/openapi.js";
 
 const DAY = 86_400_000;
 const day = (t: number) => new Date(t).toISOString().slice(0, 10);
@@ -227,6 +228,16 @@ describe.each(["sqlite", "postgresql"] as const)("activity (%s)", (provider) => 
     expect(twice.json.error.message).toMatch(/group_by/);
     const anonymous = await api(h, "GET", "/activity?group_by=day");
     expect(anonymous.status).toBe(401);
+  });
+
+  it("the answers, success and error, match the served OpenAPI document", async () => {
+    const doc = (await api(h, "GET", "/openapi.json")).json as OpenApiDoc;
+    for (const q of ["", "?group_by=model", "?group_by=provider", "?group_by=key", "?group_by=workspace", "?include_today=true", "?date=x", "?limit=1"]) {
+      const res = await get(`/activity${q}`);
+      expect(validateAgainstOpenApi(doc, "GET", "/api/v1/activity", res.status, res.json), `${q} ${res.status}`).toEqual([]);
+    }
+    const denied = await get(`/activity?api_key_hash=${h.tenant.managementKeyHash}`, h.tenant.apiKey);
+    expect(validateAgainstOpenApi(doc, "GET", "/api/v1/activity", denied.status, denied.json)).toEqual([]);
   });
 
   it("over gRPC: the same totals, money as exact decimal strings", async () => {
