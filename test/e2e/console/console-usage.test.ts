@@ -37,8 +37,8 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console usage page in
 
   beforeAll(async () => {
     s = await serve();
-    const me = await (await fetch(`${s.origin}/api/v1/key`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json();
-    const keys = await (await fetch(`${s.origin}/api/v1/keys?include_disabled=true`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json();
+    const me = (await (await fetch(`${s.origin}/api/v1/key`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json()) as any;
+    const keys = (await (await fetch(`${s.origin}/api/v1/keys?include_disabled=true`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json()) as any;
     const org: string = me.data.organization_id;
     const workspace: string = me.data.workspace_id;
     expect(keys.data.map((k: any) => k.hash)).toEqual(expect.arrayContaining([sha256(s.managementKey), sha256(s.apiKey)]));
@@ -125,7 +125,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console usage page in
 
   it("split by API key (by name) and by provider", async () => {
     const [cost, tokens] = await charts("key", /^Cost per day/);
-    const keys = await (await fetch(`${s.origin}/api/v1/keys?include_disabled=true`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json();
+    const keys = (await (await fetch(`${s.origin}/api/v1/keys?include_disabled=true`, { headers: { authorization: `Bearer ${s.managementKey}` } })).json()) as any;
     const nameOf = (hash: string) => keys.data.find((k: any) => k.hash === hash).name as string;
     const [ordinary, management] = [nameOf(sha256(s.apiKey)), nameOf(sha256(s.managementKey))];
     expect(cost!.header).toEqual(["Day (UTC)", ordinary, management]);
