@@ -44,6 +44,9 @@ function parseDay(s: string): number | undefined {
   return new Date(t).toISOString().slice(0, 10) === s ? t : undefined;
 }
 
+/** What a workspace or user id may look like (they are UUIDs); anything else never reaches the database. */
+const ID = /^[A-Za-z0-9._:@-]{1,200}$/;
+
 const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
 
 export function createActivityHandler(deps: ActivityHandlerDeps): ServiceImpl<typeof ActivityService> {
@@ -80,12 +83,12 @@ export function createActivityHandler(deps: ActivityHandlerDeps): ServiceImpl<ty
       }
       const workspaceId = req.workspaceId === "" ? undefined : req.workspaceId;
       if (workspaceId !== undefined) {
-        if (workspaceId.length > 200) throw invalidArgument("workspace_id", "workspace_id is not a workspace id");
+        if (!ID.test(workspaceId)) throw invalidArgument("workspace_id", "workspace_id is not a workspace id");
         const ws = await deps.db.workspace.findFirst({ where: { id: workspaceId, organizationId: caller.organizationId }, select: { id: true } });
         if (!ws) throw notFound("No such workspace in this organization");
       }
       const userId = req.userId === "" ? undefined : req.userId;
-      if (userId !== undefined && userId.length > 200) throw invalidArgument("user_id", "user_id is not a user id");
+      if (userId !== undefined && !ID.test(userId)) throw invalidArgument("user_id", "user_id is not a user id");
 
       await deps.flush();
       const rows = await deps.activity.totals({

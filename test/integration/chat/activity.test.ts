@@ -222,6 +222,8 @@ describe.each(["sqlite", "postgresql"] as const)("activity (%s)", (provider) => 
     expect(await field("api_key_hash=abc")).toBe("api_key_hash");
     expect(await field("include_today=yes")).toBe("include_today");
     expect(await field("limit=10")).toBe("limit");
+    expect(await field("workspace_id=%00")).toBe("workspace_id");
+    expect(await field(`user_id=${"u".repeat(201)}`)).toBe("user_id");
     // A parameter given twice fails the route's schema (400, the message names it).
     const twice = await get("/activity?group_by=model&group_by=key");
     expect(twice.status, twice.text).toBe(400);
