@@ -3,7 +3,8 @@
  * with known costs and tokens are written into its database, then the page's tables show exactly the daily
  * totals (split by model, API key and provider; 0.1 + 0.2 shown as 0.3, one femto-dollar as a plain decimal),
  * each chart draws one bar segment per non-zero table cell with the same value, the day before the window is
- * left out, the page passes axe-core's WCAG checks, and nothing breaks the Content-Security-Policy.
+ * left out, the page fits a narrow screen and passes axe-core's WCAG checks, and nothing breaks the
+ * Content-Security-Policy.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -146,6 +147,19 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console usage page in
     ]);
     sameNumbers(byProvider!, (x) => x);
     expect(utcToday(), "the test ran across UTC midnight; run it again").toBe(today);
+  });
+
+  it("fits a 360 px wide screen (charts shrink, tables scroll inside their own region)", async () => {
+    await page.setViewportSize({ width: 360, height: 740 });
+    try {
+      for (const by of ["model", "key", "provider"]) {
+        const [cost] = await charts(by, /^Cost per day/);
+        expect(cost!.bars.length).toBeGreaterThan(0);
+        expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), by).toBe(true);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 820 });
+    }
   });
 
   it("passes axe-core's WCAG 2 A and AA checks, and broke no Content-Security-Policy", async () => {
