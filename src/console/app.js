@@ -11,6 +11,7 @@ import * as byokPage from "./pages/byok.js";
 import * as internsPage from "./pages/interns.js";
 import * as internAdminPage from "./pages/intern-admin.js";
 import * as playgroundPage from "./pages/playground.js";
+import * as usagePage from "./pages/usage.js";
 
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
@@ -23,6 +24,7 @@ const routes = [
   { path: "/presets/:slug", section: "presets", page: presetsPage.renderPreset },
   { path: "/byok", section: "byok", page: byokPage.render },
   { path: "/playground", section: "playground", page: playgroundPage.render },
+  { path: "/usage", section: "usage", page: usagePage.render },
   { path: "/interns", section: "interns", page: internAdminPage.renderList },
   { path: "/interns/:id", section: "interns", page: internAdminPage.renderIntern },
   { path: "/interns/:id/chat", section: "interns", page: internsPage.renderChat },

@@ -41,6 +41,9 @@ import { createMemoryCooldowns } from "./chat/cooldowns.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
+import { ActivityService } from "../gen/portico/activity/v1/activity_service_pb.js";
+import { createActivityHandler } from "./activity/activity-handler.js";
+import { createActivityRepository } from "./activity/activity-repository.js";
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
 import { createSharedCredentialStore, withKeylessProviders } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
@@ -196,6 +199,12 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(ChatService, chat);
     router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
+    router.service(ActivityService, createActivityHandler({
+      db,
+      activity: createActivityRepository({ db, provider: database.provider }),
+      canonicalSlug: (provider, id) => catalog.endpointFor(provider, id)?.model.slug,
+      flush: () => generations.flush(),
+    }));
     router.service(PresetsService, createPresetsHandler({
         repository: presetsRepository,
         workspaceExists: async (organizationId, id) =>

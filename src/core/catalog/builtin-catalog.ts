@@ -9,7 +9,7 @@
  * `retains_prompts: true` and `zdr: false` unless the terms say otherwise for every API customer, so a request
  * with `data_collection: "deny"` or `zdr: true` is never sent somewhere it should not go on a guess.
  * Operators correct or extend any of it without a release with the operator catalog file
- * (PORTICO_CATALOG_FILE, merged over this one). `scripts/import-genai-prices.mjs` compares these figures with
+ * (PORTICO_CATALOG_FILE, merged over this one). `scripts/import-genai-prices.ts` reprices these endpoints from
  * the `@pydantic/genai-prices` data set and writes a refreshed file for review; it is never read at request time.
  *
  * Prices are written here per million tokens (as the price pages state them) and stored per token as exact

@@ -13,6 +13,7 @@ import { registerChatRoutes } from "./chat.js";
 import { registerMessagesRoutes } from "./messages.js";
 import { registerGenerationRoutes } from "./generations.js";
 import { registerProviderRoutes } from "./providers.js";
+import { registerActivityRoutes } from "./activity.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -29,4 +30,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerMessagesRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
   await registerProviderRoutes(api, ctx);
+  await registerActivityRoutes(api, ctx);
 }
