@@ -120,6 +120,19 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // the Anthropic Messages dialect (docs/dialects.md)
   createMessage: { query: q({ beta: messagesBeta }) },
   countMessageTokens: { query: q({ beta: messagesBeta }) },
+  // activity (docs/api.md, "Activity")
+  getActivity: {
+    query: q({
+      date: text("Only this UTC day (YYYY-MM-DD): one of the last 30 completed days, or today."),
+      api_key_hash: text("Only the generations of this API key (its SHA-256 hex hash)."),
+      user_id: text("Only the generations of keys this member of the organization created."),
+      workspace_id: text("Only the generations made in this workspace of the organization."),
+      group_by: text(
+        "`workspace`: the rows split per workspace (workspace_id on each). Portico: `model`, `provider` or `key` give one row per day and model, provider or API key (api_key_hash on each).",
+      ),
+      include_today: boolean().meta({ description: "Portico: `true` makes the window the 30 UTC days ending today (today so far included)." }),
+    }),
+  },
   // generations
   getGeneration: {
     query: object({ id: text("The generation id (the `id` of the completion or its chunks).") }, { required: ["id"] }),

@@ -10,8 +10,7 @@ import { ActivityService, type ActivityItem } from "../../gen/portico/activity/v
 import { serviceError } from "../../lib/service-error.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
-import { queryBool, queryString } from "./management-schemas.js";
+import { contractRoute, errorResponses } from "../schemas.js";
 
 const QUERY = ["date", "api_key_hash", "user_id", "workspace_id", "group_by", "include_today"] as const;
 
@@ -58,10 +57,12 @@ function present(i: ActivityItem) {
 
 export async function registerActivityRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ActivityService, ctx.transport);
+  const contract = contractRoute("getActivity");
   api.get(
     "/activity",
     {
       config: { authorizeFirst: { management: false } },
+      validatorCompiler: contract.validatorCompiler,
       schema: {
         operationId: "getActivity",
         summary: "Daily totals of the organization's generations",
@@ -69,21 +70,7 @@ export async function registerActivityRoutes(api: FastifyInstance, ctx: GatewayC
           "Cost, requests and tokens per UTC day and model endpoint for the last 30 completed UTC days (or one day with `date`). " +
           "A management key reads the whole organization's activity; any other key only its own generations.",
         tags: ["chat"],
-        querystring: {
-          type: "object",
-          properties: {
-            date: { type: "string", description: "Only this UTC day (YYYY-MM-DD): one of the last 30 completed days, or today." },
-            api_key_hash: { type: "string", description: "Only the generations of this API key (its SHA-256 hex hash)." },
-            user_id: { type: "string", description: "Only the generations of keys this member of the organization created." },
-            workspace_id: { type: "string", description: "Only the generations made in this workspace of the organization." },
-            group_by: {
-              type: "string",
-              description:
-                "`workspace`: the rows split per workspace (workspace_id on each). Portico: `model`, `provider` or `key` give one row per day and model, provider or API key (api_key_hash on each).",
-            },
-            include_today: { type: "string", description: "Portico: `true` makes the window the 30 UTC days ending today (today so far included)." },
-          },
-        },
+        ...contract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: { type: "array", items: activityItemSchema } } },
           ...errorResponses(400, 401, 403, 404, 500),
@@ -92,16 +79,17 @@ export async function registerActivityRoutes(api: FastifyInstance, ctx: GatewayC
     },
     async (req) => {
       const query = (req.query ?? {}) as Record<string, unknown>;
+      const text = (name: string) => (typeof query[name] === "string" ? (query[name] as string) : undefined);
       const unknown = Object.keys(query).find((k) => !(QUERY as readonly string[]).includes(k));
       if (unknown !== undefined) throw serviceError(Reason.BAD_REQUEST, `${unknown} is not a parameter of this operation; parameters: ${QUERY.join(", ")}`, { field: unknown });
       const res = await client.getActivity(
         {
-          date: queryString(query, "date"),
-          apiKeyHash: queryString(query, "api_key_hash"),
-          userId: queryString(query, "user_id"),
-          workspaceId: queryString(query, "workspace_id"),
-          groupBy: queryString(query, "group_by"),
-          includeToday: queryBool(query, "include_today", false),
+          date: text("date"),
+          apiKeyHash: text("api_key_hash"),
+          userId: text("user_id"),
+          workspaceId: text("workspace_id"),
+          groupBy: text("group_by"),
+          includeToday: query.include_today === true,
         },
         callOptionsFor(req),
       );
