@@ -220,10 +220,14 @@ describe.each(["sqlite", "postgresql"] as const)("spend limits (%s)", (provider)
     const upd = await api(h, "PATCH", `/workspaces/${ws.json.data.id}`, { key: h.tenant.managementKey, body: { budget: 1, budget_reset: "monthly" } });
     expect(upd.status, upd.text).toBe(200);
     await waitFor("the raised budget to apply", async () => (await chat(k.key)).status === 200);
-    const counter = await h.database.db.spendCounter.findUnique({ where: { id: `ws:${ws.json.data.id}` } });
     await recorded(k.hash, 3);
+    // The settlement follows the answer: read the counter once nothing is reserved on it any more.
+    const counter = await waitFor("the workspace counter settled", async () => {
+      const c = await h.database.db.spendCounter.findUnique({ where: { id: `ws:${ws.json.data.id}` } });
+      return c && c.reservedFemtoUsd === 0n ? c : undefined;
+    });
     const spent = (await generationsOf(k.hash)).reduce((s, g) => s + (g.costFemtoUsd ?? 0n), 0n);
-    expect(counter?.spentFemtoUsd).toBe(spent);
+    expect(counter.spentFemtoUsd).toBe(spent);
   });
 
   it("answers 429 with Retry-After past the key's requests or tokens per minute", async () => {
