@@ -18,6 +18,7 @@
 import { costOf, usd, type CostParts } from "../../catalog/cost.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import type { StreamEvent, Usage } from "../model.js";
+import { tapEvents } from "./tap.js";
 import type { ChatCall, ChatStage } from "./stage.js";
 
 /** The usage fields the cost stage adds (the real-world service's names). */
@@ -75,30 +76,9 @@ export function createCostStage(deps: { catalog: Catalog }): ChatStage {
     };
   }
 
-  /**
-   * The stream's events with the usage event priced. A hand-written iterator rather than an async generator
-   * (each generator layer costs several promise turns per chunk; see record.ts).
-   */
+  /** The stream's events with the usage event priced: a tap, no iterator layer of its own. */
   function meter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncIterable<StreamEvent> {
-    return {
-      [Symbol.asyncIterator]() {
-        const inner = events[Symbol.asyncIterator]();
-        return {
-          async next() {
-            const r = await inner.next();
-            if (r.done || !r.value.usage) return r;
-            return { done: false, value: { ...r.value, usage: price(call, r.value.usage) } };
-          },
-          async return(value?: unknown) {
-            return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-          },
-          async throw(err?: unknown) {
-            if (inner.throw) return inner.throw(err);
-            throw err;
-          },
-        };
-      },
-    };
+    return tapEvents(events, { map: (event) => (event.usage ? { ...event, usage: price(call, event.usage) } : event) });
   }
 
   return {

@@ -13,6 +13,7 @@ import { Reason, serviceError } from "../../errors.js";
 import type { ConcurrencyLimiter, Slot } from "../../../lib/concurrency-limiter.js";
 import type { StreamEvent } from "../model.js";
 import type { ChatStage } from "./stage.js";
+import { tapEvents } from "./tap.js";
 
 export interface LimitsDeps {
   limiter: ConcurrencyLimiter;
@@ -60,35 +61,7 @@ export function createLimitsStage(deps: LimitsDeps): ChatStage {
   };
 }
 
-/**
- * `events` unchanged, with `slot` released when they end, fail or are closed by the consumer. An object rather
- * than a generator: a generator closed before its first `next()` never runs its `finally`.
- */
+/** `events` unchanged, with `slot` released when they end, fail or are closed by the consumer: a tap, no iterator layer of its own. */
 function releasing(events: AsyncIterable<StreamEvent>, slot: Slot): AsyncIterable<StreamEvent> {
-  return {
-    [Symbol.asyncIterator]() {
-      const inner = events[Symbol.asyncIterator]();
-      return {
-        async next() {
-          try {
-            const r = await inner.next();
-            if (r.done) slot.release();
-            return r;
-          } catch (err) {
-            slot.release();
-            throw err;
-          }
-        },
-        async return(value?: unknown) {
-          slot.release();
-          return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-        },
-        async throw(err?: unknown) {
-          slot.release();
-          if (inner.throw) return inner.throw(err);
-          throw err;
-        },
-      };
-    },
-  };
+  return tapEvents(events, { end: () => slot.release() });
 }

@@ -10,57 +10,21 @@ import type { Caller } from "../../auth.js";
 import type { GenerationRecorder } from "../seams.js";
 import type { StreamEvent } from "../model.js";
 import type { ChatCall, ChatStage, Tracking } from "./stage.js";
+import { tapEvents } from "./tap.js";
 
 export function createRecordStage(deps: { generations: GenerationRecorder }): ChatStage {
   const record = (track: Tracking, caller: Caller) => deps.generations.record(recordOf(track, caller));
 
-  /**
-   * The stream's events, recording once it ends, fails or its reader stops (`cancelled`). A hand-written
-   * iterator rather than an async generator around `yield*`: each generator layer costs several promise
-   * turns per chunk.
-   */
+  /** The stream's events, recording once it ends, fails or its reader stops (`cancelled`): a tap, no iterator layer of its own. */
   function recordAfter(call: ChatCall, events: AsyncIterable<StreamEvent>): AsyncIterable<StreamEvent> {
     const { track } = call;
-    return {
-      [Symbol.asyncIterator]() {
-        const it = events[Symbol.asyncIterator]();
-        let ended = false;
-        const end = () => {
-          if (ended) return;
-          ended = true;
-          if (track.status === "pending") track.status = "cancelled"; // the consumer stopped reading
-          record(track, call.caller);
-        };
-        return {
-          async next() {
-            if (ended) return { done: true, value: undefined };
-            let r: IteratorResult<StreamEvent>;
-            try {
-              r = await it.next();
-            } catch (err) {
-              if (!ended) {
-                failed(track, err, call.signal);
-                end();
-              }
-              throw err;
-            }
-            if (r.done) {
-              if (track.status === "pending") track.status = call.signal.aborted ? "cancelled" : "success";
-              end();
-            }
-            return r;
-          },
-          async return() {
-            try {
-              if (!ended) await it.return?.();
-            } finally {
-              end();
-            }
-            return { done: true, value: undefined };
-          },
-        };
+    return tapEvents(events, {
+      end(e) {
+        if (e.how === "failed") failed(track, e.error, call.signal);
+        else if (track.status === "pending") track.status = e.how === "done" && !call.signal.aborted ? "success" : "cancelled";
+        record(track, call.caller);
       },
-    };
+    });
   }
 
   return {
