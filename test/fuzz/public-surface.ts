@@ -152,7 +152,10 @@ export async function fuzzOperation(h: Harness, op: Operation, runs: number, see
         return;
       }
       const text = await res.text();
-      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets, ANTHROPIC_DIALECT.test(op.template) ? "anthropic" : "portico");
+      // The envelope is the one of the route the request reaches: a parameter such as `..` moves it
+      // (`/presets/../messages` is `/messages`, as fetch normalises the path).
+      const reached = new URL(`${h.baseUrl}${path}`).pathname;
+      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets, ANTHROPIC_DIALECT.test(reached) ? "anthropic" : "portico");
       if (problem) findings.push({ request, status: res.status, problem });
     }),
     { numRuns: runs, seed, endOnFailure: false },
