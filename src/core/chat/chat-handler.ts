@@ -37,6 +37,8 @@ import { createRateStage } from "./pipeline/rate.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
 import type { CredentialCooldowns } from "./cooldowns.js";
+import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
+import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
 import { createMessagesMethods } from "./messages-handler.js";
 
@@ -65,6 +67,12 @@ export interface ChatHandlerDeps {
   cooldowns: CredentialCooldowns;
   /** A streaming call waiting for its first chunk gets an empty message (a keepalive) this often. */
   keepaliveMs: number;
+  /** Live throughput / latency per endpoint, fed by the generations recorded here; default: this handler's own. */
+  endpointStats?: EndpointStats;
+  /** The load balancing draw (tests inject it); default Math.random. */
+  random?: () => number;
+  /** The account's routing settings of a caller, as filters (docs/routing.md); none: no account settings. */
+  accountRouting?: (caller: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
 }
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
@@ -81,16 +89,34 @@ function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
 
 export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
   const log = deps.logger.child({ component: "chat" });
+  const stats = deps.endpointStats ?? createEndpointStats();
+  // Every record also feeds the endpoints' live figures (docs/routing.md, "Throughput and latency").
+  const generations = {
+    record(rec: Parameters<GenerationRecorder["record"]>[0]) {
+      stats.observe(rec);
+      deps.generations.record(rec);
+    },
+  };
   const stages = {
     outer: [
-      createRecordStage({ generations: deps.generations }),
+      createRecordStage({ generations }),
       createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
       createRateStage({ limiter: deps.rates }),
       createCostStage({ catalog: deps.catalog }),
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
-    plan: createPlanStage({ credentials: deps.credentials, shared: deps.shared, providers: deps.providers, maxAttempts: deps.limits.maxAttempts }),
+    plan: createPlanStage({
+      credentials: deps.credentials,
+      shared: deps.shared,
+      providers: deps.providers,
+      maxAttempts: deps.limits.maxAttempts,
+      catalog: deps.catalog,
+      stats,
+      health: deps.cooldowns,
+      ...(deps.random ? { random: deps.random } : {}),
+      ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
+    }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
   };

@@ -45,6 +45,8 @@ export function createGenerationsHandler(deps: { db: Db; store: GenerationStore 
           costFemtoUsd: opt(row.costFemtoUsd),
           upstreamInferenceCostFemtoUsd: opt(row.upstreamCostFemtoUsd),
           isByok: row.credentialSource === "byok",
+          catalogModel: opt(row.catalogModel),
+          uncatalogued: row.provider !== null && row.catalogModel === null,
         },
       };
     },

@@ -32,7 +32,7 @@ const COLUMNS = [
   "id", "organizationId", "workspaceId", "keyHash", "requestedModel", "model", "provider", "credentialId",
   "credentialSource", "presetSlug", "presetVersion", "streamed", "promptTokens", "completionTokens", "totalTokens",
   "latencyMs", "timeToFirstTokenMs", "status", "finishReason", "errorCode", "attempts", "createdAt",
-  "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd",
+  "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd", "catalogModel",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -73,7 +73,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.completionTokens, r.totalTokens, Math.round(r.latencyMs),
     r.timeToFirstTokenMs === null ? null : Math.round(r.timeToFirstTokenMs), r.status, r.finishReason, r.errorCode,
     r.attempts, sqlite ? r.createdAt.toISOString().replace(/Z$/, "+00:00") : r.createdAt.toISOString(),
-    r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd),
+    r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd), r.catalogModel ?? null,
   ];
 }
 

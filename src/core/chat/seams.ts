@@ -72,6 +72,11 @@ export interface GenerationRecord {
    */
   costFemtoUsd: bigint | null;
   upstreamCostFemtoUsd: bigint | null;
+  /**
+   * The catalog model (canonical slug) whose endpoint served it; null when nothing served it, or when what
+   * served it is **uncatalogued** (a `<provider>/<model>` the catalog does not know, relayed as before).
+   */
+  catalogModel?: string | null;
 }
 
 export interface GenerationRecorder {

@@ -37,6 +37,8 @@ const generationSchema = {
     total_cost: nullable("number", "USD the generation cost the account (the answer's `usage.cost`): the provider's price at the catalog's prices, 0 when BYOK paid it; null when the catalog did not price it."),
     upstream_inference_cost: nullable("number", "USD the provider charges for it, BYOK or not (`usage.cost_details.upstream_inference_cost`); null when unpriced."),
     is_byok: { type: "boolean", description: "Whether the caller's own provider key (BYOK) served it." },
+    catalog_model: nullable("string", "The catalog model (canonical slug) whose endpoint served it; null when nothing served it or it was uncatalogued."),
+    uncatalogued: { type: "boolean", description: "A provider served it under a <provider>/<model> id the model catalog does not know (relayed as named, unpriced)." },
   },
 } as const;
 
@@ -88,6 +90,8 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
           total_cost: usd(g.costFemtoUsd),
           upstream_inference_cost: usd(g.upstreamInferenceCostFemtoUsd),
           is_byok: g.isByok,
+          catalog_model: g.catalogModel ?? null,
+          uncatalogued: g.uncatalogued,
         },
       };
     },

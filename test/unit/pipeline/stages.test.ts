@@ -10,6 +10,8 @@ import { createExecuteStage } from "../../../src/core/chat/pipeline/execute.js";
 import { createRecordStage } from "../../../src/core/chat/pipeline/record.js";
 import { createValidateStage } from "../../../src/core/chat/pipeline/validate.js";
 import { createPlanStage } from "../../../src/core/chat/pipeline/plan.js";
+import { createCatalog } from "../../../src/core/catalog/catalog.js";
+import { BUILTIN_CATALOG } from "../../../src/core/catalog/builtin-catalog.js";
 import { ProviderRegistry, UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "../../../src/core/chat/providers/index.js";
 import type { GenerationRecord } from "../../../src/core/chat/seams.js";
 import type { Caller } from "../../../src/core/auth.js";
@@ -203,19 +205,20 @@ describe("plan", () => {
   });
 
   it("plans model then fallbacks, each with the workspace's credentials in order", async () => {
-    const plan = createPlanStage({ credentials: store({ openai: ["o1", "o2"], anthropic: ["a1"] }), providers: new ProviderRegistry(), maxAttempts: 10 });
+    const plan = createPlanStage({ credentials: store({ openai: ["o1", "o2"], anthropic: ["a1"] }), providers: new ProviderRegistry(), maxAttempts: 10, catalog: createCatalog(BUILTIN_CATALOG) });
     const call = newCall(caller, new AbortController().signal, false, request({ models: ["anthropic/claude-sonnet-4", "openai/gpt-4o"] }));
     await plan.run(call, async () => ({ kind: "stream", events: none() }));
     expect(call.attempts.map((a) => [a.requestedModel, a.call.apiKey, a.call.model])).toEqual([
       ["openai/gpt-4o", "o1", "gpt-4o"],
       ["openai/gpt-4o", "o2", "gpt-4o"],
-      ["anthropic/claude-sonnet-4", "a1", "claude-sonnet-4"],
+      // A canonical slug: the catalog endpoint's own model id goes upstream.
+      ["anthropic/claude-sonnet-4", "a1", "claude-sonnet-4-20250514"],
     ]);
     expect(call.track.requestedModel).toBe("openai/gpt-4o");
   });
 
   it("no usable credential is no_credential", async () => {
-    const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry(), maxAttempts: 10 });
+    const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry(), maxAttempts: 10, catalog: createCatalog(BUILTIN_CATALOG) });
     const err = await plan.run(newCall(caller, new AbortController().signal, false, request()), async () => ({ kind: "stream", events: none() })).catch((e: unknown) => e);
     expect(errorDetailOf(err as ConnectError)?.reason).toBe("no_credential");
   });

@@ -37,6 +37,8 @@ export interface SelectionRequest {
   provider: string;
   /** The model slug as requested, e.g. `anthropic/claude-sonnet-4`. */
   model: string;
+  /** Other ids of the same model that `allowed_models` may name (a catalog endpoint's `<provider>/<provider model id>`). */
+  aliases?: readonly string[];
   keyHash: string;
   userId: string;
 }
@@ -52,7 +54,8 @@ export function modelMatches(pattern: string, model: string): boolean {
   return pattern === model;
 }
 
-const admitsModel = (c: CredentialRecord, model: string) => c.allowedModels === null || c.allowedModels.some((p) => modelMatches(p, model));
+const admitsModel = (c: CredentialRecord, model: string, aliases?: readonly string[]) =>
+  c.allowedModels === null || c.allowedModels.some((p) => modelMatches(p, model) || (aliases !== undefined && aliases.some((a) => modelMatches(p, a))));
 const admitsCaller = (c: CredentialRecord, req: SelectionRequest) =>
   (c.allowedApiKeyHashes === null || c.allowedApiKeyHashes.includes(req.keyHash)) &&
   (c.allowedUserIds === null || c.allowedUserIds.includes(req.userId));
@@ -67,8 +70,8 @@ export function selectCredentials(
   req: SelectionRequest,
 ): SelectedCredential[] {
   const governing = byok.filter((c) => c.provider === req.provider && !c.disabled && admitsCaller(c, req));
-  const usable = governing.filter((c) => admitsModel(c, req.model));
-  const sharedRemoved = governing.some((c) => c.isRequired || (c.isByokOnly && admitsModel(c, req.model)));
+  const usable = governing.filter((c) => admitsModel(c, req.model, req.aliases));
+  const sharedRemoved = governing.some((c) => c.isRequired || (c.isByokOnly && admitsModel(c, req.model, req.aliases)));
   const own = (c: CredentialRecord): SelectedCredential => ({ id: c.id, source: "byok" });
   return [
     ...usable.filter((c) => !c.isFallback).sort(byOrder).map(own),

@@ -14,6 +14,7 @@ import { Reason, serviceError } from "../../errors.js";
 import { ruleOf } from "../../../contract/reasons.js";
 import { createMemoryCooldowns, type CredentialCooldowns } from "../cooldowns.js";
 import { createKeyGuard } from "../key-guard.js";
+import { noteEndpointFailure } from "../routing/health.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
@@ -97,6 +98,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           last = err;
           tried.push(triedOf(a, err));
           failedAttempt(a, err);
+          noteEndpointFailure(deps.cooldowns, a.healthKey, err.status, err.timedOut === true);
           if (err.retryAfterMs !== undefined && (err.status === 429 || err.status === 503)) {
             const end = Date.now() + err.retryAfterMs;
             deps.cooldowns.coolDown(a.credentialId, end);

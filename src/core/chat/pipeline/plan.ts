@@ -1,6 +1,7 @@
 /**
- * Stage "plan": the attempts of the request, in order: the (provider, model) pairs from `model`, `models` and
- * `provider` preferences (../routing.ts), and for each the credentials the BYOK flags allow
+ * Stage "plan": the attempts of the request, in order: the endpoints of `model` and `models` through the model
+ * catalog, filtered and ordered by the `provider` preferences and the account's routing settings
+ * (../routing/route.ts, docs/routing.md), and for each the credentials the BYOK flags allow
  * (../credentials/select.ts), the caller's workspace's first, then the operator's shared ones.
  *
  * At most `maxAttempts` (PORTICO_CHAT_MAX_ATTEMPTS) are kept, in plan order; the rest are counted in
@@ -9,10 +10,15 @@
  */
 import { Reason, serviceError } from "../../errors.js";
 import type { SharedCredentialStore } from "../../byok/provider-keys.js";
+import type { Catalog } from "../../catalog/catalog.js";
 import type { CredentialStore } from "../credentials/load.js";
 import { selectCredentials } from "../credentials/select.js";
+import type { CredentialCooldowns } from "../cooldowns.js";
 import type { ProviderRegistry } from "../providers/index.js";
-import { modelsOf, planAttempts, preferencesOf } from "../routing.js";
+import { modelsOf } from "../routing.js";
+import { routingPreferencesOf, splitSuffix } from "../routing/preferences.js";
+import { filterCandidates, healthKey, orderCandidates, resolveCandidates, type RoutingFilter } from "../routing/route.js";
+import type { EndpointStats } from "../routing/endpoint-stats.js";
 import { invalidArgument } from "../../errors.js";
 import type { ChatStage } from "./stage.js";
 
@@ -23,36 +29,51 @@ export interface PlanDeps {
   providers: ProviderRegistry;
   /** Upstream attempts one request may make (PORTICO_CHAT_MAX_ATTEMPTS). */
   maxAttempts: number;
+  /** The model catalog: canonical slugs resolve to its endpoints (docs/routing.md). */
+  catalog: Catalog;
+  /** Live throughput / latency per endpoint (sorts and preferred thresholds); none: no figures. */
+  stats?: EndpointStats;
+  /** The health memory: endpoints that failed recently are tried last (the execute stage records failures). */
+  health?: CredentialCooldowns;
+  /** The load balancing draw, in [0, 1); default Math.random (tests inject it). */
+  random?: () => number;
+  /** The account's routing settings for a caller, as filters applied before the request's own (docs/routing.md). */
+  accountFilters?: (call: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
 }
 
 /**
- * Model ids are `<provider>/<model>` (docs/chat.md): a bare id such as `gpt-4o-mini`, or one whose provider
- * no adapter serves, is a 400 naming the field that carried it (`model` or `models[i]`), not "no credential".
+ * Model ids are canonical slugs of the catalog or `<provider>/<model>` (docs/routing.md): a bare id such as
+ * `gpt-4o-mini`, or one that is neither in the catalog nor of a provider an adapter serves, is a 400 naming
+ * the field that carried it (`model` or `models[i]`), not "no credential".
  */
-function checkModelIds(body: Readonly<Record<string, unknown>>, known: (provider: string) => boolean, preset: string | null): void {
+function checkModelIds(body: Readonly<Record<string, unknown>>, known: (provider: string) => boolean, catalog: Catalog, order: readonly string[], preset: string | null): void {
   // After the preset stage the id may come from the preset's configuration: say so, or the caller looks for it in vain.
   const from = preset ? ` (after preset "${preset}" was applied: its configuration may set it)` : "";
   const fields: Array<[string, unknown]> = [["model", body.model]];
   if (Array.isArray(body.models)) body.models.forEach((m, i) => fields.push([`models[${i}]`, m]));
-  const prefs = preferencesOf(body);
-  const others = (prefs.order ?? []).some(known);
-  for (const [field, id] of fields) {
-    if (typeof id !== "string" || id === "") continue;
+  const others = order.some(known);
+  for (const [field, raw] of fields) {
+    if (typeof raw !== "string" || raw === "") continue;
+    const id = splitSuffix(raw).id;
+    if (catalog.model(id)) continue;
     const slash = id.indexOf("/");
     if (slash <= 0 || slash === id.length - 1) {
       throw invalidArgument(
         field,
-        `${field} "${shortened(id)}"${from} is not a model id: model ids are <provider>/<model>, such as openai/gpt-4o-mini (GET /api/v1/models lists what this key may use)`,
+        `${field} "${shortened(raw)}"${from} is not a model id: model ids are catalog slugs or <provider>/<model>, such as openai/gpt-4o-mini (GET /api/v1/models lists what this key may use)`,
       );
     }
     const own = id.slice(0, slash).toLowerCase();
     if (!known(own) && !others) {
-      throw invalidArgument(field, `${field} "${shortened(id)}"${from}: no provider "${shortened(own)}" is served here; model ids are <provider>/<model> (GET /api/v1/providers lists the providers)`);
+      throw invalidArgument(field, `${field} "${shortened(raw)}"${from}: no catalog model has this slug and no provider "${shortened(own)}" is served here; model ids are catalog slugs or <provider>/<model> (GET /api/v1/providers lists the providers)`);
     }
   }
 }
 
 export function createPlanStage(deps: PlanDeps): ChatStage {
+  const random = deps.random ?? Math.random;
+  const known = (p: string) => deps.providers.get(p) !== undefined;
+  const NO_HEALTH: ReadonlySet<string> = new Set();
   return {
     name: "plan",
     async run(call, next) {
@@ -61,8 +82,18 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       const models = modelsOf(body);
       track.requestedModel = models[0] ?? "";
       if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
-      checkModelIds(body, (p) => deps.providers.get(p) !== undefined, call.track.presetSlug);
-      const planned = planAttempts(models, preferencesOf(body), (p) => deps.providers.get(p) !== undefined);
+      const prefs = routingPreferencesOf(body);
+      checkModelIds(body, known, deps.catalog, prefs.order ?? [], call.track.presetSlug);
+      const account = deps.accountFilters ? await deps.accountFilters(caller) : [];
+      const label = models.length > 1 ? `${shortened(models[0]!)} or its fallback models` : shortened(models[0]!);
+      const candidates = filterCandidates(resolveCandidates(models, prefs, deps.catalog, known), prefs, body, label, account);
+      // The health memory is read only when there is an order to choose (one round trip for every endpoint).
+      let unhealthy = NO_HEALTH;
+      if (deps.health && candidates.length > 1) {
+        const waits = await deps.health.waits(candidates.map((c) => healthKey(c.provider, c.upstreamModel)));
+        if (waits.size > 0) unhealthy = new Set(waits.keys());
+      }
+      const planned = orderCandidates(candidates, prefs, { unhealthy, random, ...(deps.stats ? { stats: deps.stats } : {}) });
       const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
       const credentialsOf = (slug: string) =>
         Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
@@ -71,7 +102,10 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         let loading = byProvider.get(plan.provider);
         if (!loading) byProvider.set(plan.provider, (loading = credentialsOf(plan.provider)));
         const [creds, shared] = await loading;
-        const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, keyHash: caller.keyHash, userId: caller.userId });
+        // A credential restricted to models is matched on the model as named and, for a catalog model, on
+        // `<provider>/<provider model id>` too.
+        const aliases = plan.endpoint ? [`${plan.provider}/${plan.upstreamModel}`] : [];
+        const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId });
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
           if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
@@ -86,6 +120,9 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
             credentialSource: sel.source,
             adapter: provider.adapter,
             call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal },
+            catalogModel: plan.model?.slug ?? null,
+            ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
+            healthKey: healthKey(plan.provider, plan.upstreamModel),
           });
         }
       }
@@ -94,7 +131,11 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         const more = models.length > 1 ? ` or its ${models.length - 1} fallback model${models.length === 2 ? "" : "s"}` : "";
         throw serviceError(Reason.NO_CREDENTIAL, `No provider credential may serve ${shortened(models[0]!)}${more}: store one with POST /api/v1/byok, or check its flags`);
       }
-      return next();
+      const outcome = await next();
+      // The served attempt says whether the catalog knew what served (the generation's catalog model; null: uncatalogued).
+      const served = call.attempts.find((a) => a.provider === track.provider && a.credentialId === track.credentialId && a.requestedModel === track.model);
+      if (served) track.catalogModel = served.catalogModel ?? null;
+      return outcome;
     },
   };
 }

@@ -88,5 +88,6 @@ function recordOf(track: Tracking, caller: Caller) {
     reasoningTokens: tokenCount(track.usage?.completion_tokens_details?.reasoning_tokens),
     costFemtoUsd: track.cost === null ? null : track.cost.paidBy === "byok" ? 0n : track.cost.femtoUsd,
     upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
+    catalogModel: track.provider === null ? null : track.catalogModel,
   };
 }

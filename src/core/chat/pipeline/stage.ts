@@ -15,6 +15,7 @@ import { randomUUID } from "node:crypto";
 import type { Caller } from "../../auth.js";
 import type { CanonicalRequest, CanonicalResponse, StreamEvent, Usage } from "../model.js";
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
+import type { Endpoint } from "../../catalog/types.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -25,6 +26,12 @@ export interface Attempt {
   credentialSource: "byok" | "shared";
   adapter: ProviderAdapter;
   call: UpstreamCall;
+  /** The catalog model this attempt's endpoint belongs to; null when uncatalogued (the plan stage, docs/routing.md). */
+  catalogModel?: string | null;
+  /** The catalog endpoint, when catalogued (its prices, limits and terms). */
+  endpoint?: Endpoint;
+  /** Where the endpoint's recent failures are remembered (the health memory, routing/route.ts `healthKey`). */
+  healthKey?: string;
 }
 
 /** What the record stage writes of the request (generations.ts); stages fill it as they learn it. */

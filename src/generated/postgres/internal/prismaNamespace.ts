@@ -1963,7 +1963,8 @@ export const GenerationScalarFieldEnum = {
   cacheWriteTokens: 'cacheWriteTokens',
   reasoningTokens: 'reasoningTokens',
   costFemtoUsd: 'costFemtoUsd',
-  upstreamCostFemtoUsd: 'upstreamCostFemtoUsd'
+  upstreamCostFemtoUsd: 'upstreamCostFemtoUsd',
+  catalogModel: 'catalogModel'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

@@ -87,6 +87,7 @@ export type GenerationMinAggregateOutputType = {
   reasoningTokens: number | null
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
+  catalogModel: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -117,6 +118,7 @@ export type GenerationMaxAggregateOutputType = {
   reasoningTokens: number | null
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
+  catalogModel: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -147,6 +149,7 @@ export type GenerationCountAggregateOutputType = {
   reasoningTokens: number
   costFemtoUsd: number
   upstreamCostFemtoUsd: number
+  catalogModel: number
   _all: number
 }
 
@@ -211,6 +214,7 @@ export type GenerationMinAggregateInputType = {
   reasoningTokens?: true
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
+  catalogModel?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -241,6 +245,7 @@ export type GenerationMaxAggregateInputType = {
   reasoningTokens?: true
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
+  catalogModel?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -271,6 +276,7 @@ export type GenerationCountAggregateInputType = {
   reasoningTokens?: true
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
+  catalogModel?: true
   _all?: true
 }
 
@@ -388,6 +394,7 @@ export type GenerationGroupByOutputType = {
   reasoningTokens: number | null
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
+  catalogModel: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -441,6 +448,7 @@ export type GenerationWhereInput = {
   reasoningTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
+  catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -471,6 +479,7 @@ export type GenerationOrderByWithRelationInput = {
   reasoningTokens?: Prisma.SortOrderInput | Prisma.SortOrder
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -504,6 +513,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   reasoningTokens?: Prisma.IntNullableFilter<"Generation"> | number | null
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
+  catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -534,6 +544,7 @@ export type GenerationOrderByWithAggregationInput = {
   reasoningTokens?: Prisma.SortOrderInput | Prisma.SortOrder
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
+  catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -572,6 +583,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   reasoningTokens?: Prisma.IntNullableWithAggregatesFilter<"Generation"> | number | null
   costFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
+  catalogModel?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -602,6 +614,7 @@ export type GenerationCreateInput = {
   reasoningTokens?: number | null
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
+  catalogModel?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -632,6 +645,7 @@ export type GenerationUncheckedCreateInput = {
   reasoningTokens?: number | null
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
+  catalogModel?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -662,6 +676,7 @@ export type GenerationUpdateInput = {
   reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -692,6 +707,7 @@ export type GenerationUncheckedUpdateInput = {
   reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -722,6 +738,7 @@ export type GenerationCreateManyInput = {
   reasoningTokens?: number | null
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
+  catalogModel?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -752,6 +769,7 @@ export type GenerationUpdateManyMutationInput = {
   reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -782,6 +800,7 @@ export type GenerationUncheckedUpdateManyInput = {
   reasoningTokens?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
+  catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -812,6 +831,7 @@ export type GenerationCountOrderByAggregateInput = {
   reasoningTokens?: Prisma.SortOrder
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
+  catalogModel?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -858,6 +878,7 @@ export type GenerationMaxOrderByAggregateInput = {
   reasoningTokens?: Prisma.SortOrder
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
+  catalogModel?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -888,6 +909,7 @@ export type GenerationMinOrderByAggregateInput = {
   reasoningTokens?: Prisma.SortOrder
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
+  catalogModel?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -944,6 +966,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   reasoningTokens?: boolean
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
+  catalogModel?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -974,6 +997,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   reasoningTokens?: boolean
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
+  catalogModel?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1004,6 +1028,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   reasoningTokens?: boolean
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
+  catalogModel?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1034,9 +1059,10 @@ export type GenerationSelectScalar = {
   reasoningTokens?: boolean
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
+  catalogModel?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1091,6 +1117,11 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * The provider's price of the generation at the served endpoint's catalog prices, in femto-dollars, BYOK or not.
      */
     upstreamCostFemtoUsd: bigint | null
+    /**
+     * The catalog model (canonical slug) whose endpoint served it; null when none served it or what served it
+     * is uncatalogued (docs/routing.md).
+     */
+    catalogModel: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1541,6 +1572,7 @@ export interface GenerationFieldRefs {
   readonly reasoningTokens: Prisma.FieldRef<"Generation", 'Int'>
   readonly costFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
   readonly upstreamCostFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
+  readonly catalogModel: Prisma.FieldRef<"Generation", 'String'>
 }
     
 
