@@ -48,7 +48,8 @@ describe("chat completions through the Anthropic and Gemini adapters", () => {
     expect(res.usage).toMatchObject({ prompt_tokens: 20, completion_tokens: 7 });
     const upstream = anthropic.requests.at(-1)!;
     expect(upstream.headers["x-api-key"]).toBe("sk-ant-test");
-    expect(upstream.body.model).toBe("claude-sonnet-4");
+    // A canonical slug of the catalog: the endpoint's own model id goes upstream (docs/routing.md).
+    expect(upstream.body.model).toBe("claude-sonnet-4-20250514");
     expect(upstream.body.tools?.[0]?.name).toBe("get_weather");
   });
 
