@@ -153,4 +153,18 @@ describe("routing through the model catalog", () => {
     const nitro = await create({ model: `${LLAMA}:nitro` });
     expect(nitro.provider).not.toBe("groq");
   });
+
+  it("zdr: true reaches a provider whose BYOK credential is declared zero-data-retention, with that credential only", async () => {
+    const created = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "together", key: "sk-together-zdr", declared_zdr: true } });
+    expect(created.status, created.text).toBe(200);
+    try {
+      const res = await create({ model: LLAMA, provider: { zdr: true } });
+      expect(res.provider).toBe("together");
+      expect(received()).toEqual({ groq: [], together: [IDS.together], fireworks: [] });
+      expect(fakes.together.requests[0]!.headers.authorization).toBe("Bearer sk-together-zdr");
+    } finally {
+      const id = (created.json as { data: { id: string } }).data.id;
+      expect((await api(h, "DELETE", `/byok/${id}`, { key: h.tenant.managementKey })).status).toBe(200);
+    }
+  });
 });

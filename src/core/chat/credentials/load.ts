@@ -42,6 +42,7 @@ function recordOf(row: CredentialRow): CredentialRecord {
     isByokOnly: row.isByokOnly,
     sortOrder: row.sortOrder,
     createdAt: row.createdAt,
+    declaredZdr: row.declaredZdr,
   };
 }
 

@@ -26,6 +26,12 @@ export interface CredentialRecord {
   isByokOnly: boolean;
   sortOrder: number;
   createdAt: Date;
+  /**
+   * `declared_zdr`: true = the customer declares its provider account zero-data-retention (requests with
+   * `provider.zdr` may use it on any endpoint of its provider); false = never used for such requests; null or
+   * absent = the endpoint's own terms decide (docs/routing.md).
+   */
+  declaredZdr?: boolean | null;
 }
 
 export interface SharedCredentialRecord {

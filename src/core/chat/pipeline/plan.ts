@@ -85,8 +85,26 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       const prefs = routingPreferencesOf(body);
       checkModelIds(body, known, deps.catalog, prefs.order ?? [], call.track.presetSlug);
       const account = deps.accountFilters ? await deps.accountFilters(caller) : [];
+      const credentialsOf = (slug: string) =>
+        Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
+      const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
+      const loaded = (slug: string) => {
+        let loading = byProvider.get(slug);
+        if (!loading) byProvider.set(slug, (loading = credentialsOf(slug)));
+        return loading;
+      };
       const label = models.length > 1 ? `${shortened(models[0]!)} or its fallback models` : shortened(models[0]!);
-      const candidates = filterCandidates(resolveCandidates(models, prefs, deps.catalog, known), prefs, body, label, account);
+      const resolved = resolveCandidates(models, prefs, deps.catalog, known);
+      if (prefs.zdr) {
+        // A BYOK credential declared zero-data-retention makes its provider's endpoints eligible (docs/routing.md).
+        const declared = new Set<string>();
+        for (const p of new Set(resolved.map((c) => c.provider))) {
+          const [creds] = await loaded(p);
+          if (creds.some((c) => c.declaredZdr === true && !c.disabled)) declared.add(p);
+        }
+        prefs.zdrCredentialProviders = declared;
+      }
+      const candidates = filterCandidates(resolved, prefs, body, label, account);
       // The health memory is read only when there is an order to choose (one round trip for every endpoint).
       let unhealthy = NO_HEALTH;
       if (deps.health && candidates.length > 1) {
@@ -94,14 +112,9 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         if (waits.size > 0) unhealthy = new Set(waits.keys());
       }
       const planned = orderCandidates(candidates, prefs, { unhealthy, random, ...(deps.stats ? { stats: deps.stats } : {}) });
-      const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
-      const credentialsOf = (slug: string) =>
-        Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
       for (const plan of planned) {
         const provider = deps.providers.get(plan.provider)!;
-        let loading = byProvider.get(plan.provider);
-        if (!loading) byProvider.set(plan.provider, (loading = credentialsOf(plan.provider)));
-        const [creds, shared] = await loading;
+        const [creds, shared] = await loaded(plan.provider);
         // A credential restricted to models is matched on the model as named and, for a catalog model, on
         // `<provider>/<provider model id>` too.
         const aliases = plan.endpoint ? [`${plan.provider}/${plan.upstreamModel}`] : [];
@@ -109,6 +122,12 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
           if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
+          // provider.zdr: a credential declared not ZDR never serves; on an endpoint that is not ZDR itself, only a
+          // BYOK credential declared ZDR does.
+          if (prefs.zdr) {
+            const declared = sel.source === "byok" ? (cred as { declaredZdr?: boolean | null }).declaredZdr : undefined;
+            if (declared === false || (plan.endpoint?.zdr !== true && declared !== true)) continue;
+          }
           if (call.attempts.length >= deps.maxAttempts) {
             call.attemptsNotTried++;
             continue;

@@ -41,6 +41,8 @@ export interface RoutingPreferences {
   quantizations?: ReadonlySet<string>;
   dataCollectionDeny: boolean;
   zdr: boolean;
+  /** With `zdr`: providers for which the caller has a BYOK credential declared zero-data-retention (set by the plan stage). */
+  zdrCredentialProviders?: ReadonlySet<string>;
   requireParameters: boolean;
   distillable: boolean;
   /** Tokens per second. */

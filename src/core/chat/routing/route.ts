@@ -159,7 +159,12 @@ function filtersOf(prefs: RoutingPreferences, body: Readonly<Record<string, unkn
     f.push({ field: "provider.data_collection", keep: (c) => c.endpoint !== undefined && !c.endpoint.data_policy.training, why: 'with "deny", only endpoints whose provider may not train on prompts serve, and every endpoint of the model may (or its terms are unknown)' });
   }
   if (prefs.zdr) {
-    f.push({ field: "provider.zdr", keep: (c) => c.endpoint?.zdr === true, why: "no endpoint of the model is zero-data-retention" });
+    const declared = prefs.zdrCredentialProviders;
+    f.push({
+      field: "provider.zdr",
+      keep: (c) => c.endpoint?.zdr === true || declared?.has(c.provider) === true,
+      why: "no endpoint of the model is zero-data-retention, and no credential of its providers is declared so (declared_zdr)",
+    });
   }
   if (prefs.distillable) {
     f.push({ field: "provider.enforce_distillable_text", keep: (c) => c.endpoint?.distillable === true, why: "no endpoint of the model allows distilling its outputs" });
@@ -191,6 +196,10 @@ function filtersOf(prefs: RoutingPreferences, body: Readonly<Record<string, unkn
   return f;
 }
 
+const hasFilters = (p: RoutingPreferences) =>
+  p.only !== undefined || p.ignore !== undefined || (p.order !== undefined && !p.allowFallbacks) || p.quantizations !== undefined ||
+  p.dataCollectionDeny || p.zdr || p.distillable || p.requireParameters || p.maxPrice !== undefined;
+
 function fmt(d: Decimal): string {
   return d.exp >= 0 ? `${d.digits}${"0".repeat(d.exp)}` : `${Number(d.digits) * 10 ** d.exp}`;
 }
@@ -200,6 +209,7 @@ function fmt(d: Decimal): string {
  * candidates (`extra` filters — the account's routing settings — come first).
  */
 export function filterCandidates(candidates: Candidate[], prefs: RoutingPreferences, body: Readonly<Record<string, unknown>>, label: string, extra: readonly Filter[] = []): Candidate[] {
+  if (extra.length === 0 && !hasFilters(prefs)) return candidates;
   let left = candidates;
   for (const f of filtersOf(prefs, body, extra)) {
     const kept = left.filter(f.keep);
@@ -274,6 +284,7 @@ function orderPool(pool: Candidate[], prefs: RoutingPreferences, deps: OrderDeps
 
 /** Step 3: the order in which the candidates are tried. */
 export function orderCandidates(candidates: Candidate[], prefs: RoutingPreferences, deps: OrderDeps): Candidate[] {
+  if (candidates.length <= 1) return candidates;
   let out: Candidate[];
   if (prefs.partition === "none") out = orderPool(candidates, prefs, deps);
   else {

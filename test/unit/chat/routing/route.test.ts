@@ -124,6 +124,13 @@ describe("filters", () => {
     expect(r.message).toContain("nothing was sent to any provider");
   });
 
+  it("zdr: a provider with a credential declared zero-data-retention is eligible though its endpoint is not", () => {
+    const prefs = routingPreferencesOf(body({ zdr: true }));
+    prefs.zdrCredentialProviders = new Set(["dear"]);
+    const kept = filterCandidates(resolveCandidates(["acme/m"], prefs, catalog, known), prefs, body(), "acme/m");
+    expect(providers(kept).sort()).toEqual(["dear", "mid"]);
+  });
+
   it("an uncatalogued endpoint meets no catalog filter (its terms are unknown)", () => {
     expect(refusal(() => route({ model: "groq/brand-new-model", provider: { zdr: true } })).field).toBe("provider.zdr");
     expect(refusal(() => route({ model: "groq/brand-new-model", provider: { max_price: { prompt: "100" } } })).field).toBe("provider.max_price.prompt");
