@@ -12,12 +12,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
 
 const LLAMA = "meta-llama/llama-3.3-70b-instruct";
 const IDS = { groq: "llama-3.3-70b-versatile", together: "meta-llama/Llama-3.3-70B-Instruct-Turbo", fireworks: "accounts/fireworks/models/llama-v3p3-70b-instruct" } as const;
 type Name = keyof typeof IDS;
 
-describe("routing through the model catalog", () => {
+describe.each(["sqlite", "postgresql"] as const)("routing through the model catalog (%s)", (db) => {
   let h: Harness;
   const fakes = {} as Record<Name, FakeUpstream>;
   let client: OpenAI;
@@ -25,6 +26,7 @@ describe("routing through the model catalog", () => {
   beforeAll(async () => {
     for (const name of Object.keys(IDS) as Name[]) fakes[name] = await startFakeOpenAI({ text: [name], finish: "stop", usage: { input: 10, output: 20 } });
     h = await startHarness({
+      provider: db,
       env: {
         PORTICO_PROVIDER_GROQ_BASE_URL: `${fakes.groq.url}/v1`,
         PORTICO_PROVIDER_TOGETHER_BASE_URL: `${fakes.together.url}/v1`,
@@ -123,10 +125,21 @@ describe("routing through the model catalog", () => {
     expect(res.provider).toBe("groq");
     expect(received().groq).toEqual(["brand-new-model"]);
     expect(await generation(res.id)).toMatchObject({ catalog_model: null, uncatalogued: true });
+    // gRPC reads the same record.
+    const generations = grpcClient("portico/generations/v1/generations_service.proto", "portico.generations.v1.GenerationsService", h.coreUrl);
+    const read = async (id: string) => {
+      const { response, error } = await unary(generations, "GetGeneration", { id }, bearer(h.tenant.apiKey));
+      expect(error).toBeFalsy();
+      return response.generation;
+    };
+    const g = await read(res.id);
+    expect(g.uncatalogued).toBe(true);
+    expect(g.catalog_model ?? null).toBeNull();
     // A <provider>/<provider model id> the catalog knows is catalogued, and goes to that provider only.
     const direct = await create({ model: `together/${IDS.together}` });
     expect(direct.provider).toBe("together");
     expect(await generation(direct.id)).toMatchObject({ catalog_model: LLAMA, uncatalogued: false });
+    expect(await read(direct.id)).toMatchObject({ uncatalogued: false, catalog_model: LLAMA });
   });
 
   it("sort latency (and :nitro, throughput) follow what Portico recorded per endpoint", async () => {
