@@ -74,6 +74,8 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
   const random = deps.random ?? Math.random;
   const known = (p: string) => deps.providers.get(p) !== undefined;
   const NO_HEALTH: ReadonlySet<string> = new Set();
+  // Provider lists may name providers by display name ("Together AI"); read once (the registry is fixed at start-up).
+  const names = new Map(deps.providers.list().map((p) => [p.name.toLowerCase(), p.slug]));
   return {
     name: "plan",
     async run(call, next) {
@@ -82,7 +84,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       const models = modelsOf(body);
       track.requestedModel = models[0] ?? "";
       if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
-      const prefs = routingPreferencesOf(body);
+      const prefs = routingPreferencesOf(body, names);
       checkModelIds(body, known, deps.catalog, prefs.order ?? [], call.track.presetSlug);
       const account = deps.accountFilters ? await deps.accountFilters(caller) : [];
       const credentialsOf = (slug: string) =>

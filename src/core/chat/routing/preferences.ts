@@ -51,8 +51,13 @@ export interface RoutingPreferences {
   maxLatency?: Percentiles;
 }
 
-const lower = (v: unknown): string[] | undefined =>
-  Array.isArray(v) ? v.filter((x): x is string => typeof x === "string").map((s) => s.toLowerCase()) : undefined;
+const lower = (v: unknown, names?: ReadonlyMap<string, string>): string[] | undefined =>
+  Array.isArray(v)
+    ? v.filter((x): x is string => typeof x === "string").map((s) => {
+        const l = s.toLowerCase();
+        return names?.get(l) ?? l;
+      })
+    : undefined;
 
 function percentiles(field: string, v: unknown): Percentiles | undefined {
   if (v === null || v === undefined) return undefined;
@@ -74,9 +79,11 @@ function sortOf(v: unknown): { by?: string | null; partition?: string | null } {
 
 /**
  * Reads the preferences of `body` (already checked by the ChatRequest definition: shapes are right, so this
- * only reads them, and refuses what Portico cannot honour).
+ * only reads them, and refuses what Portico cannot honour). Provider lists take slugs or display names, case
+ * insensitive (`names`: lowercased display name → slug, e.g. "together ai" → "together"), as the real-world
+ * SDKs send display names.
  */
-export function routingPreferencesOf(body: Readonly<Record<string, unknown>>): RoutingPreferences {
+export function routingPreferencesOf(body: Readonly<Record<string, unknown>>, names?: ReadonlyMap<string, string>): RoutingPreferences {
   const p = body.provider && typeof body.provider === "object" && !Array.isArray(body.provider) ? (body.provider as Record<string, unknown>) : {};
   const prefs: RoutingPreferences = {
     allowFallbacks: p.allow_fallbacks !== false,
@@ -86,9 +93,9 @@ export function routingPreferencesOf(body: Readonly<Record<string, unknown>>): R
     requireParameters: p.require_parameters === true,
     distillable: p.enforce_distillable_text === true,
   };
-  const order = lower(p.order);
-  const only = lower(p.only);
-  const ignore = lower(p.ignore);
+  const order = lower(p.order, names);
+  const only = lower(p.only, names);
+  const ignore = lower(p.ignore, names);
   if (order) prefs.order = order;
   if (only) prefs.only = only;
   if (ignore) prefs.ignore = ignore;

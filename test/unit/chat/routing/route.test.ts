@@ -81,6 +81,15 @@ describe("resolving model ids", () => {
     expect(got.map((c) => [c.provider, c.upstreamModel, c.model, c.endpoint])).toEqual([["groq", "brand-new-model", undefined, undefined]]);
   });
 
+  it("provider lists take display names too, case insensitive", () => {
+    const names = new Map([["together ai", "together"], ["fireworks ai", "fireworks"]]);
+    expect(routingPreferencesOf({ provider: { only: ["Together AI", "GROQ"], order: ["Fireworks AI"], ignore: ["fireworks"] } }, names)).toMatchObject({
+      only: ["together", "groq"],
+      order: ["fireworks"],
+      ignore: ["fireworks"],
+    });
+  });
+
   it("only and ignore match endpoint provider slugs; order puts its providers first", () => {
     expect(providers(route(body({ only: ["dear", "mid"], sort: "price" })))).toEqual(["mid", "dear"]);
     expect(providers(route(body({ ignore: ["cheap"], sort: "price" })))).toEqual(["mid", "dear"]);
@@ -200,6 +209,7 @@ describe("ordering", () => {
     expect(pairs(route(b({ sort: "price" })))).toEqual(["o-dear", "o-cheap", "m-cheap", "m-mid", "m-dear"]);
     expect(pairs(route(b({ sort: { by: "price", partition: "none" } })))).toEqual(["m-cheap", "o-dear", "m-mid", "m-dear", "o-cheap"]);
     expect(pairs(route(b({ sort: "price" }, { route: "sort" })))).toEqual(["m-cheap", "o-dear", "m-mid", "m-dear", "o-cheap"]);
+    expect(pairs(route(b({ sort: "price" }, { route: "fallback" })))).toEqual(["o-dear", "o-cheap", "m-cheap", "m-mid", "m-dear"]);
     expect(pairs(route(b({ sort: { by: "price", partition: "model" } }, { route: "sort" })))).toEqual(["o-dear", "o-cheap", "m-cheap", "m-mid", "m-dear"]);
   });
 
