@@ -48,7 +48,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     const id = /"id":"(gen-[0-9a-f-]+)"/.exec(text)![1];
     const usage = { input_tokens: 7, cache_creation_input_tokens: 0, cache_read_input_tokens: 3, output_tokens: 0 };
     const frames = [
-      ["message_start", { type: "message_start", message: { id, type: "message", role: "assistant", model: "claude-sonnet-4", content: [], stop_reason: null, stop_sequence: null, usage } }],
+      ["message_start", { type: "message_start", message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-20250514", content: [], stop_reason: null, stop_sequence: null, usage } }],
       ["ping", { type: "ping" }],
       ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
       ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hi" } }],
@@ -133,7 +133,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     expect(up.headers["anthropic-version"]).toBe("2023-06-01");
     expect(up.headers["x-api-key"]).toBe("sk-ant-test");
     expect(up.body).toMatchObject({
-      model: "claude-sonnet-4",
+      model: "claude-sonnet-4-20250514",
       max_tokens: 64,
       system: [{ type: "text", text: "You are terse.", cache_control: { type: "ephemeral" } }],
       messages: [
@@ -194,7 +194,7 @@ describe.each(["sqlite", "postgresql"] as const)("Anthropic Messages API (%s)", 
     const up = anthropic.requests.at(-1)!;
     expect(up.url).toBe("/v1/messages/count_tokens");
     expect(up.headers["anthropic-beta"]).toBe("token-counting-2024-11-01");
-    expect(up.body).toEqual({ model: "claude-sonnet-4", system: "sys", messages: [{ role: "user", content: [{ type: "text", text: "count me" }] }], tools: [{ name: "t", input_schema: { type: "object" } }] });
+    expect(up.body).toEqual({ model: "claude-sonnet-4-20250514", system: "sys", messages: [{ role: "user", content: [{ type: "text", text: "count me" }] }], tools: [{ name: "t", input_schema: { type: "object" } }] });
     expect(await client.messages.countTokens(body)).toEqual({ input_tokens: 4242 });
 
     const openaiBefore = openai.requests.length;
