@@ -216,6 +216,12 @@ export interface Config {
    * over the built-in catalog at start-up (docs/catalog.md). A file that breaks a rule stops the start.
    */
   catalogFile: string | undefined;
+  /**
+   * How often every process re-reads the catalog changes made through the management API
+   * (PORTICO_CATALOG_REFRESH_MS, 50–600000, default 1000): the bound on a change reaching a process whose
+   * invalidation message was lost (docs/catalog.md). Changes are announced on the bus at once besides.
+   */
+  catalogRefreshMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -307,6 +313,7 @@ const Env = z
     PORTICO_MASTER_KEY: textSetting(),
     PORTICO_MASTER_KEY_FILE: textSetting(),
     PORTICO_CATALOG_FILE: textSetting(),
+    PORTICO_CATALOG_REFRESH_MS: intSetting(1000, 50, 600_000),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
     PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
@@ -373,5 +380,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       masterKeyFile: e.PORTICO_MASTER_KEY_FILE,
     },
     catalogFile: e.PORTICO_CATALOG_FILE ? resolve(e.PORTICO_CATALOG_FILE) : undefined,
+    catalogRefreshMs: e.PORTICO_CATALOG_REFRESH_MS,
   };
 }

@@ -26,7 +26,7 @@ import { InternAdminService } from "../gen/portico/internadmin/v1/internadmin_se
 import { createInternAdmin } from "./interns/intern-admin.js";
 import { createInternAdminHandler } from "./interns/intern-admin-handler.js";
 import { ByokService } from "../gen/portico/byok/v1/byok_service_pb.js";
-import { createByokDomain, servedBy } from "./byok/byok-module.js";
+import { createByokDomain } from "./byok/byok-module.js";
 import { PresetsService } from "../gen/portico/presets/v1/presets_service_pb.js";
 import { createPresetsHandler } from "./presets/presets-handler.js";
 import { createPresetsRepository } from "./presets/presets-repository.js";
@@ -47,7 +47,12 @@ import { createActivityRepository } from "./activity/activity-repository.js";
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
 import { createSharedCredentialStore, withKeylessProviders } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
-import { loadCatalog } from "./catalog/catalog.js";
+import { loadCatalogFile } from "./catalog/catalog.js";
+import { createLiveCatalog } from "./catalog/live-catalog.js";
+import { createCatalogManagement } from "./catalog/catalog-management.js";
+import { createCatalogHandler } from "./catalog/catalog-handler.js";
+import { servedBy } from "./catalog/providers.js";
+import { CatalogService } from "../gen/portico/catalog/v1/catalog_service_pb.js";
 import { WorkspacesService } from "../gen/portico/workspaces/v1/workspaces_service_pb.js";
 import { createAuditLog, createAuditRecorder } from "./audit/audit-log.js";
 import { createAuditHandler } from "./audit/audit-handler.js";
@@ -89,7 +94,7 @@ export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([HealthService.typeN
 export async function createCore(opts: CoreOptions): Promise<Core> {
   const { database, config, logger, metrics } = opts;
   // First: a broken operator catalog file stops the start before anything is opened.
-  const catalog = loadCatalog(config.catalogFile);
+  const catalogBase = loadCatalogFile(config.catalogFile);
   const db = database.db;
   const identity = createIdentityRepository(db);
   const closers: Array<() => Promise<void>> = [];
@@ -103,6 +108,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     if (!opts.bus) await bus.close();
     throw err;
   });
+  // The catalog served: built-in < operator file < management changes (database), swapped live.
+  const catalog = createLiveCatalog({ base: catalogBase, db, bus, refreshMs: config.catalogRefreshMs, logger: logger.child({ component: "catalog" }) });
+  closers.push(async () => catalog.close());
+  await catalog.refresh().catch(async (err: unknown) => {
+    catalog.close();
+    if (!opts.bus) await bus.close();
+    throw err;
+  });
+  const catalogManagement = createCatalogManagement({ db, catalog, serves: servedBy(providers), bus });
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());
   // Spend limits live in the database every instance shares (docs/limits.md).
@@ -197,6 +211,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
+    router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, providerName: (slug) => providers.get(slug)?.name ?? slug }));
     router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
     router.service(ActivityService, createActivityHandler({

@@ -14,8 +14,9 @@ import { verifyKeyring } from "./keyring-store.js";
 import { createAuditRecorder } from "../audit/audit-log.js";
 import { ProviderRegistry } from "../chat/providers/index.js";
 
-/** The providers a registry can route to, as the BYOK rules ask for them. */
-export const servedBy = (registry: ProviderRegistry) => (slug: string) => registry.get(slug) !== undefined;
+/** The providers a registry can route to, as the BYOK rules ask for them (the catalog module's provider list). */
+export { servedBy } from "../catalog/providers.js";
+import { servedBy } from "../catalog/providers.js";
 
 export interface ByokDomain {
   keyring: Keyring;

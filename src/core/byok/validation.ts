@@ -7,6 +7,7 @@
 import { ByokFields } from "../../contract/requests/byok.js";
 import { validate } from "../../contract/requests/kit.js";
 import { checkRules, invalidArgument } from "../errors.js";
+import { UNSERVED_PROVIDER, type ServesProvider } from "../catalog/providers.js";
 
 export { KEY_HASH, MAX_KEY_BYTES, MAX_LIST_ENTRY_CHARS, MAX_LIST_ITEMS, MAX_NAME_CHARS } from "../../contract/requests/byok.js";
 
@@ -37,12 +38,8 @@ export function validateProvider(provider: string | undefined, field = "provider
   return provider!;
 }
 
-/** Whether this deployment can route requests to a provider slug (src/core/chat/providers/index.ts). */
-export type ServesProvider = (slug: string) => boolean;
-
-export const UNSERVED_PROVIDER =
-  "provider must name a provider this deployment serves: GET /api/v1/providers lists them " +
-  "(an operator adds OpenAI-compatible ones with PORTICO_OPENAI_COMPATIBLE_PROVIDERS)";
+// The provider list lives in the catalog module (the providers it knows); re-exported for the BYOK code.
+export { UNSERVED_PROVIDER, type ServesProvider };
 
 /**
  * A provider a credential may be stored for: one requests can be routed to. A credential for any other

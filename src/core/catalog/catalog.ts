@@ -99,7 +99,7 @@ const Pricing = z.strictObject({
     .optional(),
 });
 const slugPattern = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
-const EndpointPatch = z.strictObject({
+export const EndpointPatch = z.strictObject({
   provider: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, { error: () => "must be a provider slug (lowercase)" }),
   /** Removes the built-in endpoint of this provider. */
   remove: z.literal(true).optional(),
@@ -116,19 +116,22 @@ const EndpointPatch = z.strictObject({
   status: z.enum(["active", "deprecated", "disabled"]).optional(),
   source: z.strictObject({ url: z.string(), as_of: z.string() }).optional(),
 });
-const ModelPatch = z.strictObject({
+export const ModelPatch = z.strictObject({
   slug: z.string().regex(slugPattern, { error: () => "must be a canonical slug <author>/<model>, such as acme/llama-3-70b" }),
   /** Removes the built-in model. */
   remove: z.literal(true).optional(),
   name: z.string().min(1).optional(),
+  description: z.string().optional(),
   context_length: z.int().min(1).optional(),
-  architecture: z.strictObject({ input_modalities: z.array(z.string()), output_modalities: z.array(z.string()) }).optional(),
+  architecture: z
+    .strictObject({ input_modalities: z.array(z.string()), output_modalities: z.array(z.string()), tokenizer: z.string().min(1).optional() })
+    .optional(),
   supported_parameters: z.array(z.string()).optional(),
   endpoints: z.array(EndpointPatch).optional(),
 });
 const OperatorFile = z.strictObject({ version: z.literal(1), models: z.array(ModelPatch) });
-type EndpointPatch = z.infer<typeof EndpointPatch>;
-type ModelPatch = z.infer<typeof ModelPatch>;
+export type EndpointPatch = z.infer<typeof EndpointPatch>;
+export type ModelPatch = z.infer<typeof ModelPatch>;
 export type OperatorCatalogFile = z.infer<typeof OperatorFile>;
 
 /** What an operator's new endpoint gets for the fields it leaves out: conservative terms (it may keep data). */
@@ -162,7 +165,7 @@ function mergeEndpoint(where: string, base: Endpoint | undefined, patch: Endpoin
   return { ...base, ...rest, ...(pricing ? { pricing } : {}), source: patch.source ?? (pricing ? { url: "operator catalog file", as_of: "" } : base.source) } as Endpoint;
 }
 
-function mergeModel(where: string, base: CatalogModel | undefined, patch: ModelPatch): CatalogModel {
+export function mergeModel(where: string, base: CatalogModel | undefined, patch: ModelPatch): CatalogModel {
   if (!base && (!patch.name || !patch.endpoints?.length)) {
     throw new CatalogError(`${where}: a model the built-in catalog lacks needs a name and at least one endpoint`);
   }
@@ -181,9 +184,11 @@ function mergeModel(where: string, base: CatalogModel | undefined, patch: ModelP
   }
   if (endpoints.length === 0) throw new CatalogError(`${where}: no endpoint left (remove the model instead)`);
   const { remove: _r, endpoints: _e, ...fields } = patch;
+  const description = fields.description ?? base?.description;
   return {
     slug: patch.slug,
     name: fields.name ?? base!.name,
+    ...(description !== undefined ? { description } : {}),
     context_length: fields.context_length ?? base?.context_length ?? Math.max(...endpoints.map((e) => e.context_length)),
     architecture: fields.architecture ?? base?.architecture ?? { input_modalities: ["text"], output_modalities: ["text"] },
     supported_parameters: fields.supported_parameters ?? base?.supported_parameters ?? [],
@@ -209,9 +214,14 @@ export function mergeCatalogs(builtin: CatalogFile, operator: unknown, name = "o
     models.set(patch.slug, mergeModel(where, models.get(patch.slug), patch));
   }
   const merged: CatalogFile = { version: 1, models: [...models.values()] };
-  // A provider's own model id names one model: two models claiming it would price a request at a guess.
+  checkProviderIds(merged, name);
+  return merged;
+}
+
+/** A provider's own model id names one model: two models claiming it would price a request at a guess. */
+export function checkProviderIds(catalog: CatalogFile, name: string): void {
   const owners = new Map<string, string>();
-  for (const m of merged.models) {
+  for (const m of catalog.models) {
     for (const e of m.endpoints) {
       for (const id of [e.model_id, ...(e.aliases ?? [])]) {
         const k = `${e.provider}/${id}`;
@@ -221,7 +231,6 @@ export function mergeCatalogs(builtin: CatalogFile, operator: unknown, name = "o
       }
     }
   }
-  return merged;
 }
 
 /**
@@ -230,7 +239,12 @@ export function mergeCatalogs(builtin: CatalogFile, operator: unknown, name = "o
  * the file and the entry, at start-up.
  */
 export function loadCatalog(file?: string): Catalog {
-  if (!file) return createCatalog(BUILTIN_CATALOG);
+  return createCatalog(loadCatalogFile(file));
+}
+
+/** The built-in catalog with the operator file merged over it, as data (the base under the management API's changes). */
+export function loadCatalogFile(file?: string): CatalogFile {
+  if (!file) return BUILTIN_CATALOG;
   let raw: string;
   try {
     raw = readFileSync(file, "utf8");
@@ -243,5 +257,5 @@ export function loadCatalog(file?: string): Catalog {
   } catch (err) {
     throw new CatalogError(`PORTICO_CATALOG_FILE ${file} is not JSON: ${(err as Error).message}`);
   }
-  return createCatalog(mergeCatalogs(BUILTIN_CATALOG, json, `PORTICO_CATALOG_FILE ${file}`));
+  return mergeCatalogs(BUILTIN_CATALOG, json, `PORTICO_CATALOG_FILE ${file}`);
 }

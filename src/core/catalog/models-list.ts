@@ -1,20 +1,22 @@
 /**
  * `GET /api/v1/models` (ChatService.ListModels) from the catalog (docs/catalog.md, "The model list"): the ids
- * the caller may route to, each catalogued one described in the real-world service's shape (name,
- * context_length, architecture, pricing per token, supported_parameters, top_provider).
+ * the caller may route to, in the real-world service's shape (one entry per model under its canonical slug,
+ * with name, context_length, architecture, pricing per token, supported_parameters and top_provider).
  *
- * Routing reads `<provider>/<model>` (docs/chat.md), so a catalog model is listed once per endpoint the caller
- * could reach, under the id that reaches it (`groq/llama-3.3-70b-versatile`), with the catalog's
- * `canonical_slug` (`meta-llama/llama-3.3-70b-instruct`). An endpoint is reachable when the caller's
- * credentials allow its provider's every model (`<provider>/*`) or name that id. Disabled endpoints are not
- * listed. Ids the catalog lacks (a credential's allowed model, `<provider>/*`) are listed as before, bare.
+ * A catalog model is listed when at least one of its endpoints (status not `disabled`) is reachable: the
+ * caller's credentials (or the operator's shared keys) allow its provider's every model (`<provider>/*`), or
+ * name its provider model id (`<provider>/<model id>`) or the model's canonical slug. Its `pricing` and
+ * `top_provider` are those of the cheapest reachable endpoint (prompt + completion price), the one default
+ * routing prefers. Ids the catalog lacks (`<provider>/*`, an allowed model the catalog does not know) stay
+ * listed under their own id, without catalog figures.
  */
 import type { Model, ModelPricing } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { Catalog, CatalogModel, Endpoint } from "./catalog.js";
+import { femto } from "./cost.js";
 
 type Entry = Pick<Model, "id" | "ownedBy" | "created"> & Partial<Omit<Model, "$typeName" | "$unknown">>;
 
-function pricingOf(e: Endpoint): Omit<ModelPricing, "$typeName" | "$unknown"> {
+export function pricingOf(e: Endpoint): Omit<ModelPricing, "$typeName" | "$unknown"> {
   const p = e.pricing;
   return {
     prompt: p.prompt,
@@ -27,15 +29,32 @@ function pricingOf(e: Endpoint): Omit<ModelPricing, "$typeName" | "$unknown"> {
   };
 }
 
+/** `text+image->text`. */
+export function modalityOf(model: CatalogModel): string {
+  const a = model.architecture;
+  return `${a.input_modalities.join("+")}->${a.output_modalities.join("+")}`;
+}
+
+/** Prompt + completion price, the order "cheapest first" uses. */
+export function priceRank(e: Endpoint): bigint {
+  return femto(e.pricing.prompt) + femto(e.pricing.completion);
+}
+
 function describe(model: CatalogModel, e: Endpoint): Partial<Entry> {
   const a = model.architecture;
   return {
     canonicalSlug: model.slug,
     name: model.name,
-    contextLength: BigInt(e.context_length),
-    architecture: { modality: `${a.input_modalities.join("+")}->${a.output_modalities.join("+")}`, inputModalities: a.input_modalities, outputModalities: a.output_modalities } as Model["architecture"],
+    ...(model.description !== undefined ? { description: model.description } : {}),
+    contextLength: BigInt(model.context_length),
+    architecture: {
+      modality: modalityOf(model),
+      inputModalities: a.input_modalities,
+      outputModalities: a.output_modalities,
+      ...(a.tokenizer !== undefined ? { tokenizer: a.tokenizer } : {}),
+    } as Model["architecture"],
     pricing: pricingOf(e) as Model["pricing"],
-    supportedParameters: e.supported_parameters ?? model.supported_parameters,
+    supportedParameters: model.supported_parameters,
     topProvider: {
       contextLength: BigInt(e.context_length),
       ...(e.max_completion_tokens !== null ? { maxCompletionTokens: BigInt(e.max_completion_tokens) } : {}),
@@ -44,20 +63,34 @@ function describe(model: CatalogModel, e: Endpoint): Partial<Entry> {
   };
 }
 
+type Grant = { ownedBy: string; created: bigint };
+
 /**
- * `ids`: the ids the caller may route to (`<provider>/*` or `<provider>/<model>`) with their owner and creation
- * time; returns them with every reachable catalog endpoint added or described.
+ * `ids`: the ids the caller may route to (`<provider>/*`, `<provider>/<model>` or a canonical slug, the
+ * granting provider as `ownedBy`) with their creation time; returns one entry per reachable catalog model
+ * and the ids the catalog does not describe.
  */
-export function withCatalog(ids: ReadonlyMap<string, { ownedBy: string; created: bigint }>, catalog: Catalog): Entry[] {
-  const out = new Map<string, Entry>([...ids].map(([id, m]) => [id, { id, ...m }]));
+export function withCatalog(ids: ReadonlyMap<string, Grant>, catalog: Catalog): Entry[] {
+  const bare = new Map(ids);
+  const out: Entry[] = [];
   for (const model of catalog.models()) {
+    let top: Endpoint | undefined;
+    let created: bigint | undefined;
     for (const e of model.endpoints) {
       if (e.status === "disabled") continue;
-      const id = `${e.provider}/${e.model_id}`;
-      const grant = ids.get(id) ?? ids.get(`${e.provider}/*`);
-      if (!grant) continue;
-      out.set(id, { ...grant, ...out.get(id), id, ...describe(model, e) });
+      const direct = [e.model_id, ...(e.aliases ?? [])].map((id) => `${e.provider}/${id}`);
+      const bySlug = ids.get(model.slug);
+      const grants = [...direct.map((id) => ids.get(id)), ids.get(`${e.provider}/*`), bySlug?.ownedBy === e.provider ? bySlug : undefined].filter((g): g is Grant => g !== undefined);
+      if (!grants.length) continue;
+      // The catalog describes these ids now: they are listed under the model.
+      for (const id of direct) bare.delete(id);
+      if (bySlug?.ownedBy === e.provider) bare.delete(model.slug);
+      for (const g of grants) if (created === undefined || g.created < created) created = g.created;
+      if (!top || priceRank(e) < priceRank(top)) top = e;
     }
+    if (!top) continue;
+    out.push({ id: model.slug, ownedBy: model.slug.split("/")[0]!, created: created!, ...describe(model, top) });
   }
-  return [...out.values()];
+  for (const [id, g] of bare) if (!out.some((m) => m.id === id)) out.push({ id, ...g });
+  return out;
 }

@@ -84,12 +84,16 @@ export interface Endpoint {
 export interface Architecture {
   input_modalities: string[];
   output_modalities: string[];
+  /** The tokenizer family (`GPT`, `Claude`, `Llama3`, …), when known. */
+  tokenizer?: string;
 }
 
 export interface CatalogModel {
   /** Canonical slug `<author>/<model>`. */
   slug: string;
   name: string;
+  /** A short description, when the catalog has one. */
+  description?: string;
   /** Largest context of its endpoints, as the model's makers state it. */
   context_length: number;
   architecture: Architecture;

@@ -154,8 +154,10 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     },
 
     /** The models the caller can route to (not a pipeline request: nothing is called upstream). */
-    async listModels(_req, ctx: HandlerContext) {
+    async listModels(req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
+      if (req.offset < 0) throw invalidArgument("offset", "offset must be an integer of at least 0");
+      if (req.limit < 0) throw invalidArgument("limit", "limit must be an integer of at least 1 (0 or absent: every entry)");
       const [creds, presets, shared] = await Promise.all([
         deps.credentials.listAll(caller.workspaceId),
         // Only active presets serve requests (docs/chat.md); disabled and archived ones are not offered.
@@ -182,12 +184,11 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         );
         if (!required) ids.set(`${s.provider}/*`, { ownedBy: s.provider, created: secs(s.createdAt) });
       }
-      return {
-        models: [
-          ...presets.items.map((p) => ({ id: `@preset/${p.slug}`, ownedBy: "preset", created: secs(p.createdAt) })),
-          ...withCatalog(ids, deps.catalog).sort((a, b) => (a.id < b.id ? -1 : 1)),
-        ],
-      };
+      const models = [
+        ...presets.items.map((p) => ({ id: `@preset/${p.slug}`, ownedBy: "preset", created: secs(p.createdAt) })),
+        ...withCatalog(ids, deps.catalog).sort((a, b) => (a.id < b.id ? -1 : 1)),
+      ];
+      return { models: models.slice(req.offset, req.limit > 0 ? req.offset + req.limit : undefined), totalCount: models.length };
     },
 
     /**

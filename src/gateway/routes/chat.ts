@@ -11,6 +11,9 @@ import { OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.j
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { presentModel } from "../presenters/models.js";
+import { Reason } from "../../contract/reasons.js";
+import { serviceError } from "../../lib/service-error.js";
+import { refuseUnknownQuery } from "./catalog.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
@@ -58,23 +61,32 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
         operationId: "listModels",
         summary: "What the caller can route to",
         description:
-          "OpenAI's model list shape. Presets of the workspace as `@preset/<slug>`, then, per provider with a BYOK credential the " +
-          "calling key may use, the credential's allowed models, or `<provider>/*` when it allows any; `<provider>/*` also for a " +
-          "provider with a shared operator key, unless an `is_required` credential of the caller removes them. Every model of the catalog " +
-          "the caller can reach this way is listed under `<provider>/<provider model id>` with its `canonical_slug`, `name`, " +
-          "`context_length`, `architecture`, `pricing` (USD per token as strings), `supported_parameters` and `top_provider` (docs/catalog.md).",
+          "The real-world service's model list (and OpenAI's `object`/`owned_by`): the workspace's presets as `@preset/<slug>`, then one entry " +
+          "per catalog model the calling key can reach (a BYOK credential it may use, or the operator's shared key, allows the provider of one " +
+          "of its endpoints, unless an `is_required` credential removes it) under its canonical slug, with `pricing` and `top_provider` of " +
+          "its cheapest reachable endpoint; ids the catalog does not describe (`<provider>/*`, an allowed model the catalog lacks) with " +
+          "`context_length` null and prices \"-1\". `offset` and `limit` page the list (docs/catalog.md).",
         tags: ["chat"],
+        querystring: {
+          type: "object",
+          properties: {
+            offset: { type: "string", description: "Entries to skip (default 0)." },
+            limit: { type: "string", description: "At most this many entries (1 to 1000; default: all)." },
+          },
+        },
         response: {
           200: {
             type: "object",
-            required: ["object", "data"],
+            required: ["object", "data", "total_count", "links"],
             properties: {
               object: { type: "string", enum: ["list"] },
+              total_count: { type: "integer", description: "Entries without offset and limit." },
+              links: { type: "object", properties: { next: { type: ["string", "null"], description: "The next page's path, or null." } } },
               data: {
                 type: "array",
                 items: {
                   type: "object",
-                  required: ["id", "object", "created", "owned_by"],
+                  required: ["id", "object", "created", "owned_by", "canonical_slug", "name", "context_length", "architecture", "pricing", "supported_parameters", "top_provider"],
                   properties: {
                     id: { type: "string" },
                     object: { type: "string", enum: ["model"] },
@@ -82,14 +94,20 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
                     owned_by: { type: "string" },
                     canonical_slug: { type: "string" },
                     name: { type: "string" },
-                    context_length: { type: "integer" },
+                    description: { type: "string" },
+                    context_length: { type: ["integer", "null"] },
                     architecture: {
                       type: "object",
-                      properties: { modality: { type: "string" }, input_modalities: { type: "array", items: { type: "string" } }, output_modalities: { type: "array", items: { type: "string" } } },
+                      properties: {
+                        modality: { type: "string" },
+                        input_modalities: { type: "array", items: { type: "string" } },
+                        output_modalities: { type: "array", items: { type: "string" } },
+                        tokenizer: { type: "string" },
+                      },
                     },
                     pricing: {
                       type: "object",
-                      description: "USD per token (per request, per image) as decimal strings",
+                      description: "USD per token (per request, per image) as decimal strings; \"-1\" when it depends on the model reached",
                       properties: Object.fromEntries(
                         ["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning"].map((k) => [k, { type: "string" }]),
                       ),
@@ -97,20 +115,42 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
                     supported_parameters: { type: "array", items: { type: "string" } },
                     top_provider: {
                       type: "object",
-                      properties: { context_length: { type: "integer" }, max_completion_tokens: { type: ["integer", "null"] }, is_moderated: { type: "boolean" } },
+                      properties: { context_length: { type: ["integer", "null"] }, max_completion_tokens: { type: ["integer", "null"] }, is_moderated: { type: "boolean" } },
                     },
+                    per_request_limits: { type: "null" },
+                    default_parameters: { type: "null" },
+                    supported_voices: { type: "null" },
+                    links: { type: "object", properties: { details: { type: "string" } } },
                   },
                 },
               },
             },
           },
-          ...errorResponses(401, 500),
+          ...errorResponses(400, 401, 500),
         },
       },
     },
     async (req) => {
-      const res = await client.listModels({}, callOptionsFor(req));
-      return { object: "list", data: res.models.map(presentModel) };
+      refuseUnknownQuery(req.query, ["offset", "limit"]);
+      const q = (req.query ?? {}) as Record<string, unknown>;
+      const int = (name: string, min: number, max: number): number => {
+        const raw = q[name];
+        if (raw === undefined || raw === "") return 0;
+        if (typeof raw !== "string" || !/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+          throw serviceError(Reason.BAD_REQUEST, `${name} must be an integer between ${min} and ${max}`, { field: name });
+        }
+        return Number(raw);
+      };
+      const offset = int("offset", 0, 2_147_483_647);
+      const limit = int("limit", 1, 1000);
+      const res = await client.listModels({ offset, limit }, callOptionsFor(req));
+      const end = offset + res.models.length;
+      return {
+        object: "list",
+        data: res.models.map(presentModel),
+        total_count: res.totalCount,
+        links: { next: limit > 0 && end < res.totalCount ? `/api/v1/models?offset=${end}&limit=${limit}` : null },
+      };
     },
   );
   api.post<{ Body: unknown }>(

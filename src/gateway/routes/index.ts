@@ -14,6 +14,7 @@ import { registerMessagesRoutes } from "./messages.js";
 import { registerGenerationRoutes } from "./generations.js";
 import { registerProviderRoutes } from "./providers.js";
 import { registerActivityRoutes } from "./activity.js";
+import { registerCatalogRoutes } from "./catalog.js";
 
 /** Registers every public route under the /api/v1 prefix. Each domain adds one line here. */
 export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
@@ -31,4 +32,5 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerGenerationRoutes(api, ctx);
   await registerProviderRoutes(api, ctx);
   await registerActivityRoutes(api, ctx);
+  await registerCatalogRoutes(api, ctx);
 }

@@ -140,3 +140,9 @@ export type InternRun = Prisma.InternRunModel
  * A question a run asked the caller, with its deadline.
  */
 export type InternInteraction = Prisma.InternInteractionModel
+/**
+ * Model CatalogOverride
+ * An operator's change to the model catalog made through the management API or `portico admin catalog`
+ * (docs/catalog.md), layered over the built-in catalog and the operator file: one row per canonical slug.
+ */
+export type CatalogOverride = Prisma.CatalogOverrideModel

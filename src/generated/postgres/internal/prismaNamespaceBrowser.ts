@@ -67,7 +67,8 @@ export const ModelName = {
   Intern: 'Intern',
   InternSession: 'InternSession',
   InternRun: 'InternRun',
-  InternInteraction: 'InternInteraction'
+  InternInteraction: 'InternInteraction',
+  CatalogOverride: 'CatalogOverride'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -400,6 +401,17 @@ export const InternInteractionScalarFieldEnum = {
 } as const
 
 export type InternInteractionScalarFieldEnum = (typeof InternInteractionScalarFieldEnum)[keyof typeof InternInteractionScalarFieldEnum]
+
+
+export const CatalogOverrideScalarFieldEnum = {
+  slug: 'slug',
+  kind: 'kind',
+  entry: 'entry',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CatalogOverrideScalarFieldEnum = (typeof CatalogOverrideScalarFieldEnum)[keyof typeof CatalogOverrideScalarFieldEnum]
 
 
 export const SortOrder = {

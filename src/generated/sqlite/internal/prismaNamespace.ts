@@ -408,7 +408,8 @@ export const ModelName = {
   Intern: 'Intern',
   InternSession: 'InternSession',
   InternRun: 'InternRun',
-  InternInteraction: 'InternInteraction'
+  InternInteraction: 'InternInteraction',
+  CatalogOverride: 'CatalogOverride'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -424,7 +425,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1834,6 +1835,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    CatalogOverride: {
+      payload: Prisma.$CatalogOverridePayload<ExtArgs>
+      fields: Prisma.CatalogOverrideFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.CatalogOverrideFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.CatalogOverrideFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        findFirst: {
+          args: Prisma.CatalogOverrideFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.CatalogOverrideFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        findMany: {
+          args: Prisma.CatalogOverrideFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>[]
+        }
+        create: {
+          args: Prisma.CatalogOverrideCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        createMany: {
+          args: Prisma.CatalogOverrideCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.CatalogOverrideCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>[]
+        }
+        delete: {
+          args: Prisma.CatalogOverrideDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        update: {
+          args: Prisma.CatalogOverrideUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        deleteMany: {
+          args: Prisma.CatalogOverrideDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.CatalogOverrideUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.CatalogOverrideUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>[]
+        }
+        upsert: {
+          args: Prisma.CatalogOverrideUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CatalogOverridePayload>
+        }
+        aggregate: {
+          args: Prisma.CatalogOverrideAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCatalogOverride>
+        }
+        groupBy: {
+          args: Prisma.CatalogOverrideGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CatalogOverrideGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.CatalogOverrideCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CatalogOverrideCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -2186,6 +2261,17 @@ export const InternInteractionScalarFieldEnum = {
 export type InternInteractionScalarFieldEnum = (typeof InternInteractionScalarFieldEnum)[keyof typeof InternInteractionScalarFieldEnum]
 
 
+export const CatalogOverrideScalarFieldEnum = {
+  slug: 'slug',
+  kind: 'kind',
+  entry: 'entry',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type CatalogOverrideScalarFieldEnum = (typeof CatalogOverrideScalarFieldEnum)[keyof typeof CatalogOverrideScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -2408,6 +2494,7 @@ export type GlobalOmitConfig = {
   internSession?: Prisma.InternSessionOmit
   internRun?: Prisma.InternRunOmit
   internInteraction?: Prisma.InternInteractionOmit
+  catalogOverride?: Prisma.CatalogOverrideOmit
 }
 
 /* Types for Logging */

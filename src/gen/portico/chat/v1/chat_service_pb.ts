@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEicAoUQ3JlYXRlTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiVAoVQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCSJwChRTdHJlYW1NZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSIvCgxNZXNzYWdlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkibQoVU3RyZWFtTWVzc2FnZVJlc3BvbnNlEi0KBmV2ZW50cxgBIAMoCzIdLnBvcnRpY28uY2hhdC52MS5NZXNzYWdlRXZlbnQSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkidQoZQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJTChpDb3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZRIUCgxpbnB1dF90b2tlbnMYASABKAMSDQoFZXhhY3QYAiABKAgSEAoIcHJvdmlkZXIYAyABKAkiEwoRTGlzdE1vZGVsc1JlcXVlc3QiPAoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbCKrAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXIiWgoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCSL0AQoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmcieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiVwobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKLAQocQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgpjb21wbGV0aW9uGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9jb21wbGV0aW9uX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkiVwobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKBAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCTKBBQoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZRJeCg1DcmVhdGVNZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXNwb25zZRJgCg1TdHJlYW1NZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXNwb25zZTABEm0KEkNvdW50TWVzc2FnZVRva2VucxIqLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0GisucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEicAoUQ3JlYXRlTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiVAoVQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCSJwChRTdHJlYW1NZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSIvCgxNZXNzYWdlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkibQoVU3RyZWFtTWVzc2FnZVJlc3BvbnNlEi0KBmV2ZW50cxgBIAMoCzIdLnBvcnRpY28uY2hhdC52MS5NZXNzYWdlRXZlbnQSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkidQoZQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJTChpDb3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZRIUCgxpbnB1dF90b2tlbnMYASABKAMSDQoFZXhhY3QYAiABKAgSEAoIcHJvdmlkZXIYAyABKAkiMgoRTGlzdE1vZGVsc1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFIlEKEkxpc3RNb2RlbHNSZXNwb25zZRImCgZtb2RlbHMYASADKAsyFi5wb3J0aWNvLmNoYXQudjEuTW9kZWwSEwoLdG90YWxfY291bnQYAiABKAUi1QMKBU1vZGVsEgoKAmlkGAEgASgJEhAKCG93bmVkX2J5GAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSGwoOY2Fub25pY2FsX3NsdWcYBCABKAlIAIgBARIRCgRuYW1lGAUgASgJSAGIAQESGwoOY29udGV4dF9sZW5ndGgYBiABKANIAogBARI9CgxhcmNoaXRlY3R1cmUYByABKAsyIi5wb3J0aWNvLmNoYXQudjEuTW9kZWxBcmNoaXRlY3R1cmVIA4gBARIzCgdwcmljaW5nGAggASgLMh0ucG9ydGljby5jaGF0LnYxLk1vZGVsUHJpY2luZ0gEiAEBEhwKFHN1cHBvcnRlZF9wYXJhbWV0ZXJzGAkgAygJEjcKDHRvcF9wcm92aWRlchgKIAEoCzIcLnBvcnRpY28uY2hhdC52MS5Ub3BQcm92aWRlckgFiAEBEhgKC2Rlc2NyaXB0aW9uGAsgASgJSAaIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXJCDgoMX2Rlc2NyaXB0aW9uIoABChFNb2RlbEFyY2hpdGVjdHVyZRIQCghtb2RhbGl0eRgBIAEoCRIYChBpbnB1dF9tb2RhbGl0aWVzGAIgAygJEhkKEW91dHB1dF9tb2RhbGl0aWVzGAMgAygJEhYKCXRva2VuaXplchgEIAEoCUgAiAEBQgwKCl90b2tlbml6ZXIi9AEKDE1vZGVsUHJpY2luZxIOCgZwcm9tcHQYASABKAkSEgoKY29tcGxldGlvbhgCIAEoCRIPCgdyZXF1ZXN0GAMgASgJEg0KBWltYWdlGAQgASgJEh0KEGlucHV0X2NhY2hlX3JlYWQYBSABKAlIAIgBARIeChFpbnB1dF9jYWNoZV93cml0ZRgGIAEoCUgBiAEBEh8KEmludGVybmFsX3JlYXNvbmluZxgHIAEoCUgCiAEBQhMKEV9pbnB1dF9jYWNoZV9yZWFkQhQKEl9pbnB1dF9jYWNoZV93cml0ZUIVChNfaW50ZXJuYWxfcmVhc29uaW5nInkKC1RvcFByb3ZpZGVyEhYKDmNvbnRleHRfbGVuZ3RoGAEgASgDEiIKFW1heF9jb21wbGV0aW9uX3Rva2VucxgCIAEoA0gAiAEBEhQKDGlzX21vZGVyYXRlZBgDIAEoCEIYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zIlcKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgiiwEKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPY29tcGxldGlvbl9qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJIlcKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgigQEKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USJgoFY2h1bmsYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNodW5rX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkygQUKC0NoYXRTZXJ2aWNlEnMKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEnUKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlMAESVQoKTGlzdE1vZGVscxIiLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVxdWVzdBojLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVzcG9uc2USXgoNQ3JlYXRlTWVzc2FnZRIlLnBvcnRpY28uY2hhdC52MS5DcmVhdGVNZXNzYWdlUmVxdWVzdBomLnBvcnRpY28uY2hhdC52MS5DcmVhdGVNZXNzYWdlUmVzcG9uc2USYAoNU3RyZWFtTWVzc2FnZRIlLnBvcnRpY28uY2hhdC52MS5TdHJlYW1NZXNzYWdlUmVxdWVzdBomLnBvcnRpY28uY2hhdC52MS5TdHJlYW1NZXNzYWdlUmVzcG9uc2UwARJtChJDb3VudE1lc3NhZ2VUb2tlbnMSKi5wb3J0aWNvLmNoYXQudjEuQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBorLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * A Messages request.
@@ -257,6 +257,19 @@ export const CountMessageTokensResponseSchema: GenMessage<CountMessageTokensResp
  * @generated from message portico.chat.v1.ListModelsRequest
  */
 export type ListModelsRequest = Message<"portico.chat.v1.ListModelsRequest"> & {
+  /**
+   * Entries to skip (after presets and models are put in order).
+   *
+   * @generated from field: int32 offset = 1;
+   */
+  offset: number;
+
+  /**
+   * At most this many entries (0: all of them).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
 };
 
 /**
@@ -273,11 +286,18 @@ export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE_
  */
 export type ListModelsResponse = Message<"portico.chat.v1.ListModelsResponse"> & {
   /**
-   * In order: presets, then provider models sorted by id.
+   * In order: presets, then models sorted by id.
    *
    * @generated from field: repeated portico.chat.v1.Model models = 1;
    */
   models: Model[];
+
+  /**
+   * How many entries there are without offset and limit.
+   *
+   * @generated from field: int32 total_count = 2;
+   */
+  totalCount: number;
 };
 
 /**
@@ -294,21 +314,22 @@ export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PUR
  */
 export type Model = Message<"portico.chat.v1.Model"> & {
   /**
-   * The id to put in `model`: `<provider>/<model>`, `<provider>/*` (any model of the provider), or `@preset/<slug>`.
+   * The id to put in `model`: a catalog model's canonical slug (`meta-llama/llama-3.3-70b-instruct`),
+   * `<provider>/<model>` for a model the catalog lacks, `<provider>/*` (any model of the provider), or `@preset/<slug>`.
    *
    * @generated from field: string id = 1;
    */
   id: string;
 
   /**
-   * The provider slug, or "preset".
+   * The model's author (the slug's first part), the provider slug for ids the catalog lacks, or "preset".
    *
    * @generated from field: string owned_by = 2;
    */
   ownedBy: string;
 
   /**
-   * Unix seconds when the preset or the credential that makes it routable was created.
+   * Unix seconds when the preset or the earliest credential that makes it routable was created.
    *
    * @generated from field: int64 created = 3;
    */
@@ -339,7 +360,7 @@ export type Model = Message<"portico.chat.v1.Model"> & {
   architecture?: ModelArchitecture | undefined;
 
   /**
-   * The endpoint's prices, USD per token (per request, per image) as decimal strings.
+   * The cheapest reachable endpoint's prices, USD per token (per request, per image) as decimal strings.
    *
    * @generated from field: optional portico.chat.v1.ModelPricing pricing = 8;
    */
@@ -354,6 +375,13 @@ export type Model = Message<"portico.chat.v1.Model"> & {
    * @generated from field: optional portico.chat.v1.TopProvider top_provider = 10;
    */
   topProvider?: TopProvider | undefined;
+
+  /**
+   * The catalog model's description, when the catalog has one.
+   *
+   * @generated from field: optional string description = 11;
+   */
+  description?: string | undefined;
 };
 
 /**
@@ -385,6 +413,13 @@ export type ModelArchitecture = Message<"portico.chat.v1.ModelArchitecture"> & {
    * @generated from field: repeated string output_modalities = 3;
    */
   outputModalities: string[];
+
+  /**
+   * The tokenizer family (`GPT`, `Claude`, `Llama3`), when the catalog knows it.
+   *
+   * @generated from field: optional string tokenizer = 4;
+   */
+  tokenizer?: string | undefined;
 };
 
 /**

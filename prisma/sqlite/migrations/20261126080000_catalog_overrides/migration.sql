@@ -1,0 +1,8 @@
+-- CreateTable
+CREATE TABLE "CatalogOverride" (
+    "slug" TEXT NOT NULL PRIMARY KEY,
+    "kind" TEXT NOT NULL,
+    "entry" JSONB NOT NULL,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+);
