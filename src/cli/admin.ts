@@ -17,6 +17,7 @@ import { registerProviderKeyAdminCommands } from "./admin-provider-keys.js";
 import { femtoOfUsd } from "../contract/money.js";
 import type { KeysService } from "../core/keys/keys-service.js";
 import type { WorkspacesService } from "../core/workspaces/workspaces-service.js";
+import { registerCatalogAdminCommands } from "./admin-catalog.js";
 
 export type AdminCommandRegistrar = (admin: Command, config: () => Config) => void;
 
@@ -25,6 +26,7 @@ export const adminRegistrars: AdminCommandRegistrar[] = [
   registerInternAdminCommands,
   registerByokAdminCommands,
   registerProviderKeyAdminCommands,
+  registerCatalogAdminCommands,
 ];
 
 function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {

@@ -12,6 +12,7 @@ import * as internsPage from "./pages/interns.js";
 import * as internAdminPage from "./pages/intern-admin.js";
 import * as playgroundPage from "./pages/playground.js";
 import * as usagePage from "./pages/usage.js";
+import * as catalogPage from "./pages/catalog.js";
 
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
@@ -25,6 +26,7 @@ const routes = [
   { path: "/byok", section: "byok", page: byokPage.render },
   { path: "/playground", section: "playground", page: playgroundPage.render },
   { path: "/usage", section: "usage", page: usagePage.render },
+  { path: "/catalog", section: "catalog", page: catalogPage.render },
   { path: "/interns", section: "interns", page: internAdminPage.renderList },
   { path: "/interns/:id", section: "interns", page: internAdminPage.renderIntern },
   { path: "/interns/:id/chat", section: "interns", page: internsPage.renderChat },

@@ -13,7 +13,7 @@ import { createCore, type Core } from "../../src/core/core.js";
 import { startCoreServer, type CoreServer } from "../../src/core/server.js";
 import { bootstrap, type BootstrapResult, type BootstrapExtension } from "../../src/core/identity/bootstrap.js";
 import { createIdentityRepository } from "../../src/core/identity/identity-repository.js";
-import type { DatabaseHandle, DbProvider } from "../../src/db/client.js";
+import { openDatabase, type DatabaseHandle, type DbProvider } from "../../src/db/client.js";
 import { buildGateway } from "../../src/gateway/app.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics } from "../../src/lib/metrics.js";
@@ -57,12 +57,18 @@ export interface HarnessOptions {
   bootstrapExtensions?: BootstrapExtension[];
   /** SQLite busy timeout of the test database (default 5 s), e.g. short for outage tests. */
   busyTimeoutMs?: number;
+  /** A second instance: its own core and gateway on this harness's database (its tenant, no new bootstrap). */
+  sameDatabaseAs?: Harness;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
-  const provider = opts.provider ?? "sqlite";
+  const provider = opts.sameDatabaseAs?.provider ?? opts.provider ?? "sqlite";
   const dbOptions = opts.busyTimeoutMs !== undefined ? { busyTimeoutMs: opts.busyTimeoutMs } : {};
-  const database = provider === "sqlite" ? await freshSqlite(dbOptions) : await freshPostgres(dbOptions);
+  const database = opts.sameDatabaseAs
+    ? await openDatabase({ databaseUrl: opts.sameDatabaseAs.database.url, dataDir: tmpdir(), migrate: false, ...dbOptions })
+    : provider === "sqlite"
+      ? await freshSqlite(dbOptions)
+      : await freshPostgres(dbOptions);
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -96,10 +102,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   await gateway.listen({ host: "127.0.0.1", port: 0 });
   const address = gateway.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
-  const boot = await bootstrap(database.db, opts.bootstrapExtensions ?? []);
+  const boot = opts.sameDatabaseAs?.bootstrap ?? (await bootstrap(database.db, opts.bootstrapExtensions ?? []));
   const identity = createIdentityRepository(database.db);
 
-  const tenant: Tenant = {
+  const tenant: Tenant = opts.sameDatabaseAs?.tenant ?? {
     organizationId: boot.organization_id,
     workspaceId: boot.workspace_id,
     userId: boot.user_id,

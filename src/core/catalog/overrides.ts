@@ -74,7 +74,11 @@ function checkWith(base: CatalogFile, rows: readonly OverrideRow[], row: Overrid
     const candidate = applyOverrides({ version: 1, models: [...models.values()] }, next.filter((r) => r.slug !== slug));
     checkProviderIds(candidate, "catalog");
   } catch (err) {
-    if (err instanceof CatalogError) throw invalidArgument(/model id "/.test(err.message) ? "model_id" : "body", err.message.replace(/^catalog( override \([^)]*\))?: /, ""));
+    if (err instanceof CatalogError) {
+      const message = err.message.replace(/^catalog( override \([^)]*\))?: /, "");
+      if (/model id "/.test(message)) throw invalidArgument("model_id", `model_id must name a model id no other model has: ${message}`);
+      throw invalidArgument("body", message);
+    }
     throw err;
   }
 }

@@ -151,7 +151,24 @@ describe("usage.cost from the model catalog", () => {
   it("GET /api/v1/models: the catalog models the key can reach, in the real-world shape, beside the bare entries (openai SDK and gRPC)", async () => {
     const page = await client.models.list();
     const byId = new Map(page.data.map((m) => [m.id, m as unknown as Record<string, unknown>]));
-    expect(byId.get("openai/*")).toEqual({ id: "openai/*", object: "model", created: expect.any(Number), owned_by: "openai" });
+    // An id the catalog does not describe: the same fields, without catalog figures (prices "-1": they depend on the model reached).
+    expect(byId.get("openai/*")).toEqual({
+      id: "openai/*",
+      object: "model",
+      created: expect.any(Number),
+      owned_by: "openai",
+      canonical_slug: "openai/*",
+      name: "openai/*",
+      context_length: null,
+      architecture: { modality: "text->text", input_modalities: ["text"], output_modalities: ["text"] },
+      pricing: { prompt: "-1", completion: "-1" },
+      supported_parameters: [],
+      top_provider: { context_length: null, max_completion_tokens: null, is_moderated: false },
+      per_request_limits: null,
+      default_parameters: null,
+      supported_voices: null,
+      links: { details: "" },
+    });
     expect(byId.get("openai/gpt-4o")).toEqual({
       id: "openai/gpt-4o",
       object: "model",
@@ -164,15 +181,22 @@ describe("usage.cost from the model catalog", () => {
       pricing: { prompt: "0.0000025", completion: "0.00001", request: "0", image: "0", input_cache_read: "0.00000125" },
       supported_parameters: expect.arrayContaining(["max_tokens", "tools", "response_format"]),
       top_provider: { context_length: 128000, max_completion_tokens: 16384, is_moderated: false },
+      per_request_limits: null,
+      default_parameters: null,
+      supported_voices: null,
+      links: { details: "/api/v1/models/openai/gpt-4o/endpoints" },
     });
-    expect(byId.get("anthropic/claude-sonnet-4-20250514")).toMatchObject({
+    // One entry per model, under its canonical slug (not the provider's dated id).
+    expect(byId.get("anthropic/claude-sonnet-4")).toMatchObject({
       canonical_slug: "anthropic/claude-sonnet-4",
+      owned_by: "anthropic",
       pricing: { prompt: "0.000003", completion: "0.000015", input_cache_read: "0.0000003", input_cache_write: "0.00000375" },
     });
+    expect(byId.has("anthropic/claude-sonnet-4-20250514")).toBe(false);
     // The operator file's self-hosted model, on the keyless provider.
-    expect(byId.get("ollama/tiny")).toMatchObject({ canonical_slug: "acme/tiny", name: "Acme Tiny (self-hosted)", pricing: { prompt: "0.000001" }, top_provider: { max_completion_tokens: null } });
-    // No credential for Groq: none of its endpoints.
-    expect([...byId.keys()].filter((id) => id.startsWith("groq/"))).toEqual([]);
+    expect(byId.get("acme/tiny")).toMatchObject({ canonical_slug: "acme/tiny", owned_by: "acme", name: "Acme Tiny (self-hosted)", pricing: { prompt: "0.000001" }, top_provider: { max_completion_tokens: null } });
+    // No credential for Groq: none of its endpoints, so no model served only by Groq (Llama 3.3 70B also by Together and Fireworks: no key either).
+    expect([...byId.keys()].filter((id) => id.startsWith("groq/") || id === "meta-llama/llama-3.3-70b-instruct")).toEqual([]);
     const ids = page.data.map((m) => m.id);
     expect(ids).toEqual([...ids].sort());
 
