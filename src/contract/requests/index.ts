@@ -8,6 +8,7 @@ import { ChatRequest } from "./chat-request.js";
 import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
 import { CountTokensRequest, MessagesRequest } from "./messages-request.js";
+import { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 import { requestJsonSchema } from "./kit.js";
 import {
   AddWorkspaceMembersRequest,
@@ -27,6 +28,7 @@ export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
 export { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
+export { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
 export { RequestParameters, requestParameterSchemas } from "./parameters.js";
 
@@ -56,5 +58,7 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     issueInternHostToken: requestJsonSchema(EmptyRequest),
     revokeInternHostToken: requestJsonSchema(EmptyRequest),
     cancelInternSessionRun: requestJsonSchema(EmptyRequest),
+    putCatalogModel: requestJsonSchema(PutCatalogModelRequest),
+    updateCatalogEndpoint: requestJsonSchema(UpdateCatalogEndpointRequest),
   };
 }

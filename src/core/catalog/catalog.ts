@@ -13,7 +13,8 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ConfigError } from "../../config.js";
 import { BUILTIN_CATALOG } from "./builtin-catalog.js";
-import { QUANTIZATIONS, type CatalogFile, type CatalogModel, type Endpoint } from "./types.js";
+import { EndpointPatch, ModelPatch, OperatorFile } from "../../contract/requests/catalog.js";
+import type { CatalogFile, CatalogModel, Endpoint } from "./types.js";
 
 export type { CatalogFile, CatalogModel, Endpoint } from "./types.js";
 
@@ -72,65 +73,9 @@ export function createCatalog(file: CatalogFile): Catalog {
 
 // ---- the operator file ----
 
-const PRICE_RULE = 'must be a decimal string of USD per token, such as "0.000003" (at most 15 decimals)';
-const price = z.string({ error: () => PRICE_RULE }).regex(/^\d{1,9}(\.\d{1,15})?$/, { error: () => PRICE_RULE });
-const priceSet = {
-  prompt: price,
-  completion: price,
-  input_cache_read: price.optional(),
-  input_cache_write: price.optional(),
-  internal_reasoning: price.optional(),
-};
-const Pricing = z.strictObject({
-  ...priceSet,
-  request: price.optional(),
-  image: price.optional(),
-  tiers: z
-    .array(
-      z.strictObject({
-        above_prompt_tokens: z.int().min(1),
-        prompt: price.optional(),
-        completion: price.optional(),
-        input_cache_read: price.optional(),
-        input_cache_write: price.optional(),
-        internal_reasoning: price.optional(),
-      }),
-    )
-    .optional(),
-});
-const slugPattern = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;
-export const EndpointPatch = z.strictObject({
-  provider: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, { error: () => "must be a provider slug (lowercase)" }),
-  /** Removes the built-in endpoint of this provider. */
-  remove: z.literal(true).optional(),
-  model_id: z.string().min(1).optional(),
-  aliases: z.array(z.string().min(1)).optional(),
-  pricing: Pricing.optional(),
-  context_length: z.int().min(1).optional(),
-  max_completion_tokens: z.int().min(1).nullable().optional(),
-  quantization: z.enum(QUANTIZATIONS as [string, ...string[]]).optional(),
-  data_policy: z.strictObject({ training: z.boolean(), retains_prompts: z.boolean(), retention_days: z.int().min(0).nullable().optional() }).optional(),
-  zdr: z.boolean().optional(),
-  distillable: z.boolean().optional(),
-  supported_parameters: z.array(z.string()).optional(),
-  status: z.enum(["active", "deprecated", "disabled"]).optional(),
-  source: z.strictObject({ url: z.string(), as_of: z.string() }).optional(),
-});
-export const ModelPatch = z.strictObject({
-  slug: z.string().regex(slugPattern, { error: () => "must be a canonical slug <author>/<model>, such as acme/llama-3-70b" }),
-  /** Removes the built-in model. */
-  remove: z.literal(true).optional(),
-  name: z.string().min(1).optional(),
-  description: z.string().optional(),
-  context_length: z.int().min(1).optional(),
-  architecture: z
-    .strictObject({ input_modalities: z.array(z.string()), output_modalities: z.array(z.string()), tokenizer: z.string().min(1).optional() })
-    .optional(),
-  supported_parameters: z.array(z.string()).optional(),
-  endpoints: z.array(EndpointPatch).optional(),
-});
-const OperatorFile = z.strictObject({ version: z.literal(1), models: z.array(ModelPatch) });
-export type EndpointPatch = z.infer<typeof EndpointPatch>;
+// The catalog file's entries are defined once in the contract (the management API's bodies are the same definitions).
+export { EndpointPatch, ModelPatch };
+type EndpointPatch = z.infer<typeof EndpointPatch>;
 export type ModelPatch = z.infer<typeof ModelPatch>;
 export type OperatorCatalogFile = z.infer<typeof OperatorFile>;
 

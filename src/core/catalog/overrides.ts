@@ -17,7 +17,8 @@
 import { z } from "zod";
 import { violationOf } from "../../contract/requests/kit.js";
 import { invalidArgument, notFound } from "../errors.js";
-import { CatalogError, checkProviderIds, EndpointPatch, mergeModel, ModelPatch, type CatalogFile, type CatalogModel } from "./catalog.js";
+import { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "../../contract/requests/catalog.js";
+import { CatalogError, checkProviderIds, mergeModel, ModelPatch, type CatalogFile, type CatalogModel } from "./catalog.js";
 import { UNSERVED_PROVIDER, type ServesProvider } from "./providers.js";
 
 export type OverrideKind = "replace" | "patch" | "remove";
@@ -83,8 +84,8 @@ function checkWith(base: CatalogFile, rows: readonly OverrideRow[], row: Overrid
   }
 }
 
-const AddModelBody = ModelPatch.omit({ remove: true, slug: true }).extend({ slug: z.string().optional() });
-const ChangeEndpointBody = EndpointPatch.omit({ remove: true, provider: true }).extend({ provider: z.string().optional() });
+const AddModelBody = PutCatalogModelRequest;
+const ChangeEndpointBody = UpdateCatalogEndpointRequest;
 
 function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   const res = schema.safeParse(body);

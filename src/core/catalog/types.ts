@@ -36,8 +36,10 @@ export interface Pricing extends PriceSet {
   tiers?: PriceTier[];
 }
 
-export type Quantization = "int4" | "int8" | "fp4" | "mxfp4" | "nvfp4" | "fp6" | "fp8" | "mxfp8" | "fp16" | "bf16" | "fp32" | "unknown";
-export const QUANTIZATIONS: readonly Quantization[] = ["int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16", "fp32", "unknown"];
+import { QUANTIZATIONS } from "../../contract/requests/catalog.js";
+
+export type Quantization = (typeof QUANTIZATIONS)[number];
+export { QUANTIZATIONS };
 
 export type EndpointStatus = "active" | "deprecated" | "disabled";
 

@@ -9,6 +9,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { CatalogService } from "../../gen/portico/catalog/v1/catalog_service_pb.js";
 import { Reason } from "../../contract/reasons.js";
+import { requestSchemas } from "../../contract/requests/index.js";
 import { serviceError } from "../../lib/service-error.js";
 import type { GatewayContext } from "../context.js";
 import { parsePage } from "../pagination.js";
@@ -125,7 +126,7 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
           "operator file say of the slug. Audited; every process serves it within a second.",
         tags,
         params: modelParams,
-        body: { type: "object", additionalProperties: true },
+        body: requestSchemas(ctx.brand).putCatalogModel,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 409, 500) },
       },
     },
@@ -149,7 +150,7 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
           "`pricing` required). Audited; every process serves it within a second.",
         tags,
         params: endpointParams,
-        body: { type: "object", additionalProperties: true },
+        body: requestSchemas(ctx.brand).updateCatalogEndpoint,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
     },
