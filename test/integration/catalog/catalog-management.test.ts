@@ -233,4 +233,22 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     const res = await new Promise<any>((resolve, reject) => chat.ListModels({}, bearer(a.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))));
     expect(res.models.find((m: any) => m.id === LLAMA)).toMatchObject({ canonical_slug: LLAMA, owned_by: "meta-llama", pricing: { prompt: "0.0000001" } });
   });
+
+  it("concurrent changes to one model from two instances: each is applied or refused with 409, never lost", async () => {
+    const providers = ["ollama", "groq", "together", "fireworks"];
+    const race = {
+      name: "Race",
+      context_length: 4096,
+      endpoints: providers.map((p) => ({ provider: p, model_id: `race-${p}`, pricing: { prompt: "0", completion: "0" } })),
+    };
+    expect((await mgmt(a, "PUT", "acme/race", race)).status).toBe(200);
+    const results = await Promise.all(providers.map((p, i) => mgmt(i % 2 ? b : a, "PATCH", `acme/race/endpoints/${p}`, { status: "deprecated" })));
+    expect(results.every((r) => r.status === 200 || r.status === 409), results.map((r) => r.text).join("\n")).toBe(true);
+    expect(results.some((r) => r.status === 200)).toBe(true);
+    for (const r of results.filter((x) => x.status === 409)) expect(r.json.error.message).toContain("try again");
+    const final = (await mgmt(a, "GET", "acme/race")).json.data;
+    for (const [i, p] of providers.entries()) {
+      expect(final.endpoints.find((e: { provider: string }) => e.provider === p).status, p).toBe(results[i]!.status === 200 ? "deprecated" : "active");
+    }
+  });
 });
