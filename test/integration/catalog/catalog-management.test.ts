@@ -21,6 +21,19 @@ import { waitFor } from "../../helpers/wait.js";
 const REDIS_URL = process.env.PORTICO_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const LLAMA = "meta-llama/llama-3.3-70b-instruct";
 
+/** A JSON value in proto-loader's google.protobuf.Value form. */
+function toValue(v: unknown): Record<string, unknown> {
+  if (v === null) return { nullValue: "NULL_VALUE" };
+  if (typeof v === "number") return { numberValue: v };
+  if (typeof v === "string") return { stringValue: v };
+  if (typeof v === "boolean") return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toValue) } };
+  return { structValue: toStruct(v as Record<string, unknown>) };
+}
+function toStruct(o: Record<string, unknown>): Record<string, unknown> {
+  return { fields: Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined).map(([k, v]) => [k, toValue(v)])) };
+}
+
 const tiny = {
   name: "Acme Tiny (self-hosted)",
   description: "A small model on our own vLLM",
@@ -228,6 +241,17 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     expect(after.model.overridden).toBe(true);
     expect((await endpoints(a, LLAMA)).json.data.endpoints.map((e: { provider: string }) => e.provider)).not.toContain("together");
     await expect(call("ListModelEndpoints", { slug: "acme/none" }, a.tenant.apiKey)).rejects.toMatchObject({ code: 5 });
+
+    // A model and an endpoint change as google.protobuf.Struct, encoded on the wire (grpc-js, proto-loader's Struct form).
+    const put = await call("PutCatalogModel", { slug: "acme/grpc", model: toStruct({ ...tiny, name: "Over gRPC", endpoints: [{ ...tiny.endpoints[0], model_id: "grpc-tiny" }] }) }, a.tenant.managementKey);
+    expect(put.model.overridden).toBe(true);
+    expect((await endpoints(a, "acme/grpc")).json.data.endpoints[0]).toMatchObject({ provider_model_id: "grpc-tiny", context_length: 8192, pricing: { prompt: "0.000001" } });
+    await expect(call("UpdateCatalogEndpoint", { slug: "acme/grpc", provider: "ollama", changes: toStruct({ pricing: { prompt: "cheap", completion: "0" } }) }, a.tenant.managementKey)).rejects.toMatchObject({
+      code: 3,
+      details: expect.stringContaining("pricing.prompt must be a decimal string"),
+    });
+    expect((await call("UpdateCatalogEndpoint", { slug: "acme/grpc", provider: "ollama", changes: toStruct({ max_completion_tokens: 1024 }) }, a.tenant.managementKey)).model.overridden).toBe(true);
+    expect((await endpoints(a, "acme/grpc")).json.data.endpoints[0].max_completion_tokens).toBe(1024);
 
     const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", a.coreUrl);
     const res = await new Promise<any>((resolve, reject) => chat.ListModels({}, bearer(a.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))));
