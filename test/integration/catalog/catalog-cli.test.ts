@@ -14,7 +14,8 @@ import { waitFor } from "../../helpers/wait.js";
 
 const LLAMA = "meta-llama/llama-3.3-70b-instruct";
 
-describe.each(["sqlite", "postgresql"] as const)("portico admin catalog (%s)", (provider) => {
+// Each test starts the CLI four or five times (a few seconds each on a loaded 2-core machine).
+describe.each(["sqlite", "postgresql"] as const)("portico admin catalog (%s)", { timeout: 120_000 }, (provider) => {
   let h: Harness;
   let env: Record<string, string>;
   beforeAll(async () => {
