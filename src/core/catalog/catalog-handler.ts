@@ -8,7 +8,7 @@ import type { CatalogEntry, CatalogService, EndpointSchema } from "../../gen/por
 import { callerOf } from "../auth.js";
 import { notFound } from "../errors.js";
 import { managerOf } from "../management/manager.js";
-import { checkPage } from "../management/rules.js";
+import { invalidArgument } from "../errors.js";
 import type { Init } from "../proto-init.js";
 import type { CatalogModel, Endpoint } from "./catalog.js";
 import type { CatalogEntryView, CatalogManagement } from "./catalog-management.js";
@@ -93,7 +93,9 @@ export function createCatalogHandler(deps: {
     },
     async listCatalogModels(req, ctx) {
       managerOf(ctx);
-      const page = checkPage(req.offset, req.limit);
+      if (req.offset < 0) throw invalidArgument("offset", "offset must be an integer of at least 0");
+      if (req.limit < 0 || req.limit > 100) throw invalidArgument("limit", "limit must be an integer between 1 and 100");
+      const page = { offset: req.offset, limit: req.limit === 0 ? 50 : req.limit };
       const all = management.list();
       return { models: all.slice(page.offset, page.offset + page.limit).map(entryOf), totalCount: all.length };
     },

@@ -12,11 +12,28 @@ import { Reason } from "../../contract/reasons.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { serviceError } from "../../lib/service-error.js";
 import type { GatewayContext } from "../context.js";
-import { parsePage } from "../pagination.js";
 import { catalogEntrySchema, modelEndpointsSchema, presentCatalogEntry, presentModelEndpoints } from "../presenters/catalog.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, paginationQuerySchema, passThroughValidator } from "../schemas.js";
-import { dataOf, deletedSchema, MANAGEMENT, pageOf } from "./management-schemas.js";
+import { errorResponses, passThroughValidator } from "../schemas.js";
+import { dataOf, deletedSchema, MANAGEMENT } from "./management-schemas.js";
+
+/** A whole-number query parameter between min and max (absent: undefined), else 400 naming it. */
+export function queryInt(query: unknown, name: string, min: number, max: number): number | undefined {
+  const raw = ((query ?? {}) as Record<string, unknown>)[name];
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw serviceError(Reason.BAD_REQUEST, `${name} must be an integer between ${min} and ${max}`, { field: name });
+  }
+  return Number(raw);
+}
+
+const pageQuery = {
+  type: "object",
+  properties: {
+    offset: { type: "string", description: "Models to skip (default 0)." },
+    limit: { type: "string", description: "At most this many (1 to 100, default 50)." },
+  },
+} as const;
 
 const modelParams = {
   type: "object",
@@ -86,13 +103,16 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
         summary: "The catalog as served",
         description: "Every model, every endpoint status included, sorted by slug, in the catalog file's format, each with `overridden`.",
         tags,
-        querystring: paginationQuerySchema,
-        response: { 200: pageOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 500) },
+        querystring: pageQuery,
+        response: {
+          200: { type: "object", required: ["data", "total_count"], properties: { data: { type: "array", items: catalogEntrySchema }, total_count: { type: "integer" } } },
+          ...errorResponses(400, 401, 403, 500),
+        },
       },
     },
     async (req) => {
       refuseUnknownQuery(req.query, ["offset", "limit"]);
-      const res = await client.listCatalogModels(parsePage(req.query), callOptionsFor(req));
+      const res = await client.listCatalogModels({ offset: queryInt(req.query, "offset", 0, 2_147_483_647) ?? 0, limit: queryInt(req.query, "limit", 1, 100) ?? 0 }, callOptionsFor(req));
       return { data: res.models.map(presentCatalogEntry), total_count: res.totalCount };
     },
   );
