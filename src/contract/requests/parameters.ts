@@ -8,8 +8,8 @@
  * stay in the core, which checks the RPC fields the gateway fills from these.
  */
 import type { z } from "zod";
-import { boolean, object, requestJsonSchema, string } from "./kit.js";
-import { PageFields } from "./paging.js";
+import { boolean, integer, object, requestJsonSchema, string } from "./kit.js";
+import { MAX_OFFSET, PageFields } from "./paging.js";
 
 type Shape = Record<string, z.ZodType>;
 
@@ -43,6 +43,18 @@ const page = PageFields;
 const q = <S extends Shape>(shape: S) => object(shape);
 const p = <S extends Shape, R extends keyof S>(shape: S, required: readonly R[]) => object(shape, { required });
 const byIntern = { path: p({ internId }, ["internId"]) };
+
+/** A catalog model's canonical slug in two path segments (`meta-llama/llama-3.3-70b-instruct`); the core checks its shape. */
+const catalogModel = {
+  author: pathText("The canonical slug's author (`meta-llama`)."),
+  slug: pathText("The canonical slug's model part (`llama-3.3-70b-instruct`)."),
+};
+const byCatalogModel = { path: p(catalogModel, ["author", "slug"]) };
+const byCatalogEndpoint = {
+  path: p({ ...catalogModel, provider: pathText("The endpoint's provider slug.") }, ["author", "slug", "provider"]),
+};
+/** The largest page of `GET /models` (the list every client reads whole; docs/catalog.md). */
+export const MAX_MODELS_LIMIT = 1000;
 
 /** Each operation's query and path definitions, by operationId. */
 export const RequestParameters: Record<string, ParameterDefinitions> = {
@@ -133,6 +145,22 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
       include_today: boolean().meta({ description: "Portico: `true` makes the window the 30 UTC days ending today (today so far included)." }),
     }),
   },
+  // the model list and the catalog (docs/catalog.md)
+  // `/models` pages by offset and limit as @openrouter/sdk sends them, and answers whole without
+  // them: the one list outside the cursor rule (docs/api.md#pagination).
+  listModels: {
+    query: q({
+      offset: integer({ min: 0, max: MAX_OFFSET }).meta({ description: "Entries to skip (default 0)." }),
+      limit: integer({ min: 1, max: MAX_MODELS_LIMIT }).meta({ description: `At most this many entries (1 to ${MAX_MODELS_LIMIT}; default: all).` }),
+    }),
+  },
+  listModelEndpoints: byCatalogModel,
+  listCatalogModels: { query: q(page) },
+  getCatalogModel: byCatalogModel,
+  putCatalogModel: byCatalogModel,
+  updateCatalogEndpoint: byCatalogEndpoint,
+  deleteCatalogEndpoint: byCatalogEndpoint,
+  deleteCatalogModel: byCatalogModel,
   // generations
   getGeneration: {
     query: object({ id: text("The generation id (the `id` of the completion or its chunks).") }, { required: ["id"] }),

@@ -8,13 +8,16 @@ import type { CatalogEntry, CatalogService, EndpointSchema } from "../../gen/por
 import { callerOf } from "../auth.js";
 import { notFound } from "../errors.js";
 import { managerOf } from "../management/manager.js";
-import { invalidArgument } from "../errors.js";
+import { checkPage, createOrdering, pageFields, pageOf } from "../paging.js";
 import type { Init } from "../proto-init.js";
 import type { CatalogModel, Endpoint } from "./catalog.js";
 import type { CatalogEntryView, CatalogManagement } from "./catalog-management.js";
 import type { LiveCatalog } from "./live-catalog.js";
 import { modalityOf, priceRank } from "./models-list.js";
 import { checkSlug } from "./overrides.js";
+
+/** The catalog list's order (docs/api.md#pagination): by canonical slug, unique. */
+const CATALOG_ORDER = createOrdering("catalog_models", [{ field: "slug", dir: "asc", kind: "string" }]);
 
 function entryOf(v: CatalogEntryView): Init<CatalogEntry> {
   return { model: JSON.parse(JSON.stringify(v.model)) as JsonObject, overridden: v.overridden };
@@ -93,11 +96,14 @@ export function createCatalogHandler(deps: {
     },
     async listCatalogModels(req, ctx) {
       managerOf(ctx);
-      if (req.offset < 0) throw invalidArgument("offset", "offset must be an integer of at least 0");
-      if (req.limit < 0 || req.limit > 100) throw invalidArgument("limit", "limit must be an integer between 1 and 100");
-      const page = { offset: req.offset, limit: req.limit === 0 ? 50 : req.limit };
+      const page = checkPage(req, CATALOG_ORDER);
       const all = management.list();
-      return { models: all.slice(page.offset, page.offset + page.limit).map(entryOf), totalCount: all.length };
+      // Sorted by slug (unique): the cursor's slug is where the page starts after.
+      const after = page.after?.[0] as string | undefined;
+      const rest = after === undefined ? all : all.filter((v) => v.model.slug > after);
+      const rows = rest.slice(page.offset, page.offset + page.limit + 1).map((v) => ({ slug: v.model.slug, view: v }));
+      const res = pageOf(rows, CATALOG_ORDER, page);
+      return { models: res.items.map((r) => entryOf(r.view)), totalCount: all.length, ...pageFields(res) };
     },
     async getCatalogModel(req, ctx) {
       managerOf(ctx);

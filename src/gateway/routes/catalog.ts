@@ -2,7 +2,8 @@
  * The model catalog (docs/catalog.md): `GET /models/{author}/{slug}/endpoints` for any API key, and the
  * management routes under /catalog/models that change the catalog while it serves (management keys only;
  * audited; every process sees a change within a second). Bodies use the catalog file's format and are
- * checked by the core with the file's definition (gRPC callers meet the same rules).
+ * checked by the core with the file's definition (gRPC callers meet the same rules); query and path
+ * parameters are defined in src/contract/requests/parameters.ts and checked by `contractRoute`.
  */
 import { createClient } from "@connectrpc/connect";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -14,41 +15,8 @@ import { serviceError } from "../../lib/service-error.js";
 import type { GatewayContext } from "../context.js";
 import { catalogEntrySchema, modelEndpointsSchema, presentCatalogEntry, presentModelEndpoints } from "../presenters/catalog.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses, passThroughValidator } from "../schemas.js";
+import { contractRoute, errorResponses, listOf, pageOfResponse, pageRequest } from "../schemas.js";
 import { dataOf, deletedSchema, MANAGEMENT } from "./management-schemas.js";
-
-/** A whole-number query parameter between min and max (absent: undefined), else 400 naming it. */
-export function queryInt(query: unknown, name: string, min: number, max: number): number | undefined {
-  const raw = ((query ?? {}) as Record<string, unknown>)[name];
-  if (raw === undefined || raw === "") return undefined;
-  if (typeof raw !== "string" || !/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw serviceError(Reason.BAD_REQUEST, `${name} must be an integer between ${min} and ${max}`, { field: name });
-  }
-  return Number(raw);
-}
-
-const pageQuery = {
-  type: "object",
-  properties: {
-    offset: { type: "string", description: "Models to skip (default 0)." },
-    limit: { type: "string", description: "At most this many (1 to 100, default 50)." },
-  },
-} as const;
-
-const modelParams = {
-  type: "object",
-  required: ["author", "slug"],
-  properties: {
-    author: { type: "string", description: "The canonical slug's author (`meta-llama`)." },
-    slug: { type: "string", description: "The canonical slug's model part (`llama-3.3-70b-instruct`)." },
-  },
-} as const;
-
-const endpointParams = {
-  type: "object",
-  required: ["author", "slug", "provider"],
-  properties: { ...modelParams.properties, provider: { type: "string", description: "The endpoint's provider slug." } },
-} as const;
 
 type ModelParams = { author: string; slug: string };
 
@@ -73,9 +41,11 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
   const client = createClient(CatalogService, ctx.transport);
   const tags = ["catalog"];
 
+  const endpointsContract = contractRoute("listModelEndpoints");
   api.get(
     "/models/:author/:slug/endpoints",
     {
+      validatorCompiler: endpointsContract.validatorCompiler,
       schema: {
         operationId: "listModelEndpoints",
         summary: "A model's endpoints",
@@ -84,7 +54,7 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
           "real-world service's shape, with Portico's `provider`, `provider_model_id`, `catalog_status`, `data_policy`, `zdr`, `distillable` " +
           "and `source`. Live figures (latency, throughput, uptime) are `null`: not recorded per endpoint yet. 404 for a slug the catalog lacks.",
         tags,
-        params: modelParams,
+        ...endpointsContract.schema,
         response: { 200: dataOf(modelEndpointsSchema), ...errorResponses(400, 401, 404, 500) },
       },
     },
@@ -94,49 +64,53 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
     },
   );
 
-  api.get(
+  const listContract = contractRoute("listCatalogModels");
+  api.get<{ Querystring: { limit?: number; offset?: number; starting_after?: string } }>(
     "/catalog/models",
     {
       config: MANAGEMENT,
+      validatorCompiler: listContract.validatorCompiler,
       schema: {
         operationId: "listCatalogModels",
         summary: "The catalog as served",
-        description: "Every model, every endpoint status included, sorted by slug, in the catalog file's format, each with `overridden`.",
+        description:
+          "Every model, every endpoint status included, sorted by slug, in the catalog file's format, each with `overridden`. Pages by cursor " +
+          "like every list (docs/api.md#pagination).",
         tags,
-        querystring: pageQuery,
-        response: {
-          200: { type: "object", required: ["data", "total_count"], properties: { data: { type: "array", items: catalogEntrySchema }, total_count: { type: "integer" } } },
-          ...errorResponses(400, 401, 403, 500),
-        },
+        ...listContract.schema,
+        response: { 200: listOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 500) },
       },
     },
     async (req) => {
-      refuseUnknownQuery(req.query, ["offset", "limit"]);
-      const res = await client.listCatalogModels({ offset: queryInt(req.query, "offset", 0, 2_147_483_647) ?? 0, limit: queryInt(req.query, "limit", 1, 100) ?? 0 }, callOptionsFor(req));
-      return { data: res.models.map(presentCatalogEntry), total_count: res.totalCount };
+      refuseUnknownQuery(req.query, ["offset", "limit", "starting_after"]);
+      const res = await client.listCatalogModels(pageRequest(req.query), callOptionsFor(req));
+      return { data: res.models.map(presentCatalogEntry), total_count: res.totalCount, ...pageOfResponse(res) };
     },
   );
 
+  const getCatalogModelContract = contractRoute("getCatalogModel");
   api.get(
     "/catalog/models/:author/:slug",
     {
       config: MANAGEMENT,
+      validatorCompiler: getCatalogModelContract.validatorCompiler,
       schema: {
         operationId: "getCatalogModel",
         summary: "One catalog model as served",
         tags,
-        params: modelParams,
+        ...getCatalogModelContract.schema,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 404, 500) },
       },
     },
     async (req) => ({ data: presentCatalogEntry((await client.getCatalogModel({ slug: slugOf(req) }, callOptionsFor(req))).model!) }),
   );
 
+  const putCatalogModelContract = contractRoute("putCatalogModel", "core", requestSchemas(ctx.brand).putCatalogModel);
   api.put(
     "/catalog/models/:author/:slug",
     {
       config: MANAGEMENT,
-      validatorCompiler: passThroughValidator,
+      validatorCompiler: putCatalogModelContract.validatorCompiler,
       schema: {
         operationId: "putCatalogModel",
         summary: "Add a model, or replace it whole",
@@ -145,8 +119,7 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
           "optionally `context_length`, `architecture`, `supported_parameters`, `description`. It replaces whatever the built-in catalog and the " +
           "operator file say of the slug. Audited; every process serves it within a second.",
         tags,
-        params: modelParams,
-        body: requestSchemas(ctx.brand).putCatalogModel,
+        ...putCatalogModelContract.schema,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 409, 500) },
       },
     },
@@ -155,11 +128,12 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
     }),
   );
 
+  const updateCatalogEndpointContract = contractRoute("updateCatalogEndpoint", "core", requestSchemas(ctx.brand).updateCatalogEndpoint);
   api.patch(
     "/catalog/models/:author/:slug/endpoints/:provider",
     {
       config: MANAGEMENT,
-      validatorCompiler: passThroughValidator,
+      validatorCompiler: updateCatalogEndpointContract.validatorCompiler,
       schema: {
         operationId: "updateCatalogEndpoint",
         summary: "Change (or add) a model's endpoint",
@@ -169,8 +143,7 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
           "`supported_parameters`, `model_id`, `aliases`, `source`. For a provider the model has no endpoint of, adds one (`model_id` and " +
           "`pricing` required). Audited; every process serves it within a second.",
         tags,
-        params: endpointParams,
-        body: requestSchemas(ctx.brand).updateCatalogEndpoint,
+        ...updateCatalogEndpointContract.schema,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
     },
@@ -181,16 +154,18 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
     },
   );
 
+  const deleteCatalogEndpointContract = contractRoute("deleteCatalogEndpoint");
   api.delete(
     "/catalog/models/:author/:slug/endpoints/:provider",
     {
       config: MANAGEMENT,
+      validatorCompiler: deleteCatalogEndpointContract.validatorCompiler,
       schema: {
         operationId: "deleteCatalogEndpoint",
         summary: "Remove a model's endpoint",
         description: "A model's last endpoint cannot be removed (400): remove the model. Audited.",
         tags,
-        params: endpointParams,
+        ...deleteCatalogEndpointContract.schema,
         response: { 200: dataOf(catalogEntrySchema), ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
     },
@@ -200,16 +175,18 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
     },
   );
 
+  const deleteCatalogModelContract = contractRoute("deleteCatalogModel");
   api.delete(
     "/catalog/models/:author/:slug",
     {
       config: MANAGEMENT,
+      validatorCompiler: deleteCatalogModelContract.validatorCompiler,
       schema: {
         operationId: "deleteCatalogModel",
         summary: "Remove a model from the catalog",
         description: "Audited; every process stops offering it within a second.",
         tags,
-        params: modelParams,
+        ...deleteCatalogModelContract.schema,
         response: { 200: deletedSchema, ...errorResponses(400, 401, 403, 404, 409, 500) },
       },
     },

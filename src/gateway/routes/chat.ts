@@ -11,14 +11,12 @@ import { OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.j
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { presentModel } from "../presenters/models.js";
-import { Reason } from "../../contract/reasons.js";
-import { serviceError } from "../../lib/service-error.js";
 import { refuseUnknownQuery } from "./catalog.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
 import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
-import { errorResponses, passThroughValidator } from "../schemas.js";
+import { contractRoute, errorResponses, passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
@@ -54,9 +52,11 @@ const chunkSchema = {
 
 export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ChatService, ctx.transport);
-  api.get(
+  const modelsContract = contractRoute("listModels");
+  api.get<{ Querystring: { offset?: number; limit?: number } }>(
     "/models",
     {
+      validatorCompiler: modelsContract.validatorCompiler,
       schema: {
         operationId: "listModels",
         summary: "What the caller can route to",
@@ -65,15 +65,10 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
           "per catalog model the calling key can reach (a BYOK credential it may use, or the operator's shared key, allows the provider of one " +
           "of its endpoints, unless an `is_required` credential removes it) under its canonical slug, with `pricing` and `top_provider` of " +
           "its cheapest reachable endpoint; ids the catalog does not describe (`<provider>/*`, an allowed model the catalog lacks) with " +
-          "`context_length` null and prices \"-1\". `offset` and `limit` page the list (docs/catalog.md).",
+          "`context_length` null and prices \"-1\". `offset` and `limit` page the list as @openrouter/sdk sends them (the one list outside the cursor rule; " +
+          "docs/api.md#pagination, docs/catalog.md).",
         tags: ["chat"],
-        querystring: {
-          type: "object",
-          properties: {
-            offset: { type: "string", description: "Entries to skip (default 0)." },
-            limit: { type: "string", description: "At most this many entries (1 to 1000; default: all)." },
-          },
-        },
+        ...modelsContract.schema,
         response: {
           200: {
             type: "object",
@@ -132,17 +127,8 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
     },
     async (req) => {
       refuseUnknownQuery(req.query, ["offset", "limit"]);
-      const q = (req.query ?? {}) as Record<string, unknown>;
-      const int = (name: string, min: number, max: number): number => {
-        const raw = q[name];
-        if (raw === undefined || raw === "") return 0;
-        if (typeof raw !== "string" || !/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-          throw serviceError(Reason.BAD_REQUEST, `${name} must be an integer between ${min} and ${max}`, { field: name });
-        }
-        return Number(raw);
-      };
-      const offset = int("offset", 0, 2_147_483_647);
-      const limit = int("limit", 1, 1000);
+      const offset = req.query.offset ?? 0;
+      const limit = req.query.limit ?? 0;
       const res = await client.listModels({ offset, limit }, callOptionsFor(req));
       const end = offset + res.models.length;
       return {

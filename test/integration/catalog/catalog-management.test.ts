@@ -227,6 +227,52 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     expect((await api(a, "GET", "/models?limit=0", { key: a.tenant.apiKey })).json.error.metadata.field).toBe("limit");
   });
 
+  it("pages /catalog/models by cursor (docs/api.md#pagination): a walk sees every model once while models are added, offset kept, bad values named", async () => {
+    const whole = await api(a, "GET", "/catalog/models?limit=100", { key: a.tenant.managementKey });
+    expect(whole.status, whole.text).toBe(200);
+    const before: string[] = whole.json.data.map((m: { slug: string }) => m.slug);
+    expect(before.length).toBeGreaterThan(6);
+    expect(whole.json).toMatchObject({ has_more: false, total_count: before.length });
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let added = 0;
+    for (;;) {
+      const res = await api(a, "GET", `/catalog/models?limit=3${cursor ? `&starting_after=${cursor}` : ""}`, { key: a.tenant.managementKey });
+      expect(res.status, res.text).toBe(200);
+      seen.push(...res.json.data.map((m: { slug: string }) => m.slug));
+      // A model sorted before the walk's position and one after it, added between pages.
+      if (added < 2) {
+        for (const slug of [`aaa-${added}/walk`, `zzz-${added}/walk`]) {
+          const put = await mgmt(a, "PUT", slug, { ...tiny, endpoints: [{ ...tiny.endpoints[0], model_id: `tiny-${slug}` }] });
+          expect(put.status, put.text).toBe(200);
+        }
+        added++;
+      }
+      if (!res.json.has_more) {
+        expect(res.json.next_cursor).toBeUndefined();
+        break;
+      }
+      cursor = res.json.next_cursor;
+    }
+    // Every model that existed when the walk began exactly once; the later ones after the position too, none twice.
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((s) => before.includes(s))).toEqual(before);
+    expect(seen).toEqual(expect.arrayContaining(["zzz-0/walk", "zzz-1/walk"]));
+    expect(seen).not.toContain("aaa-1/walk");
+
+    const byOffset = await api(a, "GET", "/catalog/models?offset=2&limit=2", { key: a.tenant.managementKey });
+    const now = [...before, "aaa-0/walk", "aaa-1/walk", "zzz-0/walk", "zzz-1/walk"].sort();
+    expect(byOffset.json.data.map((m: { slug: string }) => m.slug)).toEqual(now.slice(2, 4));
+    expect(byOffset.json.has_more).toBe(true);
+    const bad = async (query: string) => (await api(a, "GET", `/catalog/models?${query}`, { key: a.tenant.managementKey })).json.error.metadata.field;
+    expect(await bad("limit=101")).toBe("limit");
+    expect(await bad("starting_after=nonsense")).toBe("starting_after");
+    expect(await bad(`offset=1&starting_after=${byOffset.json.next_cursor}`)).toBe("offset");
+    expect(await bad("sort=slug")).toBe("sort");
+    for (const slug of ["aaa-0/walk", "zzz-0/walk", "aaa-1/walk", "zzz-1/walk"]) expect((await mgmt(a, "DELETE", slug)).status).toBe(200);
+  });
+
   it("over gRPC: ListModelEndpoints for any key, the management methods for management keys only", async () => {
     const catalog = grpcClient("portico/catalog/v1/catalog_service.proto", "portico.catalog.v1.CatalogService", a.coreUrl);
     const call = (method: string, req: unknown, key: string) =>
@@ -237,6 +283,10 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     const listed = await call("ListCatalogModels", { limit: 5 }, a.tenant.managementKey);
     expect(listed.models).toHaveLength(5);
     expect(listed.total_count).toBeGreaterThan(5);
+    expect(listed.has_more).toBe(true);
+    const next = await call("ListCatalogModels", { limit: 5, starting_after: listed.next_cursor }, a.tenant.managementKey);
+    expect(next.models[0].model.fields.slug.stringValue > listed.models[4].model.fields.slug.stringValue).toBe(true);
+    await expect(call("ListCatalogModels", { limit: 101 }, a.tenant.managementKey)).rejects.toMatchObject({ code: 3 });
     const after = await call("DeleteCatalogEndpoint", { slug: LLAMA, provider: "together" }, a.tenant.managementKey);
     expect(after.model.overridden).toBe(true);
     expect((await endpoints(a, LLAMA)).json.data.endpoints.map((e: { provider: string }) => e.provider)).not.toContain("together");
