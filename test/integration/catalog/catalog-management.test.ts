@@ -320,9 +320,13 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     expect(results.every((r) => r.status === 200 || r.status === 409), results.map((r) => r.text).join("\n")).toBe(true);
     expect(results.some((r) => r.status === 200)).toBe(true);
     for (const r of results.filter((x) => x.status === 409)) expect(r.json.error.message).toContain("try again");
-    const final = (await mgmt(a, "GET", "acme/race")).json.data;
-    for (const [i, p] of providers.entries()) {
-      expect(final.endpoints.find((e: { provider: string }) => e.provider === p).status, p).toBe(results[i]!.status === 200 ? "deprecated" : "active");
-    }
+    // The changes made through b reach a on the bus: wait for a to serve them (a lost change never arrives).
+    const expected = providers.map((p, i) => [p, results[i]!.status === 200 ? "deprecated" : "active"]);
+    const statuses = async () => {
+      const final = (await mgmt(a, "GET", "acme/race")).json.data;
+      return providers.map((p) => [p, final.endpoints.find((e: { provider: string }) => e.provider === p).status]);
+    };
+    await waitFor("instance a to serve every applied change", async () => JSON.stringify(await statuses()) === JSON.stringify(expected));
+    expect(await statuses()).toEqual(expected);
   });
 });
