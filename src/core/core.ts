@@ -37,6 +37,7 @@ import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
 import { ProvidersService } from "../gen/portico/providers/v1/providers_service_pb.js";
 import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
+import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
 import { createMemoryCooldowns } from "./chat/cooldowns.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
@@ -157,6 +158,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Rates per key and workspace, shared as the intern turn limiter's (docs/limits.md).
   const rates = createChatRateLimiter({ redisUrl: config.redisUrl, redisPrefix: config.interns.redisPrefix, shareWithServeWorkers: isServeWorker() });
   closers.push(() => rates.close());
+  // One memory of the endpoints' live figures: routing reads and feeds it, the endpoints list shows it.
+  const endpointStats = createEndpointStats();
   const chat = createChatHandler({
     presets: presetsRepository,
     generations,
@@ -164,6 +167,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     shared,
     providers,
     catalog,
+    endpointStats,
     brand: config.brand,
     limits: config.chat,
     slots,
@@ -211,7 +215,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
-    router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, providerName: (slug) => providers.get(slug)?.name ?? slug }));
+    router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, endpointStats, providerName: (slug) => providers.get(slug)?.name ?? slug }));
     router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
     router.service(ActivityService, createActivityHandler({

@@ -15,6 +15,7 @@ import type { CatalogEntryView, CatalogManagement } from "./catalog-management.j
 import type { LiveCatalog } from "./live-catalog.js";
 import { modalityOf, priceRank } from "./models-list.js";
 import { checkSlug } from "./overrides.js";
+import type { EndpointStats } from "../chat/routing/endpoint-stats.js";
 
 /** The catalog list's order (docs/api.md#pagination): by canonical slug, unique. */
 const CATALOG_ORDER = createOrdering("catalog_models", [{ field: "slug", dir: "asc", kind: "string" }]);
@@ -23,8 +24,9 @@ function entryOf(v: CatalogEntryView): Init<CatalogEntry> {
   return { model: JSON.parse(JSON.stringify(v.model)) as JsonObject, overridden: v.overridden };
 }
 
-function endpointOf(model: CatalogModel, e: Endpoint, providerName: string): MessageInitShape<typeof EndpointSchema> {
+function endpointOf(model: CatalogModel, e: Endpoint, providerName: string, stats?: EndpointStats): MessageInitShape<typeof EndpointSchema> {
   const p = e.pricing;
+  const live = stats?.figures(model.slug, e.provider);
   return {
     name: `${providerName} | ${model.slug}`,
     modelId: model.slug,
@@ -57,6 +59,7 @@ function endpointOf(model: CatalogModel, e: Endpoint, providerName: string): Mes
     providerModelId: e.model_id,
     sourceUrl: e.source.url,
     sourceAsOf: e.source.as_of,
+    ...(live && stats ? { live: { latencyMs: { p50: live.latency.p50 * 1000, p75: live.latency.p75 * 1000, p90: live.latency.p90 * 1000, p99: live.latency.p99 * 1000 }, throughput: live.throughput, samples: live.samples, windowSeconds: Math.round(stats.windowMs / 1000) } } : {}),
   };
 }
 
@@ -65,6 +68,8 @@ export function createCatalogHandler(deps: {
   management: CatalogManagement;
   /** A provider slug's display name. */
   providerName: (slug: string) => string;
+  /** The live figures routing records (the chat handler's instance); none: no figures listed. */
+  endpointStats?: EndpointStats;
 }): ServiceImpl<typeof CatalogService> {
   const { catalog, management } = deps;
   const builtAt = BigInt(Math.floor(Date.now() / 1000));
@@ -91,7 +96,7 @@ export function createCatalogHandler(deps: {
           outputModalities: a.output_modalities,
           ...(a.tokenizer !== undefined ? { tokenizer: a.tokenizer } : {}),
         },
-        endpoints: endpoints.map((e) => endpointOf(model, e, deps.providerName(e.provider))),
+        endpoints: endpoints.map((e) => endpointOf(model, e, deps.providerName(e.provider), deps.endpointStats)),
       };
     },
     async listCatalogModels(req, ctx) {

@@ -1,5 +1,5 @@
 /** CatalogService messages (proto) → the public JSON of `/api/v1/models/{author}/{slug}/endpoints` and `/api/v1/catalog/…`. Pure. */
-import type { CatalogEntry, Endpoint, ListModelEndpointsResponse, Pricing } from "../../gen/portico/catalog/v1/catalog_service_pb.js";
+import type { CatalogEntry, Endpoint, ListModelEndpointsResponse, Percentiles, Pricing } from "../../gen/portico/catalog/v1/catalog_service_pb.js";
 
 function pricing(p: Pricing | undefined): Record<string, string> {
   if (!p) return {};
@@ -12,6 +12,10 @@ function pricing(p: Pricing | undefined): Record<string, string> {
     ...(p.inputCacheWrite !== undefined ? { input_cache_write: p.inputCacheWrite } : {}),
     ...(p.internalReasoning !== undefined ? { internal_reasoning: p.internalReasoning } : {}),
   };
+}
+
+function percentiles(p: Percentiles | undefined): Record<string, number> | null {
+  return p ? { p50: p.p50, p75: p.p75, p90: p.p90, p99: p.p99 } : null;
 }
 
 function endpoint(e: Endpoint): Record<string, unknown> {
@@ -32,9 +36,12 @@ function endpoint(e: Endpoint): Record<string, unknown> {
     // A provider that prices cache reads but no cache writes caches prompts on its own (OpenAI, DeepSeek, Gemini).
     supports_implicit_caching: e.pricing?.inputCacheRead !== undefined && e.pricing.inputCacheWrite === undefined,
     supports_tool_choice: { auto: toolChoice, none: toolChoice, required: toolChoice, function: toolChoice },
-    // Live figures: Portico records none per endpoint yet (docs/catalog.md).
-    latency_last_30m: null,
-    throughput_last_30m: null,
+    // Live figures of the serving core process over its routing window (docs/catalog.md); null without samples.
+    latency_last_30m: percentiles(e.live?.latencyMs),
+    throughput_last_30m: percentiles(e.live?.throughput),
+    live_samples: e.live?.samples ?? 0,
+    live_window_seconds: e.live?.windowSeconds ?? null,
+    // Uptime: not recorded per endpoint (docs/catalog.md).
     uptime_last_5m: null,
     uptime_last_30m: null,
     uptime_last_1d: null,
@@ -120,6 +127,8 @@ export const modelEndpointsSchema = {
           },
           latency_last_30m: percentile,
           throughput_last_30m: percentile,
+          live_samples: { type: "integer", description: "Generations the live figures come from (0: none, figures null)." },
+          live_window_seconds: { type: ["integer", "null"], description: "The window the live figures cover, in seconds." },
           uptime_last_5m: { type: ["number", "null"] },
           uptime_last_30m: { type: ["number", "null"] },
           uptime_last_1d: { type: ["number", "null"] },

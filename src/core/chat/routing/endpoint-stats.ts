@@ -31,6 +31,8 @@ export interface EndpointStats {
   observe(rec: Pick<GenerationRecord, "status" | "catalogModel" | "provider" | "attempts" | "latencyMs" | "timeToFirstTokenMs" | "completionTokens" | "streamed">): void;
   /** The endpoint's figures over the window; undefined without samples. */
   figures(catalogModel: string, provider: string): EndpointFigures | undefined;
+  /** The window's length in milliseconds. */
+  readonly windowMs: number;
 }
 
 interface Sample {
@@ -67,6 +69,7 @@ export function createEndpointStats(opts: { windowMs?: number; maxSamples?: numb
   const series = new Map<string, Series>();
   const key = (model: string, provider: string) => `${model}\u0000${provider}`;
   return {
+    windowMs,
     observe(rec) {
       if (rec.status !== "success" || rec.attempts !== 1 || !rec.catalogModel || !rec.provider) return;
       const tokens = rec.completionTokens;

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/catalog/v1/catalog_service.proto.
  */
 export const file_portico_catalog_v1_catalog_service: GenFile = /*@__PURE__*/
-  fileDesc("Cihwb3J0aWNvL2NhdGFsb2cvdjEvY2F0YWxvZ19zZXJ2aWNlLnByb3RvEhJwb3J0aWNvLmNhdGFsb2cudjEiKQoZTGlzdE1vZGVsRW5kcG9pbnRzUmVxdWVzdBIMCgRzbHVnGAEgASgJIsUBChpMaXN0TW9kZWxFbmRwb2ludHNSZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSNgoMYXJjaGl0ZWN0dXJlGAUgASgLMiAucG9ydGljby5jYXRhbG9nLnYxLkFyY2hpdGVjdHVyZRIvCgllbmRwb2ludHMYBiADKAsyHC5wb3J0aWNvLmNhdGFsb2cudjEuRW5kcG9pbnQiewoMQXJjaGl0ZWN0dXJlEhAKCG1vZGFsaXR5GAEgASgJEhgKEGlucHV0X21vZGFsaXRpZXMYAiADKAkSGQoRb3V0cHV0X21vZGFsaXRpZXMYAyADKAkSFgoJdG9rZW5pemVyGAQgASgJSACIAQFCDAoKX3Rva2VuaXplciKFBAoIRW5kcG9pbnQSDAoEbmFtZRgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRISCgptb2RlbF9uYW1lGAMgASgJEhUKDXByb3ZpZGVyX25hbWUYBCABKAkSCwoDdGFnGAUgASgJEiwKB3ByaWNpbmcYBiABKAsyGy5wb3J0aWNvLmNhdGFsb2cudjEuUHJpY2luZxIWCg5jb250ZXh0X2xlbmd0aBgHIAEoAxIiChVtYXhfY29tcGxldGlvbl90b2tlbnMYCCABKANIAIgBARIUCgxxdWFudGl6YXRpb24YCSABKAkSDgoGc3RhdHVzGAogASgFEhYKDmNhdGFsb2dfc3RhdHVzGAsgASgJEhwKFHN1cHBvcnRlZF9wYXJhbWV0ZXJzGAwgAygJEjMKC2RhdGFfcG9saWN5GA0gASgLMh4ucG9ydGljby5jYXRhbG9nLnYxLkRhdGFQb2xpY3kSCwoDemRyGA4gASgIEhgKC2Rpc3RpbGxhYmxlGA8gASgISAGIAQESEAoIcHJvdmlkZXIYECABKAkSGQoRcHJvdmlkZXJfbW9kZWxfaWQYESABKAkSEgoKc291cmNlX3VybBgSIAEoCRIUCgxzb3VyY2VfYXNfb2YYEyABKAlCGAoWX21heF9jb21wbGV0aW9uX3Rva2Vuc0IOCgxfZGlzdGlsbGFibGUi7wEKB1ByaWNpbmcSDgoGcHJvbXB0GAEgASgJEhIKCmNvbXBsZXRpb24YAiABKAkSDwoHcmVxdWVzdBgDIAEoCRINCgVpbWFnZRgEIAEoCRIdChBpbnB1dF9jYWNoZV9yZWFkGAUgASgJSACIAQESHgoRaW5wdXRfY2FjaGVfd3JpdGUYBiABKAlIAYgBARIfChJpbnRlcm5hbF9yZWFzb25pbmcYByABKAlIAogBAUITChFfaW5wdXRfY2FjaGVfcmVhZEIUChJfaW5wdXRfY2FjaGVfd3JpdGVCFQoTX2ludGVybmFsX3JlYXNvbmluZyJnCgpEYXRhUG9saWN5EhAKCHRyYWluaW5nGAEgASgIEhcKD3JldGFpbnNfcHJvbXB0cxgCIAEoCBIbCg5yZXRlbnRpb25fZGF5cxgDIAEoBUgAiAEBQhEKD19yZXRlbnRpb25fZGF5cyJKCgxDYXRhbG9nRW50cnkSJgoFbW9kZWwYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCm92ZXJyaWRkZW4YAiABKAgiaQoYTGlzdENhdGFsb2dNb2RlbHNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBRIbCg5zdGFydGluZ19hZnRlchgDIAEoCUgAiAEBQhEKD19zdGFydGluZ19hZnRlciKeAQoZTGlzdENhdGFsb2dNb2RlbHNSZXNwb25zZRIwCgZtb2RlbHMYASADKAsyIC5wb3J0aWNvLmNhdGFsb2cudjEuQ2F0YWxvZ0VudHJ5EhMKC3RvdGFsX2NvdW50GAIgASgFEhAKCGhhc19tb3JlGAMgASgIEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIiYKFkdldENhdGFsb2dNb2RlbFJlcXVlc3QSDAoEc2x1ZxgBIAEoCSJKChdHZXRDYXRhbG9nTW9kZWxSZXNwb25zZRIvCgVtb2RlbBgBIAEoCzIgLnBvcnRpY28uY2F0YWxvZy52MS5DYXRhbG9nRW50cnkiTgoWUHV0Q2F0YWxvZ01vZGVsUmVxdWVzdBIMCgRzbHVnGAEgASgJEiYKBW1vZGVsGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJKChdQdXRDYXRhbG9nTW9kZWxSZXNwb25zZRIvCgVtb2RlbBgBIAEoCzIgLnBvcnRpY28uY2F0YWxvZy52MS5DYXRhbG9nRW50cnkiaAocVXBkYXRlQ2F0YWxvZ0VuZHBvaW50UmVxdWVzdBIMCgRzbHVnGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEigKB2NoYW5nZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlAKHVVwZGF0ZUNhdGFsb2dFbmRwb2ludFJlc3BvbnNlEi8KBW1vZGVsGAEgASgLMiAucG9ydGljby5jYXRhbG9nLnYxLkNhdGFsb2dFbnRyeSI+ChxEZWxldGVDYXRhbG9nRW5kcG9pbnRSZXF1ZXN0EgwKBHNsdWcYASABKAkSEAoIcHJvdmlkZXIYAiABKAkiUAodRGVsZXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2USLwoFbW9kZWwYASABKAsyIC5wb3J0aWNvLmNhdGFsb2cudjEuQ2F0YWxvZ0VudHJ5IikKGURlbGV0ZUNhdGFsb2dNb2RlbFJlcXVlc3QSDAoEc2x1ZxgBIAEoCSIcChpEZWxldGVDYXRhbG9nTW9kZWxSZXNwb25zZTLABgoOQ2F0YWxvZ1NlcnZpY2UScwoSTGlzdE1vZGVsRW5kcG9pbnRzEi0ucG9ydGljby5jYXRhbG9nLnYxLkxpc3RNb2RlbEVuZHBvaW50c1JlcXVlc3QaLi5wb3J0aWNvLmNhdGFsb2cudjEuTGlzdE1vZGVsRW5kcG9pbnRzUmVzcG9uc2UScAoRTGlzdENhdGFsb2dNb2RlbHMSLC5wb3J0aWNvLmNhdGFsb2cudjEuTGlzdENhdGFsb2dNb2RlbHNSZXF1ZXN0Gi0ucG9ydGljby5jYXRhbG9nLnYxLkxpc3RDYXRhbG9nTW9kZWxzUmVzcG9uc2USagoPR2V0Q2F0YWxvZ01vZGVsEioucG9ydGljby5jYXRhbG9nLnYxLkdldENhdGFsb2dNb2RlbFJlcXVlc3QaKy5wb3J0aWNvLmNhdGFsb2cudjEuR2V0Q2F0YWxvZ01vZGVsUmVzcG9uc2USagoPUHV0Q2F0YWxvZ01vZGVsEioucG9ydGljby5jYXRhbG9nLnYxLlB1dENhdGFsb2dNb2RlbFJlcXVlc3QaKy5wb3J0aWNvLmNhdGFsb2cudjEuUHV0Q2F0YWxvZ01vZGVsUmVzcG9uc2USfAoVVXBkYXRlQ2F0YWxvZ0VuZHBvaW50EjAucG9ydGljby5jYXRhbG9nLnYxLlVwZGF0ZUNhdGFsb2dFbmRwb2ludFJlcXVlc3QaMS5wb3J0aWNvLmNhdGFsb2cudjEuVXBkYXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2USfAoVRGVsZXRlQ2F0YWxvZ0VuZHBvaW50EjAucG9ydGljby5jYXRhbG9nLnYxLkRlbGV0ZUNhdGFsb2dFbmRwb2ludFJlcXVlc3QaMS5wb3J0aWNvLmNhdGFsb2cudjEuRGVsZXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2UScwoSRGVsZXRlQ2F0YWxvZ01vZGVsEi0ucG9ydGljby5jYXRhbG9nLnYxLkRlbGV0ZUNhdGFsb2dNb2RlbFJlcXVlc3QaLi5wb3J0aWNvLmNhdGFsb2cudjEuRGVsZXRlQ2F0YWxvZ01vZGVsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("Cihwb3J0aWNvL2NhdGFsb2cvdjEvY2F0YWxvZ19zZXJ2aWNlLnByb3RvEhJwb3J0aWNvLmNhdGFsb2cudjEiKQoZTGlzdE1vZGVsRW5kcG9pbnRzUmVxdWVzdBIMCgRzbHVnGAEgASgJIsUBChpMaXN0TW9kZWxFbmRwb2ludHNSZXNwb25zZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSEwoLZGVzY3JpcHRpb24YBCABKAkSNgoMYXJjaGl0ZWN0dXJlGAUgASgLMiAucG9ydGljby5jYXRhbG9nLnYxLkFyY2hpdGVjdHVyZRIvCgllbmRwb2ludHMYBiADKAsyHC5wb3J0aWNvLmNhdGFsb2cudjEuRW5kcG9pbnQiewoMQXJjaGl0ZWN0dXJlEhAKCG1vZGFsaXR5GAEgASgJEhgKEGlucHV0X21vZGFsaXRpZXMYAiADKAkSGQoRb3V0cHV0X21vZGFsaXRpZXMYAyADKAkSFgoJdG9rZW5pemVyGAQgASgJSACIAQFCDAoKX3Rva2VuaXplciLCBAoIRW5kcG9pbnQSDAoEbmFtZRgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRISCgptb2RlbF9uYW1lGAMgASgJEhUKDXByb3ZpZGVyX25hbWUYBCABKAkSCwoDdGFnGAUgASgJEiwKB3ByaWNpbmcYBiABKAsyGy5wb3J0aWNvLmNhdGFsb2cudjEuUHJpY2luZxIWCg5jb250ZXh0X2xlbmd0aBgHIAEoAxIiChVtYXhfY29tcGxldGlvbl90b2tlbnMYCCABKANIAIgBARIUCgxxdWFudGl6YXRpb24YCSABKAkSDgoGc3RhdHVzGAogASgFEhYKDmNhdGFsb2dfc3RhdHVzGAsgASgJEhwKFHN1cHBvcnRlZF9wYXJhbWV0ZXJzGAwgAygJEjMKC2RhdGFfcG9saWN5GA0gASgLMh4ucG9ydGljby5jYXRhbG9nLnYxLkRhdGFQb2xpY3kSCwoDemRyGA4gASgIEhgKC2Rpc3RpbGxhYmxlGA8gASgISAGIAQESEAoIcHJvdmlkZXIYECABKAkSGQoRcHJvdmlkZXJfbW9kZWxfaWQYESABKAkSEgoKc291cmNlX3VybBgSIAEoCRIUCgxzb3VyY2VfYXNfb2YYEyABKAkSMgoEbGl2ZRgUIAEoCzIfLnBvcnRpY28uY2F0YWxvZy52MS5MaXZlRmlndXJlc0gCiAEBQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnNCDgoMX2Rpc3RpbGxhYmxlQgcKBV9saXZlIqABCgtMaXZlRmlndXJlcxIzCgpsYXRlbmN5X21zGAEgASgLMh8ucG9ydGljby5jYXRhbG9nLnYxLlBlcmNlbnRpbGVzEjMKCnRocm91Z2hwdXQYAiABKAsyHy5wb3J0aWNvLmNhdGFsb2cudjEuUGVyY2VudGlsZXMSDwoHc2FtcGxlcxgDIAEoBRIWCg53aW5kb3dfc2Vjb25kcxgEIAEoBSJBCgtQZXJjZW50aWxlcxILCgNwNTAYASABKAESCwoDcDc1GAIgASgBEgsKA3A5MBgDIAEoARILCgNwOTkYBCABKAEi7wEKB1ByaWNpbmcSDgoGcHJvbXB0GAEgASgJEhIKCmNvbXBsZXRpb24YAiABKAkSDwoHcmVxdWVzdBgDIAEoCRINCgVpbWFnZRgEIAEoCRIdChBpbnB1dF9jYWNoZV9yZWFkGAUgASgJSACIAQESHgoRaW5wdXRfY2FjaGVfd3JpdGUYBiABKAlIAYgBARIfChJpbnRlcm5hbF9yZWFzb25pbmcYByABKAlIAogBAUITChFfaW5wdXRfY2FjaGVfcmVhZEIUChJfaW5wdXRfY2FjaGVfd3JpdGVCFQoTX2ludGVybmFsX3JlYXNvbmluZyJnCgpEYXRhUG9saWN5EhAKCHRyYWluaW5nGAEgASgIEhcKD3JldGFpbnNfcHJvbXB0cxgCIAEoCBIbCg5yZXRlbnRpb25fZGF5cxgDIAEoBUgAiAEBQhEKD19yZXRlbnRpb25fZGF5cyJKCgxDYXRhbG9nRW50cnkSJgoFbW9kZWwYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCm92ZXJyaWRkZW4YAiABKAgiaQoYTGlzdENhdGFsb2dNb2RlbHNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBRIbCg5zdGFydGluZ19hZnRlchgDIAEoCUgAiAEBQhEKD19zdGFydGluZ19hZnRlciKeAQoZTGlzdENhdGFsb2dNb2RlbHNSZXNwb25zZRIwCgZtb2RlbHMYASADKAsyIC5wb3J0aWNvLmNhdGFsb2cudjEuQ2F0YWxvZ0VudHJ5EhMKC3RvdGFsX2NvdW50GAIgASgFEhAKCGhhc19tb3JlGAMgASgIEhgKC25leHRfY3Vyc29yGAQgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIiYKFkdldENhdGFsb2dNb2RlbFJlcXVlc3QSDAoEc2x1ZxgBIAEoCSJKChdHZXRDYXRhbG9nTW9kZWxSZXNwb25zZRIvCgVtb2RlbBgBIAEoCzIgLnBvcnRpY28uY2F0YWxvZy52MS5DYXRhbG9nRW50cnkiTgoWUHV0Q2F0YWxvZ01vZGVsUmVxdWVzdBIMCgRzbHVnGAEgASgJEiYKBW1vZGVsGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJKChdQdXRDYXRhbG9nTW9kZWxSZXNwb25zZRIvCgVtb2RlbBgBIAEoCzIgLnBvcnRpY28uY2F0YWxvZy52MS5DYXRhbG9nRW50cnkiaAocVXBkYXRlQ2F0YWxvZ0VuZHBvaW50UmVxdWVzdBIMCgRzbHVnGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEigKB2NoYW5nZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlAKHVVwZGF0ZUNhdGFsb2dFbmRwb2ludFJlc3BvbnNlEi8KBW1vZGVsGAEgASgLMiAucG9ydGljby5jYXRhbG9nLnYxLkNhdGFsb2dFbnRyeSI+ChxEZWxldGVDYXRhbG9nRW5kcG9pbnRSZXF1ZXN0EgwKBHNsdWcYASABKAkSEAoIcHJvdmlkZXIYAiABKAkiUAodRGVsZXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2USLwoFbW9kZWwYASABKAsyIC5wb3J0aWNvLmNhdGFsb2cudjEuQ2F0YWxvZ0VudHJ5IikKGURlbGV0ZUNhdGFsb2dNb2RlbFJlcXVlc3QSDAoEc2x1ZxgBIAEoCSIcChpEZWxldGVDYXRhbG9nTW9kZWxSZXNwb25zZTLABgoOQ2F0YWxvZ1NlcnZpY2UScwoSTGlzdE1vZGVsRW5kcG9pbnRzEi0ucG9ydGljby5jYXRhbG9nLnYxLkxpc3RNb2RlbEVuZHBvaW50c1JlcXVlc3QaLi5wb3J0aWNvLmNhdGFsb2cudjEuTGlzdE1vZGVsRW5kcG9pbnRzUmVzcG9uc2UScAoRTGlzdENhdGFsb2dNb2RlbHMSLC5wb3J0aWNvLmNhdGFsb2cudjEuTGlzdENhdGFsb2dNb2RlbHNSZXF1ZXN0Gi0ucG9ydGljby5jYXRhbG9nLnYxLkxpc3RDYXRhbG9nTW9kZWxzUmVzcG9uc2USagoPR2V0Q2F0YWxvZ01vZGVsEioucG9ydGljby5jYXRhbG9nLnYxLkdldENhdGFsb2dNb2RlbFJlcXVlc3QaKy5wb3J0aWNvLmNhdGFsb2cudjEuR2V0Q2F0YWxvZ01vZGVsUmVzcG9uc2USagoPUHV0Q2F0YWxvZ01vZGVsEioucG9ydGljby5jYXRhbG9nLnYxLlB1dENhdGFsb2dNb2RlbFJlcXVlc3QaKy5wb3J0aWNvLmNhdGFsb2cudjEuUHV0Q2F0YWxvZ01vZGVsUmVzcG9uc2USfAoVVXBkYXRlQ2F0YWxvZ0VuZHBvaW50EjAucG9ydGljby5jYXRhbG9nLnYxLlVwZGF0ZUNhdGFsb2dFbmRwb2ludFJlcXVlc3QaMS5wb3J0aWNvLmNhdGFsb2cudjEuVXBkYXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2USfAoVRGVsZXRlQ2F0YWxvZ0VuZHBvaW50EjAucG9ydGljby5jYXRhbG9nLnYxLkRlbGV0ZUNhdGFsb2dFbmRwb2ludFJlcXVlc3QaMS5wb3J0aWNvLmNhdGFsb2cudjEuRGVsZXRlQ2F0YWxvZ0VuZHBvaW50UmVzcG9uc2UScwoSRGVsZXRlQ2F0YWxvZ01vZGVsEi0ucG9ydGljby5jYXRhbG9nLnYxLkRlbGV0ZUNhdGFsb2dNb2RlbFJlcXVlc3QaLi5wb3J0aWNvLmNhdGFsb2cudjEuRGVsZXRlQ2F0YWxvZ01vZGVsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * Which model's endpoints to list.
@@ -270,6 +270,14 @@ export type Endpoint = Message<"portico.catalog.v1.Endpoint"> & {
    * @generated from field: string source_as_of = 19;
    */
   sourceAsOf: string;
+
+  /**
+   * What the generations this process routed to the endpoint say about its speed over the routing window
+   * (docs/routing.md, "Throughput and latency"); unset when the window holds no sample.
+   *
+   * @generated from field: optional portico.catalog.v1.LiveFigures live = 20;
+   */
+  live?: LiveFigures | undefined;
 };
 
 /**
@@ -278,6 +286,90 @@ export type Endpoint = Message<"portico.catalog.v1.Endpoint"> & {
  */
 export const EndpointSchema: GenMessage<Endpoint> = /*@__PURE__*/
   messageDesc(file_portico_catalog_v1_catalog_service, 3);
+
+/**
+ * An endpoint's live figures over a recent window, as one core process recorded them.
+ *
+ * @generated from message portico.catalog.v1.LiveFigures
+ */
+export type LiveFigures = Message<"portico.catalog.v1.LiveFigures"> & {
+  /**
+   * Milliseconds to the first token (the real-world service's unit for `latency_last_30m`).
+   *
+   * @generated from field: portico.catalog.v1.Percentiles latency_ms = 1;
+   */
+  latencyMs?: Percentiles | undefined;
+
+  /**
+   * Completion tokens per second of generation.
+   *
+   * @generated from field: portico.catalog.v1.Percentiles throughput = 2;
+   */
+  throughput?: Percentiles | undefined;
+
+  /**
+   * How many generations the figures are computed from.
+   *
+   * @generated from field: int32 samples = 3;
+   */
+  samples: number;
+
+  /**
+   * The window's length in seconds.
+   *
+   * @generated from field: int32 window_seconds = 4;
+   */
+  windowSeconds: number;
+};
+
+/**
+ * Describes the message portico.catalog.v1.LiveFigures.
+ * Use `create(LiveFiguresSchema)` to create a new message.
+ */
+export const LiveFiguresSchema: GenMessage<LiveFigures> = /*@__PURE__*/
+  messageDesc(file_portico_catalog_v1_catalog_service, 4);
+
+/**
+ * Nearest-rank percentiles of a series.
+ *
+ * @generated from message portico.catalog.v1.Percentiles
+ */
+export type Percentiles = Message<"portico.catalog.v1.Percentiles"> & {
+  /**
+   * Median.
+   *
+   * @generated from field: double p50 = 1;
+   */
+  p50: number;
+
+  /**
+   * 75th percentile.
+   *
+   * @generated from field: double p75 = 2;
+   */
+  p75: number;
+
+  /**
+   * 90th percentile.
+   *
+   * @generated from field: double p90 = 3;
+   */
+  p90: number;
+
+  /**
+   * 99th percentile.
+   *
+   * @generated from field: double p99 = 4;
+   */
+  p99: number;
+};
+
+/**
+ * Describes the message portico.catalog.v1.Percentiles.
+ * Use `create(PercentilesSchema)` to create a new message.
+ */
+export const PercentilesSchema: GenMessage<Percentiles> = /*@__PURE__*/
+  messageDesc(file_portico_catalog_v1_catalog_service, 5);
 
 /**
  * Per-token prices (USD, decimal strings); optional ones are unset where the endpoint does not charge apart.
@@ -340,7 +432,7 @@ export type Pricing = Message<"portico.catalog.v1.Pricing"> & {
  * Use `create(PricingSchema)` to create a new message.
  */
 export const PricingSchema: GenMessage<Pricing> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 4);
+  messageDesc(file_portico_catalog_v1_catalog_service, 6);
 
 /**
  * A provider's terms for the data sent to it.
@@ -375,7 +467,7 @@ export type DataPolicy = Message<"portico.catalog.v1.DataPolicy"> & {
  * Use `create(DataPolicySchema)` to create a new message.
  */
 export const DataPolicySchema: GenMessage<DataPolicy> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 5);
+  messageDesc(file_portico_catalog_v1_catalog_service, 7);
 
 /**
  * A model of the catalog as served.
@@ -404,7 +496,7 @@ export type CatalogEntry = Message<"portico.catalog.v1.CatalogEntry"> & {
  * Use `create(CatalogEntrySchema)` to create a new message.
  */
 export const CatalogEntrySchema: GenMessage<CatalogEntry> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 6);
+  messageDesc(file_portico_catalog_v1_catalog_service, 8);
 
 /**
  * Lists the catalog.
@@ -440,7 +532,7 @@ export type ListCatalogModelsRequest = Message<"portico.catalog.v1.ListCatalogMo
  * Use `create(ListCatalogModelsRequestSchema)` to create a new message.
  */
 export const ListCatalogModelsRequestSchema: GenMessage<ListCatalogModelsRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 7);
+  messageDesc(file_portico_catalog_v1_catalog_service, 9);
 
 /**
  * A page of the catalog.
@@ -482,7 +574,7 @@ export type ListCatalogModelsResponse = Message<"portico.catalog.v1.ListCatalogM
  * Use `create(ListCatalogModelsResponseSchema)` to create a new message.
  */
 export const ListCatalogModelsResponseSchema: GenMessage<ListCatalogModelsResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 8);
+  messageDesc(file_portico_catalog_v1_catalog_service, 10);
 
 /**
  * Which model to read.
@@ -503,7 +595,7 @@ export type GetCatalogModelRequest = Message<"portico.catalog.v1.GetCatalogModel
  * Use `create(GetCatalogModelRequestSchema)` to create a new message.
  */
 export const GetCatalogModelRequestSchema: GenMessage<GetCatalogModelRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 9);
+  messageDesc(file_portico_catalog_v1_catalog_service, 11);
 
 /**
  * The model.
@@ -524,7 +616,7 @@ export type GetCatalogModelResponse = Message<"portico.catalog.v1.GetCatalogMode
  * Use `create(GetCatalogModelResponseSchema)` to create a new message.
  */
 export const GetCatalogModelResponseSchema: GenMessage<GetCatalogModelResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 10);
+  messageDesc(file_portico_catalog_v1_catalog_service, 12);
 
 /**
  * A model to add or replace.
@@ -553,7 +645,7 @@ export type PutCatalogModelRequest = Message<"portico.catalog.v1.PutCatalogModel
  * Use `create(PutCatalogModelRequestSchema)` to create a new message.
  */
 export const PutCatalogModelRequestSchema: GenMessage<PutCatalogModelRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 11);
+  messageDesc(file_portico_catalog_v1_catalog_service, 13);
 
 /**
  * The model as now served.
@@ -574,7 +666,7 @@ export type PutCatalogModelResponse = Message<"portico.catalog.v1.PutCatalogMode
  * Use `create(PutCatalogModelResponseSchema)` to create a new message.
  */
 export const PutCatalogModelResponseSchema: GenMessage<PutCatalogModelResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 12);
+  messageDesc(file_portico_catalog_v1_catalog_service, 14);
 
 /**
  * An endpoint change.
@@ -610,7 +702,7 @@ export type UpdateCatalogEndpointRequest = Message<"portico.catalog.v1.UpdateCat
  * Use `create(UpdateCatalogEndpointRequestSchema)` to create a new message.
  */
 export const UpdateCatalogEndpointRequestSchema: GenMessage<UpdateCatalogEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 13);
+  messageDesc(file_portico_catalog_v1_catalog_service, 15);
 
 /**
  * The model as now served.
@@ -631,7 +723,7 @@ export type UpdateCatalogEndpointResponse = Message<"portico.catalog.v1.UpdateCa
  * Use `create(UpdateCatalogEndpointResponseSchema)` to create a new message.
  */
 export const UpdateCatalogEndpointResponseSchema: GenMessage<UpdateCatalogEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 14);
+  messageDesc(file_portico_catalog_v1_catalog_service, 16);
 
 /**
  * An endpoint to remove.
@@ -659,7 +751,7 @@ export type DeleteCatalogEndpointRequest = Message<"portico.catalog.v1.DeleteCat
  * Use `create(DeleteCatalogEndpointRequestSchema)` to create a new message.
  */
 export const DeleteCatalogEndpointRequestSchema: GenMessage<DeleteCatalogEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 15);
+  messageDesc(file_portico_catalog_v1_catalog_service, 17);
 
 /**
  * The model as now served.
@@ -680,7 +772,7 @@ export type DeleteCatalogEndpointResponse = Message<"portico.catalog.v1.DeleteCa
  * Use `create(DeleteCatalogEndpointResponseSchema)` to create a new message.
  */
 export const DeleteCatalogEndpointResponseSchema: GenMessage<DeleteCatalogEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 16);
+  messageDesc(file_portico_catalog_v1_catalog_service, 18);
 
 /**
  * A model to remove.
@@ -701,7 +793,7 @@ export type DeleteCatalogModelRequest = Message<"portico.catalog.v1.DeleteCatalo
  * Use `create(DeleteCatalogModelRequestSchema)` to create a new message.
  */
 export const DeleteCatalogModelRequestSchema: GenMessage<DeleteCatalogModelRequest> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 17);
+  messageDesc(file_portico_catalog_v1_catalog_service, 19);
 
 /**
  * Empty: the model is removed.
@@ -716,7 +808,7 @@ export type DeleteCatalogModelResponse = Message<"portico.catalog.v1.DeleteCatal
  * Use `create(DeleteCatalogModelResponseSchema)` to create a new message.
  */
 export const DeleteCatalogModelResponseSchema: GenMessage<DeleteCatalogModelResponse> = /*@__PURE__*/
-  messageDesc(file_portico_catalog_v1_catalog_service, 18);
+  messageDesc(file_portico_catalog_v1_catalog_service, 20);
 
 /**
  * The model catalog (docs/catalog.md): which models exist, who serves them and at what price. Any API key
