@@ -46,6 +46,9 @@ import { ActivityService } from "../gen/portico/activity/v1/activity_service_pb.
 import { createActivityHandler } from "./activity/activity-handler.js";
 import { createActivityRepository } from "./activity/activity-repository.js";
 import { BYOK_TOPIC, createCredentialStore } from "./chat/credentials/load.js";
+import { RoutingSettingsService } from "../gen/portico/routing/v1/routing_settings_pb.js";
+import { createRoutingSettingsHandler } from "./routing-settings/routing-settings-handler.js";
+import { createRoutingSettingsCache, createRoutingSettingsService, ROUTING_SETTINGS_TOPIC } from "./routing-settings/routing-settings.js";
 import { createSharedCredentialStore, withKeylessProviders } from "./byok/provider-keys.js";
 import { ProviderRegistry } from "./chat/providers/index.js";
 import { loadCatalogFile } from "./catalog/catalog.js";
@@ -160,7 +163,20 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   closers.push(() => rates.close());
   // One memory of the endpoints' live figures: routing reads and feeds it, the endpoints list shows it.
   const endpointStats = createEndpointStats();
+  // Account-wide routing settings: written audited, read by the plan stage through a bounded cache (docs/routing.md).
+  const providerNames = new Map<string, string>();
+  for (const p of providers.list()) {
+    providerNames.set(p.slug.toLowerCase(), p.slug);
+    providerNames.set(p.name.toLowerCase(), p.slug);
+  }
+  const routingSettings = createRoutingSettingsService({
+    db,
+    providerSlug: (name) => providerNames.get(name),
+    onChanged: (org) => bus.publish(ROUTING_SETTINGS_TOPIC, org),
+  });
+  const routingSettingsCache = createRoutingSettingsCache({ db, ttlMs: config.authCacheTtlMs, bus });
   const chat = createChatHandler({
+    accountRouting: routingSettingsCache.filtersFor,
     presets: presetsRepository,
     generations,
     credentials,
@@ -213,6 +229,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(ByokService, byok.handler);
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));
+    router.service(RoutingSettingsService, createRoutingSettingsHandler({ service: routingSettings }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
     router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, endpointStats, providerName: (slug) => providers.get(slug)?.name ?? slug }));

@@ -21,6 +21,7 @@ import {
   UpdateApiKeyRequest,
   UpdateInternRequest,
   UpdatePresetRequest,
+  UpdateRoutingSettingsRequest,
   UpdateWorkspaceRequest,
 } from "./management.js";
 
@@ -50,6 +51,7 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     addWorkspaceMembers: requestJsonSchema(AddWorkspaceMembersRequest),
     removeWorkspaceMembers: requestJsonSchema(RemoveWorkspaceMembersRequest),
     updatePreset: requestJsonSchema(UpdatePresetRequest),
+    updateRoutingSettings: requestJsonSchema(UpdateRoutingSettingsRequest),
     createIntern: requestJsonSchema(CreateInternRequest),
     updateIntern: requestJsonSchema(UpdateInternRequest),
     deleteIntern: requestJsonSchema(DeleteInternRequest),

@@ -164,3 +164,18 @@ export const DeleteInternRequest = closedObject({
 
 /** Operations that take no body: any field is refused, naming it. */
 export const EmptyRequest = closedObject({}).meta({ description: "No body, or an empty object: any field is refused." });
+
+const providerList = (description: string) => nullable(array(string({ min: 1, max: 100 }), { max: 100 })).meta({ description });
+
+/** Account-wide routing settings of an organization or a workspace (docs/routing.md#account-wide-settings). */
+export const UpdateRoutingSettingsRequest = closedObject({
+  allowed_providers: providerList(
+    "Providers (slugs or display names, case insensitive) that alone may serve the account's requests; intersected with a request's provider.only; null clears (any provider).",
+  ),
+  ignored_providers: providerList("Providers that never serve the account's requests; joined to a request's provider.ignore; null clears."),
+  allowed_quantizations: nullable(array(string({ min: 1, max: 16 }), { max: 20 })).meta({
+    description: "Quantizations (int4, int8, fp4, mxfp4, nvfp4, fp6, fp8, mxfp8, fp16, bf16, fp32, unknown) that alone may serve; null clears.",
+  }),
+  data_collection: oneOf(["allow", "deny"] as const).meta({ description: '"deny": only endpoints whose provider may not train on prompts, whatever a request says.' }),
+  zdr: boolean().meta({ description: "true: only zero-data-retention endpoints, whatever a request says." }),
+}).meta({ description: "Omitted fields stay unchanged. A request can narrow these settings, never loosen them." });

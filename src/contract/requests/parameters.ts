@@ -100,6 +100,9 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
     path: p({ slug, version: pathText('Version number as a decimal string, e.g. "1".') }, ["slug", "version"]),
     query: q({ workspace_id: workspaceForPresets }),
   },
+  // account-wide routing settings
+  getRoutingSettings: { query: q({ workspace_id: text("The workspace (UUID) whose settings to read; omitted = the organization's.") }) },
+  updateRoutingSettings: { query: q({ workspace_id: text("The workspace (UUID) whose settings to change; omitted = the organization's.") }) },
   // byok
   listByokKeys: {
     query: q({

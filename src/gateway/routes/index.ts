@@ -6,6 +6,7 @@ import { registerByokRoutes } from "./byok.js";
 import { registerPresetRoutes } from "./presets.js";
 import { registerKeyRoutes } from "./keys.js";
 import { registerWorkspaceRoutes } from "./workspaces.js";
+import { registerRoutingSettingsRoutes } from "./routing-settings.js";
 import { registerAuditRoutes } from "./audit.js";
 import { registerInternAdminRoutes } from "./intern-admin.js";
 import { registerInternSessionRoutes } from "./intern-sessions.js";
@@ -24,6 +25,7 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerPresetRoutes(api, ctx);
   await registerKeyRoutes(api, ctx);
   await registerWorkspaceRoutes(api, ctx);
+  await registerRoutingSettingsRoutes(api, ctx);
   await registerAuditRoutes(api, ctx);
   await registerInternAdminRoutes(api, ctx);
   await registerInternSessionRoutes(api, ctx);

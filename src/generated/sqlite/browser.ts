@@ -122,3 +122,10 @@ export type InternInteraction = Prisma.InternInteractionModel
  * (docs/catalog.md), layered over the built-in catalog and the operator file: one row per canonical slug.
  */
 export type CatalogOverride = Prisma.CatalogOverrideModel
+/**
+ * Model RoutingSettings
+ * Account-wide routing settings of an organization (workspaceId "") or of one of its workspaces
+ * (docs/routing.md#account-wide-settings): applied to every chat request of the account's keys before the
+ * request's own `provider` preferences, which can only narrow them.
+ */
+export type RoutingSettings = Prisma.RoutingSettingsModel

@@ -8,7 +8,8 @@
  * `call.attemptsNotTried` (the error of a request whose kept attempts all fail says so). Credentials are read
  * once per provider, so planning is linear in the (capped) lists of the request.
  */
-import { Reason, serviceError } from "../../errors.js";
+import { ConnectError } from "@connectrpc/connect";
+import { errorDetailOf, Reason, serviceError } from "../../errors.js";
 import type { SharedCredentialStore } from "../../byok/provider-keys.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import type { CredentialStore } from "../credentials/load.js";
@@ -106,7 +107,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         }
         prefs.zdrCredentialProviders = declared;
       }
-      const candidates = filterCandidates(resolved, prefs, body, label, account);
+      const candidates = withAccountNote(account, () => filterCandidates(resolved, prefs, body, label, account));
       // The health memory is read only when there is an order to choose (one round trip for every endpoint).
       let unhealthy = NO_HEALTH;
       if (deps.health && candidates.length > 1) {
@@ -159,6 +160,22 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       return outcome;
     },
   };
+}
+
+/**
+ * A request filter that empties the list after the account's routing settings narrowed it says so, naming
+ * the settings that applied first (the request's own field stays the error's field).
+ */
+function withAccountNote<T>(account: readonly RoutingFilter[], run: () => T): T {
+  try {
+    return run();
+  } catch (err) {
+    if (account.length === 0 || !(err instanceof ConnectError)) throw err;
+    const field = errorDetailOf(err)?.field;
+    const names = account.map((f) => f.field);
+    if (!field || names.includes(field)) throw err;
+    throw invalidArgument(field, `${err.rawMessage}; the account's routing settings applied first (${names.join(", ")}) and a request can only narrow them`);
+  }
 }
 
 /** A model id as an error message may quote it: at most 128 characters. */

@@ -409,7 +409,8 @@ export const ModelName = {
   InternSession: 'InternSession',
   InternRun: 'InternRun',
   InternInteraction: 'InternInteraction',
-  CatalogOverride: 'CatalogOverride'
+  CatalogOverride: 'CatalogOverride',
+  RoutingSettings: 'RoutingSettings'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -425,7 +426,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1909,6 +1910,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    RoutingSettings: {
+      payload: Prisma.$RoutingSettingsPayload<ExtArgs>
+      fields: Prisma.RoutingSettingsFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.RoutingSettingsFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.RoutingSettingsFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        findFirst: {
+          args: Prisma.RoutingSettingsFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.RoutingSettingsFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        findMany: {
+          args: Prisma.RoutingSettingsFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>[]
+        }
+        create: {
+          args: Prisma.RoutingSettingsCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        createMany: {
+          args: Prisma.RoutingSettingsCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.RoutingSettingsCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>[]
+        }
+        delete: {
+          args: Prisma.RoutingSettingsDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        update: {
+          args: Prisma.RoutingSettingsUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        deleteMany: {
+          args: Prisma.RoutingSettingsDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.RoutingSettingsUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.RoutingSettingsUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>[]
+        }
+        upsert: {
+          args: Prisma.RoutingSettingsUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$RoutingSettingsPayload>
+        }
+        aggregate: {
+          args: Prisma.RoutingSettingsAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateRoutingSettings>
+        }
+        groupBy: {
+          args: Prisma.RoutingSettingsGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RoutingSettingsGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.RoutingSettingsCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.RoutingSettingsCountAggregateOutputType> | number
+        }
+      }
+    }
   }
 } & {
   other: {
@@ -2272,6 +2347,22 @@ export const CatalogOverrideScalarFieldEnum = {
 export type CatalogOverrideScalarFieldEnum = (typeof CatalogOverrideScalarFieldEnum)[keyof typeof CatalogOverrideScalarFieldEnum]
 
 
+export const RoutingSettingsScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  allowedProviders: 'allowedProviders',
+  ignoredProviders: 'ignoredProviders',
+  allowedQuantizations: 'allowedQuantizations',
+  dataCollection: 'dataCollection',
+  zdr: 'zdr',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RoutingSettingsScalarFieldEnum = (typeof RoutingSettingsScalarFieldEnum)[keyof typeof RoutingSettingsScalarFieldEnum]
+
+
 export const SortOrder = {
   asc: 'asc',
   desc: 'desc'
@@ -2495,6 +2586,7 @@ export type GlobalOmitConfig = {
   internRun?: Prisma.InternRunOmit
   internInteraction?: Prisma.InternInteractionOmit
   catalogOverride?: Prisma.CatalogOverrideOmit
+  routingSettings?: Prisma.RoutingSettingsOmit
 }
 
 /* Types for Logging */

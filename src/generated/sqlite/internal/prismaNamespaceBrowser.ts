@@ -68,7 +68,8 @@ export const ModelName = {
   InternSession: 'InternSession',
   InternRun: 'InternRun',
   InternInteraction: 'InternInteraction',
-  CatalogOverride: 'CatalogOverride'
+  CatalogOverride: 'CatalogOverride',
+  RoutingSettings: 'RoutingSettings'
 } as const
 
 export type ModelName = (typeof ModelName)[keyof typeof ModelName]
@@ -409,6 +410,22 @@ export const CatalogOverrideScalarFieldEnum = {
 } as const
 
 export type CatalogOverrideScalarFieldEnum = (typeof CatalogOverrideScalarFieldEnum)[keyof typeof CatalogOverrideScalarFieldEnum]
+
+
+export const RoutingSettingsScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  allowedProviders: 'allowedProviders',
+  ignoredProviders: 'ignoredProviders',
+  allowedQuantizations: 'allowedQuantizations',
+  dataCollection: 'dataCollection',
+  zdr: 'zdr',
+  createdAt: 'createdAt',
+  updatedAt: 'updatedAt'
+} as const
+
+export type RoutingSettingsScalarFieldEnum = (typeof RoutingSettingsScalarFieldEnum)[keyof typeof RoutingSettingsScalarFieldEnum]
 
 
 export const SortOrder = {
