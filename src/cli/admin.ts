@@ -3,6 +3,7 @@
  * non-programme, deleted-default-workspace and departed-creator situations can be set up from a script.
  * Plaintext keys are printed only when they are created.
  */
+import { registerRoutingAdminCommands } from "./admin-routing.js";
 import type { Command } from "commander";
 import type { Config } from "../config.js";
 import { bootstrap } from "../core/identity/bootstrap.js";
@@ -27,6 +28,7 @@ export const adminRegistrars: AdminCommandRegistrar[] = [
   registerByokAdminCommands,
   registerProviderKeyAdminCommands,
   registerCatalogAdminCommands,
+  registerRoutingAdminCommands,
 ];
 
 function out(json: boolean | undefined, value: Record<string, unknown>, text: string): void {

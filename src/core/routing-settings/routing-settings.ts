@@ -131,7 +131,10 @@ export function createRoutingSettingsService(deps: {
   const { db } = deps;
   /** The workspace must be an active one of the organization ("" = the organization itself). */
   async function checkScope(organizationId: string, workspaceId: string): Promise<void> {
-    if (workspaceId === "") return;
+    if (workspaceId === "") {
+      if (!(await db.organization.findUnique({ where: { id: organizationId }, select: { id: true } }))) throw notFound("Organization not found");
+      return;
+    }
     const ws = await db.workspace.findFirst({ where: { id: workspaceId, organizationId, deletedAt: null }, select: { id: true } });
     if (!ws) throw notFound("Workspace not found");
   }
