@@ -203,7 +203,8 @@ export interface Config {
    * Longest time, in ms, an authenticated API key is trusted from memory before it is read again
    * (PORTICO_AUTH_CACHE_TTL_MS, 0–1000, default 1000; 0 reads the database on every call). A key revoked
    * or disabled through any process is refused everywhere within this bound; through a process that
-   * shares REDIS_URL, at once.
+   * shares REDIS_URL, at once. Also bounds how long a changed account-wide routing setting
+   * (docs/routing.md) may go unseen by a process the bus does not reach.
    */
   authCacheTtlMs: number;
   interns: InternChatConfig;
