@@ -124,7 +124,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const keyCache = createKeyCache({ lookup: (hash) => identity.findKeyByHash(hash), ttlMs: config.authCacheTtlMs, bus });
   closers.push(async () => keyCache.close());
   // Spend limits live in the database every instance shares (docs/limits.md).
-  const spend = createSpendStore({ db, reservationTtlMs: config.chat.spendReservationTtlMs });
+  // A limit change recounts spend from the generation records: this process's queued ones are written first.
+  const spend = createSpendStore({ db, reservationTtlMs: config.chat.spendReservationTtlMs, writeQueuedRecords: () => generations.flush() });
   const workspaces = createWorkspacesService(db, {
     onMembershipChanged: () => bus.publish(AUTH_TOPIC, ALL_KEYS),
     onWorkspaceDeleted: () => bus.publish(AUTH_TOPIC, ALL_KEYS),

@@ -158,6 +158,7 @@ export function createKeysService(deps: KeysServiceDeps) {
       if (changes.disabled !== undefined) data.disabled = changes.disabled;
       const limits = checkKeyLimits(changes);
       if (Object.keys(data).length === 0 && Object.keys(limits).length === 0) return key;
+      if (limits.limitFemtoUsd !== undefined || limits.limitReset !== undefined) await deps.spend?.beforeLimitChange();
       const updated = await db.$transaction(async (tx) => {
         const res = await tx.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { ...data, ...limits, updatedAt: new Date() } });
         if (res.count === 0) throw notFound();

@@ -24,6 +24,11 @@ export const keyCounterId = (keyId: string) => `key:${keyId}`;
 export const workspaceCounterId = (workspaceId: string) => `ws:${workspaceId}`;
 
 export interface SpendStoreOptions {
+  /**
+   * Writes this process's queued generation records (generations.ts batches them for up to its flush
+   * interval). Called before a limit change recounts a window's spend from the records, outside its transaction.
+   */
+  writeQueuedRecords?: () => Promise<void>;
   db: Db;
   /** A reservation not settled within this long is released (its process is presumed dead). */
   reservationTtlMs: number;
@@ -149,6 +154,15 @@ export function createSpendStore(opts: SpendStoreOptions) {
      * counter is new or its reset kind changes, its spend in the current window is read from the generations
      * (`spentSince`), so a limit set mid-month counts the month's spend so far.
      */
+    /**
+     * Call before the transaction that sets a limit: the recount (`setLimit`'s `spentSince`) reads generation
+     * records, and the ones this process has queued but not written yet would be missed. Records queued by other
+     * instances are written within their flush interval (docs/limits.md).
+     */
+    async beforeLimitChange(): Promise<void> {
+      await opts.writeQueuedRecords?.();
+    },
+
     async setLimit(tx: DbTransaction, counter: string, limit: bigint | null, reset: LimitReset, spentSince: (sinceMs: number) => Promise<bigint>): Promise<void> {
       const t = now();
       const existing = await tx.spendCounter.findUnique({ where: { id: counter } });

@@ -175,6 +175,7 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
       }
       const { updatedAt: _t, ...changed } = data;
       if (Object.keys(changed).length === 0 && Object.keys(limits).length === 0) return ws;
+      if (limits.budgetFemtoUsd !== undefined || limits.budgetReset !== undefined) await hooks.spend?.beforeLimitChange();
       try {
         const updated = await db.$transaction(async (tx) => {
           const res = await tx.workspace.updateMany({ where: { id: ws.id, deletedAt: null }, data: { ...data, ...limits } });
