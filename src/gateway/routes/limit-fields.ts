@@ -1,6 +1,7 @@
 /**
  * The limit fields of keys and workspaces on the HTTP wire (docs/limits.md) ⇄ the gRPC messages: USD numbers
  * (`limit`, `budget`) ⇄ femto-USD integers, ISO times ⇄ Timestamps. A value of the wrong form is 400 naming it.
+ * The fields themselves are defined in src/contract/requests/management.ts (validation and OpenAPI).
  */
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Reason } from "../../contract/reasons.js";
@@ -8,27 +9,6 @@ import { femtoOfUsd, usdOfFemto } from "../../contract/money.js";
 import { serviceError } from "../../lib/service-error.js";
 
 const bad = (field: string, message: string) => serviceError(Reason.BAD_REQUEST, message, { field });
-
-const reset = (description: string) => ({ type: "string", enum: ["daily", "weekly", "monthly", "none"], description }) as const;
-const rate = (description: string) => ({ type: ["integer", "null"], minimum: 1, description }) as const;
-
-export const keyLimitProperties = {
-  limit: { type: ["number", "null"], minimum: 0, description: "Spend limit in USD; null = none. Requests whose largest possible cost does not fit answer 402." },
-  limit_reset: reset("When the limit's spend starts again from 0 (UTC; weeks from Monday); default none."),
-  expires_at: { type: ["string", "null"], description: "ISO 8601 time after which the key answers 401; null = never. Must be in the future." },
-  rate_limit_rpm: rate("Chat-completions requests per minute with this key; null = unbounded."),
-  rate_limit_tpm: rate("Tokens (prompt + completion) per minute with this key; null = unbounded."),
-} as const;
-
-export const workspaceLimitProperties = {
-  budget: { type: ["number", "null"], minimum: 0, description: "Spend budget in USD of the workspace's keys together; null = none." },
-  budget_reset: reset("When the budget's spend starts again from 0 (UTC; weeks from Monday); default none."),
-  rate_limit_rpm: rate("Chat-completions requests per minute for the workspace's keys together; null = unbounded."),
-  rate_limit_tpm: rate("Tokens per minute for the workspace's keys together; null = unbounded."),
-} as const;
-
-export const KEY_LIMIT_FIELDS = Object.keys(keyLimitProperties);
-export const WORKSPACE_LIMIT_FIELDS = Object.keys(workspaceLimitProperties);
 
 const femtoOf = (field: string, v: unknown): bigint | undefined => {
   if (v === null || v === undefined) return undefined;
