@@ -149,7 +149,8 @@ describe.each(dbProviders)("presets repository (%s)", (provider, fresh) => {
       expect(mine.map((res) => res.version.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
       expect(preset.designatedVersionId).toBe(mine.find((res) => res.version.version === 12)!.version.id);
       const events = await h().db.auditEvent.findMany({ where: { targetId: preset.id, action: "preset.version.create" } });
-      const audited = results.filter((_, i) => i % 3 === k && i % 2 === 0).map((res) => res.version.version);
+      const audited = results.filter((_, i) => i % 3 === k && i % 2 === 0).map((res) => res.version.version)
+        .sort((x, y) => x - y);
       expect(events.map((e) => (e.details as { version: number }).version).sort((x, y) => x - y)).toEqual(audited);
       expect(events.every((e) => e.actorKeyHash === actor.keyHash && e.actorUserId === "user-2" && e.workspaceId === "ws-1")).toBe(true);
     }
