@@ -22,6 +22,13 @@
  *   divided by the chunk events the client received;
  * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32.
  * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit).
+ *
+ * Before/after in one run: `--base <checkout>` adds the target "serve1 (base)", `portico serve` (1 worker) of another
+ * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
+ * folder of its own, measured the same way right after serve1. `--serve-model` / `--serve-long-model` name the
+ * models the Portico targets request (default `groq/llama-3.3-70b` and `together/llama-3.3-70b`, which the catalog
+ * does not list; `groq/llama-3.3-70b-versatile` and `together/meta-llama/Llama-3.3-70B-Instruct-Turbo` are catalog
+ * endpoints, so the request is routed through the catalog and priced).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
@@ -89,9 +96,9 @@ async function freePort(): Promise<number> {
 }
 
 /** Spawns `node args…` with its output in a file; resolves once `ready(output)` returns a value. */
-async function spawnUntil<T>(args: string[], env: NodeJS.ProcessEnv, logFile: string, ready: (out: string) => T | undefined, timeoutMs = 60_000): Promise<{ child: ChildProcess; value: T }> {
+async function spawnUntil<T>(args: string[], env: NodeJS.ProcessEnv, logFile: string, ready: (out: string) => T | undefined, timeoutMs = 60_000, cwd = root): Promise<{ child: ChildProcess; value: T }> {
   const fd = openSync(logFile, "w");
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] });
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] });
   closeSync(fd);
   const started = Date.now();
   let exited: number | null | undefined;
@@ -159,6 +166,9 @@ async function main(): Promise<void> {
   /** `--phase c32|streams`: only that heavy phase (for a profile of one kind of load). */
   const onlyPhase = argOf("phase");
   const wanted = (argOf("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
+  const base = argOf("base");
+  const serveModel = argOf("serve-model") ?? "groq/llama-3.3-70b";
+  const serveLongModel = argOf("serve-long-model") ?? "together/llama-3.3-70b";
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-hot-"));
   const children: ChildProcess[] = [];
   const loadStart = loadavg().map((l) => l.toFixed(2)).join(" ");
@@ -191,38 +201,45 @@ async function main(): Promise<void> {
       PORTICO_PROVIDER_TOGETHER_BASE_URL: `${fakes.value.long}/v1`,
     };
     let keys: { management: string; api: string } | undefined;
+    let baseKeys: { management: string; api: string } | undefined;
     const serveTargets: Array<{ name: string; start: () => Promise<Target & { children: ChildProcess[] }> }> = [];
-    const startServe = async (workers: number, name: string) => {
-      const args = [...(profileDir && workers === 1 ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "bin/portico.mjs", "serve"];
-      const s = await spawnUntil(args, { ...providerEnv, PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) }, join(dir, `${name}.log`), (out) => {
+    const startServe = async (workers: number, name: string, checkout = root) => {
+      const isBase = checkout !== root;
+      const args = [...(profileDir && workers === 1 && !isBase ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "bin/portico.mjs", "serve"];
+      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}), PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) };
+      const s = await spawnUntil(args, env, join(dir, `${name}.log`), (out) => {
         const api = /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1];
         const ready = workers > 1 ? out.includes("serving with worker processes") : /"msg":"serving"/.test(out);
         if (!api || !ready) return undefined;
         const mk = /management key:\s+(pk-v1-[0-9a-f]+)/.exec(out)?.[1];
         const ak = /api key:\s+(pk-v1-[0-9a-f]+)/.exec(out)?.[1];
         return { api, mk, ak };
-      });
-      if (!keys) {
+      }, 60_000, checkout);
+      let own = isBase ? baseKeys : keys;
+      if (!own) {
         if (!s.value.mk || !s.value.ak) throw new Error("serve printed no keys");
-        keys = { management: s.value.mk, api: s.value.ak };
+        own = { management: s.value.mk, api: s.value.ak };
+        if (isBase) baseKeys = own;
+        else keys = own;
         for (const [provider, key] of [["groq", "gsk-bench"], ["together", "tg-bench"]]) {
-          const r = await fetch(`${s.value.api}/byok`, { method: "POST", headers: { authorization: `Bearer ${keys.management}`, "content-type": "application/json" }, body: JSON.stringify({ provider, key }) });
+          const r = await fetch(`${s.value.api}/byok`, { method: "POST", headers: { authorization: `Bearer ${own.management}`, "content-type": "application/json" }, body: JSON.stringify({ provider, key }) });
           if (r.status !== 200) throw new Error(`BYOK create ${provider}: ${r.status} ${await r.text()}`);
         }
       }
       const pid = s.child.pid!;
       const tree = processTree(pid);
-      return { ...porticoTarget(name, s.value.api, keys.api), pids: () => tree, rssPid: workers === 1 ? pid : undefined, children: [s.child] };
+      return { ...porticoTarget(name, s.value.api, own.api), pids: () => tree, rssPid: workers === 1 ? pid : undefined, children: [s.child] };
     };
     const porticoTarget = (name: string, api: string, key: string) => ({
       name,
       url: `${api}/chat/completions`,
       longUrl: `${api}/chat/completions`,
       key,
-      model: "groq/llama-3.3-70b",
-      longModel: "together/llama-3.3-70b",
+      model: serveModel,
+      longModel: serveLongModel,
     });
     if (wanted.includes("serve1")) serveTargets.push({ name: "Portico serve, 1 worker", start: () => startServe(1, "Portico serve, 1 worker") });
+    if (base) serveTargets.push({ name: "Portico serve, 1 worker (base)", start: () => startServe(1, "Portico serve, 1 worker (base)", resolve(base)) });
     if (wanted.includes("serve2")) serveTargets.push({ name: "Portico serve, 2 workers", start: () => startServe(2, "Portico serve, 2 workers") });
     if (wanted.includes("split"))
       serveTargets.push({
