@@ -45,8 +45,10 @@ function blocked(s: Script, url: string) {
 
 export const geminiWire: Wire = {
   isStream: (req) => req.url.includes(":streamGenerateContent"),
-  // `:embedContent` / `:batchEmbedContents`: fake vectors (fakeVector), no token counts (Gemini reports none).
-  other: (_s, req) => {
+  // `:embedContent` / `:batchEmbedContents`: fake vectors (fakeVector), no token counts (Gemini reports none);
+  // `:countTokens`: the script's input tokens as `totalTokens`.
+  other: (s, req) => {
+    if (req.url.includes(":countTokens")) return { totalTokens: s.usage.input };
     if (req.url.includes(":embedContent")) return { embedding: { values: fakeVector(0, req.body?.outputDimensionality) } };
     if (req.url.includes(":batchEmbedContents")) {
       return { embeddings: (req.body?.requests ?? []).map((r: any, i: number) => ({ values: fakeVector(i, r.outputDimensionality) })) };

@@ -9,13 +9,14 @@
  *   `:batchEmbedContents` (one request per text, in order); `dimensions` → `outputDimensionality`. Gemini takes
  *   text only (token-id inputs are refused naming `input`) and has no end-user field (`user` is not sent). Its
  *   answers carry no token count unless it sends `usageMetadata.promptTokenCount`; without it the prompt tokens
- *   are Portico's count with the o200k tokenizer (gpt-tokenizer), documented as an estimate.
+ *   are Portico's count with the o200k tokenizer (src/lib/token-count.ts), documented as an estimate.
  * - Anthropic has no embeddings API: refused (400 naming `model`) before anything is sent.
  *
  * Failures are `UpstreamError`s like the chat adapters' (the execute stage's attempt loop classifies them); a key
  * never appears in a message or a returned body.
  */
 import { invalidArgument } from "../../errors.js";
+import { tokenCounter } from "../../../lib/token-count.js";
 import { joinUrl, postJson, readJson, redact } from "./http.js";
 import { geminiErrorMessage } from "./gemini.js";
 import { openAiErrorMessage } from "./openai-compatible.js";
@@ -168,16 +169,13 @@ export function embedderFor(adapter: ProviderAdapter): Embedder | undefined {
   return undefined;
 }
 
-let tokenizer: Promise<(text: string) => number> | undefined;
-
 /**
  * Portico's count of an input's tokens where the provider reports none: texts counted with the o200k tokenizer
- * (OpenAI's current one; gpt-tokenizer, loaded on first use), token-id lists by their length.
+ * (src/lib/token-count.ts), token-id lists by their length.
  */
 export async function estimateTokens(input: Input): Promise<number> {
   if (typeof input === "string" || (Array.isArray(input) && typeof input[0] === "string")) {
-    tokenizer ??= import("gpt-tokenizer/encoding/o200k_base").then((m) => (text: string) => m.countTokens(text));
-    const count = await tokenizer;
+    const count = await tokenCounter();
     const texts = typeof input === "string" ? [input] : (input as string[]);
     return texts.reduce((n, t) => n + count(t), 0);
   }
