@@ -139,6 +139,16 @@ describe.each(["sqlite", "postgresql"] as const)("embeddings (%s)", (provider) =
     const gen = await generation((many as any).id);
     expect(gen).toMatchObject({ provider: "google-ai-studio", prompt_tokens: total, status: "success" });
 
+    // More texts than one batchEmbedContents call takes: several calls, in order.
+    const batchStart = gemini.requests.length;
+    const lots = Array.from({ length: 230 }, (_, i) => `text ${i}`);
+    const big = await client.embeddings.create({ model: "google/gemini-embedding-001", input: lots, encoding_format: "float" });
+    expect(gemini.requests.slice(batchStart).map((r) => r.body.requests.length)).toEqual([100, 100, 30]);
+    expect(gemini.requests[batchStart + 2]!.body.requests[0].content).toEqual({ parts: [{ text: "text 200" }] });
+    expect(big.data.map((d) => d.index)).toEqual(lots.map((_, i) => i));
+    expect(big.data.map((d) => d.embedding)).toEqual(lots.map((_, i) => fakeVector(i % 100)));
+    expect(big.usage.prompt_tokens).toBe(lots.reduce((n, t) => n + countTokens(t), 0));
+
     const before = gemini.requests.length;
     const ids = await api(h, "POST", "/embeddings", { key: h.tenant.apiKey, body: { model: "google/gemini-embedding-001", input: [1, 2, 3] } });
     expect(ids.status).toBe(400);

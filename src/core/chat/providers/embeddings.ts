@@ -6,8 +6,8 @@
  *   with `model`, `input`, `dimensions`, `user`, always asking for `encoding_format: "float"` (Portico encodes
  *   base64 itself, so servers without base64 serve base64 callers too); the answer's `data` and `usage` are kept.
  * - Gemini (`google-ai-studio`): one text → `POST <base>/models/<model>:embedContent`; several →
- *   `:batchEmbedContents` (one request per text, in order); `dimensions` → `outputDimensionality`. Gemini takes
- *   text only (token-id inputs are refused naming `input`) and has no end-user field (`user` is not sent). Its
+ *   `:batchEmbedContents` (one request per text, in order; at most GEMINI_BATCH_LIMIT per call, a longer list in
+ *   several calls one after the other); `dimensions` → `outputDimensionality`. Gemini takes text only (token-id inputs are refused naming `input`) and has no end-user field (`user` is not sent). Its
  *   answers carry no token count unless it sends `usageMetadata.promptTokenCount`; without it the prompt tokens
  *   are Portico's count with the o200k tokenizer (src/lib/token-count.ts), documented as an estimate.
  * - Anthropic has no embeddings API: refused (400 naming `model`) before anything is sent.
@@ -115,50 +115,69 @@ export const openAICompatibleEmbedder: Embedder = {
 
 const geminiModel = (call: UpstreamCall) => call.model.replace(/^models\//, "");
 
+/** The most requests Gemini takes in one `batchEmbedContents` call; longer lists are sent in several, in order. */
+export const GEMINI_BATCH_LIMIT = 100;
+
+type GeminiAnswer = { embedding?: { values?: unknown }; embeddings?: Array<{ values?: unknown }>; usageMetadata?: { promptTokenCount?: unknown } };
+
+function geminiBody(call: UpstreamCall, texts: string | string[]): Record<string, unknown> {
+  const b = call.body as unknown as { dimensions?: number };
+  const dims = b.dimensions !== undefined ? { outputDimensionality: b.dimensions } : {};
+  const content = (text: string) => ({ parts: [{ text }] });
+  if (typeof texts === "string") return { content: content(texts), ...dims };
+  const model = `models/${geminiModel(call)}`;
+  return { requests: texts.map((text) => ({ model, content: content(text), ...dims })) };
+}
+
+async function geminiPost(call: UpstreamCall, method: "embedContent" | "batchEmbedContents", body: unknown): Promise<GeminiAnswer> {
+  const response = await postJson({
+    url: joinUrl(call.baseUrl, `models/${encodeURIComponent(geminiModel(call))}:${method}`),
+    headers: { "x-goog-api-key": call.apiKey },
+    body,
+    signal: call.signal,
+    apiKey: call.apiKey,
+    errorMessage: geminiErrorMessage,
+    firstByteTimeoutMs: call.firstByteTimeoutMs,
+  });
+  return redact(await readJson(response), call.apiKey) as GeminiAnswer;
+}
+
+const promptCount = (value: GeminiAnswer): number | undefined => {
+  const n = value?.usageMetadata?.promptTokenCount;
+  return typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
+};
+
 export const geminiEmbedder: Embedder = {
+  /** The request for the whole input (a list longer than GEMINI_BATCH_LIMIT is sent in several such requests). */
   upstreamBody(call) {
     const input = inputOf(call);
     if (isTokens(input)) throw invalidArgument("input", "input: Gemini embedding models take text; token ids cannot be sent to them");
-    const b = call.body as unknown as { dimensions?: number };
-    const dims = b.dimensions !== undefined ? { outputDimensionality: b.dimensions } : {};
-    const content = (text: string) => ({ parts: [{ text }] });
-    if (typeof input === "string") return { content: content(input), ...dims };
-    const model = `models/${geminiModel(call)}`;
-    return { requests: (input as string[]).map((text) => ({ model, content: content(text), ...dims })) };
+    return geminiBody(call, input as string | string[]);
   },
   async embed(call) {
     const input = inputOf(call);
-    const body = this.upstreamBody(call);
-    const single = typeof input === "string";
-    const model = encodeURIComponent(geminiModel(call));
-    const response = await postJson({
-      url: joinUrl(call.baseUrl, `models/${model}:${single ? "embedContent" : "batchEmbedContents"}`),
-      headers: { "x-goog-api-key": call.apiKey },
-      body,
-      signal: call.signal,
-      apiKey: call.apiKey,
-      errorMessage: geminiErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
-    });
-    const value = redact(await readJson(response), call.apiKey) as {
-      embedding?: { values?: unknown };
-      embeddings?: Array<{ values?: unknown }>;
-      usageMetadata?: { promptTokenCount?: unknown };
-    };
-    let vectors: number[][];
-    if (single) {
-      vectors = [vectorOf(value?.embedding?.values, "the input")];
-    } else {
+    this.upstreamBody(call);
+    if (typeof input === "string") {
+      const value = await geminiPost(call, "embedContent", geminiBody(call, input));
+      const counted = promptCount(value);
+      return { vectors: [vectorOf(value?.embedding?.values, "the input")], promptTokens: counted ?? (await estimateTokens(input)), estimated: counted === undefined };
+    }
+    const texts = input as string[];
+    const vectors: number[][] = [];
+    let prompt: number | undefined = 0;
+    for (let from = 0; from < texts.length; from += GEMINI_BATCH_LIMIT) {
+      const part = texts.slice(from, from + GEMINI_BATCH_LIMIT);
+      const value = await geminiPost(call, "batchEmbedContents", geminiBody(call, part));
       const list = value?.embeddings;
-      if (!Array.isArray(list) || list.length !== (input as string[]).length) {
+      if (!Array.isArray(list) || list.length !== part.length) {
         const message = geminiErrorMessage(value);
         throw new UpstreamError(message ? 502 : 0, message ? `upstream error: ${message}` : "upstream returned a different number of embeddings than inputs", true, value);
       }
-      vectors = list.map((e, i) => vectorOf(e?.values, `input ${i}`));
+      list.forEach((e, i) => vectors.push(vectorOf(e?.values, `input ${from + i}`)));
+      const counted = promptCount(value);
+      prompt = prompt === undefined || counted === undefined ? undefined : prompt + counted;
     }
-    const prompt = value?.usageMetadata?.promptTokenCount;
-    const counted = typeof prompt === "number" && Number.isFinite(prompt) && prompt >= 0;
-    return { vectors, promptTokens: counted ? prompt : await estimateTokens(input), estimated: !counted };
+    return { vectors, promptTokens: prompt ?? (await estimateTokens(texts)), estimated: prompt === undefined };
   },
 };
 
