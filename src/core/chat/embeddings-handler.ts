@@ -7,7 +7,8 @@
  *
  * - decode: the body against EmbeddingsRequest (400 naming the field, unknown fields included); a preset is
  *   refused (presets configure chat requests); a catalog model that is not an embedding model (its
- *   `output_modalities` lack `embeddings`) is refused naming `model`.
+ *   `output_modalities` lack `embeddings`) is refused naming `model`, and `dimensions` for a catalog model whose
+ *   `supported_parameters` lack it, naming `dimensions`.
  * - plan: the chat plan stage, unchanged (`model` through the catalog, the BYOK flags, the operator's keys).
  * - embed: each planned attempt's provider adapter is replaced by its provider's embeddings client
  *   (providers/embeddings.ts) presented to the execute stage as an adapter whose answer carries the vectors and
@@ -65,6 +66,9 @@ function decodeStage(catalog: Catalog): ChatStage {
       const catalogued = catalog.model(model) ?? (slash > 0 ? catalog.endpointFor(model.slice(0, slash).toLowerCase(), model.slice(slash + 1))?.model : undefined);
       if (catalogued && !isEmbeddingModel(catalogued.architecture.output_modalities)) {
         throw invalidArgument("model", `model ${shortened(model)} is not an embedding model (the model catalog lists its outputs as ${catalogued.architecture.output_modalities.join(", ") || "none"})`);
+      }
+      if (catalogued && body.dimensions !== undefined && !catalogued.supported_parameters.includes("dimensions")) {
+        throw invalidArgument("dimensions", `dimensions: ${catalogued.slug} answers vectors of one size only (the model catalog does not list dimensions among its parameters)`);
       }
       call.request = body as unknown as CanonicalRequest;
       return next();

@@ -165,6 +165,7 @@ describe.each(["sqlite", "postgresql"] as const)("embeddings (%s)", (provider) =
       [{ model: "openai/text-embedding-3-small", input: [] }, "input"],
       [{ model: "openai/text-embedding-3-small", input: "x", encoding_format: "int8" }, "encoding_format"],
       [{ model: "openai/text-embedding-3-small", input: "x", dimensions: 0 }, "dimensions"],
+      [{ model: "openai/text-embedding-ada-002", input: "x", dimensions: 256 }, "dimensions"],
       [{ model: "openai/gpt-4o-mini", input: "x" }, "model"],
       [{ model: "anthropic/claude-sonnet-4", input: "x" }, "model"],
       [{ model: "@preset/anything", input: "x" }, "model"],
