@@ -35,7 +35,7 @@ import { createPlanStage } from "./pipeline/plan.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createSpendStage } from "./pipeline/spend.js";
-import { compose, newCall, type ChatStage } from "./pipeline/stage.js";
+import { compose, newCall, type Attempt, type ChatStage } from "./pipeline/stage.js";
 import { embedderFor, encodeBase64Floats, type Embedder } from "./providers/embeddings.js";
 import type { ChatCompletion, ProviderAdapter } from "./providers/types.js";
 import { nowSeconds } from "./providers/http.js";
@@ -104,7 +104,7 @@ function asAdapter(format: ProviderAdapter["format"], embedder: Embedder): Provi
 const embedStage: ChatStage = {
   name: "embed",
   run(call, next) {
-    const kept = [];
+    const kept: Attempt[] = [];
     const without = new Set<string>();
     for (const a of call.attempts) {
       const embedder = embedderFor(a.adapter);
