@@ -109,6 +109,11 @@ describe.each(["sqlite", "postgresql"] as const)("embeddings (%s)", (provider) =
     const raw = await api(h, "POST", "/embeddings", { key: h.tenant.apiKey, body: { model: "openai/text-embedding-3-large", input: [[1, 2, 3], [4]], encoding_format: "base64" } });
     expect(raw.status, raw.text).toBe(200);
     expect(openai.requests.at(-1)!.body.input).toEqual([[1, 2, 3], [4]]);
+    // A model the catalog does not know is relayed uncatalogued: no price, cost null.
+    const unknown = await api(h, "POST", "/embeddings", { key: h.tenant.apiKey, body: { model: "openai/text-embedding-4-preview", input: "x", encoding_format: "float" } });
+    expect(unknown.status, unknown.text).toBe(200);
+    expect(openai.requests.at(-1)!.body.model).toBe("text-embedding-4-preview");
+    expect(unknown.json.usage).toEqual({ prompt_tokens: 7, total_tokens: 7, cost: null });
     const b64 = raw.json.data.map((d: { embedding: string }) => d.embedding);
     expect(b64.every((e: unknown) => typeof e === "string")).toBe(true);
     const decoded = b64.map((e: string) => {
