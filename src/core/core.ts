@@ -34,9 +34,11 @@ import { createPresetManagement } from "./presets/preset-management.js";
 import { AuditService } from "../gen/portico/audit/v1/audit_service_pb.js";
 import { KeysService } from "../gen/portico/keys/v1/keys_service_pb.js";
 import { ChatService } from "../gen/portico/chat/v1/chat_service_pb.js";
+import { EmbeddingsService } from "../gen/portico/embeddings/v1/embeddings_service_pb.js";
 import { ProvidersService } from "../gen/portico/providers/v1/providers_service_pb.js";
 import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
+import { createEmbeddingsHandler } from "./chat/embeddings-handler.js";
 import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
 import { createMemoryCooldowns } from "./chat/cooldowns.js";
 import { createGenerationStore } from "./chat/generations.js";
@@ -176,7 +178,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     onChanged: (org) => bus.publish(ROUTING_SETTINGS_TOPIC, org),
   });
   const routingSettingsCache = createRoutingSettingsCache({ db, ttlMs: config.authCacheTtlMs, bus });
-  const chat = createChatHandler({
+  const chatDeps = {
     accountRouting: routingSettingsCache.filtersFor,
     presets: presetsRepository,
     generations,
@@ -194,7 +196,10 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
     cooldowns: createMemoryCooldowns(),
     keepaliveMs: config.interns.heartbeatIntervalMs,
-  });
+  };
+  const chat = createChatHandler(chatDeps);
+  // Embeddings share the chat pipeline's stages and dependencies (one cooldown memory, one spend store).
+  const embeddings = createEmbeddingsHandler(chatDeps);
 
   const interceptors: Interceptor[] = [
     createMetricsInterceptor(metrics),
@@ -233,6 +238,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(RoutingSettingsService, createRoutingSettingsHandler({ service: routingSettings }));
     router.service(AuditService, createAuditHandler({ log: createAuditLog(db) }));
     router.service(ChatService, chat);
+    router.service(EmbeddingsService, embeddings);
     router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, endpointStats, providerName: (slug) => providers.get(slug)?.name ?? slug }));
     router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
     router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));

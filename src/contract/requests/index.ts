@@ -8,6 +8,7 @@ import { ChatRequest } from "./chat-request.js";
 import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
 import { CountTokensRequest, MessagesRequest } from "./messages-request.js";
+import { EmbeddingsRequest } from "./embeddings-request.js";
 import { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 import { requestJsonSchema } from "./kit.js";
 import {
@@ -28,6 +29,7 @@ import {
 export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
 export { CountTokensRequest, MessagesRequest } from "./messages-request.js";
+export { EmbeddingsRequest } from "./embeddings-request.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
@@ -42,6 +44,7 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createMessage: requestJsonSchema(MessagesRequest.schema),
     createPresetVersionFromMessages: requestJsonSchema(MessagesRequest.schema),
     countMessageTokens: requestJsonSchema(CountTokensRequest.schema),
+    createEmbeddings: requestJsonSchema(EmbeddingsRequest.schema),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
     createApiKey: requestJsonSchema(CreateApiKeyRequest),

@@ -135,6 +135,8 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // the Anthropic Messages dialect (docs/dialects.md)
   createMessage: { query: q({ beta: messagesBeta }) },
   countMessageTokens: { query: q({ beta: messagesBeta }) },
+  // embeddings (docs/dialects.md): no query or path parameters
+  createEmbeddings: {},
   // activity (docs/api.md, "Activity")
   getActivity: {
     query: q({

@@ -82,6 +82,8 @@ const OPEN_REASONING = [...OPEN, "reasoning", "include_reasoning"];
 const TEXT = { input_modalities: ["text"], output_modalities: ["text"] };
 const VISION = { input_modalities: ["text", "image"], output_modalities: ["text"] };
 const VISION_FILE = { input_modalities: ["text", "image", "file"], output_modalities: ["text"] };
+/** Embedding models (`POST /api/v1/embeddings`): text in, vectors out; priced per input token, nothing per output. */
+const EMBEDDINGS = { input_modalities: ["text"], output_modalities: ["embeddings"] };
 
 interface Price {
   in: string;
@@ -237,5 +239,17 @@ export const BUILTIN_CATALOG: CatalogFile = {
     ]),
     model("x-ai/grok-3", "xAI: Grok 3", TEXT, CHAT, [ep("xai", "grok-3", { in: "3", out: "15", read: "0.75" }, 131_072, null, { aliases: ["grok-3-latest"] })]),
     model("x-ai/grok-3-mini", "xAI: Grok 3 Mini", TEXT, [...CHAT, "reasoning", "include_reasoning"], [ep("xai", "grok-3-mini", { in: "0.30", out: "0.50", read: "0.075" }, 131_072, null, { aliases: ["grok-3-mini-latest"] })]),
+
+    // ---- Embedding models (docs/dialects.md, "Embeddings"): list prices per million input tokens, no output price ----
+    // OpenAI: https://platform.openai.com/docs/pricing ("Embeddings": text-embedding-3-small $0.02, -3-large $0.13,
+    // ada-002 $0.10); inputs up to 8,191 tokens; `dimensions` on the text-embedding-3 models only.
+    model("openai/text-embedding-3-small", "OpenAI: Text Embedding 3 Small", EMBEDDINGS, ["dimensions"], [ep("openai", "text-embedding-3-small", { in: "0.02", out: "0" }, 8_191, null)]),
+    model("openai/text-embedding-3-large", "OpenAI: Text Embedding 3 Large", EMBEDDINGS, ["dimensions"], [ep("openai", "text-embedding-3-large", { in: "0.13", out: "0" }, 8_191, null)]),
+    model("openai/text-embedding-ada-002", "OpenAI: Text Embedding Ada 002", EMBEDDINGS, [], [ep("openai", "text-embedding-ada-002", { in: "0.10", out: "0" }, 8_191, null)]),
+    // Google: https://ai.google.dev/gemini-api/docs/pricing ("Gemini Embedding", paid tier: $0.15 per million input
+    // tokens); inputs up to 2,048 tokens; `outputDimensionality` (our `dimensions`) 128 to 3,072.
+    model("google/gemini-embedding-001", "Google: Gemini Embedding 001", EMBEDDINGS, ["dimensions"], [ep("google", "gemini-embedding-001", { in: "0.15", out: "0" }, 2_048, null)]),
+    // Mistral: https://mistral.ai/pricing#api-pricing ("Mistral Embed": $0.10 per million tokens); 8k context.
+    model("mistralai/mistral-embed", "Mistral: Mistral Embed", EMBEDDINGS, [], [ep("mistral", "mistral-embed", { in: "0.10", out: "0" }, 8_192, null)]),
   ],
 };

@@ -82,7 +82,7 @@ export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
 const FIRST_KEEPALIVE_MS = 1_000;
 
 /** A chat error carries the milliseconds spent waiting on providers before it (the gateway's overhead header). */
-function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
+export function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
   if (err instanceof ConnectError) err.metadata.set(UPSTREAM_MS_METADATA, upstreamMs.toFixed(3));
   return err;
 }
@@ -123,20 +123,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.spend, stages.execute]);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
-  const budgetOf = (ctx: HandlerContext): number | undefined => {
-    let budget: number | undefined;
-    const raw = ctx.requestHeader.get(REQUEST_TIMEOUT_HEADER);
-    if (raw !== null) {
-      const ms = /^\d{1,10}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-      if (!(ms >= 1)) {
-        throw invalidArgument(REQUEST_TIMEOUT_HEADER, `${REQUEST_TIMEOUT_HEADER} must be a whole number of milliseconds, at least 1 (at most ${deps.timeouts.budgetMs} is used)`);
-      }
-      budget = ms;
-    }
-    const deadline = ctx.timeoutMs();
-    if (deadline !== undefined) budget = Math.min(budget ?? deadline, deadline);
-    return budget !== undefined && budget < deps.timeouts.budgetMs ? budget : undefined;
-  };
+  const budgetOf = (ctx: HandlerContext): number | undefined => requestBudgetOf(ctx, deps.timeouts.budgetMs);
 
   // The Anthropic Messages dialect: the same stages, the dialect at the edges (messages-handler.ts).
   const messages = createMessagesMethods({ stages, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
@@ -230,6 +217,22 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       }
     },
   };
+}
+
+/** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's `budgetMs`. */
+export function requestBudgetOf(ctx: HandlerContext, budgetMs: number): number | undefined {
+  let budget: number | undefined;
+  const raw = ctx.requestHeader.get(REQUEST_TIMEOUT_HEADER);
+  if (raw !== null) {
+    const ms = /^\d{1,10}$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+    if (!(ms >= 1)) {
+      throw invalidArgument(REQUEST_TIMEOUT_HEADER, `${REQUEST_TIMEOUT_HEADER} must be a whole number of milliseconds, at least 1 (at most ${budgetMs} is used)`);
+    }
+    budget = ms;
+  }
+  const deadline = ctx.timeoutMs();
+  if (deadline !== undefined) budget = Math.min(budget ?? deadline, deadline);
+  return budget !== undefined && budget < budgetMs ? budget : undefined;
 }
 
 /** Reads a stream nobody will consume to its end of life: starting and returning it runs its cleanup (record, upstream close). */

@@ -18,6 +18,7 @@ import { checkRules, Reason, serviceError } from "../errors.js";
 import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
 import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import { UpstreamError } from "./providers/types.js";
+import { tokenCounter } from "../../lib/token-count.js";
 import type { CanonicalRequest } from "./model.js";
 
 export interface MessagesStages {
@@ -138,7 +139,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
       await planned(call);
       const counter = call.attempts.find((a) => a.adapter.countTokens !== undefined);
       if (!counter || counter !== call.attempts[0]) {
-        return { inputTokens: BigInt(estimateInputTokens(call.request)), exact: false, provider: "" };
+        return { inputTokens: BigInt(estimateInputTokens(call.request, await tokenCounter())), exact: false, provider: "" };
       }
       try {
         const n = await counter.adapter.countTokens!(counter.call);

@@ -12,6 +12,7 @@ import { registerInternAdminRoutes } from "./intern-admin.js";
 import { registerInternSessionRoutes } from "./intern-sessions.js";
 import { registerChatRoutes } from "./chat.js";
 import { registerMessagesRoutes } from "./messages.js";
+import { registerEmbeddingsRoutes } from "./embeddings.js";
 import { registerGenerationRoutes } from "./generations.js";
 import { registerProviderRoutes } from "./providers.js";
 import { registerActivityRoutes } from "./activity.js";
@@ -31,6 +32,7 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerInternSessionRoutes(api, ctx);
   await registerChatRoutes(api, ctx);
   await registerMessagesRoutes(api, ctx);
+  await registerEmbeddingsRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
   await registerProviderRoutes(api, ctx);
   await registerActivityRoutes(api, ctx);

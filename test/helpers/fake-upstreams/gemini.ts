@@ -3,7 +3,7 @@
  * `:streamGenerateContent?alt=sse` (each SSE `data:` a whole GenerateContentResponse; usageMetadata on
  * every event, finishReason on the last).
  */
-import { defaultScript, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
+import { defaultScript, fakeVector, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
 
 const statuses: Record<number, string> = {
   400: "INVALID_ARGUMENT",
@@ -45,6 +45,16 @@ function blocked(s: Script, url: string) {
 
 export const geminiWire: Wire = {
   isStream: (req) => req.url.includes(":streamGenerateContent"),
+  // `:embedContent` / `:batchEmbedContents`: fake vectors (fakeVector), no token counts (Gemini reports none);
+  // `:countTokens`: the script's input tokens as `totalTokens`.
+  other: (s, req) => {
+    if (req.url.includes(":countTokens")) return { totalTokens: s.usage.input };
+    if (req.url.includes(":embedContent")) return { embedding: { values: fakeVector(0, req.body?.outputDimensionality) } };
+    if (req.url.includes(":batchEmbedContents")) {
+      return { embeddings: (req.body?.requests ?? []).map((r: any, i: number) => ({ values: fakeVector(i, r.outputDimensionality) })) };
+    }
+    return undefined;
+  },
   errorBody: (status, message) => ({ error: { code: status, message, status: statuses[status] ?? "UNKNOWN" } }),
   streamError: (message) => sse({ error: { code: 503, message, status: "UNAVAILABLE" } }),
   completion: (s, req) => {

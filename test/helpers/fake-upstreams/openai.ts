@@ -1,5 +1,5 @@
 /** Fake OpenAI chat-completions upstream (`POST /v1/chat/completions`), wire format as OpenAI sends it. */
-import { defaultScript, sse, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
+import { defaultScript, fakeVector, sse, startFake, type FakeUpstream, type Knobs, type Script, type Wire } from "./server.js";
 
 const errorTypes: Record<number, [string, string | null]> = {
   400: ["invalid_request_error", null],
@@ -52,6 +52,24 @@ export const openAiWire: Wire = {
     ],
     usage: usage(s),
   }),
+  // `POST /v1/embeddings`: one fake vector per input (fakeVector), floats or base64 as asked, usage from the script.
+  other: (s, req) => {
+    if (!req.url.split("?")[0]!.endsWith("/embeddings")) return undefined;
+    const input = req.body?.input;
+    const n = typeof input === "string" || typeof input?.[0] === "number" ? 1 : input.length;
+    const encode = (v: number[]) => {
+      if (req.body?.encoding_format !== "base64") return v;
+      const buf = Buffer.alloc(v.length * 4);
+      v.forEach((x, j) => buf.writeFloatLE(x, j * 4));
+      return buf.toString("base64");
+    };
+    return {
+      object: "list",
+      data: Array.from({ length: n }, (_, i) => ({ object: "embedding", index: i, embedding: encode(fakeVector(i, req.body?.dimensions)) })),
+      model: s.model ?? req.body?.model,
+      usage: { prompt_tokens: s.usage.input, total_tokens: s.usage.input },
+    };
+  },
   streamEvents: (s, req) => {
     const base = { id: "chatcmpl-fake1", object: "chat.completion.chunk", created: 1_700_000_000, model: s.model ?? req.body?.model, system_fingerprint: "fp_fake" };
     const includeUsage = req.body?.stream_options?.include_usage === true;

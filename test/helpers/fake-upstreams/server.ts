@@ -218,3 +218,9 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
 
 export const sse = (data: unknown, event?: string): string =>
   `${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
+
+/**
+ * The fake vector of input `i` with `dims` entries: (i + 1) / 2 + j / 8, exact in float32 (so a base64 round
+ * trip gives the same numbers back).
+ */
+export const fakeVector = (i: number, dims = 4): number[] => Array.from({ length: dims }, (_, j) => (i + 1) / 2 + j / 8);

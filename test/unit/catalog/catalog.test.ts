@@ -44,14 +44,18 @@ describe("the built-in catalog", () => {
       slugs.add(m.slug);
       expect(m.name.length).toBeGreaterThan(0);
       expect(m.architecture.input_modalities).toContain("text");
-      expect(m.supported_parameters).toContain("max_tokens");
+      // Embedding models (POST /embeddings) produce no tokens: no max_tokens, and no output price.
+      const embeddings = m.architecture.output_modalities.includes("embeddings");
+      if (embeddings) expect(m.architecture.output_modalities, m.slug).toEqual(["embeddings"]);
+      else expect(m.supported_parameters).toContain("max_tokens");
       expect(m.endpoints.length).toBeGreaterThan(0);
       expect(m.context_length).toBe(Math.max(...m.endpoints.map((e) => e.context_length)));
       for (const e of m.endpoints) {
         const at = `${m.slug} @ ${e.provider}`;
         expect(registry.get(e.provider), at).toBeDefined();
         expect(femto(e.pricing.prompt), at).toBeGreaterThan(0n);
-        expect(femto(e.pricing.completion), at).toBeGreaterThan(0n);
+        if (embeddings) expect(e.pricing.completion, at).toBe("0");
+        else expect(femto(e.pricing.completion), at).toBeGreaterThan(0n);
         for (const p of [e.pricing.input_cache_read, e.pricing.input_cache_write]) if (p !== undefined) expect(() => femto(p)).not.toThrow();
         // A cache read is never dearer than an uncached prompt token.
         if (e.pricing.input_cache_read) expect(femto(e.pricing.input_cache_read), at).toBeLessThan(femto(e.pricing.prompt));

@@ -353,29 +353,29 @@ export class MessagesStreamEncoder {
 }
 
 /**
- * A documented estimate of a prompt's input tokens for providers without a counting endpoint: one token per
- * four characters of the prompt's text (system, messages' text and tool results, thinking, tool calls' names
- * and arguments, tools' JSON definitions), plus 3 per message; an image counts 1,600 tokens (Anthropic's figure
- * for a ~1.15-megapixel image). Within tens of percent of real tokenizers for English and code; never billed.
+ * A documented estimate of a prompt's input tokens for providers without a counting endpoint: the prompt's text
+ * (system, messages' text and tool results, thinking, tool calls' names and arguments, tools' JSON definitions)
+ * counted with `count` (the o200k tokenizer, src/lib/token-count.ts), plus 3 per message (the chat template's
+ * tokens around it); an image counts 1,600 tokens (Anthropic's figure for a ~1.15-megapixel image). Exact for
+ * OpenAI's o200k models' text, within tens of percent of other providers' tokenizers; never billed.
  */
-export function estimateInputTokens(req: CanonicalRequest): number {
-  let chars = 0;
-  let extra = 0;
+export function estimateInputTokens(req: CanonicalRequest, count: (text: string) => number): number {
+  let tokens = 0;
   const text = (v: unknown): void => {
-    if (typeof v === "string") chars += v.length;
+    if (typeof v === "string") tokens += count(v);
     else if (Array.isArray(v)) {
       for (const p of v as Json[]) {
-        if (p?.type === "image_url") extra += 1600;
+        if (p?.type === "image_url") tokens += 1600;
         else text(p?.text);
       }
     }
   };
   for (const m of req.messages) {
-    extra += 3;
+    tokens += 3;
     text(m.content);
     text(m.reasoning);
-    for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) chars += tc.function.name.length + tc.function.arguments.length;
+    for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) tokens += count(tc.function.name) + count(tc.function.arguments);
   }
-  for (const t of (req.tools as Array<{ function?: Json }> | undefined) ?? []) chars += JSON.stringify(t.function ?? {}).length;
-  return Math.max(1, Math.ceil(chars / 4) + extra);
+  for (const t of (req.tools as Array<{ function?: Json }> | undefined) ?? []) tokens += count(JSON.stringify(t.function ?? {}));
+  return Math.max(1, tokens);
 }

@@ -1,5 +1,6 @@
 /**
- * Google Gemini `models/<model>:generateContent` and `:streamGenerateContent?alt=sse`, key in the
+ * Google Gemini `models/<model>:generateContent` and `:streamGenerateContent?alt=sse` (and `:countTokens` for
+ * Messages `count_tokens`), key in the
  * `x-goog-api-key` header. The base URL includes the API version, e.g.
  * `https://generativelanguage.googleapis.com/v1beta`.
  */
@@ -193,6 +194,27 @@ export class GeminiAdapter implements ProviderAdapter {
       errorMessage: geminiErrorMessage,
       firstByteTimeoutMs: call.firstByteTimeoutMs,
     });
+  }
+
+  /**
+   * `POST <base>/models/<model>:countTokens` with the request as a `generateContentRequest` (contents, system
+   * instruction and tools are counted; the generation settings are left out): Gemini's own count, `totalTokens`.
+   */
+  async countTokens(call: UpstreamCall): Promise<number> {
+    const id = call.model.replace(/^models\//, "");
+    const { generationConfig: _settings, ...prompt } = this.upstreamBody(call);
+    const response = await postJson({
+      url: joinUrl(call.baseUrl, `models/${encodeURIComponent(id)}:countTokens`),
+      headers: { "x-goog-api-key": call.apiKey },
+      body: { generateContentRequest: { model: `models/${id}`, ...prompt } },
+      signal: call.signal,
+      apiKey: call.apiKey,
+      errorMessage: geminiErrorMessage,
+      firstByteTimeoutMs: call.firstByteTimeoutMs,
+    });
+    const answer = redact(await readJson(response), call.apiKey) as { totalTokens?: unknown };
+    if (typeof answer?.totalTokens !== "number") throw new UpstreamError(0, "upstream returned no totalTokens count", true, answer);
+    return answer.totalTokens;
   }
 
   async complete(call: UpstreamCall): Promise<ChatCompletion> {

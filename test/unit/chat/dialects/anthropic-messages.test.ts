@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, stopReasonOf } from "../../../../src/core/chat/dialects/anthropic-messages.js";
+import { tokenCounter } from "../../../../src/lib/token-count.js";
 import { MessagesRequest } from "../../../../src/contract/requests/messages-request.js";
 import { AnthropicAdapter } from "../../../../src/core/chat/providers/anthropic.js";
 import type { StreamEvent } from "../../../../src/core/chat/model.js";
@@ -170,7 +171,18 @@ describe("MessagesStreamEncoder", () => {
 });
 
 describe("estimateInputTokens", () => {
-  it("counts a quarter token per character, 3 per message and 1600 per image", () => {
-    expect(estimateInputTokens({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "abcdefgh" }, { type: "image_url", image_url: { url: "data:" } }] }] })).toBe(2 + 3 + 1600);
+  it("counts the text with the tokenizer, 3 per message and 1600 per image", async () => {
+    const count = await tokenCounter();
+    expect(count("Hello, world")).toBe(3);
+    expect(estimateInputTokens({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "Hello, world" }, { type: "image_url", image_url: { url: "data:" } }] }] }, count)).toBe(3 + 3 + 1600);
+    // Tool calls' names and arguments and the tools' definitions count too; special-token text is plain text.
+    const withTools = {
+      model: "m",
+      messages: [{ role: "assistant", content: "<|endoftext|>", tool_calls: [{ id: "c", type: "function" as const, function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] }],
+      tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }],
+    };
+    const expected = 3 + count("<|endoftext|>") + count("get_weather") + count('{"city":"Paris"}') + count(JSON.stringify({ name: "get_weather", parameters: { type: "object" } }));
+    expect(estimateInputTokens(withTools, count)).toBe(expected);
+    expect(count("<|endoftext|>")).toBeGreaterThan(1);
   });
 });
