@@ -8,7 +8,7 @@
  * stay in the core, which checks the RPC fields the gateway fills from these.
  */
 import type { z } from "zod";
-import { boolean, integer, object, requestJsonSchema, string } from "./kit.js";
+import { boolean, integer, object, oneOf, requestJsonSchema, string } from "./kit.js";
 import { MAX_OFFSET, PageFields } from "./paging.js";
 
 type Shape = Record<string, z.ZodType>;
@@ -20,6 +20,14 @@ export interface ParameterDefinitions {
 }
 
 const text = (description: string) => string().meta({ description });
+/** The statuses a generation ends in (GET /generations `status`). */
+export const GENERATION_STATUSES = ["success", "error", "cancelled"] as const;
+/** A time in a query: RFC 3339 with a zone (`2026-11-26T10:00:00Z`, `…+02:00`) or a UTC day (`2026-11-26`). */
+export const QUERY_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const time = string({ max: 40, pattern: QUERY_TIME, patternText: "must be an RFC 3339 time with a zone (2026-11-26T10:00:00Z) or a day (2026-11-26)" }).refine(
+  (v) => !Number.isNaN(Date.parse(v)),
+  { message: "must be a real time" },
+);
 const pathText = (description: string) => string({ min: 1 }).meta({ description });
 
 const workspaceForPresets = text(
@@ -169,6 +177,25 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // generations
   getGeneration: {
     query: object({ id: text("The generation id (the `id` of the completion or its chunks).") }, { required: ["id"] }),
+  },
+  listGenerations: {
+    query: q({
+      ...page,
+      key: string({ max: 64 }).meta({
+        description: "Only the generations of this API key: its hash (64 lowercase hex characters) or its label (`pk-v1-…`). A key other than a management key lists its own generations only (403 for another key).",
+      }),
+      workspace_id: string({ max: 200 }).meta({ description: "Only the generations made in this workspace of the organization (404 when it is not one)." }),
+      model: string({ max: 256 }).meta({ description: "Only generations that asked for or were served by this model (`<provider>/<model>` or a catalog slug)." }),
+      provider: string({ max: 64 }).meta({ description: "Only generations served by this provider (slug)." }),
+      status: oneOf(GENERATION_STATUSES).meta({ description: "Only generations with this status." }),
+      from: time.meta({ description: "Only generations that arrived at or after this time (RFC 3339, e.g. `2026-11-26T10:00:00Z`, or a UTC day `2026-11-26`)." }),
+      to: time.meta({ description: "Only generations that arrived before this time (RFC 3339 or a UTC day); later than `from`." }),
+      session_id: string({ max: 256 }).meta({ description: "Only generations of this session (the request's `session_id`, else its `x-session-id` header)." }),
+      user: string({ max: 256 }).meta({ description: "Only generations whose request named this `user`." }),
+      trace_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.trace_id` was this." }),
+      cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache; 400 while the deployment records no cache hits." }),
+      plugin: string({ max: 64 }).meta({ description: "Only generations that ran this plugin (its id); 400 while the deployment records no plugins." }),
+    }),
   },
 };
 

@@ -88,6 +88,11 @@ export type GenerationMinAggregateOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -119,6 +124,11 @@ export type GenerationMaxAggregateOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -150,6 +160,11 @@ export type GenerationCountAggregateOutputType = {
   costFemtoUsd: number
   upstreamCostFemtoUsd: number
   catalogModel: number
+  user: number
+  sessionId: number
+  traceId: number
+  trace: number
+  metadata: number
   _all: number
 }
 
@@ -215,6 +230,11 @@ export type GenerationMinAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -246,6 +266,11 @@ export type GenerationMaxAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -277,6 +302,11 @@ export type GenerationCountAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
   _all?: true
 }
 
@@ -395,6 +425,11 @@ export type GenerationGroupByOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -449,6 +484,11 @@ export type GenerationWhereInput = {
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -480,6 +520,11 @@ export type GenerationOrderByWithRelationInput = {
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  user?: Prisma.SortOrderInput | Prisma.SortOrder
+  sessionId?: Prisma.SortOrderInput | Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  trace?: Prisma.SortOrderInput | Prisma.SortOrder
+  metadata?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -514,6 +559,11 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -545,6 +595,11 @@ export type GenerationOrderByWithAggregationInput = {
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  user?: Prisma.SortOrderInput | Prisma.SortOrder
+  sessionId?: Prisma.SortOrderInput | Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  trace?: Prisma.SortOrderInput | Prisma.SortOrder
+  metadata?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -584,6 +639,11 @@ export type GenerationScalarWhereWithAggregatesInput = {
   costFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -615,6 +675,11 @@ export type GenerationCreateInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -646,6 +711,11 @@ export type GenerationUncheckedCreateInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -677,6 +747,11 @@ export type GenerationUpdateInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -708,6 +783,11 @@ export type GenerationUncheckedUpdateInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -739,6 +819,11 @@ export type GenerationCreateManyInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -770,6 +855,11 @@ export type GenerationUpdateManyMutationInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -801,6 +891,11 @@ export type GenerationUncheckedUpdateManyInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -832,6 +927,11 @@ export type GenerationCountOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -879,6 +979,11 @@ export type GenerationMaxOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -910,6 +1015,11 @@ export type GenerationMinOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -967,6 +1077,11 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -998,6 +1113,11 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1029,6 +1149,11 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1060,9 +1185,14 @@ export type GenerationSelectScalar = {
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1122,6 +1252,26 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * is uncatalogued (docs/routing.md).
      */
     catalogModel: string | null
+    /**
+     * The request's `user` (the caller's end-user id), as sent (docs/operations.md, "Request log").
+     */
+    user: string | null
+    /**
+     * The request's `session_id`, else its `x-session-id` header.
+     */
+    sessionId: string | null
+    /**
+     * The request's `trace.trace_id` (filterable); the whole `trace` object is in `trace`.
+     */
+    traceId: string | null
+    /**
+     * The request's `trace` object as JSON text (known keys and custom ones), as sent.
+     */
+    trace: string | null
+    /**
+     * The request's `metadata` (string → string) as JSON text, as sent.
+     */
+    metadata: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1573,6 +1723,11 @@ export interface GenerationFieldRefs {
   readonly costFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
   readonly upstreamCostFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
   readonly catalogModel: Prisma.FieldRef<"Generation", 'String'>
+  readonly user: Prisma.FieldRef<"Generation", 'String'>
+  readonly sessionId: Prisma.FieldRef<"Generation", 'String'>
+  readonly traceId: Prisma.FieldRef<"Generation", 'String'>
+  readonly trace: Prisma.FieldRef<"Generation", 'String'>
+  readonly metadata: Prisma.FieldRef<"Generation", 'String'>
 }
     
 
