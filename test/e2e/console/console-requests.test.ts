@@ -58,7 +58,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     } finally {
       await database.close();
     }
-    b = await launch();
+    b = await launch(["status of 404"]);
     page = b.page;
     await signIn(page, s.origin, s.managementKey);
   }, 120_000);
@@ -70,9 +70,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
 
   /** The ids of the listed rows, in order, once the list (or its empty note) is shown. */
   async function listed(): Promise<string[]> {
-    await page.locator("main p[role=status]").first().waitFor();
+    await page.locator("main p[role=status]:not(.loading)").first().waitFor();
     return (await page.evaluate(`[...document.querySelectorAll("main tr[data-id]")].map((tr) => tr.dataset.id)`)) as string[];
   }
+  /** Waits until `expression` is true in the page (evaluated over CDP: page-side eval would break the CSP). */
+  const until = (expression: string) => expect.poll(() => page.evaluate(expression), { timeout: 30_000 }).toBe(true);
   async function open(hash: string): Promise<string[]> {
     await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
     await page.getByRole("heading", { level: 1, name: "Request log" }).waitFor();
@@ -84,11 +86,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     await page.getByRole("heading", { level: 1, name: "Request log" }).waitFor();
     expect(await listed()).toEqual(ids.slice(0, 50));
     await page.getByRole("link", { name: "Older requests" }).click();
-    await page.waitForFunction(`document.querySelectorAll("main tr[data-id]").length === 10`);
+    await until(`document.querySelectorAll("main tr[data-id]").length === 10`);
     expect(await listed()).toEqual(ids.slice(50));
     expect(await page.getByRole("link", { name: "Older requests" }).count()).toBe(0);
     await page.getByRole("link", { name: "Newest requests" }).click();
-    await page.waitForFunction(`document.querySelectorAll("main tr[data-id]").length === 50`);
+    await until(`document.querySelectorAll("main tr[data-id]").length === 50`);
     expect((await listed())[0]).toBe(special);
   });
 
@@ -96,7 +98,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     await open("#/requests");
     await page.getByLabel("Status").selectOption("error");
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(`location.hash.includes("status=error") && document.querySelectorAll("main tr[data-id]").length === 9`);
+    await until(`location.hash.includes("status=error") && document.querySelectorAll("main tr[data-id]").length === 9`);
     expect(await listed()).toEqual(ids.slice(1, 10));
     expect(await page.locator("main tbody tr").first().textContent()).toContain("error (502)");
 
@@ -104,7 +106,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     await page.getByLabel("Provider").fill("openai");
     await page.getByLabel("Model").fill("openai/gpt-4o-mini");
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(`location.hash.includes("provider=openai") && document.querySelectorAll("main tr[data-id]").length === 50`);
+    await until(`location.hash.includes("provider=openai") && document.querySelectorAll("main tr[data-id]").length === 50`);
     expect(await listed()).toEqual([ids[0], ...ids.slice(10, 59)]);
 
     await open("#/requests");
@@ -112,7 +114,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     const ordinary = keys.data.find((k: any) => k.hash === sha256(s.apiKey));
     await page.getByLabel("API key").selectOption(ordinary.hash);
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(`location.hash.includes("key=") && document.querySelectorAll("main tr[data-id]").length === 9`);
+    await until(`location.hash.includes("key=") && document.querySelectorAll("main tr[data-id]").length === 9`);
     expect(await listed()).toEqual(ids.slice(1, 10));
 
     // The browser runs in UTC: minutes 12:00 back to 11:55 inclusive are ids 0–5; "to" is exclusive.
@@ -120,10 +122,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     await page.getByLabel("From").fill("2026-11-20T11:55");
     await page.getByLabel("To").fill("2026-11-20T12:00");
     await page.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(`location.hash.includes("from=") && document.querySelectorAll("main tr[data-id]").length === 5`);
+    await until(`location.hash.includes("from=") && document.querySelectorAll("main tr[data-id]").length === 5`);
     expect(await listed()).toEqual(ids.slice(1, 6));
     await page.getByRole("link", { name: "Clear filters" }).click();
-    await page.waitForFunction(`document.querySelectorAll("main tr[data-id]").length === 50`);
+    await until(`document.querySelectorAll("main tr[data-id]").length === 50`);
   });
 
   it("opens one request with its attempts, timings, tokens, cost and context, and links its session", async () => {
