@@ -178,6 +178,12 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
       expect(result.violations, hash).toEqual([]);
       expect(result.passes).toBeGreaterThan(5);
     }
+    if (process.env["PORTICO_CONSOLE_SCREENSHOTS"]) {
+      await open("#/requests?status=error");
+      await page.screenshot({ path: `${process.env["PORTICO_CONSOLE_SCREENSHOTS"]}/request-log.png`, fullPage: true });
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/requests/${special}`)}`);
+      await page.getByRole("heading", { level: 2, name: "Context" }).waitFor();
+    }
     if (process.env["PORTICO_CONSOLE_SCREENSHOTS"]) await page.screenshot({ path: `${process.env["PORTICO_CONSOLE_SCREENSHOTS"]}/requests.png`, fullPage: true });
     expect(b.problems).toEqual([]);
   });
