@@ -22,11 +22,19 @@ export interface ParameterDefinitions {
 const text = (description: string) => string().meta({ description });
 /** The statuses a generation ends in (GET /generations `status`). */
 export const GENERATION_STATUSES = ["success", "error", "cancelled"] as const;
+/** The end of the times a query may name (10000-01-01T00:00:00Z); the start is 1970-01-01. */
+export const MAX_QUERY_TIME_MS = 253_402_300_800_000;
 /** A time in a query: RFC 3339 with a zone (`2026-11-26T10:00:00Z`, `…+02:00`) or a UTC day (`2026-11-26`). */
 export const QUERY_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
 const time = string({ max: 40, pattern: QUERY_TIME, patternText: "must be an RFC 3339 time with a zone (2026-11-26T10:00:00Z) or a day (2026-11-26)" }).refine(
-  (v) => !Number.isNaN(Date.parse(v)),
-  { message: "must be a real time" },
+  (v) => {
+    const t = Date.parse(v);
+    // Date.parse rolls 2026-02-30 over to March: the calendar day must exist as written.
+    const [y, m, d] = v.slice(0, 10).split("-").map(Number) as [number, number, number];
+    const day = new Date(Date.UTC(y, m - 1, d));
+    return t >= 0 && t < MAX_QUERY_TIME_MS && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
+  },
+  { message: "must be a real time from 1970 to 9999" },
 );
 const pathText = (description: string) => string({ min: 1 }).meta({ description });
 

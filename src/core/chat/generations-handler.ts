@@ -10,7 +10,7 @@
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { GENERATION_STATUSES } from "../../contract/requests/parameters.js";
+import { GENERATION_STATUSES, MAX_QUERY_TIME_MS } from "../../contract/requests/parameters.js";
 import type { Db } from "../../db/client.js";
 import { Prisma } from "../../db/prisma.js";
 import type { Generation, GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
@@ -162,8 +162,9 @@ export function createGenerationsHandler(deps: { db: Db; store: GenerationStore 
       }
       const from = req.from ? timestampDate(req.from) : undefined;
       const to = req.to ? timestampDate(req.to) : undefined;
-      if (from && Number.isNaN(from.getTime())) throw invalidArgument("from", "from must be a valid time");
-      if (to && Number.isNaN(to.getTime())) throw invalidArgument("to", "to must be a valid time");
+      const inRange = (d: Date) => d.getTime() >= 0 && d.getTime() < MAX_QUERY_TIME_MS;
+      if (from && !inRange(from)) throw invalidArgument("from", "from must be a time from 1970 to 9999");
+      if (to && !inRange(to)) throw invalidArgument("to", "to must be a time from 1970 to 9999");
       if (from && to && from.getTime() >= to.getTime()) throw invalidArgument("to", "to must be later than from");
       if (from || to) and.push({ createdAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } });
       const sessionId = text("session_id", req.sessionId);

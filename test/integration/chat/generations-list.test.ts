@@ -170,6 +170,8 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
       ["?plugin=web", "plugin", 400],
       ["?status=done", "status", 400],
       ["?from=yesterday", "from", 400],
+      ["?from=0000-01-01T00:00:00Z", "from", 400],
+      ["?to=2026-02-30", "to", 400],
       ["?from=2026-11-26T10:00:00Z&to=2026-11-26T09:00:00Z", "to", 400],
       ["?limit=101", "limit", 400],
       ["?starting_after=nope", "starting_after", 400],
@@ -196,6 +198,18 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
     expect((await api(h, "GET", `/generation?id=${ids.full}`, { key: stranger.managementKey })).status).toBe(404);
   });
 
+  // Last: it adds a generation the counts above do not expect.
+  it("records the same through the Messages dialect (metadata.user_id is the user; the x-session-id header)", async () => {
+    const res = await api(h, "POST", "/messages", {
+      headers: { "x-api-key": h.tenant.apiKey, "anthropic-version": "2023-06-01", "x-session-id": "sess-messages" },
+      body: { model: "openai/gpt-4o-mini", max_tokens: 10, messages: [{ role: "user", content: "hi" }], metadata: { user_id: "dana" }, trace: { trace_id: "trace-m" } },
+    });
+    expect(res.status, res.text).toBe(200);
+    const found = await list("?user=dana");
+    expect(found.json.data).toHaveLength(1);
+    expect(found.json.data[0]).toMatchObject({ user: "dana", session_id: "sess-messages", trace_id: "trace-m", status: "success" });
+  });
+
   it("answers the same over gRPC (grpc-js)", async () => {
     const { response, error } = await unary(generations, "ListGenerations", { user: "alice", status: "success" }, bearer(h.tenant.managementKey));
     expect(error).toBeUndefined();
@@ -213,7 +227,9 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
     const second = await unary(generations, "ListGenerations", { limit: 3, starting_after: first.response.next_cursor }, bearer(h.tenant.managementKey));
     expect(second.error).toBeUndefined();
     const both = [...first.response.generations, ...second.response.generations].map((g: { id: string }) => g.id);
-    expect(new Set(both).size).toBe(5);
+    expect(new Set(both).size).toBe(6);
+    const ancient = await unary(generations, "ListGenerations", { from: { seconds: "-62167219200", nanos: 0 } }, bearer(h.tenant.managementKey));
+    expect(ancient.error?.code).toBe(3);
     const refused = await unary(generations, "ListGenerations", { cache_hit: true }, bearer(h.tenant.managementKey));
     expect(refused.error?.code).toBe(3);
     expect(refused.error?.details).toMatch(/cache_hit/);
