@@ -22,6 +22,24 @@ export interface ParameterDefinitions {
 const text = (description: string) => string().meta({ description });
 /** The statuses a generation ends in (GET /generations `status`). */
 export const GENERATION_STATUSES = ["success", "error", "cancelled"] as const;
+/** `metadata` of the request log: a JSON object of string pairs, every one of which the request's `metadata` held. */
+export const MAX_METADATA_FILTER_PAIRS = 16;
+const metadataFilter = string({ max: 12_000 })
+  .refine(
+    (v) => {
+      try {
+        const o: unknown = JSON.parse(v);
+        if (o === null || typeof o !== "object" || Array.isArray(o)) return false;
+        const entries = Object.entries(o);
+        return entries.length >= 1 && entries.length <= MAX_METADATA_FILTER_PAIRS && entries.every(([k, x]) => typeof x === "string" && k.length <= 64 && x.length <= 512);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a JSON object of 1 to ${MAX_METADATA_FILTER_PAIRS} string pairs (keys at most 64, values at most 512 characters), e.g. {"team":"search"}` },
+  )
+  .meta({ description: 'Only generations whose request\'s `metadata` held every one of these pairs: a JSON object of strings, e.g. `{"team":"search"}` (URL-encoded).' });
+
 /** The end of the times a query may name (10000-01-01T00:00:00Z); the start is 1970-01-01. */
 export const MAX_QUERY_TIME_MS = 253_402_300_800_000;
 /** A time in a query: RFC 3339 with a zone (`2026-11-26T10:00:00Z`, `…+02:00`) or a UTC day (`2026-11-26`). */
@@ -201,6 +219,11 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
       session_id: string({ max: 256 }).meta({ description: "Only generations of this session (the request's `session_id`, else its `x-session-id` header)." }),
       user: string({ max: 256 }).meta({ description: "Only generations whose request named this `user`." }),
       trace_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.trace_id` was this." }),
+      trace_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.trace_name` was this." }),
+      span_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.span_name` was this." }),
+      generation_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.generation_name` was this." }),
+      parent_span_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.parent_span_id` was this." }),
+      metadata: metadataFilter,
       cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache; 400 while the deployment records no cache hits." }),
       plugin: string({ max: 64 }).meta({ description: "Only generations that ran this plugin (its id); 400 while the deployment records no plugins." }),
     }),

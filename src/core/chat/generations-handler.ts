@@ -7,10 +7,13 @@
  * (every workspace, every key); any other key lists only the generations it made itself (its rows are
  * always filtered to its own hash, and naming another key is refused with 403). Another organization's
  * generations never appear: every query is filtered by the caller's organization first.
+ *
+ * `metadata` pairs and the known `trace` keys are found through the record's `contextTerms` (one hex term per
+ * pair, pipeline/context.ts): a substring match of a whole term, exact on both databases.
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { GENERATION_STATUSES, MAX_QUERY_TIME_MS } from "../../contract/requests/parameters.js";
+import { GENERATION_STATUSES, MAX_METADATA_FILTER_PAIRS, MAX_QUERY_TIME_MS } from "../../contract/requests/parameters.js";
 import type { Db } from "../../db/client.js";
 import { Prisma } from "../../db/prisma.js";
 import type { Generation, GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
@@ -19,6 +22,7 @@ import { invalidArgument, notFound, permissionDenied } from "../errors.js";
 import { checkPage, createOrdering, findArgs, pageFields, pageOf, pagedWhere } from "../paging.js";
 import type { Init } from "../proto-init.js";
 import type { GenerationStore } from "./generations.js";
+import { contextTerm } from "./pipeline/context.js";
 
 const opt = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
@@ -173,6 +177,17 @@ export function createGenerationsHandler(deps: { db: Db; store: GenerationStore 
       if (user !== undefined) and.push({ user });
       const traceId = text("trace_id", req.traceId);
       if (traceId !== undefined) and.push({ traceId });
+      const trace = { trace_name: req.traceName, span_name: req.spanName, generation_name: req.generationName, parent_span_id: req.parentSpanId };
+      for (const [k, v] of Object.entries(trace)) {
+        const value = text(k, v);
+        if (value !== undefined) and.push({ contextTerms: { contains: contextTerm(`trace.${k}`, value) } });
+      }
+      const pairs = Object.entries(req.metadata);
+      if (pairs.length > MAX_METADATA_FILTER_PAIRS) throw invalidArgument("metadata", `metadata must hold at most ${MAX_METADATA_FILTER_PAIRS} pairs`);
+      for (const [k, v] of pairs) {
+        if (k.length > 64 || v.length > 512) throw invalidArgument("metadata", "metadata keys must be at most 64 and values at most 512 characters long");
+        and.push({ contextTerms: { contains: contextTerm(`metadata.${k}`, v) } });
+      }
       if (req.cacheHit !== undefined) and.push(optionalFilter("cache_hit", req.cacheHit));
       const plugin = text("plugin", req.plugin, 64);
       if (plugin !== undefined) and.push(optionalFilter("plugin", plugin));

@@ -87,6 +87,8 @@ export interface GenerationRecord {
   traceId?: string | null;
   trace?: string | null;
   metadata?: string | null;
+  /** The filter terms of `metadata` and the known `trace` keys (pipeline/context.ts `contextTerm`). */
+  contextTerms?: string | null;
 }
 
 export interface GenerationRecorder {

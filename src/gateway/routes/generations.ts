@@ -62,9 +62,13 @@ const TEXT_FILTERS = {
   session_id: "sessionId",
   user: "user",
   trace_id: "traceId",
+  trace_name: "traceName",
+  span_name: "spanName",
+  generation_name: "generationName",
+  parent_span_id: "parentSpanId",
   plugin: "plugin",
 } as const;
-type ListQuery = { limit?: number; offset?: number; starting_after?: string; from?: string; to?: string; cache_hit?: boolean } & {
+type ListQuery = { limit?: number; offset?: number; starting_after?: string; from?: string; to?: string; cache_hit?: boolean; metadata?: string } & {
   [K in keyof typeof TEXT_FILTERS]?: string;
 };
 
@@ -99,7 +103,7 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
         operationId: "listGenerations",
         summary: "The request log: generations, newest first",
         description:
-          "The organization's chat-completions requests, newest first, one cursor page at a time, filtered by key, workspace, model, provider, status, time, session, user or trace. " +
+          "The organization's chat-completions requests, newest first, one cursor page at a time, filtered by key, workspace, model, provider, status, time, session, user, trace keys or metadata pairs. " +
           "A management key lists the whole organization's; any other key lists only its own generations (403 when it names another key). Never message content or a provider key.",
         tags: ["chat"],
         ...listGenerationsContract.schema,
@@ -116,6 +120,8 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
       if (q.from !== undefined) filters.from = timestampFromDate(new Date(q.from));
       if (q.to !== undefined) filters.to = timestampFromDate(new Date(q.to));
       if (q.cache_hit !== undefined) filters.cacheHit = q.cache_hit;
+      // The contract checked it: a JSON object of string pairs.
+      if (q.metadata !== undefined) filters.metadata = JSON.parse(q.metadata) as Record<string, string>;
       const res = await client.listGenerations({ ...pageRequest(q), ...filters }, callOptionsFor(req));
       return { data: res.generations.map(presentGeneration), ...pageOfResponse(res) };
     },

@@ -148,6 +148,15 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
     expect(await idsOf("?session_id=sess-header")).toEqual([ids.header]);
     expect(await idsOf("?session_id=sess-body")).toEqual([ids.both]);
     expect(await idsOf("?trace_id=trace-1")).toEqual([ids.full]);
+    expect(await idsOf("?trace_name=nightly&span_name=rank")).toEqual([ids.full]);
+    expect(await idsOf("?trace_name=Nightly")).toEqual([]);
+    const meta = (o: Record<string, string>) => `?metadata=${encodeURIComponent(JSON.stringify(o))}`;
+    expect(await idsOf(meta({ team: "search" }))).toEqual([ids.full]);
+    expect(await idsOf(meta({ run: "7", team: "search" }))).toEqual([ids.full]);
+    // Exact pairs: not another case, not a prefix, not the value under another key.
+    expect(await idsOf(meta({ team: "Search" }))).toEqual([]);
+    expect(await idsOf(meta({ team: "sea" }))).toEqual([]);
+    expect(await idsOf(meta({ run: "search" }))).toEqual([]);
     const errors = await list("?status=error");
     expect(errors.json.data).toHaveLength(1);
     expect(errors.json.data[0]).toMatchObject({ status: "error", error_code: 502, user: "alice" });
@@ -169,6 +178,8 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
       ["?cache_hit=true", "cache_hit", 400],
       ["?plugin=web", "plugin", 400],
       ["?status=done", "status", 400],
+      ["?metadata=nope", "metadata", 400],
+      [`?metadata=${encodeURIComponent('{"team":1}')}`, "metadata", 400],
       ["?from=yesterday", "from", 400],
       ["?from=0000-01-01T00:00:00Z", "from", 400],
       ["?to=2026-02-30", "to", 400],
@@ -228,6 +239,8 @@ describe.each(["sqlite", "postgresql"] as const)("the request log (%s)", (provid
     expect(second.error).toBeUndefined();
     const both = [...first.response.generations, ...second.response.generations].map((g: { id: string }) => g.id);
     expect(new Set(both).size).toBe(6);
+    const byMeta = await unary(generations, "ListGenerations", { metadata: { team: "search" }, trace_name: "nightly" }, bearer(h.tenant.managementKey));
+    expect(byMeta.response.generations.map((g: { id: string }) => g.id)).toEqual([ids.full]);
     const ancient = await unary(generations, "ListGenerations", { from: { seconds: "-62167219200", nanos: 0 } }, bearer(h.tenant.managementKey));
     expect(ancient.error?.code).toBe(3);
     const refused = await unary(generations, "ListGenerations", { cache_hit: true }, bearer(h.tenant.managementKey));

@@ -2,7 +2,8 @@
 DROP INDEX "Generation_organizationId_createdAt_idx";
 
 -- AlterTable
-ALTER TABLE "Generation" ADD COLUMN     "metadata" TEXT,
+ALTER TABLE "Generation" ADD COLUMN     "contextTerms" TEXT,
+ADD COLUMN     "metadata" TEXT,
 ADD COLUMN     "sessionId" TEXT,
 ADD COLUMN     "trace" TEXT,
 ADD COLUMN     "traceId" TEXT,

@@ -2,6 +2,7 @@
 DROP INDEX "Generation_organizationId_createdAt_idx";
 
 -- AlterTable
+ALTER TABLE "Generation" ADD COLUMN "contextTerms" TEXT;
 ALTER TABLE "Generation" ADD COLUMN "metadata" TEXT;
 ALTER TABLE "Generation" ADD COLUMN "sessionId" TEXT;
 ALTER TABLE "Generation" ADD COLUMN "trace" TEXT;

@@ -24,6 +24,25 @@ export function sessionHeaderOf(ctx: HandlerContext): string | undefined {
   return raw;
 }
 
+/** The known `trace` keys the request log filters by besides `trace_id` (which has a column of its own). */
+export const FILTERED_TRACE_KEYS = ["trace_name", "span_name", "generation_name", "parent_span_id"] as const;
+
+const hex = (s: string) => Buffer.from(s, "utf8").toString("hex");
+/**
+ * One filter term, `<hex name>=<hex value>` between newlines: the request log finds a pair with a substring
+ * match on `contextTerms`, exact on both databases (lowercase hex has no LIKE wildcard and no letter case).
+ */
+export const contextTerm = (name: string, value: string): string => `\n${hex(name)}=${hex(value)}\n`;
+
+function termsOf(trace: Record<string, unknown> | undefined, metadata: unknown): string | null {
+  const terms: string[] = [];
+  if (trace) for (const k of FILTERED_TRACE_KEYS) if (typeof trace[k] === "string") terms.push(`${hex(`trace.${k}`)}=${hex(trace[k] as string)}`);
+  if (metadata !== null && typeof metadata === "object" && !Array.isArray(metadata)) {
+    for (const [k, v] of Object.entries(metadata)) if (typeof v === "string") terms.push(`${hex(`metadata.${k}`)}=${hex(v)}`);
+  }
+  return terms.length > 0 ? `\n${terms.join("\n")}\n` : null;
+}
+
 const text = (v: unknown): string | null => (typeof v === "string" ? v : null);
 const json = (v: unknown): string | null => (v !== null && typeof v === "object" && !Array.isArray(v) ? JSON.stringify(v) : null);
 
@@ -37,4 +56,5 @@ export function captureContext(call: ChatCall, request: CanonicalRequest = call.
   ctx.trace = json(trace);
   ctx.traceId = ctx.trace ? text(trace!.trace_id) : null;
   ctx.metadata = json(r.metadata);
+  ctx.contextTerms = termsOf(ctx.trace ? trace : undefined, r.metadata);
 }

@@ -71,6 +71,8 @@ export interface RequestContext {
   traceId: string | null;
   trace: string | null;
   metadata: string | null;
+  /** `metadata` pairs and known `trace` keys as filter terms (context.ts). */
+  contextTerms: string | null;
 }
 
 /** A generation's cost. BYOK-served calls are priced too, but paid by the customer's own provider key. */
@@ -152,6 +154,6 @@ function tracking(streamed: boolean): Tracking {
     errorCode: null,
     catalogModel: null,
     cost: null,
-    context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null },
+    context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null, contextTerms: null },
   };
 }

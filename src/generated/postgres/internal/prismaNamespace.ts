@@ -2119,7 +2119,8 @@ export const GenerationScalarFieldEnum = {
   sessionId: 'sessionId',
   traceId: 'traceId',
   trace: 'trace',
-  metadata: 'metadata'
+  metadata: 'metadata',
+  contextTerms: 'contextTerms'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

@@ -184,7 +184,8 @@ export const GenerationScalarFieldEnum = {
   sessionId: 'sessionId',
   traceId: 'traceId',
   trace: 'trace',
-  metadata: 'metadata'
+  metadata: 'metadata',
+  contextTerms: 'contextTerms'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

@@ -93,6 +93,7 @@ export type GenerationMinAggregateOutputType = {
   traceId: string | null
   trace: string | null
   metadata: string | null
+  contextTerms: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -129,6 +130,7 @@ export type GenerationMaxAggregateOutputType = {
   traceId: string | null
   trace: string | null
   metadata: string | null
+  contextTerms: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -165,6 +167,7 @@ export type GenerationCountAggregateOutputType = {
   traceId: number
   trace: number
   metadata: number
+  contextTerms: number
   _all: number
 }
 
@@ -235,6 +238,7 @@ export type GenerationMinAggregateInputType = {
   traceId?: true
   trace?: true
   metadata?: true
+  contextTerms?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -271,6 +275,7 @@ export type GenerationMaxAggregateInputType = {
   traceId?: true
   trace?: true
   metadata?: true
+  contextTerms?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -307,6 +312,7 @@ export type GenerationCountAggregateInputType = {
   traceId?: true
   trace?: true
   metadata?: true
+  contextTerms?: true
   _all?: true
 }
 
@@ -430,6 +436,7 @@ export type GenerationGroupByOutputType = {
   traceId: string | null
   trace: string | null
   metadata: string | null
+  contextTerms: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -489,6 +496,7 @@ export type GenerationWhereInput = {
   traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
   trace?: Prisma.StringNullableFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -525,6 +533,7 @@ export type GenerationOrderByWithRelationInput = {
   traceId?: Prisma.SortOrderInput | Prisma.SortOrder
   trace?: Prisma.SortOrderInput | Prisma.SortOrder
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
+  contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -564,6 +573,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
   trace?: Prisma.StringNullableFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -600,6 +610,7 @@ export type GenerationOrderByWithAggregationInput = {
   traceId?: Prisma.SortOrderInput | Prisma.SortOrder
   trace?: Prisma.SortOrderInput | Prisma.SortOrder
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
+  contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -644,6 +655,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   traceId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   trace?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -680,6 +692,7 @@ export type GenerationCreateInput = {
   traceId?: string | null
   trace?: string | null
   metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -716,6 +729,7 @@ export type GenerationUncheckedCreateInput = {
   traceId?: string | null
   trace?: string | null
   metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -752,6 +766,7 @@ export type GenerationUpdateInput = {
   traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -788,6 +803,7 @@ export type GenerationUncheckedUpdateInput = {
   traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -824,6 +840,7 @@ export type GenerationCreateManyInput = {
   traceId?: string | null
   trace?: string | null
   metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -860,6 +877,7 @@ export type GenerationUpdateManyMutationInput = {
   traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -896,6 +914,7 @@ export type GenerationUncheckedUpdateManyInput = {
   traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -932,6 +951,7 @@ export type GenerationCountOrderByAggregateInput = {
   traceId?: Prisma.SortOrder
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -984,6 +1004,7 @@ export type GenerationMaxOrderByAggregateInput = {
   traceId?: Prisma.SortOrder
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1020,6 +1041,7 @@ export type GenerationMinOrderByAggregateInput = {
   traceId?: Prisma.SortOrder
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1082,6 +1104,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   traceId?: boolean
   trace?: boolean
   metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1118,6 +1141,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   traceId?: boolean
   trace?: boolean
   metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1154,6 +1178,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   traceId?: boolean
   trace?: boolean
   metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1190,9 +1215,10 @@ export type GenerationSelectScalar = {
   traceId?: boolean
   trace?: boolean
   metadata?: boolean
+  contextTerms?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1272,6 +1298,12 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * The request's `metadata` (string → string) as JSON text, as sent.
      */
     metadata: string | null
+    /**
+     * What the request log filters `metadata` pairs and the known `trace` keys by: one line per pair,
+     * `<hex of "metadata.<key>" or "trace.<key>">=<hex of the value>`, between newlines (exact on both
+     * databases: lowercase hex holds no LIKE wildcard and no letter case). Null when there is none.
+     */
+    contextTerms: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1728,6 +1760,7 @@ export interface GenerationFieldRefs {
   readonly traceId: Prisma.FieldRef<"Generation", 'String'>
   readonly trace: Prisma.FieldRef<"Generation", 'String'>
   readonly metadata: Prisma.FieldRef<"Generation", 'String'>
+  readonly contextTerms: Prisma.FieldRef<"Generation", 'String'>
 }
     
 
