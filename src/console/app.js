@@ -13,6 +13,7 @@ import * as internAdminPage from "./pages/intern-admin.js";
 import * as playgroundPage from "./pages/playground.js";
 import * as usagePage from "./pages/usage.js";
 import * as catalogPage from "./pages/catalog.js";
+import * as requestsPage from "./pages/requests.js";
 
 /** Routes: pattern segments starting with ":" are parameters. */
 const routes = [
@@ -26,6 +27,8 @@ const routes = [
   { path: "/byok", section: "byok", page: byokPage.render },
   { path: "/playground", section: "playground", page: playgroundPage.render },
   { path: "/usage", section: "usage", page: usagePage.render },
+  { path: "/requests", section: "requests", page: requestsPage.renderList },
+  { path: "/requests/:id", section: "requests", page: requestsPage.renderRequest },
   { path: "/catalog", section: "catalog", page: catalogPage.render },
   { path: "/interns", section: "interns", page: internAdminPage.renderList },
   { path: "/interns/:id", section: "interns", page: internAdminPage.renderIntern },

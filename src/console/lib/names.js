@@ -22,6 +22,7 @@ export async function loadNames({ users = false, withInterns = false } = {}) {
   const internNames = new Map(internList.map((i) => [i.id, i.name]));
   return {
     workspaces,
+    keys,
     workspace: (id) => byId.get(id),
     key: (hash) => byHash.get(hash),
     user: (id) => people.get(id),

@@ -55,6 +55,17 @@ export const WEB_SEARCH_SHORTHANDS = [
   "web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
 ] as const;
 export const TRACE_STRING_KEYS = ["trace_id", "trace_name", "span_name", "generation_name", "parent_span_id"] as const;
+/**
+ * Bounds on what a request says about itself, which the generation records (docs/operations.md, "Request
+ * log"): `session_id` as the description says; `user` and each known `trace` key at most 256 characters; the
+ * whole `trace` object (its other keys are passed through as custom metadata) at most 32 keys and 4096
+ * characters of JSON. `metadata`'s bounds are the description's (16 pairs, 64 / 512 characters).
+ */
+export const MAX_SESSION_ID_CHARS = 256;
+export const MAX_USER_CHARS = 256;
+export const MAX_TRACE_VALUE_CHARS = 256;
+export const MAX_TRACE_KEYS = 32;
+export const MAX_TRACE_JSON_CHARS = 4096;
 export const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const FUNCTION_NAME_TEXT = "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -";
 
@@ -312,7 +323,7 @@ function buildChatRequest(brand: string) {
       route: nullable(oneOf(["fallback", "sort"])),
       seed: nullable(integer()),
       service_tier: nullable(oneOf(SERVICE_TIERS)),
-      session_id: string({ max: 256 }),
+      session_id: string({ max: MAX_SESSION_ID_CHARS }),
       stop: nullable(stop),
       stop_server_tools_when: array(stopCondition, { min: 1 }),
       stream: boolean(),
@@ -323,8 +334,18 @@ function buildChatRequest(brand: string) {
       top_a: nullable(number()),
       tool_choice: toolChoice,
       tools: array(tool),
-      trace: object(Object.fromEntries(TRACE_STRING_KEYS.map((k) => [k, str()])) as Record<(typeof TRACE_STRING_KEYS)[number], z.ZodString>),
-      user: str(),
+      trace: object(
+        Object.fromEntries(TRACE_STRING_KEYS.map((k) => [k, string({ max: MAX_TRACE_VALUE_CHARS })])) as Record<(typeof TRACE_STRING_KEYS)[number], z.ZodString>,
+      ).check(
+        z.superRefine((v, ctx) => {
+          const keys = Object.keys(v).length;
+          if (keys > MAX_TRACE_KEYS) ctx.addIssue({ code: "custom", input: v, message: `must have at most ${MAX_TRACE_KEYS} keys, got ${keys}` });
+          else if (JSON.stringify(v).length > MAX_TRACE_JSON_CHARS) {
+            ctx.addIssue({ code: "custom", input: v, message: `must be at most ${MAX_TRACE_JSON_CHARS} characters as JSON` });
+          }
+        }),
+      ),
+      user: string({ max: MAX_USER_CHARS }),
     },
     { required: ["messages"] },
   ).meta({

@@ -8,7 +8,7 @@
  * stay in the core, which checks the RPC fields the gateway fills from these.
  */
 import type { z } from "zod";
-import { boolean, integer, object, requestJsonSchema, string } from "./kit.js";
+import { boolean, integer, object, oneOf, requestJsonSchema, string } from "./kit.js";
 import { MAX_OFFSET, PageFields } from "./paging.js";
 
 type Shape = Record<string, z.ZodType>;
@@ -20,6 +20,40 @@ export interface ParameterDefinitions {
 }
 
 const text = (description: string) => string().meta({ description });
+/** The statuses a generation ends in (GET /generations `status`). */
+export const GENERATION_STATUSES = ["success", "error", "cancelled"] as const;
+/** `metadata` of the request log: a JSON object of string pairs, every one of which the request's `metadata` held. */
+export const MAX_METADATA_FILTER_PAIRS = 16;
+const metadataFilter = string({ max: 12_000 })
+  .refine(
+    (v) => {
+      try {
+        const o: unknown = JSON.parse(v);
+        if (o === null || typeof o !== "object" || Array.isArray(o)) return false;
+        const entries = Object.entries(o);
+        return entries.length >= 1 && entries.length <= MAX_METADATA_FILTER_PAIRS && entries.every(([k, x]) => typeof x === "string" && k.length <= 64 && x.length <= 512);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a JSON object of 1 to ${MAX_METADATA_FILTER_PAIRS} string pairs (keys at most 64, values at most 512 characters), e.g. {"team":"search"}` },
+  )
+  .meta({ description: 'Only generations whose request\'s `metadata` held every one of these pairs: a JSON object of strings, e.g. `{"team":"search"}` (URL-encoded).' });
+
+/** The end of the times a query may name (10000-01-01T00:00:00Z); the start is 1970-01-01. */
+export const MAX_QUERY_TIME_MS = 253_402_300_800_000;
+/** A time in a query: RFC 3339 with a zone (`2026-11-26T10:00:00Z`, `…+02:00`) or a UTC day (`2026-11-26`). */
+export const QUERY_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+const time = string({ max: 40, pattern: QUERY_TIME, patternText: "must be an RFC 3339 time with a zone (2026-11-26T10:00:00Z) or a day (2026-11-26)" }).refine(
+  (v) => {
+    const t = Date.parse(v);
+    // Date.parse rolls 2026-02-30 over to March: the calendar day must exist as written.
+    const [y, m, d] = v.slice(0, 10).split("-").map(Number) as [number, number, number];
+    const day = new Date(Date.UTC(y, m - 1, d));
+    return t >= 0 && t < MAX_QUERY_TIME_MS && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
+  },
+  { message: "must be a real time from 1970 to 9999" },
+);
 const pathText = (description: string) => string({ min: 1 }).meta({ description });
 
 const workspaceForPresets = text(
@@ -169,6 +203,30 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // generations
   getGeneration: {
     query: object({ id: text("The generation id (the `id` of the completion or its chunks).") }, { required: ["id"] }),
+  },
+  listGenerations: {
+    query: q({
+      ...page,
+      key: string({ max: 64 }).meta({
+        description: "Only the generations of this API key: its hash (64 lowercase hex characters) or its label (`pk-v1-…`). A key other than a management key lists its own generations only (403 for another key).",
+      }),
+      workspace_id: string({ max: 200 }).meta({ description: "Only the generations made in this workspace of the organization (404 when it is not one)." }),
+      model: string({ max: 256 }).meta({ description: "Only generations that asked for or were served by this model (`<provider>/<model>` or a catalog slug)." }),
+      provider: string({ max: 64 }).meta({ description: "Only generations served by this provider (slug)." }),
+      status: oneOf(GENERATION_STATUSES).meta({ description: "Only generations with this status." }),
+      from: time.meta({ description: "Only generations that arrived at or after this time (RFC 3339, e.g. `2026-11-26T10:00:00Z`, or a UTC day `2026-11-26`)." }),
+      to: time.meta({ description: "Only generations that arrived before this time (RFC 3339 or a UTC day); later than `from`." }),
+      session_id: string({ max: 256 }).meta({ description: "Only generations of this session (the request's `session_id`, else its `x-session-id` header)." }),
+      user: string({ max: 256 }).meta({ description: "Only generations whose request named this `user`." }),
+      trace_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.trace_id` was this." }),
+      trace_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.trace_name` was this." }),
+      span_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.span_name` was this." }),
+      generation_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.generation_name` was this." }),
+      parent_span_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.parent_span_id` was this." }),
+      metadata: metadataFilter,
+      cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache; 400 while the deployment records no cache hits." }),
+      plugin: string({ max: 64 }).meta({ description: "Only generations that ran this plugin (its id); 400 while the deployment records no plugins." }),
+    }),
   },
 };
 

@@ -23,6 +23,7 @@ import type { ChatLimitsConfig } from "../../config.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { compose, newCall } from "./pipeline/stage.js";
+import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createLimitsStage } from "./pipeline/limits.js";
 import { createCostStage } from "./pipeline/cost.js";
@@ -132,7 +133,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ...messages,
 
     async createChatCompletion(req, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
       const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       const completion = encodeResponse(outcome.completion);
@@ -184,7 +185,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
      * the call's status, as without keepalives.
      */
     async *streamChatCompletion(req, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
       const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       let outcome: Awaited<typeof pending> | undefined;
       let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);

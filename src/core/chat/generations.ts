@@ -33,6 +33,7 @@ const COLUMNS = [
   "credentialSource", "presetSlug", "presetVersion", "streamed", "promptTokens", "completionTokens", "totalTokens",
   "latencyMs", "timeToFirstTokenMs", "status", "finishReason", "errorCode", "attempts", "createdAt",
   "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd", "catalogModel",
+  "user", "sessionId", "traceId", "trace", "metadata", "contextTerms",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -74,6 +75,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.timeToFirstTokenMs === null ? null : Math.round(r.timeToFirstTokenMs), r.status, r.finishReason, r.errorCode,
     r.attempts, sqlite ? r.createdAt.toISOString().replace(/Z$/, "+00:00") : r.createdAt.toISOString(),
     r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd), r.catalogModel ?? null,
+    r.user ?? null, r.sessionId ?? null, r.traceId ?? null, r.trace ?? null, r.metadata ?? null, r.contextTerms ?? null,
   ];
 }
 

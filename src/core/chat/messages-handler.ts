@@ -16,6 +16,7 @@ import { callerOf } from "../auth.js";
 import { CountTokensRequest, MessagesRequest } from "../../contract/requests/messages-request.js";
 import { checkRules, Reason, serviceError } from "../errors.js";
 import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { sessionHeaderOf } from "./pipeline/context.js";
 import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import { UpstreamError } from "./providers/types.js";
 import { tokenCounter } from "../../lib/token-count.js";
@@ -90,14 +91,14 @@ export function createMessagesMethods(deps: MessagesDeps) {
 
   return {
     async createMessage(req: DialectRequest, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       const outcome = await run(call, req);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       return { messageJson: JSON.stringify(encodeResponse(outcome.completion)), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
     },
 
     async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       const pending = run(call, req);
       let outcome: ChatOutcome | undefined;
       let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);

@@ -77,6 +77,18 @@ export interface GenerationRecord {
    * served it is **uncatalogued** (a `<provider>/<model>` the catalog does not know, relayed as before).
    */
   catalogModel?: string | null;
+  /**
+   * What the caller said about the request (docs/operations.md, "Request log"): its `user`, its session
+   * (`session_id`, else the `x-session-id` header), `trace.trace_id`, and the whole `trace` and `metadata`
+   * objects as JSON text. Absent (undefined) is recorded as null.
+   */
+  user?: string | null;
+  sessionId?: string | null;
+  traceId?: string | null;
+  trace?: string | null;
+  metadata?: string | null;
+  /** The filter terms of `metadata` and the known `trace` keys (pipeline/context.ts `contextTerm`). */
+  contextTerms?: string | null;
 }
 
 export interface GenerationRecorder {

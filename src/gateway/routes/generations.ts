@@ -1,11 +1,15 @@
-/** `GET /api/v1/generation?id=…`: the record of one chat-completions request of the caller's organization. */
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+/**
+ * `GET /api/v1/generation?id=…`: the record of one chat-completions request of the caller's organization.
+ * `GET /api/v1/generations`: the request log, newest first, filtered, cursor-paged (docs/operations.md,
+ * "Request log"): a management key lists the organization's, any other key its own.
+ */
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
+import { GenerationsService, type Generation } from "../../gen/portico/generations/v1/generations_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
-import { contractRoute, errorResponses } from "../schemas.js";
+import { contractRoute, errorResponses, listOf, pageOfResponse, pageRequest } from "../schemas.js";
 
 const nullable = (type: string, description: string) => ({ type: [type, "null"], description });
 const generationSchema = {
@@ -14,6 +18,7 @@ const generationSchema = {
   properties: {
     id: { type: "string" },
     key_hash: { type: "string", description: "SHA-256 hex of the API key that made the request." },
+    workspace_id: { type: "string", description: "The API key's workspace when it made the request." },
     requested_model: { type: "string" },
     model: nullable("string", "The model that served it."),
     provider: nullable("string", "The provider that served it."),
@@ -39,8 +44,33 @@ const generationSchema = {
     is_byok: { type: "boolean", description: "Whether the caller's own provider key (BYOK) served it." },
     catalog_model: nullable("string", "The catalog model (canonical slug) whose endpoint served it; null when nothing served it or it was uncatalogued."),
     uncatalogued: { type: "boolean", description: "A provider served it under a <provider>/<model> id the model catalog does not know (relayed as named, unpriced)." },
+    user: nullable("string", "The request's `user` (the caller's end-user id), as sent."),
+    session_id: nullable("string", "The request's `session_id`, else its `x-session-id` header."),
+    trace_id: nullable("string", "The request's `trace.trace_id`."),
+    trace: { type: ["object", "null"], additionalProperties: true, description: "The request's `trace` object (known keys and custom ones), as sent." },
+    metadata: { type: ["object", "null"], additionalProperties: { type: "string" }, description: "The request's `metadata`, as sent." },
   },
 } as const;
+
+/** The query filters of `GET /generations` and the RPC fields they fill (`from`/`to` become timestamps). */
+const TEXT_FILTERS = {
+  key: "key",
+  workspace_id: "workspaceId",
+  model: "model",
+  provider: "provider",
+  status: "status",
+  session_id: "sessionId",
+  user: "user",
+  trace_id: "traceId",
+  trace_name: "traceName",
+  span_name: "spanName",
+  generation_name: "generationName",
+  parent_span_id: "parentSpanId",
+  plugin: "plugin",
+} as const;
+type ListQuery = { limit?: number; offset?: number; starting_after?: string; from?: string; to?: string; cache_hit?: boolean; metadata?: string } & {
+  [K in keyof typeof TEXT_FILTERS]?: string;
+};
 
 /** Femto-dollars (1e-15 USD) → USD, as the cost stage puts it on `usage.cost`. */
 const usd = (femtos: bigint | undefined): number | null => (femtos === undefined ? null : Number(femtos) / 1e15);
@@ -61,39 +91,78 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
         response: { 200: { type: "object", required: ["data"], properties: { data: generationSchema } }, ...errorResponses(400, 401, 404, 500) },
       },
     },
+    async (req) => ({ data: presentGeneration((await client.getGeneration({ id: req.query.id }, callOptionsFor(req))).generation!) }),
+  );
+
+  const listGenerationsContract = contractRoute("listGenerations");
+  api.get<{ Querystring: ListQuery }>(
+    "/generations",
+    {
+      validatorCompiler: listGenerationsContract.validatorCompiler,
+      schema: {
+        operationId: "listGenerations",
+        summary: "The request log: generations, newest first",
+        description:
+          "The organization's chat-completions requests, newest first, one cursor page at a time, filtered by key, workspace, model, provider, status, time, session, user, trace keys or metadata pairs. " +
+          "A management key lists the whole organization's; any other key lists only its own generations (403 when it names another key). Never message content or a provider key.",
+        tags: ["chat"],
+        ...listGenerationsContract.schema,
+        response: { 200: listOf(generationSchema, { totalCount: false }), ...errorResponses(400, 401, 403, 404, 500) },
+      },
+    },
     async (req) => {
-      const g = (await client.getGeneration({ id: req.query.id }, callOptionsFor(req))).generation!;
-      return {
-        data: {
-          id: g.id,
-          key_hash: g.keyHash,
-          requested_model: g.requestedModel,
-          model: g.model ?? null,
-          provider: g.provider ?? null,
-          credential_id: g.credentialId ?? null,
-          preset_slug: g.presetSlug ?? null,
-          preset_version: g.presetVersion ?? null,
-          streamed: g.streamed,
-          prompt_tokens: g.promptTokens ?? null,
-          completion_tokens: g.completionTokens ?? null,
-          total_tokens: g.totalTokens ?? null,
-          latency_ms: g.latencyMs,
-          time_to_first_token_ms: g.timeToFirstTokenMs ?? null,
-          status: g.status,
-          finish_reason: g.finishReason ?? null,
-          error_code: g.errorCode ?? null,
-          attempts: g.attempts,
-          created_at: g.createdAt ? timestampDate(g.createdAt).toISOString() : null,
-          native_tokens_cached: g.cachedTokens ?? null,
-          native_tokens_cache_write: g.cacheWriteTokens ?? null,
-          native_tokens_reasoning: g.reasoningTokens ?? null,
-          total_cost: usd(g.costFemtoUsd),
-          upstream_inference_cost: usd(g.upstreamInferenceCostFemtoUsd),
-          is_byok: g.isByok,
-          catalog_model: g.catalogModel ?? null,
-          uncatalogued: g.uncatalogued,
-        },
-      };
+      const q = req.query;
+      const filters: Record<string, unknown> = {};
+      for (const [param, field] of Object.entries(TEXT_FILTERS)) {
+        const value = q[param as keyof typeof TEXT_FILTERS];
+        if (value !== undefined) filters[field] = value;
+      }
+      if (q.from !== undefined) filters.from = timestampFromDate(new Date(q.from));
+      if (q.to !== undefined) filters.to = timestampFromDate(new Date(q.to));
+      if (q.cache_hit !== undefined) filters.cacheHit = q.cache_hit;
+      // The contract checked it: a JSON object of string pairs.
+      if (q.metadata !== undefined) filters.metadata = JSON.parse(q.metadata) as Record<string, string>;
+      const res = await client.listGenerations({ ...pageRequest(q), ...filters }, callOptionsFor(req));
+      return { data: res.generations.map(presentGeneration), ...pageOfResponse(res) };
     },
   );
+}
+
+/** A generation in the public JSON form (GET /generation, GET /generations). */
+function presentGeneration(g: Generation) {
+  return {
+    id: g.id,
+    key_hash: g.keyHash,
+    workspace_id: g.workspaceId,
+    requested_model: g.requestedModel,
+    model: g.model ?? null,
+    provider: g.provider ?? null,
+    credential_id: g.credentialId ?? null,
+    preset_slug: g.presetSlug ?? null,
+    preset_version: g.presetVersion ?? null,
+    streamed: g.streamed,
+    prompt_tokens: g.promptTokens ?? null,
+    completion_tokens: g.completionTokens ?? null,
+    total_tokens: g.totalTokens ?? null,
+    latency_ms: g.latencyMs,
+    time_to_first_token_ms: g.timeToFirstTokenMs ?? null,
+    status: g.status,
+    finish_reason: g.finishReason ?? null,
+    error_code: g.errorCode ?? null,
+    attempts: g.attempts,
+    created_at: g.createdAt ? timestampDate(g.createdAt).toISOString() : null,
+    native_tokens_cached: g.cachedTokens ?? null,
+    native_tokens_cache_write: g.cacheWriteTokens ?? null,
+    native_tokens_reasoning: g.reasoningTokens ?? null,
+    total_cost: usd(g.costFemtoUsd),
+    upstream_inference_cost: usd(g.upstreamInferenceCostFemtoUsd),
+    is_byok: g.isByok,
+    catalog_model: g.catalogModel ?? null,
+    uncatalogued: g.uncatalogued,
+    user: g.user ?? null,
+    session_id: g.sessionId ?? null,
+    trace_id: g.traceId ?? null,
+    trace: g.trace ?? null,
+    metadata: Object.keys(g.metadata).length > 0 ? g.metadata : null,
+  };
 }

@@ -69,7 +69,7 @@ describe("OpenAPI request schemas come from the request definitions", () => {
 
   it("the gateway refuses exactly past the documented bounds of every list's limit (the schemas are the checks)", async () => {
     const lists = operations.filter((op) => op.method === "get" && !op.path.includes("{") && (op.parameters ?? []).some((p) => p.name === "limit"));
-    expect(lists.map((op) => op.operationId).sort()).toEqual(["listApiKeys", "listAuditEvents", "listByokKeys", "listCatalogModels", "listInterns", "listModels", "listPresets", "listWorkspaces"]);
+    expect(lists.map((op) => op.operationId).sort()).toEqual(["listApiKeys", "listAuditEvents", "listByokKeys", "listCatalogModels", "listGenerations", "listInterns", "listModels", "listPresets", "listWorkspaces"]);
     for (const op of lists) {
       const max = op.parameters!.find((p) => p.name === "limit")!.schema!.maximum as number;
       const path = op.path.replace(/^\/api\/v1/, "");

@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuditService } from "../../../src/gen/portico/audit/v1/audit_service_pb.js";
 import { ByokService } from "../../../src/gen/portico/byok/v1/byok_service_pb.js";
+import { GenerationsService } from "../../../src/gen/portico/generations/v1/generations_service_pb.js";
 import { InternAdminService } from "../../../src/gen/portico/internadmin/v1/internadmin_service_pb.js";
 import { KeysService } from "../../../src/gen/portico/keys/v1/keys_service_pb.js";
 import { PresetsService } from "../../../src/gen/portico/presets/v1/presets_service_pb.js";
@@ -103,6 +104,13 @@ describe.each(["sqlite", "postgresql"] as const)("one paging rule for every list
       id: (c) => c.id,
     },
     {
+      // A refused chat request is recorded too (status error): a generation without an upstream.
+      name: "generations",
+      path: "/generations?status=error",
+      add: (n) => created(api(h, "POST", "/chat/completions", { key: mk, body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: `hi ${n}` }], temperature: 5 } }), 400),
+      id: (g) => g.id,
+    },
+    {
       name: "interns",
       path: "/interns",
       add: () => created(api(h, "POST", "/interns", { key: mk, body: { name: `p${unique()}`.slice(0, 17) } }), 201),
@@ -119,7 +127,7 @@ describe.each(["sqlite", "postgresql"] as const)("one paging rule for every list
     return res.json.data;
   }
 
-  it.each(["keys", "workspaces", "workspace members", "audit log", "audit log by action prefix", "presets", "preset versions", "byok credentials", "interns"])(
+  it.each(["keys", "workspaces", "workspace members", "audit log", "audit log by action prefix", "presets", "preset versions", "byok credentials", "generations", "interns"])(
     "%s: a cursor walk sees every item that existed exactly once while items are inserted",
     async (name) => {
       const c = cases().find((x) => x.name === name)!;
@@ -215,6 +223,7 @@ describe.each(["sqlite", "postgresql"] as const)("one paging rule for every list
         async (p) => ((r) => ({ ...r, n: r.versions.length }))(await createClient(PresetsService, transport).listPresetVersions({ ...p, slug: "paged-versions" }, { headers })),
       ],
       ["ListByokCredentials", async (p) => ((r) => ({ ...r, n: r.credentials.length }))(await createClient(ByokService, transport).listByokCredentials(p, { headers }))],
+      ["ListGenerations", async (p) => ((r) => ({ ...r, n: r.generations.length }))(await createClient(GenerationsService, transport).listGenerations(p, { headers }))],
       ["ListInterns", async (p) => ((r) => ({ ...r, n: r.interns.length }))(await createClient(InternAdminService, transport).listInterns(p, { headers }))],
     ];
     const refusal = async (call: Promise<unknown>) => {

@@ -6,6 +6,7 @@ import { invalidArgument, notFound, Reason, serviceError } from "../../errors.js
 import type { PresetsRepository } from "../../presets/presets-repository.js";
 import { applyPreset, presetReferenceOf, PresetReferenceError, type PresetReference } from "../presets.js";
 import type { CanonicalRequest } from "../model.js";
+import { captureContext } from "./context.js";
 import type { ChatStage } from "./stage.js";
 
 /**
@@ -43,6 +44,8 @@ export function createPresetStage(deps: { presets: PresetsRepository }): ChatSta
         call.request = applyPreset(call.request, { config: (version.config ?? {}) as Record<string, unknown>, systemPrompt: version.systemPrompt }) as CanonicalRequest;
         call.track.presetSlug = ref.slug;
         call.track.presetVersion = version.version;
+        // A preset may set user, session_id, trace or metadata: record the merged request's.
+        captureContext(call);
       }
       return next();
     },

@@ -89,5 +89,6 @@ function recordOf(track: Tracking, caller: Caller) {
     costFemtoUsd: track.cost === null ? null : track.cost.paidBy === "byok" ? 0n : track.cost.femtoUsd,
     upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
     catalogModel: track.provider === null ? null : track.catalogModel,
+    ...track.context,
   };
 }

@@ -59,6 +59,20 @@ export interface Tracking {
   catalogModel: string | null;
   /** The generation's cost at the served endpoint's prices (the cost stage, docs/catalog.md); null when unpriced. */
   cost: GenerationCost | null;
+  /** What the caller said about the request (the validate and preset stages, context.ts); recorded as sent. */
+  context: RequestContext;
+}
+
+/** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
+export interface RequestContext {
+  user: string | null;
+  /** The body's `session_id`, else the `x-session-id` header. */
+  sessionId: string | null;
+  traceId: string | null;
+  trace: string | null;
+  metadata: string | null;
+  /** `metadata` pairs and known `trace` keys as filter terms (context.ts). */
+  contextTerms: string | null;
 }
 
 /** A generation's cost. BYOK-served calls are priced too, but paid by the customer's own provider key. */
@@ -84,6 +98,8 @@ export interface ChatCall {
   readonly track: Tracking;
   /** The caller's own time budget for the request, in ms, when it set a lower one than the operator's. */
   budgetMs?: number;
+  /** The `x-session-id` header, when sent (the body's `session_id` wins; context.ts). */
+  sessionHeader?: string;
 }
 
 export type ChatOutcome =
@@ -109,9 +125,10 @@ export function compose(stages: readonly ChatStage[]): (call: ChatCall) => Promi
 }
 
 /** A fresh call for `request` (the body as received, not yet validated). */
-export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest, budgetMs?: number): ChatCall {
+export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, request: CanonicalRequest, budgetMs?: number, sessionHeader?: string): ChatCall {
   const call: ChatCall = { caller, signal, streamed, request, attempts: [], attemptsNotTried: 0, track: tracking(streamed) };
   if (budgetMs !== undefined) call.budgetMs = budgetMs;
+  if (sessionHeader !== undefined) call.sessionHeader = sessionHeader;
   return call;
 }
 
@@ -137,5 +154,6 @@ function tracking(streamed: boolean): Tracking {
     errorCode: null,
     catalogModel: null,
     cost: null,
+    context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null, contextTerms: null },
   };
 }

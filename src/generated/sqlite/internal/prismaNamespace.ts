@@ -2111,7 +2111,13 @@ export const GenerationScalarFieldEnum = {
   reasoningTokens: 'reasoningTokens',
   costFemtoUsd: 'costFemtoUsd',
   upstreamCostFemtoUsd: 'upstreamCostFemtoUsd',
-  catalogModel: 'catalogModel'
+  catalogModel: 'catalogModel',
+  user: 'user',
+  sessionId: 'sessionId',
+  traceId: 'traceId',
+  trace: 'trace',
+  metadata: 'metadata',
+  contextTerms: 'contextTerms'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

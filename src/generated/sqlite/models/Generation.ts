@@ -88,6 +88,12 @@ export type GenerationMinAggregateOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
+  contextTerms: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -119,6 +125,12 @@ export type GenerationMaxAggregateOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
+  contextTerms: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -150,6 +162,12 @@ export type GenerationCountAggregateOutputType = {
   costFemtoUsd: number
   upstreamCostFemtoUsd: number
   catalogModel: number
+  user: number
+  sessionId: number
+  traceId: number
+  trace: number
+  metadata: number
+  contextTerms: number
   _all: number
 }
 
@@ -215,6 +233,12 @@ export type GenerationMinAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
+  contextTerms?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -246,6 +270,12 @@ export type GenerationMaxAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
+  contextTerms?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -277,6 +307,12 @@ export type GenerationCountAggregateInputType = {
   costFemtoUsd?: true
   upstreamCostFemtoUsd?: true
   catalogModel?: true
+  user?: true
+  sessionId?: true
+  traceId?: true
+  trace?: true
+  metadata?: true
+  contextTerms?: true
   _all?: true
 }
 
@@ -395,6 +431,12 @@ export type GenerationGroupByOutputType = {
   costFemtoUsd: bigint | null
   upstreamCostFemtoUsd: bigint | null
   catalogModel: string | null
+  user: string | null
+  sessionId: string | null
+  traceId: string | null
+  trace: string | null
+  metadata: string | null
+  contextTerms: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -449,6 +491,12 @@ export type GenerationWhereInput = {
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -480,6 +528,12 @@ export type GenerationOrderByWithRelationInput = {
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  user?: Prisma.SortOrderInput | Prisma.SortOrder
+  sessionId?: Prisma.SortOrderInput | Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  trace?: Prisma.SortOrderInput | Prisma.SortOrder
+  metadata?: Prisma.SortOrderInput | Prisma.SortOrder
+  contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -514,6 +568,12 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   costFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -545,6 +605,12 @@ export type GenerationOrderByWithAggregationInput = {
   costFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrderInput | Prisma.SortOrder
   catalogModel?: Prisma.SortOrderInput | Prisma.SortOrder
+  user?: Prisma.SortOrderInput | Prisma.SortOrder
+  sessionId?: Prisma.SortOrderInput | Prisma.SortOrder
+  traceId?: Prisma.SortOrderInput | Prisma.SortOrder
+  trace?: Prisma.SortOrderInput | Prisma.SortOrder
+  metadata?: Prisma.SortOrderInput | Prisma.SortOrder
+  contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -584,6 +650,12 @@ export type GenerationScalarWhereWithAggregatesInput = {
   costFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.BigIntNullableWithAggregatesFilter<"Generation"> | bigint | number | null
   catalogModel?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  user?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  sessionId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  traceId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  trace?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  metadata?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  contextTerms?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -615,6 +687,12 @@ export type GenerationCreateInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -646,6 +724,12 @@ export type GenerationUncheckedCreateInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -677,6 +761,12 @@ export type GenerationUpdateInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -708,6 +798,12 @@ export type GenerationUncheckedUpdateInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -739,6 +835,12 @@ export type GenerationCreateManyInput = {
   costFemtoUsd?: bigint | number | null
   upstreamCostFemtoUsd?: bigint | number | null
   catalogModel?: string | null
+  user?: string | null
+  sessionId?: string | null
+  traceId?: string | null
+  trace?: string | null
+  metadata?: string | null
+  contextTerms?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -770,6 +872,12 @@ export type GenerationUpdateManyMutationInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -801,6 +909,12 @@ export type GenerationUncheckedUpdateManyInput = {
   costFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   upstreamCostFemtoUsd?: Prisma.NullableBigIntFieldUpdateOperationsInput | bigint | number | null
   catalogModel?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  user?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  sessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  traceId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -832,6 +946,12 @@ export type GenerationCountOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -879,6 +999,12 @@ export type GenerationMaxOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -910,6 +1036,12 @@ export type GenerationMinOrderByAggregateInput = {
   costFemtoUsd?: Prisma.SortOrder
   upstreamCostFemtoUsd?: Prisma.SortOrder
   catalogModel?: Prisma.SortOrder
+  user?: Prisma.SortOrder
+  sessionId?: Prisma.SortOrder
+  traceId?: Prisma.SortOrder
+  trace?: Prisma.SortOrder
+  metadata?: Prisma.SortOrder
+  contextTerms?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -967,6 +1099,12 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -998,6 +1136,12 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1029,6 +1173,12 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
+  contextTerms?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1060,9 +1210,15 @@ export type GenerationSelectScalar = {
   costFemtoUsd?: boolean
   upstreamCostFemtoUsd?: boolean
   catalogModel?: boolean
+  user?: boolean
+  sessionId?: boolean
+  traceId?: boolean
+  trace?: boolean
+  metadata?: boolean
+  contextTerms?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1122,6 +1278,32 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * is uncatalogued (docs/routing.md).
      */
     catalogModel: string | null
+    /**
+     * The request's `user` (the caller's end-user id), as sent (docs/operations.md, "Request log").
+     */
+    user: string | null
+    /**
+     * The request's `session_id`, else its `x-session-id` header.
+     */
+    sessionId: string | null
+    /**
+     * The request's `trace.trace_id` (filterable); the whole `trace` object is in `trace`.
+     */
+    traceId: string | null
+    /**
+     * The request's `trace` object as JSON text (known keys and custom ones), as sent.
+     */
+    trace: string | null
+    /**
+     * The request's `metadata` (string → string) as JSON text, as sent.
+     */
+    metadata: string | null
+    /**
+     * What the request log filters `metadata` pairs and the known `trace` keys by: one line per pair,
+     * `<hex of "metadata.<key>" or "trace.<key>">=<hex of the value>`, between newlines (exact on both
+     * databases: lowercase hex holds no LIKE wildcard and no letter case). Null when there is none.
+     */
+    contextTerms: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1573,6 +1755,12 @@ export interface GenerationFieldRefs {
   readonly costFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
   readonly upstreamCostFemtoUsd: Prisma.FieldRef<"Generation", 'BigInt'>
   readonly catalogModel: Prisma.FieldRef<"Generation", 'String'>
+  readonly user: Prisma.FieldRef<"Generation", 'String'>
+  readonly sessionId: Prisma.FieldRef<"Generation", 'String'>
+  readonly traceId: Prisma.FieldRef<"Generation", 'String'>
+  readonly trace: Prisma.FieldRef<"Generation", 'String'>
+  readonly metadata: Prisma.FieldRef<"Generation", 'String'>
+  readonly contextTerms: Prisma.FieldRef<"Generation", 'String'>
 }
     
 

@@ -5,14 +5,205 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file portico/generations/v1/generations_service.proto.
  */
 export const file_portico_generations_v1_generations_service: GenFile = /*@__PURE__*/
-  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiIgoUR2V0R2VuZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkiTwoVR2V0R2VuZXJhdGlvblJlc3BvbnNlEjYKCmdlbmVyYXRpb24YASABKAsyIi5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdlbmVyYXRpb24ioAgKCkdlbmVyYXRpb24SCgoCaWQYASABKAkSEAoIa2V5X2hhc2gYAiABKAkSFwoPcmVxdWVzdGVkX21vZGVsGAMgASgJEhIKBW1vZGVsGAQgASgJSACIAQESFQoIcHJvdmlkZXIYBSABKAlIAYgBARIaCg1jcmVkZW50aWFsX2lkGAYgASgJSAKIAQESGAoLcHJlc2V0X3NsdWcYByABKAlIA4gBARIbCg5wcmVzZXRfdmVyc2lvbhgIIAEoBUgEiAEBEhAKCHN0cmVhbWVkGAkgASgIEhoKDXByb21wdF90b2tlbnMYCiABKAVIBYgBARIeChFjb21wbGV0aW9uX3Rva2VucxgLIAEoBUgGiAEBEhkKDHRvdGFsX3Rva2VucxgMIAEoBUgHiAEBEhIKCmxhdGVuY3lfbXMYDSABKAUSIwoWdGltZV90b19maXJzdF90b2tlbl9tcxgOIAEoBUgIiAEBEg4KBnN0YXR1cxgPIAEoCRIaCg1maW5pc2hfcmVhc29uGBAgASgJSAmIAQESFwoKZXJyb3JfY29kZRgRIAEoBUgKiAEBEhAKCGF0dGVtcHRzGBIgASgFEi4KCmNyZWF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKDWNhY2hlZF90b2tlbnMYFCABKAVIC4gBARIfChJjYWNoZV93cml0ZV90b2tlbnMYFSABKAVIDIgBARIdChByZWFzb25pbmdfdG9rZW5zGBYgASgFSA2IAQESGwoOY29zdF9mZW10b191c2QYFyABKANIDogBARIuCiF1cHN0cmVhbV9pbmZlcmVuY2VfY29zdF9mZW10b191c2QYGCABKANID4gBARIPCgdpc19ieW9rGBkgASgIEhoKDWNhdGFsb2dfbW9kZWwYGiABKAlIEIgBARIUCgx1bmNhdGFsb2d1ZWQYGyABKAhCCAoGX21vZGVsQgsKCV9wcm92aWRlckIQCg5fY3JlZGVudGlhbF9pZEIOCgxfcHJlc2V0X3NsdWdCEQoPX3ByZXNldF92ZXJzaW9uQhAKDl9wcm9tcHRfdG9rZW5zQhQKEl9jb21wbGV0aW9uX3Rva2Vuc0IPCg1fdG90YWxfdG9rZW5zQhkKF190aW1lX3RvX2ZpcnN0X3Rva2VuX21zQhAKDl9maW5pc2hfcmVhc29uQg0KC19lcnJvcl9jb2RlQhAKDl9jYWNoZWRfdG9rZW5zQhUKE19jYWNoZV93cml0ZV90b2tlbnNCEwoRX3JlYXNvbmluZ190b2tlbnNCEQoPX2Nvc3RfZmVtdG9fdXNkQiQKIl91cHN0cmVhbV9pbmZlcmVuY2VfY29zdF9mZW10b191c2RCEAoOX2NhdGFsb2dfbW9kZWwyggEKEkdlbmVyYXRpb25zU2VydmljZRJsCg1HZXRHZW5lcmF0aW9uEiwucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZXRHZW5lcmF0aW9uUmVxdWVzdBotLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2V0R2VuZXJhdGlvblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiwAYKFkxpc3RHZW5lcmF0aW9uc1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhsKDnN0YXJ0aW5nX2FmdGVyGAMgASgJSACIAQESEAoDa2V5GAQgASgJSAGIAQESGQoMd29ya3NwYWNlX2lkGAUgASgJSAKIAQESEgoFbW9kZWwYBiABKAlIA4gBARIVCghwcm92aWRlchgHIAEoCUgEiAEBEhMKBnN0YXR1cxgIIAEoCUgFiAEBEigKBGZyb20YCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCgpzZXNzaW9uX2lkGAsgASgJSAaIAQESEQoEdXNlchgMIAEoCUgHiAEBEhUKCHRyYWNlX2lkGA0gASgJSAiIAQESFgoJY2FjaGVfaGl0GA4gASgISAmIAQESEwoGcGx1Z2luGA8gASgJSAqIAQESTgoIbWV0YWRhdGEYECADKAsyPC5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkxpc3RHZW5lcmF0aW9uc1JlcXVlc3QuTWV0YWRhdGFFbnRyeRIXCgp0cmFjZV9uYW1lGBEgASgJSAuIAQESFgoJc3Bhbl9uYW1lGBIgASgJSAyIAQESHAoPZ2VuZXJhdGlvbl9uYW1lGBMgASgJSA2IAQESGwoOcGFyZW50X3NwYW5faWQYFCABKAlIDogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEQoPX3N0YXJ0aW5nX2FmdGVyQgYKBF9rZXlCDwoNX3dvcmtzcGFjZV9pZEIICgZfbW9kZWxCCwoJX3Byb3ZpZGVyQgkKB19zdGF0dXNCDQoLX3Nlc3Npb25faWRCBwoFX3VzZXJCCwoJX3RyYWNlX2lkQgwKCl9jYWNoZV9oaXRCCQoHX3BsdWdpbkINCgtfdHJhY2VfbmFtZUIMCgpfc3Bhbl9uYW1lQhIKEF9nZW5lcmF0aW9uX25hbWVCEQoPX3BhcmVudF9zcGFuX2lkIo4BChdMaXN0R2VuZXJhdGlvbnNSZXNwb25zZRI3CgtnZW5lcmF0aW9ucxgBIAMoCzIiLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbhIQCghoYXNfbW9yZRgCIAEoCBIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIiChRHZXRHZW5lcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJPChVHZXRHZW5lcmF0aW9uUmVzcG9uc2USNgoKZ2VuZXJhdGlvbhgBIAEoCzIiLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbiK7CgoKR2VuZXJhdGlvbhIKCgJpZBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoCRIXCg9yZXF1ZXN0ZWRfbW9kZWwYAyABKAkSEgoFbW9kZWwYBCABKAlIAIgBARIVCghwcm92aWRlchgFIAEoCUgBiAEBEhoKDWNyZWRlbnRpYWxfaWQYBiABKAlIAogBARIYCgtwcmVzZXRfc2x1ZxgHIAEoCUgDiAEBEhsKDnByZXNldF92ZXJzaW9uGAggASgFSASIAQESEAoIc3RyZWFtZWQYCSABKAgSGgoNcHJvbXB0X3Rva2VucxgKIAEoBUgFiAEBEh4KEWNvbXBsZXRpb25fdG9rZW5zGAsgASgFSAaIAQESGQoMdG90YWxfdG9rZW5zGAwgASgFSAeIAQESEgoKbGF0ZW5jeV9tcxgNIAEoBRIjChZ0aW1lX3RvX2ZpcnN0X3Rva2VuX21zGA4gASgFSAiIAQESDgoGc3RhdHVzGA8gASgJEhoKDWZpbmlzaF9yZWFzb24YECABKAlICYgBARIXCgplcnJvcl9jb2RlGBEgASgFSAqIAQESEAoIYXR0ZW1wdHMYEiABKAUSLgoKY3JlYXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoNY2FjaGVkX3Rva2VucxgUIAEoBUgLiAEBEh8KEmNhY2hlX3dyaXRlX3Rva2VucxgVIAEoBUgMiAEBEh0KEHJlYXNvbmluZ190b2tlbnMYFiABKAVIDYgBARIbCg5jb3N0X2ZlbXRvX3VzZBgXIAEoA0gOiAEBEi4KIXVwc3RyZWFtX2luZmVyZW5jZV9jb3N0X2ZlbXRvX3VzZBgYIAEoA0gPiAEBEg8KB2lzX2J5b2sYGSABKAgSGgoNY2F0YWxvZ19tb2RlbBgaIAEoCUgQiAEBEhQKDHVuY2F0YWxvZ3VlZBgbIAEoCBIUCgx3b3Jrc3BhY2VfaWQYHCABKAkSEQoEdXNlchgdIAEoCUgRiAEBEhcKCnNlc3Npb25faWQYHiABKAlIEogBARIVCgh0cmFjZV9pZBgfIAEoCUgTiAEBEiYKBXRyYWNlGCAgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBJCCghtZXRhZGF0YRghIAMoCzIwLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbi5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZfbW9kZWxCCwoJX3Byb3ZpZGVyQhAKDl9jcmVkZW50aWFsX2lkQg4KDF9wcmVzZXRfc2x1Z0IRCg9fcHJlc2V0X3ZlcnNpb25CEAoOX3Byb21wdF90b2tlbnNCFAoSX2NvbXBsZXRpb25fdG9rZW5zQg8KDV90b3RhbF90b2tlbnNCGQoXX3RpbWVfdG9fZmlyc3RfdG9rZW5fbXNCEAoOX2ZpbmlzaF9yZWFzb25CDQoLX2Vycm9yX2NvZGVCEAoOX2NhY2hlZF90b2tlbnNCFQoTX2NhY2hlX3dyaXRlX3Rva2Vuc0ITChFfcmVhc29uaW5nX3Rva2Vuc0IRCg9fY29zdF9mZW10b191c2RCJAoiX3Vwc3RyZWFtX2luZmVyZW5jZV9jb3N0X2ZlbXRvX3VzZEIQCg5fY2F0YWxvZ19tb2RlbEIHCgVfdXNlckINCgtfc2Vzc2lvbl9pZEILCglfdHJhY2VfaWQy9gEKEkdlbmVyYXRpb25zU2VydmljZRJsCg1HZXRHZW5lcmF0aW9uEiwucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZXRHZW5lcmF0aW9uUmVxdWVzdBotLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2V0R2VuZXJhdGlvblJlc3BvbnNlEnIKD0xpc3RHZW5lcmF0aW9ucxIuLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuTGlzdEdlbmVyYXRpb25zUmVxdWVzdBovLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuTGlzdEdlbmVyYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * Which generations, and which page of them (the paging rule of every list).
+ *
+ * @generated from message portico.generations.v1.ListGenerationsRequest
+ */
+export type ListGenerationsRequest = Message<"portico.generations.v1.ListGenerationsRequest"> & {
+  /**
+   * Items to skip, at least 0; default 0. Kept for the paging rule's legacy clients: prefer starting_after.
+   *
+   * @generated from field: int32 offset = 1;
+   */
+  offset: number;
+
+  /**
+   * Page size, 1 to 100; 0 means 50.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Cursor paging: the next_cursor of the previous page. Cannot be combined with a non-zero offset.
+   *
+   * @generated from field: optional string starting_after = 3;
+   */
+  startingAfter?: string | undefined;
+
+  /**
+   * Only the generations of this API key: its SHA-256 hex hash (64 lowercase hex characters) or its label
+   * (`pk-v1-…` as key listings show it).
+   *
+   * @generated from field: optional string key = 4;
+   */
+  key?: string | undefined;
+
+  /**
+   * Only the generations made in this workspace of the organization (its id).
+   *
+   * @generated from field: optional string workspace_id = 5;
+   */
+  workspaceId?: string | undefined;
+
+  /**
+   * Only generations that asked for or were served by this model (`<provider>/<model>`, or a catalog slug).
+   *
+   * @generated from field: optional string model = 6;
+   */
+  model?: string | undefined;
+
+  /**
+   * Only generations served by this provider (slug).
+   *
+   * @generated from field: optional string provider = 7;
+   */
+  provider?: string | undefined;
+
+  /**
+   * Only generations with this status: "success", "error" or "cancelled".
+   *
+   * @generated from field: optional string status = 8;
+   */
+  status?: string | undefined;
+
+  /**
+   * Only generations that arrived at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp from = 9;
+   */
+  from?: Timestamp | undefined;
+
+  /**
+   * Only generations that arrived before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp to = 10;
+   */
+  to?: Timestamp | undefined;
+
+  /**
+   * Only generations of this session (the request's session_id, else its x-session-id header).
+   *
+   * @generated from field: optional string session_id = 11;
+   */
+  sessionId?: string | undefined;
+
+  /**
+   * Only generations whose request named this `user`.
+   *
+   * @generated from field: optional string user = 12;
+   */
+  user?: string | undefined;
+
+  /**
+   * Only generations whose request's `trace.trace_id` was this.
+   *
+   * @generated from field: optional string trace_id = 13;
+   */
+  traceId?: string | undefined;
+
+  /**
+   * Only generations answered (true) or not answered (false) from the response cache; INVALID_ARGUMENT
+   * while the deployment records no cache hits.
+   *
+   * @generated from field: optional bool cache_hit = 14;
+   */
+  cacheHit?: boolean | undefined;
+
+  /**
+   * Only generations that ran this plugin (its id); INVALID_ARGUMENT while the deployment records no plugins.
+   *
+   * @generated from field: optional string plugin = 15;
+   */
+  plugin?: string | undefined;
+
+  /**
+   * Only generations whose request's `metadata` held every one of these pairs (at most 16).
+   *
+   * @generated from field: map<string, string> metadata = 16;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * Only generations whose request's `trace.trace_name` was this.
+   *
+   * @generated from field: optional string trace_name = 17;
+   */
+  traceName?: string | undefined;
+
+  /**
+   * Only generations whose request's `trace.span_name` was this.
+   *
+   * @generated from field: optional string span_name = 18;
+   */
+  spanName?: string | undefined;
+
+  /**
+   * Only generations whose request's `trace.generation_name` was this.
+   *
+   * @generated from field: optional string generation_name = 19;
+   */
+  generationName?: string | undefined;
+
+  /**
+   * Only generations whose request's `trace.parent_span_id` was this.
+   *
+   * @generated from field: optional string parent_span_id = 20;
+   */
+  parentSpanId?: string | undefined;
+};
+
+/**
+ * Describes the message portico.generations.v1.ListGenerationsRequest.
+ * Use `create(ListGenerationsRequestSchema)` to create a new message.
+ */
+export const ListGenerationsRequestSchema: GenMessage<ListGenerationsRequest> = /*@__PURE__*/
+  messageDesc(file_portico_generations_v1_generations_service, 0);
+
+/**
+ * One page of the request log.
+ *
+ * @generated from message portico.generations.v1.ListGenerationsResponse
+ */
+export type ListGenerationsResponse = Message<"portico.generations.v1.ListGenerationsResponse"> & {
+  /**
+   * The generations of the page, newest first.
+   *
+   * @generated from field: repeated portico.generations.v1.Generation generations = 1;
+   */
+  generations: Generation[];
+
+  /**
+   * Whether more items follow this page.
+   *
+   * @generated from field: bool has_more = 2;
+   */
+  hasMore: boolean;
+
+  /**
+   * Cursor for the next page (pass it as starting_after); set when has_more.
+   *
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message portico.generations.v1.ListGenerationsResponse.
+ * Use `create(ListGenerationsResponseSchema)` to create a new message.
+ */
+export const ListGenerationsResponseSchema: GenMessage<ListGenerationsResponse> = /*@__PURE__*/
+  messageDesc(file_portico_generations_v1_generations_service, 1);
 
 /**
  * Which generation.
@@ -33,7 +224,7 @@ export type GetGenerationRequest = Message<"portico.generations.v1.GetGeneration
  * Use `create(GetGenerationRequestSchema)` to create a new message.
  */
 export const GetGenerationRequestSchema: GenMessage<GetGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 0);
+  messageDesc(file_portico_generations_v1_generations_service, 2);
 
 /**
  * The generation.
@@ -54,7 +245,7 @@ export type GetGenerationResponse = Message<"portico.generations.v1.GetGeneratio
  * Use `create(GetGenerationResponseSchema)` to create a new message.
  */
 export const GetGenerationResponseSchema: GenMessage<GetGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 1);
+  messageDesc(file_portico_generations_v1_generations_service, 3);
 
 /**
  * One chat-completions request: who asked, what served it, tokens, timings and outcome. Never message
@@ -255,6 +446,48 @@ export type Generation = Message<"portico.generations.v1.Generation"> & {
    * @generated from field: bool uncatalogued = 27;
    */
   uncatalogued: boolean;
+
+  /**
+   * The API key's workspace when it made the request.
+   *
+   * @generated from field: string workspace_id = 28;
+   */
+  workspaceId: string;
+
+  /**
+   * The request's `user` (the caller's end-user id), as sent.
+   *
+   * @generated from field: optional string user = 29;
+   */
+  user?: string | undefined;
+
+  /**
+   * The request's `session_id`, else its `x-session-id` header.
+   *
+   * @generated from field: optional string session_id = 30;
+   */
+  sessionId?: string | undefined;
+
+  /**
+   * The request's `trace.trace_id`.
+   *
+   * @generated from field: optional string trace_id = 31;
+   */
+  traceId?: string | undefined;
+
+  /**
+   * The request's `trace` object (its known keys and the custom ones), as sent.
+   *
+   * @generated from field: google.protobuf.Struct trace = 32;
+   */
+  trace?: JsonObject | undefined;
+
+  /**
+   * The request's `metadata`, as sent.
+   *
+   * @generated from field: map<string, string> metadata = 33;
+   */
+  metadata: { [key: string]: string };
 };
 
 /**
@@ -262,7 +495,7 @@ export type Generation = Message<"portico.generations.v1.Generation"> & {
  * Use `create(GenerationSchema)` to create a new message.
  */
 export const GenerationSchema: GenMessage<Generation> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 2);
+  messageDesc(file_portico_generations_v1_generations_service, 4);
 
 /**
  * The record of chat-completions requests (generations) of the caller's organization.
@@ -279,6 +512,19 @@ export const GenerationsService: GenService<{
     methodKind: "unary";
     input: typeof GetGenerationRequestSchema;
     output: typeof GetGenerationResponseSchema;
+  },
+  /**
+   * The request log: generations of the caller's organization, newest first, filtered, one cursor page at a
+   * time. A management key lists the whole organization's; any other key lists only its own (naming another
+   * key is PERMISSION_DENIED). A filter the deployment cannot apply yet (cache_hit, plugin) is INVALID_ARGUMENT
+   * naming it, never ignored.
+   *
+   * @generated from rpc portico.generations.v1.GenerationsService.ListGenerations
+   */
+  listGenerations: {
+    methodKind: "unary";
+    input: typeof ListGenerationsRequestSchema;
+    output: typeof ListGenerationsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_generations_v1_generations_service, 0);

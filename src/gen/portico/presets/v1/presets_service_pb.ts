@@ -705,14 +705,15 @@ export type ChatRequest = Message<"portico.presets.v1.ChatRequest"> & {
 
   /**
    * Tracing metadata: known string keys trace_id, trace_name, span_name, generation_name,
-   * parent_span_id; other keys pass through. Never stored.
+   * parent_span_id (each at most 256 characters); other keys pass through; at most 32 keys and 4096
+   * characters of JSON. Never stored in a preset (a chat request's is recorded on its generation).
    *
    * @generated from field: google.protobuf.Struct trace = 40;
    */
   trace?: JsonObject | undefined;
 
   /**
-   * End-user identifier. Never stored.
+   * End-user identifier, at most 256 characters. Never stored in a preset (a chat request's is recorded on its generation).
    *
    * @generated from field: optional string user = 41;
    */
