@@ -132,7 +132,7 @@ describe("OpenAI Responses dialect: conformance matrix", () => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const events = await readSse(res);
     const response = await client.responses.create(body);
-    const final = await client.responses.stream(body).finalResponse();
+    const final = await client.responses.stream(body as OpenAI.Responses.ResponseStreamParams).finalResponse();
     expect(meaning(final, u.kind)).toEqual(meaning(response, u.kind));
     expect(final.output_text).toBe(response.output_text);
     // Every event names itself, is numbered by its position, and the terminal event's response is the answer.
