@@ -7,6 +7,7 @@
  * `openai` client's `responses.create` and `responses.stream(...).finalResponse()` must assemble the same response.
  */
 import OpenAI from "openai";
+import type { ResponseStreamParams } from "openai/lib/responses/ResponseStream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
@@ -132,7 +133,7 @@ describe("OpenAI Responses dialect: conformance matrix", () => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const events = await readSse(res);
     const response = await client.responses.create(body);
-    const final = await client.responses.stream(body as OpenAI.Responses.ResponseStreamParams).finalResponse();
+    const final = await client.responses.stream(body as ResponseStreamParams).finalResponse();
     expect(meaning(final, u.kind)).toEqual(meaning(response, u.kind));
     expect(final.output_text).toBe(response.output_text);
     // Every event names itself, is numbered by its position, and the terminal event's response is the answer.
