@@ -41,7 +41,7 @@ function decodeStage(keep: { body?: ResponsesRequest }): ChatStage {
     run(call, next) {
       const body = checkRules(() => ResponsesRequest.parse(call.request));
       keep.body = body;
-      call.request = decodeRequest(body);
+      call.request = checkRules(() => decodeRequest(body));
       return next();
     },
   };
