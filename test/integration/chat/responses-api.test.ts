@@ -93,6 +93,42 @@ describe.each(["sqlite", "postgresql"] as const)("OpenAI Responses API (%s)", (p
     expect(gen).toMatchObject({ id: body.id, provider: "groq", prompt_tokens: 7, completion_tokens: 2, status: "success", streamed: false });
   });
 
+  it("streams exactly OpenAI's frames (event lines, data objects with sequence_number, no [DONE])", async () => {
+    openai.script = { text: ["Hi", "!"], finish: "stop", usage: { input: 7, output: 2 } };
+    const res = await post({ model: "groq/llama-4", input: "hello", stream: true });
+    expect(res.status).toBe(200);
+    // Keepalive comments (a loaded machine may need one before the first event) are not frames.
+    const text = (await res.text()).replace(/^: keepalive\n\n/gm, "");
+    const first = JSON.parse(/^event: response.created\ndata: (.*)\n\n/.exec(text)![1]!).response;
+    const { id, created_at, model } = first;
+    const response = (status: string, output: unknown[], usage: unknown) => ({
+      id, object: "response", created_at, status, background: false, error: null, incomplete_details: null, instructions: null,
+      max_output_tokens: null, metadata: {}, model, output, parallel_tool_calls: true, previous_response_id: null,
+      reasoning: { effort: null, summary: null }, store: false, temperature: 1, text: { format: { type: "text" } }, tool_choice: "auto",
+      tools: [], top_p: 1, truncation: "disabled", usage, user: null,
+    });
+    const item = `msg_${id}_0`;
+    const part = (t: string) => ({ type: "output_text", text: t, annotations: [], logprobs: [] });
+    const done = { id: item, type: "message", status: "completed", role: "assistant", content: [part("Hi!")] };
+    const frames: Array<[string, Record<string, unknown>]> = [
+      ["response.created", { response: response("in_progress", [], null) }],
+      ["response.in_progress", { response: response("in_progress", [], null) }],
+      ["response.output_item.added", { output_index: 0, item: { id: item, type: "message", status: "in_progress", role: "assistant", content: [] } }],
+      ["response.content_part.added", { item_id: item, output_index: 0, content_index: 0, part: part("") }],
+      ["response.output_text.delta", { item_id: item, output_index: 0, content_index: 0, delta: "Hi", logprobs: [] }],
+      ["response.output_text.delta", { item_id: item, output_index: 0, content_index: 0, delta: "!", logprobs: [] }],
+      ["response.output_text.done", { item_id: item, output_index: 0, content_index: 0, text: "Hi!", logprobs: [] }],
+      ["response.content_part.done", { item_id: item, output_index: 0, content_index: 0, part: part("Hi!") }],
+      ["response.output_item.done", { output_index: 0, item: done }],
+      [
+        "response.completed",
+        { response: response("completed", [done], { input_tokens: 7, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 9 }) },
+      ],
+    ];
+    expect(text).toBe(frames.map(([e, d], i) => `event: ${e}\ndata: ${JSON.stringify({ type: e, ...d, sequence_number: i })}\n\n`).join(""));
+    expect(id).toMatch(/^gen-/);
+  });
+
   it("refuses what it does not serve with 400 in OpenAI's envelope naming the field", async () => {
     const base = { model: "groq/llama-4", input: "x" };
     const cases: Array<[unknown, string, RegExp]> = [
