@@ -148,11 +148,17 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
           const status = shutdown ? 503 : pub.status;
           const message = shutdown ? err.rawMessage : pub.body.error.message;
           const code = failureCodeOf(status);
-          const out = [frame("error", JSON.stringify({ type: "error", code, message, param: null, sequence_number: sent++ }))];
-          if (created) {
-            const response = { ...created, status: "failed", error: { code, message } };
-            out.push(frame("response.failed", JSON.stringify({ type: "response.failed", response, sequence_number: sent++ })));
+          const out: string[] = [];
+          // Failed after the response opened but before the first event (a keepalive went out): clients need
+          // `response.created` first (the SDK's stream helper refuses any other first event), so a minimal one.
+          let shell = created;
+          if (!shell) {
+            shell = { id: "", object: "response", created_at: Math.floor(Date.now() / 1000), status: "in_progress", error: null, incomplete_details: null, model: typeof json.model === "string" ? json.model : "", output: [], usage: null };
+            out.push(frame("response.created", JSON.stringify({ type: "response.created", response: shell, sequence_number: sent++ })));
           }
+          out.push(frame("error", JSON.stringify({ type: "error", code, message, param: null, sequence_number: sent++ })));
+          const response = { ...shell, status: "failed", error: { code, message } };
+          out.push(frame("response.failed", JSON.stringify({ type: "response.failed", response, sequence_number: sent++ })));
           return out;
         },
       });

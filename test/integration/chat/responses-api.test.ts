@@ -129,6 +129,28 @@ describe.each(["sqlite", "postgresql"] as const)("OpenAI Responses API (%s)", (p
     expect(id).toMatch(/^gen-/);
   });
 
+  it("a provider failing after the stream opened (keepalive) but before its first event: response.created, error, response.failed", async () => {
+    anthropic.knobs = { headerDelayMs: 1_500, failStatus: 500, failMessage: "slow and broken" };
+    try {
+      const res = await post({ model: "anthropic/claude-sonnet-4", input: "x", stream: true });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text.startsWith(": keepalive\n\n")).toBe(true);
+      const events = text
+        .split("\n\n")
+        .filter((f) => f.startsWith("event: "))
+        .map((f) => JSON.parse(f.split("\n")[1]!.slice(6)));
+      expect(events.map((e) => [e.type, e.sequence_number])).toEqual([["response.created", 0], ["error", 1], ["response.failed", 2]]);
+      expect(events[1]).toMatchObject({ code: "server_error", message: expect.any(String) });
+      expect(events[2].response).toMatchObject({ object: "response", status: "failed", model: "anthropic/claude-sonnet-4", error: { code: "server_error" } });
+      // The SDK's stream helper rejects with the provider's failure, not with a complaint about the first event.
+      const err = await client.responses.stream({ model: "anthropic/claude-sonnet-4", input: "x" }).finalResponse().then(() => undefined, (e: unknown) => e as { message?: string });
+      expect(err?.message).toBe(events[1].message);
+    } finally {
+      anthropic.knobs = {};
+    }
+  });
+
   it("refuses what it does not serve with 400 in OpenAI's envelope naming the field", async () => {
     const base = { model: "groq/llama-4", input: "x" };
     const cases: Array<[unknown, string, RegExp]> = [
