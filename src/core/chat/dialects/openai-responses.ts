@@ -306,9 +306,11 @@ export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json 
   const details = msg?.reasoning_details ?? [];
   const reasoning = msg?.reasoning ?? details.map((d) => (d.type === "reasoning.text" ? (d.text ?? "") : "")).join("");
   if (reasoning !== "" || details.length > 0) output.push(reasoningItem(itemId("rs", completion.id, output.length), reasoning, details, echo));
-  if (typeof msg?.content === "string" && msg.content !== "") {
-    output.push({ id: itemId("msg", completion.id, output.length), type: "message", status, role: "assistant", content: [textPart(msg.content)] });
-  }
+  const content: Json[] = [];
+  if (typeof msg?.content === "string" && msg.content !== "") content.push(textPart(msg.content));
+  const refusal = (msg as { refusal?: unknown } | undefined)?.refusal;
+  if (typeof refusal === "string" && refusal !== "") content.push({ type: "refusal", refusal });
+  if (content.length > 0) output.push({ id: itemId("msg", completion.id, output.length), type: "message", status, role: "assistant", content });
   for (const tc of msg?.tool_calls ?? []) {
     output.push({ id: itemId("fc", completion.id, output.length), type: "function_call", status: "completed", call_id: tc.id, name: tc.function.name, arguments: tc.function.arguments });
   }
@@ -355,7 +357,7 @@ export interface ResponseEvent {
 
 type OpenItem =
   | { kind: "reasoning"; index: number; text: string; summaryOpen: boolean; details: ReasoningDetail[] }
-  | { kind: "message"; index: number; text: string }
+  | { kind: "message"; index: number; parts: Array<{ type: "output_text" | "refusal"; text: string }> }
   | { kind: "tool"; index: number; tool: number };
 
 /**
@@ -405,10 +407,16 @@ export class ResponsesStreamEncoder {
       this.reasoningText(this.reasoningOpen(out), delta.reasoning, out);
     }
     if (typeof delta.content === "string" && delta.content !== "") {
-      let item = this.open;
-      if (item?.kind !== "message") item = this.openMessage(out);
-      item.text += delta.content;
-      this.emit(out, "response.output_text.delta", { item_id: this.itemIdAt(item.index), output_index: item.index, content_index: 0, delta: delta.content, logprobs: [] });
+      const { item, at } = this.messagePart("output_text", out);
+      item.parts[at]!.text += delta.content;
+      this.emit(out, "response.output_text.delta", { item_id: this.itemIdAt(item.index), output_index: item.index, content_index: at, delta: delta.content, logprobs: [] });
+    }
+    // An OpenAI-compatible upstream's refusal: a `refusal` part of the message.
+    const refusal = (delta as { refusal?: unknown }).refusal;
+    if (typeof refusal === "string" && refusal !== "") {
+      const { item, at } = this.messagePart("refusal", out);
+      item.parts[at]!.text += refusal;
+      this.emit(out, "response.refusal.delta", { item_id: this.itemIdAt(item.index), output_index: item.index, content_index: at, delta: refusal });
     }
     for (const tc of delta.tool_calls ?? []) {
       let index = this.toolItems.get(tc.index);
@@ -516,16 +524,25 @@ export class ResponsesStreamEncoder {
     if (d.signature) detail.signature = d.signature;
   }
 
-  private openMessage(out: ResponseEvent[]): Extract<OpenItem, { kind: "message" }> {
-    this.closeOpen(out);
-    const index = this.output.length;
-    const item = { id: itemId("msg", this.id, index), type: "message", status: "in_progress", role: "assistant", content: [] };
-    this.output.push(item);
-    const open = { kind: "message" as const, index, text: "" };
-    this.open = open;
-    this.emit(out, "response.output_item.added", { output_index: index, item: structuredClone(item) });
-    this.emit(out, "response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part: textPart("") });
-    return open;
+  /** The open message's part of `type` (the message and the part opened when needed) and its content index. */
+  private messagePart(type: "output_text" | "refusal", out: ResponseEvent[]): { item: Extract<OpenItem, { kind: "message" }>; at: number } {
+    let open = this.open;
+    if (open?.kind !== "message") {
+      this.closeOpen(out);
+      const index = this.output.length;
+      const item = { id: itemId("msg", this.id, index), type: "message", status: "in_progress", role: "assistant", content: [] };
+      this.output.push(item);
+      open = { kind: "message" as const, index, parts: [] };
+      this.open = open;
+      this.emit(out, "response.output_item.added", { output_index: index, item: structuredClone(item) });
+    }
+    let at = open.parts.findIndex((p) => p.type === type);
+    if (at < 0) {
+      at = open.parts.length;
+      open.parts.push({ type, text: "" });
+      this.emit(out, "response.content_part.added", { item_id: this.itemIdAt(open.index), output_index: open.index, content_index: at, part: type === "refusal" ? { type, refusal: "" } : textPart("") });
+    }
+    return { item: open, at };
   }
 
   private closeOpen(out: ResponseEvent[]): void {
@@ -545,10 +562,14 @@ export class ResponsesStreamEncoder {
         item.encrypted_content = details.length > 0 ? encodeReasoningBlob(details) : null;
       }
     } else if (open.kind === "message") {
-      const part = textPart(open.text);
-      this.emit(out, "response.output_text.done", { ...base, content_index: 0, text: open.text, logprobs: [] });
-      this.emit(out, "response.content_part.done", { ...base, content_index: 0, part });
-      item.content = [part];
+      const content = open.parts.map((p, at) => {
+        const part = p.type === "refusal" ? { type: "refusal", refusal: p.text } : textPart(p.text);
+        if (p.type === "refusal") this.emit(out, "response.refusal.done", { ...base, content_index: at, refusal: p.text });
+        else this.emit(out, "response.output_text.done", { ...base, content_index: at, text: p.text, logprobs: [] });
+        this.emit(out, "response.content_part.done", { ...base, content_index: at, part });
+        return part;
+      });
+      item.content = content;
       item.status = statusOf(this.finish).status;
     } else {
       this.emit(out, "response.function_call_arguments.done", { ...base, name: item.name, arguments: item.arguments });

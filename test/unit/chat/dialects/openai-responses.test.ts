@@ -157,6 +157,21 @@ describe("ResponsesStreamEncoder", () => {
     expect(enc.end()).toEqual([]);
   });
 
+  it("an upstream refusal is a refusal part, streamed and not", () => {
+    const enc = new ResponsesStreamEncoder("m", echo);
+    const out = [...enc.push(ev({ refusal: "I can" } as never)), ...enc.push(ev({ refusal: "not." } as never, "stop")), ...enc.end()];
+    expect(names(out)).toEqual([
+      "created", "in_progress", "output_item.added:0", "content_part.added:0", "refusal.delta:0", "refusal.delta:0", "refusal.done:0", "content_part.done:0", "output_item.done:0", "completed",
+    ]);
+    const part = { type: "refusal", refusal: "I cannot." };
+    expect((out.at(-1)!.data.response as any).output[0].content).toEqual([part]);
+    const r = encodeResponse(
+      { id: "gen-2", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: null, refusal: "I cannot." } as never, finish_reason: "stop" }] },
+      echo,
+    );
+    expect((r.output as any)[0]).toMatchObject({ type: "message", content: [part] });
+  });
+
   it("an empty stream still opens and completes", () => {
     const enc = new ResponsesStreamEncoder("fallback", echo);
     const out = enc.end();
