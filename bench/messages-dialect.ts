@@ -1,7 +1,8 @@
 /**
- * The Anthropic Messages dialect's added cost (issue 28): in one run, Portico (core + gateway in this process
- * over the in-memory transport, as `portico serve` runs one worker; fresh SQLite; BYOK credentials stored
- * through the API) answers the same prompt through `POST /api/v1/chat/completions` and `POST /api/v1/messages`,
+ * The Anthropic Messages and OpenAI Responses dialects' added cost (issue 28): in one run, Portico (core + gateway
+ * in this process over the in-memory transport, as `portico serve` runs one worker; fresh SQLite; BYOK credentials
+ * stored through the API) answers the same prompt through `POST /api/v1/chat/completions`, `POST /api/v1/messages`
+ * and `POST /api/v1/responses`,
  * against fake upstreams (OpenAI-compatible and Anthropic wire, in a worker thread of their own). Load from a
  * worker thread over keep-alive HTTP/1.1.
  *
@@ -10,8 +11,8 @@
  * Reports per (route, upstream): non-streaming p50 at c=1 and streaming time to first event p50 at c=1 (the
  * median of `--rounds` interleaved rounds, the targets taking turns), and the main thread's CPU per relayed
  * event over streams of 100 content pieces at c=8 (events: SSE `data:` frames the client read; for /messages
- * that counts message_start, ping, block start/stop, message_delta and message_stop too, so the per-piece
- * figure is also given).
+ * that counts message_start, ping, block start/stop, message_delta and message_stop too, for /responses the
+ * created, in_progress, item and part events and completed, so the per-piece figure is also given).
  */
 import http from "node:http";
 import { execFileSync } from "node:child_process";
@@ -131,7 +132,8 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
               if (data === undefined || data === "[DONE]") continue;
               figures.events++;
               const o = JSON.parse(data);
-              text += o.choices?.[0]?.delta?.content ?? (o.delta?.type === "text_delta" ? o.delta.text : "");
+              if (o.type === "response.output_text.delta") text += o.delta;
+              else text += o.choices?.[0]?.delta?.content ?? (o.delta?.type === "text_delta" ? o.delta.text : "");
             }
             if (text !== expected) figures.bad++;
             resolve();
@@ -211,11 +213,15 @@ async function main(): Promise<void> {
   const prompt = [{ role: "user", content: "Say hello." }];
   const chat = (model: string) => ({ url: `${gw}/api/v1/chat/completions`, body: { model, messages: prompt } });
   const messages = (model: string) => ({ url: `${gw}/api/v1/messages`, body: { model, max_tokens: 256, messages: prompt } });
+  const responses = (model: string) => ({ url: `${gw}/api/v1/responses`, body: { model, max_output_tokens: 256, input: prompt } });
+  // `base`: the chat/completions target each one is compared with.
   const targets = [
-    { name: "chat/completions → OpenAI-compatible", ...chat("groq/llama-3.3-70b"), long: chat("together/llama-3.3-70b") },
-    { name: "messages → OpenAI-compatible", ...messages("groq/llama-3.3-70b"), long: messages("together/llama-3.3-70b") },
-    { name: "chat/completions → Anthropic", ...chat("anthropic/claude-sonnet-4"), long: undefined },
-    { name: "messages → Anthropic", ...messages("anthropic/claude-sonnet-4"), long: undefined },
+    { name: "chat/completions → OpenAI-compatible", base: 0, ...chat("groq/llama-3.3-70b"), long: chat("together/llama-3.3-70b") },
+    { name: "messages → OpenAI-compatible", base: 0, ...messages("groq/llama-3.3-70b"), long: messages("together/llama-3.3-70b") },
+    { name: "responses → OpenAI-compatible", base: 0, ...responses("groq/llama-3.3-70b"), long: responses("together/llama-3.3-70b") },
+    { name: "chat/completions → Anthropic", base: 3, ...chat("anthropic/claude-sonnet-4"), long: undefined },
+    { name: "messages → Anthropic", base: 3, ...messages("anthropic/claude-sonnet-4"), long: undefined },
+    { name: "responses → Anthropic", base: 3, ...responses("anthropic/claude-sonnet-4"), long: undefined },
   ];
   const load = loadavg().map((v) => v.toFixed(2)).join(" ");
   const c1: number[][] = targets.map(() => []);
@@ -252,7 +258,7 @@ async function main(): Promise<void> {
   console.log("| route → upstream | c=1 p50 ms | vs chat/completions | c=1 first event p50 ms | vs chat/completions |");
   console.log("|---|---:|---:|---:|---:|");
   for (const [i, t] of targets.entries()) {
-    const base = i % 2 === 1 ? i - 1 : i;
+    const base = t.base;
     const d = (xs: number[][]) => (i === base ? "—" : `${(median(xs[i]!) - median(xs[base]!)) >= 0 ? "+" : ""}${(median(xs[i]!) - median(xs[base]!)).toFixed(3)}`);
     console.log(`| ${t.name} | ${median(c1[i]!).toFixed(3)} | ${d(c1)} | ${median(ttfe[i]!).toFixed(3)} | ${d(ttfe)} |`);
   }

@@ -155,7 +155,7 @@ export async function fuzzOperation(h: Harness, op: Operation, runs: number, see
       // The envelope is the one of the route the request reaches: a parameter such as `..` moves it
       // (`/presets/../messages` is `/messages`, as fetch normalises the path).
       const reached = new URL(`${h.baseUrl}${path}`).pathname;
-      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets, ANTHROPIC_DIALECT.test(reached) ? "anthropic" : "portico");
+      const problem = judge(res.status, res.headers.get("content-type") ?? "", text, secrets, ANTHROPIC_DIALECT.test(reached) ? "anthropic" : OPENAI_DIALECT.test(reached) ? "openai" : "portico");
       if (problem) findings.push({ request, status: res.status, problem });
     }),
     { numRuns: runs, seed, endOnFailure: false },
@@ -171,9 +171,11 @@ const RETRYABLE_5XX = new Set([502, 503, 504]);
 
 /** The operations of the Anthropic Messages dialect answer errors in Anthropic's envelope (docs/dialects.md). */
 const ANTHROPIC_DIALECT = /^\/api\/v1\/messages(\/|$)/;
+/** The OpenAI Responses dialect answers errors in OpenAI's envelope `{error: {message, type, param, code}}`. */
+const OPENAI_DIALECT = /^\/api\/v1\/responses$/;
 
 /** Why a response breaks the properties, or undefined. `envelope`: the error shape the operation promises. */
-export function judge(status: number, contentType: string, text: string, secrets: string[], envelope: "portico" | "anthropic" = "portico"): string | undefined {
+export function judge(status: number, contentType: string, text: string, secrets: string[], envelope: "portico" | "anthropic" | "openai" = "portico"): string | undefined {
   for (const s of secrets) if (text.includes(s)) return "a secret was echoed";
   if (status >= 500 && !RETRYABLE_5XX.has(status)) return `status ${status}`;
   if (status >= 200 && status < 300) return undefined;
@@ -186,6 +188,10 @@ export function judge(status: number, contentType: string, text: string, secrets
   }
   if (envelope === "anthropic") {
     if (!body || body.type !== "error" || typeof body.error?.type !== "string" || typeof body.error?.message !== "string") return "error outside Anthropic's envelope";
+    return undefined;
+  }
+  if (envelope === "openai") {
+    if (!body || Object.keys(body).join() !== "error" || typeof body.error?.type !== "string" || typeof body.error?.message !== "string") return "error outside OpenAI's envelope";
     return undefined;
   }
   if (!body || typeof body !== "object" || Object.keys(body).join() !== "error") return "error outside the envelope";

@@ -9,6 +9,7 @@ import { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 import { InternChatRequest } from "./intern-chat.js";
 import { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 import { EmbeddingsRequest } from "./embeddings-request.js";
+import { ResponsesRequest } from "./responses-request.js";
 import { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 import { requestJsonSchema } from "./kit.js";
 import {
@@ -30,6 +31,7 @@ export { ChatRequest } from "./chat-request.js";
 export { InternChatRequest } from "./intern-chat.js";
 export { CountTokensRequest, MessagesRequest } from "./messages-request.js";
 export { EmbeddingsRequest } from "./embeddings-request.js";
+export { ResponsesRequest } from "./responses-request.js";
 export { CreateByokKeyRequest, UpdateByokKeyRequest } from "./byok.js";
 export { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "./catalog.js";
 export { RuleViolation, validate, violationOf } from "./kit.js";
@@ -45,6 +47,8 @@ export function requestSchemas(brand: string): Record<string, Record<string, unk
     createPresetVersionFromMessages: requestJsonSchema(MessagesRequest.schema),
     countMessageTokens: requestJsonSchema(CountTokensRequest.schema),
     createEmbeddings: requestJsonSchema(EmbeddingsRequest.schema),
+    createResponse: requestJsonSchema(ResponsesRequest.schema),
+    createPresetVersionFromResponses: requestJsonSchema(ResponsesRequest.schema),
     createByokKey: requestJsonSchema(CreateByokKeyRequest),
     updateByokKey: requestJsonSchema(UpdateByokKeyRequest),
     createApiKey: requestJsonSchema(CreateApiKeyRequest),

@@ -126,6 +126,7 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // presets
   createPresetVersion: { path: p({ slug }, ["slug"]), query: q({ workspace_id: workspaceForPresets }) },
   createPresetVersionFromMessages: { path: p({ slug }, ["slug"]), query: q({ workspace_id: workspaceForPresets }) },
+  createPresetVersionFromResponses: { path: p({ slug }, ["slug"]), query: q({ workspace_id: workspaceForPresets }) },
   listPresets: { query: q({ ...page, workspace_id: workspaceForPresets }) },
   getPreset: { path: p({ slug }, ["slug"]), query: q({ workspace_id: workspaceForPresets }) },
   updatePreset: { path: p({ slug }, ["slug"]), query: q({ workspace_id: workspaceForPresets }) },
@@ -171,6 +172,8 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   countMessageTokens: { query: q({ beta: messagesBeta }) },
   // embeddings (docs/dialects.md): no query or path parameters
   createEmbeddings: {},
+  // the OpenAI Responses dialect (docs/dialects.md)
+  createResponse: {},
   // activity (docs/api.md, "Activity")
   getActivity: {
     query: q({

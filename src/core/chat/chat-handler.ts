@@ -42,6 +42,7 @@ import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stat
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
 import { createMessagesMethods } from "./messages-handler.js";
+import { createResponsesMethods } from "./responses-handler.js";
 
 export interface ChatHandlerDeps {
   presets: PresetsRepository;
@@ -128,9 +129,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
 
   // The Anthropic Messages dialect: the same stages, the dialect at the edges (messages-handler.ts).
   const messages = createMessagesMethods({ stages, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+  // The OpenAI Responses dialect, likewise (responses-handler.ts).
+  const responses = createResponsesMethods({ stages, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
 
   return {
     ...messages,
+    ...responses,
 
     async createChatCompletion(req, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));

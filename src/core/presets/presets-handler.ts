@@ -4,6 +4,8 @@
  */
 import { MessagesRequest } from "../../contract/requests/messages-request.js";
 import { decodeRequest as decodeMessages } from "../chat/dialects/anthropic-messages.js";
+import { ResponsesRequest } from "../../contract/requests/responses-request.js";
+import { decodeRequest as decodeResponses } from "../chat/dialects/openai-responses.js";
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -155,8 +157,10 @@ export function chatRequestJson(req: CreatePresetVersionRequest): JsonObject {
     }
     case "messagesRequestJson":
       return decodeMessages(MessagesRequest.parse(req.request.value)) as unknown as JsonObject;
+    case "responsesRequestJson":
+      return decodeResponses(ResponsesRequest.parse(req.request.value)) as unknown as JsonObject;
     default:
-      throw new RuleViolation("messages", "messages is required (send chat_request, chat_request_json or messages_request_json)");
+      throw new RuleViolation("messages", "messages is required (send chat_request, chat_request_json, messages_request_json or responses_request_json)");
   }
 }
 

@@ -13,6 +13,7 @@ import { registerInternSessionRoutes } from "./intern-sessions.js";
 import { registerChatRoutes } from "./chat.js";
 import { registerMessagesRoutes } from "./messages.js";
 import { registerEmbeddingsRoutes } from "./embeddings.js";
+import { registerResponsesRoutes } from "./responses.js";
 import { registerGenerationRoutes } from "./generations.js";
 import { registerProviderRoutes } from "./providers.js";
 import { registerActivityRoutes } from "./activity.js";
@@ -33,6 +34,7 @@ export async function registerGatewayRoutes(api: FastifyInstance, ctx: GatewayCo
   await registerChatRoutes(api, ctx);
   await registerMessagesRoutes(api, ctx);
   await registerEmbeddingsRoutes(api, ctx);
+  await registerResponsesRoutes(api, ctx);
   await registerGenerationRoutes(api, ctx);
   await registerProviderRoutes(api, ctx);
   await registerActivityRoutes(api, ctx);

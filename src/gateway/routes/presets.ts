@@ -101,6 +101,39 @@ export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayCon
     },
   );
 
+  const fromResponsesContract = contractRoute("createPresetVersionFromResponses", "core", requestSchemas(ctx.brand).createPresetVersionFromResponses);
+  api.post<{ Params: { slug: string }; Body: unknown }>(
+    "/presets/:slug/responses",
+    {
+      validatorCompiler: fromResponsesContract.validatorCompiler,
+      schema: {
+        operationId: "createPresetVersionFromResponses",
+        summary: "Create a preset, or a new version of it, from an OpenAI Responses request",
+        description:
+          "The body is an OpenAI Responses request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
+          "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `instructions` becomes the " +
+          "system prompt, `max_output_tokens` `max_tokens`, `text.format` `response_format`; `input`, `stream`, `include` and `metadata` are not stored.",
+        tags: ["presets"],
+        ...fromResponsesContract.schema,
+        response: {
+          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+          ...errorResponses(400, 401, 403, 404, 409, 500),
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
+      }
+      const res = await client.createPresetVersion(
+        { slug: req.params.slug, request: { case: "responsesRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
+        callOptionsFor(req),
+      );
+      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
+    },
+  );
+
   const listPresetsContract = contractRoute("listPresets");
   api.get(
     "/presets",

@@ -11,7 +11,147 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEicAoUQ3JlYXRlTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiVAoVQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCSJwChRTdHJlYW1NZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSIvCgxNZXNzYWdlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkibQoVU3RyZWFtTWVzc2FnZVJlc3BvbnNlEi0KBmV2ZW50cxgBIAMoCzIdLnBvcnRpY28uY2hhdC52MS5NZXNzYWdlRXZlbnQSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkidQoZQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJTChpDb3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZRIUCgxpbnB1dF90b2tlbnMYASABKAMSDQoFZXhhY3QYAiABKAgSEAoIcHJvdmlkZXIYAyABKAkiMgoRTGlzdE1vZGVsc1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFIlEKEkxpc3RNb2RlbHNSZXNwb25zZRImCgZtb2RlbHMYASADKAsyFi5wb3J0aWNvLmNoYXQudjEuTW9kZWwSEwoLdG90YWxfY291bnQYAiABKAUi1QMKBU1vZGVsEgoKAmlkGAEgASgJEhAKCG93bmVkX2J5GAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSGwoOY2Fub25pY2FsX3NsdWcYBCABKAlIAIgBARIRCgRuYW1lGAUgASgJSAGIAQESGwoOY29udGV4dF9sZW5ndGgYBiABKANIAogBARI9CgxhcmNoaXRlY3R1cmUYByABKAsyIi5wb3J0aWNvLmNoYXQudjEuTW9kZWxBcmNoaXRlY3R1cmVIA4gBARIzCgdwcmljaW5nGAggASgLMh0ucG9ydGljby5jaGF0LnYxLk1vZGVsUHJpY2luZ0gEiAEBEhwKFHN1cHBvcnRlZF9wYXJhbWV0ZXJzGAkgAygJEjcKDHRvcF9wcm92aWRlchgKIAEoCzIcLnBvcnRpY28uY2hhdC52MS5Ub3BQcm92aWRlckgFiAEBEhgKC2Rlc2NyaXB0aW9uGAsgASgJSAaIAQFCEQoPX2Nhbm9uaWNhbF9zbHVnQgcKBV9uYW1lQhEKD19jb250ZXh0X2xlbmd0aEIPCg1fYXJjaGl0ZWN0dXJlQgoKCF9wcmljaW5nQg8KDV90b3BfcHJvdmlkZXJCDgoMX2Rlc2NyaXB0aW9uIoABChFNb2RlbEFyY2hpdGVjdHVyZRIQCghtb2RhbGl0eRgBIAEoCRIYChBpbnB1dF9tb2RhbGl0aWVzGAIgAygJEhkKEW91dHB1dF9tb2RhbGl0aWVzGAMgAygJEhYKCXRva2VuaXplchgEIAEoCUgAiAEBQgwKCl90b2tlbml6ZXIi9AEKDE1vZGVsUHJpY2luZxIOCgZwcm9tcHQYASABKAkSEgoKY29tcGxldGlvbhgCIAEoCRIPCgdyZXF1ZXN0GAMgASgJEg0KBWltYWdlGAQgASgJEh0KEGlucHV0X2NhY2hlX3JlYWQYBSABKAlIAIgBARIeChFpbnB1dF9jYWNoZV93cml0ZRgGIAEoCUgBiAEBEh8KEmludGVybmFsX3JlYXNvbmluZxgHIAEoCUgCiAEBQhMKEV9pbnB1dF9jYWNoZV9yZWFkQhQKEl9pbnB1dF9jYWNoZV93cml0ZUIVChNfaW50ZXJuYWxfcmVhc29uaW5nInkKC1RvcFByb3ZpZGVyEhYKDmNvbnRleHRfbGVuZ3RoGAEgASgDEiIKFW1heF9jb21wbGV0aW9uX3Rva2VucxgCIAEoA0gAiAEBEhQKDGlzX21vZGVyYXRlZBgDIAEoCEIYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zIlcKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgiiwEKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPY29tcGxldGlvbl9qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJIlcKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgigQEKHFN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2USJgoFY2h1bmsYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNodW5rX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkygQUKC0NoYXRTZXJ2aWNlEnMKFENyZWF0ZUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEnUKFFN0cmVhbUNoYXRDb21wbGV0aW9uEiwucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBotLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlMAESVQoKTGlzdE1vZGVscxIiLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVxdWVzdBojLnBvcnRpY28uY2hhdC52MS5MaXN0TW9kZWxzUmVzcG9uc2USXgoNQ3JlYXRlTWVzc2FnZRIlLnBvcnRpY28uY2hhdC52MS5DcmVhdGVNZXNzYWdlUmVxdWVzdBomLnBvcnRpY28uY2hhdC52MS5DcmVhdGVNZXNzYWdlUmVzcG9uc2USYAoNU3RyZWFtTWVzc2FnZRIlLnBvcnRpY28uY2hhdC52MS5TdHJlYW1NZXNzYWdlUmVxdWVzdBomLnBvcnRpY28uY2hhdC52MS5TdHJlYW1NZXNzYWdlUmVzcG9uc2UwARJtChJDb3VudE1lc3NhZ2VUb2tlbnMSKi5wb3J0aWNvLmNoYXQudjEuQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBorLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiPgoVQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IlYKFkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USFQoNcmVzcG9uc2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCSI+ChVTdHJlYW1SZXNwb25zZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiMAoNUmVzcG9uc2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJvChZTdHJlYW1SZXNwb25zZVJlc3BvbnNlEi4KBmV2ZW50cxgBIAMoCzIeLnBvcnRpY28uY2hhdC52MS5SZXNwb25zZUV2ZW50EhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJInAKFENyZWF0ZU1lc3NhZ2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJIlQKFUNyZWF0ZU1lc3NhZ2VSZXNwb25zZRIUCgxtZXNzYWdlX2pzb24YASABKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkicAoUU3RyZWFtTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiLwoMTWVzc2FnZUV2ZW50EgwKBHR5cGUYASABKAkSEQoJZGF0YV9qc29uGAIgASgJIm0KFVN0cmVhbU1lc3NhZ2VSZXNwb25zZRItCgZldmVudHMYASADKAsyHS5wb3J0aWNvLmNoYXQudjEuTWVzc2FnZUV2ZW50EhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJInUKGUNvdW50TWVzc2FnZVRva2Vuc1JlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiUwoaQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIjIKEUxpc3RNb2RlbHNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBSJRChJMaXN0TW9kZWxzUmVzcG9uc2USJgoGbW9kZWxzGAEgAygLMhYucG9ydGljby5jaGF0LnYxLk1vZGVsEhMKC3RvdGFsX2NvdW50GAIgASgFItUDCgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhsKDmNhbm9uaWNhbF9zbHVnGAQgASgJSACIAQESEQoEbmFtZRgFIAEoCUgBiAEBEhsKDmNvbnRleHRfbGVuZ3RoGAYgASgDSAKIAQESPQoMYXJjaGl0ZWN0dXJlGAcgASgLMiIucG9ydGljby5jaGF0LnYxLk1vZGVsQXJjaGl0ZWN0dXJlSAOIAQESMwoHcHJpY2luZxgIIAEoCzIdLnBvcnRpY28uY2hhdC52MS5Nb2RlbFByaWNpbmdIBIgBARIcChRzdXBwb3J0ZWRfcGFyYW1ldGVycxgJIAMoCRI3Cgx0b3BfcHJvdmlkZXIYCiABKAsyHC5wb3J0aWNvLmNoYXQudjEuVG9wUHJvdmlkZXJIBYgBARIYCgtkZXNjcmlwdGlvbhgLIAEoCUgGiAEBQhEKD19jYW5vbmljYWxfc2x1Z0IHCgVfbmFtZUIRCg9fY29udGV4dF9sZW5ndGhCDwoNX2FyY2hpdGVjdHVyZUIKCghfcHJpY2luZ0IPCg1fdG9wX3Byb3ZpZGVyQg4KDF9kZXNjcmlwdGlvbiKAAQoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCRIWCgl0b2tlbml6ZXIYBCABKAlIAIgBAUIMCgpfdG9rZW5pemVyIvQBCgxNb2RlbFByaWNpbmcSDgoGcHJvbXB0GAEgASgJEhIKCmNvbXBsZXRpb24YAiABKAkSDwoHcmVxdWVzdBgDIAEoCRINCgVpbWFnZRgEIAEoCRIdChBpbnB1dF9jYWNoZV9yZWFkGAUgASgJSACIAQESHgoRaW5wdXRfY2FjaGVfd3JpdGUYBiABKAlIAYgBARIfChJpbnRlcm5hbF9yZWFzb25pbmcYByABKAlIAogBAUITChFfaW5wdXRfY2FjaGVfcmVhZEIUChJfaW5wdXRfY2FjaGVfd3JpdGVCFQoTX2ludGVybmFsX3JlYXNvbmluZyJ5CgtUb3BQcm92aWRlchIWCg5jb250ZXh0X2xlbmd0aBgBIAEoAxIiChVtYXhfY29tcGxldGlvbl90b2tlbnMYAiABKANIAIgBARIUCgxpc19tb2RlcmF0ZWQYAyABKAhCGAoWX21heF9jb21wbGV0aW9uX3Rva2VucyJXChtDcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJanNvbl90ZXh0GAIgASgIIosBChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2NvbXBsZXRpb25fanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCSJXChtTdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJanNvbl90ZXh0GAIgASgIIoEBChxTdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlEiYKBWNodW5rGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpjaHVua19qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJMskGCgtDaGF0U2VydmljZRJzChRDcmVhdGVDaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRJ1ChRTdHJlYW1DaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZTABElUKCkxpc3RNb2RlbHMSIi5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1JlcXVlc3QaIy5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEl4KDUNyZWF0ZU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEmAKDVN0cmVhbU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlc3BvbnNlMAESbQoSQ291bnRNZXNzYWdlVG9rZW5zEioucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1JlcXVlc3QaKy5wb3J0aWNvLmNoYXQudjEuQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USYQoOQ3JlYXRlUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USYwoOU3RyZWFtUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLlN0cmVhbVJlc3BvbnNlUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_struct]);
+
+/**
+ * A Responses request.
+ *
+ * @generated from message portico.chat.v1.CreateResponseRequest
+ */
+export type CreateResponseRequest = Message<"portico.chat.v1.CreateResponseRequest"> & {
+  /**
+   * The Responses request body (ResponsesRequest of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message portico.chat.v1.CreateResponseRequest.
+ * Use `create(CreateResponseRequestSchema)` to create a new message.
+ */
+export const CreateResponseRequestSchema: GenMessage<CreateResponseRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 0);
+
+/**
+ * A Responses answer.
+ *
+ * @generated from message portico.chat.v1.CreateResponseResponse
+ */
+export type CreateResponseResponse = Message<"portico.chat.v1.CreateResponseResponse"> & {
+  /**
+   * The `response` object as JSON text.
+   *
+   * @generated from field: string response_json = 1;
+   */
+  responseJson: string;
+
+  /**
+   * Milliseconds spent waiting on providers (as in CreateChatCompletionResponse).
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * The provider that served the answer.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CreateResponseResponse.
+ * Use `create(CreateResponseResponseSchema)` to create a new message.
+ */
+export const CreateResponseResponseSchema: GenMessage<CreateResponseResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 1);
+
+/**
+ * A streaming Responses request.
+ *
+ * @generated from message portico.chat.v1.StreamResponseRequest
+ */
+export type StreamResponseRequest = Message<"portico.chat.v1.StreamResponseRequest"> & {
+  /**
+   * The Responses request body (ResponsesRequest of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamResponseRequest.
+ * Use `create(StreamResponseRequestSchema)` to create a new message.
+ */
+export const StreamResponseRequestSchema: GenMessage<StreamResponseRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 2);
+
+/**
+ * One Responses server-sent event.
+ *
+ * @generated from message portico.chat.v1.ResponseEvent
+ */
+export type ResponseEvent = Message<"portico.chat.v1.ResponseEvent"> & {
+  /**
+   * The event's name (`response.created`, `response.output_text.delta`, …), its SSE `event:` line.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * The event's data object as JSON text (its `type` field repeats the name; `sequence_number` numbers it).
+   *
+   * @generated from field: string data_json = 2;
+   */
+  dataJson: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.ResponseEvent.
+ * Use `create(ResponseEventSchema)` to create a new message.
+ */
+export const ResponseEventSchema: GenMessage<ResponseEvent> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 3);
+
+/**
+ * The events one canonical chunk became (in order), or a keepalive (no events) while the first is awaited.
+ *
+ * @generated from message portico.chat.v1.StreamResponseResponse
+ */
+export type StreamResponseResponse = Message<"portico.chat.v1.StreamResponseResponse"> & {
+  /**
+   * The events, in order.
+   *
+   * @generated from field: repeated portico.chat.v1.ResponseEvent events = 1;
+   */
+  events: ResponseEvent[];
+
+  /**
+   * On the first message only: milliseconds spent waiting on providers until the first event.
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * On the first message only: the provider serving the stream.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamResponseResponse.
+ * Use `create(StreamResponseResponseSchema)` to create a new message.
+ */
+export const StreamResponseResponseSchema: GenMessage<StreamResponseResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 4);
 
 /**
  * A Messages request.
@@ -46,7 +186,7 @@ export type CreateMessageRequest = Message<"portico.chat.v1.CreateMessageRequest
  * Use `create(CreateMessageRequestSchema)` to create a new message.
  */
 export const CreateMessageRequestSchema: GenMessage<CreateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 0);
+  messageDesc(file_portico_chat_v1_chat_service, 5);
 
 /**
  * A Messages answer.
@@ -81,7 +221,7 @@ export type CreateMessageResponse = Message<"portico.chat.v1.CreateMessageRespon
  * Use `create(CreateMessageResponseSchema)` to create a new message.
  */
 export const CreateMessageResponseSchema: GenMessage<CreateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 1);
+  messageDesc(file_portico_chat_v1_chat_service, 6);
 
 /**
  * A streaming Messages request.
@@ -116,7 +256,7 @@ export type StreamMessageRequest = Message<"portico.chat.v1.StreamMessageRequest
  * Use `create(StreamMessageRequestSchema)` to create a new message.
  */
 export const StreamMessageRequestSchema: GenMessage<StreamMessageRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 2);
+  messageDesc(file_portico_chat_v1_chat_service, 7);
 
 /**
  * One Messages server-sent event.
@@ -144,7 +284,7 @@ export type MessageEvent = Message<"portico.chat.v1.MessageEvent"> & {
  * Use `create(MessageEventSchema)` to create a new message.
  */
 export const MessageEventSchema: GenMessage<MessageEvent> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 3);
+  messageDesc(file_portico_chat_v1_chat_service, 8);
 
 /**
  * The events one canonical chunk became (in order), or a keepalive (no events) while the first is awaited.
@@ -179,7 +319,7 @@ export type StreamMessageResponse = Message<"portico.chat.v1.StreamMessageRespon
  * Use `create(StreamMessageResponseSchema)` to create a new message.
  */
 export const StreamMessageResponseSchema: GenMessage<StreamMessageResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 4);
+  messageDesc(file_portico_chat_v1_chat_service, 9);
 
 /**
  * A token-count request.
@@ -214,7 +354,7 @@ export type CountMessageTokensRequest = Message<"portico.chat.v1.CountMessageTok
  * Use `create(CountMessageTokensRequestSchema)` to create a new message.
  */
 export const CountMessageTokensRequestSchema: GenMessage<CountMessageTokensRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 5);
+  messageDesc(file_portico_chat_v1_chat_service, 10);
 
 /**
  * The prompt's input tokens.
@@ -249,7 +389,7 @@ export type CountMessageTokensResponse = Message<"portico.chat.v1.CountMessageTo
  * Use `create(CountMessageTokensResponseSchema)` to create a new message.
  */
 export const CountMessageTokensResponseSchema: GenMessage<CountMessageTokensResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 6);
+  messageDesc(file_portico_chat_v1_chat_service, 11);
 
 /**
  * Lists routable models.
@@ -277,7 +417,7 @@ export type ListModelsRequest = Message<"portico.chat.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 7);
+  messageDesc(file_portico_chat_v1_chat_service, 12);
 
 /**
  * Routable models.
@@ -305,7 +445,7 @@ export type ListModelsResponse = Message<"portico.chat.v1.ListModelsResponse"> &
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 8);
+  messageDesc(file_portico_chat_v1_chat_service, 13);
 
 /**
  * A routable model id.
@@ -389,7 +529,7 @@ export type Model = Message<"portico.chat.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 9);
+  messageDesc(file_portico_chat_v1_chat_service, 14);
 
 /**
  * Input and output modalities of a catalog model.
@@ -427,7 +567,7 @@ export type ModelArchitecture = Message<"portico.chat.v1.ModelArchitecture"> & {
  * Use `create(ModelArchitectureSchema)` to create a new message.
  */
 export const ModelArchitectureSchema: GenMessage<ModelArchitecture> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 10);
+  messageDesc(file_portico_chat_v1_chat_service, 15);
 
 /**
  * Prices, USD as decimal strings; absent where the endpoint does not charge apart.
@@ -476,7 +616,7 @@ export type ModelPricing = Message<"portico.chat.v1.ModelPricing"> & {
  * Use `create(ModelPricingSchema)` to create a new message.
  */
 export const ModelPricingSchema: GenMessage<ModelPricing> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 11);
+  messageDesc(file_portico_chat_v1_chat_service, 16);
 
 /**
  * The serving endpoint's limits.
@@ -505,7 +645,7 @@ export type TopProvider = Message<"portico.chat.v1.TopProvider"> & {
  * Use `create(TopProviderSchema)` to create a new message.
  */
 export const TopProviderSchema: GenMessage<TopProvider> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 12);
+  messageDesc(file_portico_chat_v1_chat_service, 17);
 
 /**
  * A chat-completions request.
@@ -534,7 +674,7 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
  * Use `create(CreateChatCompletionRequestSchema)` to create a new message.
  */
 export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 13);
+  messageDesc(file_portico_chat_v1_chat_service, 18);
 
 /**
  * The completion.
@@ -578,7 +718,7 @@ export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCo
  * Use `create(CreateChatCompletionResponseSchema)` to create a new message.
  */
 export const CreateChatCompletionResponseSchema: GenMessage<CreateChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 14);
+  messageDesc(file_portico_chat_v1_chat_service, 19);
 
 /**
  * A streaming chat-completions request.
@@ -606,7 +746,7 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
  * Use `create(StreamChatCompletionRequestSchema)` to create a new message.
  */
 export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 15);
+  messageDesc(file_portico_chat_v1_chat_service, 20);
 
 /**
  * One streamed chunk, or a keepalive (no chunk) while the first chunk is awaited.
@@ -650,7 +790,7 @@ export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCo
  * Use `create(StreamChatCompletionResponseSchema)` to create a new message.
  */
 export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 16);
+  messageDesc(file_portico_chat_v1_chat_service, 21);
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
@@ -731,6 +871,30 @@ export const ChatService: GenService<{
     methodKind: "unary";
     input: typeof CountMessageTokensRequestSchema;
     output: typeof CountMessageTokensResponseSchema;
+  },
+  /**
+   * The OpenAI Responses dialect (docs/dialects.md), stateless: one `response` object for a Responses
+   * request body, routed through the same pipeline as chat completions. A refusal is the call's status.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.CreateResponse
+   */
+  createResponse: {
+    methodKind: "unary";
+    input: typeof CreateResponseRequestSchema;
+    output: typeof CreateResponseResponseSchema;
+  },
+  /**
+   * The OpenAI Responses dialect, streamed: the events OpenAI sends (response.created, response.in_progress,
+   * response.output_item.added, …, response.completed or response.incomplete), each with its sequence_number;
+   * after the first event a failure is an `error` event and `response.failed`. Keepalives (no events) and
+   * errors before the first event as for StreamChatCompletion.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.StreamResponse
+   */
+  streamResponse: {
+    methodKind: "server_streaming";
+    input: typeof StreamResponseRequestSchema;
+    output: typeof StreamResponseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_chat_v1_chat_service, 0);

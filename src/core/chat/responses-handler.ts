@@ -1,0 +1,117 @@
+/**
+ * The OpenAI Responses dialect's RPCs of ChatService (CreateResponse, StreamResponse): the same pipeline as chat
+ * completions with the dialect at its edges (dialects/openai-responses.ts):
+ *
+ *   record → limits → rate → cost → decode (Responses → canonical) → validate → preset → plan → spend → execute
+ *
+ * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
+ * decoded body is kept per call for the encoder (the `response` object repeats request fields, and `include`
+ * decides whether reasoning carries `encrypted_content`).
+ */
+import type { HandlerContext } from "@connectrpc/connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { callerOf } from "../auth.js";
+import { ResponsesRequest } from "../../contract/requests/responses-request.js";
+import { checkRules } from "../errors.js";
+import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
+import type { CanonicalRequest } from "./model.js";
+
+export interface ResponsesStages {
+  /** record, limits, rate, cost: the stages before the request is read. */
+  outer: readonly ChatStage[];
+  validate: ChatStage;
+  preset: ChatStage;
+  plan: ChatStage;
+  spend: ChatStage;
+  execute: ChatStage;
+}
+
+export interface ResponsesDeps {
+  stages: ResponsesStages;
+  keepaliveMs: number;
+  budgetOf(ctx: HandlerContext): number | undefined;
+  withUpstreamTime(err: unknown, upstreamMs: number): unknown;
+}
+
+/** Replaces the raw Responses body with the canonical request (400 naming the Responses field when invalid); keeps the body. */
+function decodeStage(keep: { body?: ResponsesRequest }): ChatStage {
+  return {
+    name: "decode",
+    run(call, next) {
+      const body = checkRules(() => ResponsesRequest.parse(call.request));
+      keep.body = body;
+      call.request = checkRules(() => decodeRequest(body));
+      return next();
+    },
+  };
+}
+
+const FIRST_KEEPALIVE_MS = 1_000;
+
+export function createResponsesMethods(deps: ResponsesDeps) {
+  const { stages } = deps;
+  const run = (call: ChatCall, keep: { body?: ResponsesRequest }) =>
+    compose([...stages.outer, decodeStage(keep), stages.validate, stages.preset, stages.plan, stages.spend, stages.execute])(call).catch((err: unknown) =>
+      Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
+    );
+  const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
+
+  return {
+    async createResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx));
+      const keep: { body?: ResponsesRequest } = {};
+      const outcome = await run(call, keep);
+      if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
+      return { responseJson: JSON.stringify(encodeResponse(outcome.completion, echoOf(keep.body))), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+    },
+
+    async *streamResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
+      const keep: { body?: ResponsesRequest } = {};
+      const pending = run(call, keep);
+      let outcome: ChatOutcome | undefined;
+      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
+      try {
+        while (outcome === undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
+          try {
+            outcome = await Promise.race([pending, tick]);
+          } finally {
+            clearTimeout(timer);
+          }
+          if (outcome === undefined) {
+            yield { events: [] };
+            waitMs = deps.keepaliveMs;
+          }
+        }
+      } finally {
+        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
+      }
+      if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
+      const encoder = new ResponsesStreamEncoder(String(call.request.model ?? ""), echoOf(keep.body));
+      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      const wire = (events: ResponseEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
+      for await (const event of outcome.events) {
+        const events = encoder.push(event);
+        if (events.length === 0) continue;
+        yield { events: wire(events), ...timing };
+        timing = undefined;
+      }
+      const closing = encoder.end();
+      if (closing.length > 0) yield { events: wire(closing), ...timing };
+    },
+  };
+}
+
+async function drop(events: AsyncIterable<unknown>): Promise<void> {
+  const it = events[Symbol.asyncIterator]();
+  try {
+    await it.next();
+  } catch {
+    /* nobody to tell */
+  } finally {
+    await it.return?.(undefined);
+  }
+}

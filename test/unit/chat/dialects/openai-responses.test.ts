@@ -1,0 +1,181 @@
+/**
+ * The OpenAI Responses dialect module without a server: decoding into the canonical request (one assistant turn
+ * from consecutive reasoning / message / function_call items, Portico's encrypted reasoning restored), the
+ * reasoning blob, and the stream encoder's bookkeeping on inputs the fake upstreams do not produce (late pieces of
+ * an earlier tool call, redacted thinking only, usage after the finish, an error before any content, an empty
+ * stream, a content-filter stop).
+ */
+import { describe, expect, it } from "vitest";
+import {
+  decodeReasoningBlob,
+  decodeRequest,
+  echoOf,
+  encodeReasoningBlob,
+  encodeResponse,
+  ResponsesStreamEncoder,
+} from "../../../../src/core/chat/dialects/openai-responses.js";
+import { ResponsesRequest } from "../../../../src/contract/requests/responses-request.js";
+import type { StreamEvent } from "../../../../src/core/chat/model.js";
+import { Reason } from "../../../../src/contract/reasons.js";
+
+const ev = (delta: StreamEvent["choices"][number]["delta"], finish: StreamEvent["choices"][number]["finish_reason"] = null, extra: Partial<StreamEvent> = {}): StreamEvent => ({
+  id: "gen-1",
+  object: "chat.completion.chunk",
+  created: 1,
+  model: "m",
+  choices: [{ index: 0, delta, finish_reason: finish }],
+  ...extra,
+});
+const names = (events: Array<{ type: string; data: any }>) => events.map((e) => e.type.replace(/^response\./, "") + (e.data.output_index !== undefined ? `:${e.data.output_index}` : ""));
+
+describe("decodeRequest", () => {
+  it("makes one assistant turn of consecutive reasoning, message and function_call items, and restores Portico's reasoning", () => {
+    const details = [
+      { type: "reasoning.text" as const, text: "think", signature: "sig", format: "anthropic-claude-v1", index: 0 },
+      { type: "reasoning.encrypted" as const, data: "opaque", format: "anthropic-claude-v1", index: 1 },
+    ];
+    const body = ResponsesRequest.parse({
+      model: "anthropic/claude",
+      instructions: "sys",
+      reasoning: { effort: "high", generate_summary: "concise" },
+      input: [
+        { role: "user", content: "q" },
+        { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "think" }], encrypted_content: encodeReasoningBlob(details) },
+        { type: "message", role: "assistant", id: "msg_1", status: "completed", content: [{ type: "output_text", text: "a", annotations: [] }, { type: "refusal", refusal: "no" }] },
+        { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+        { type: "function_call", call_id: "c2", name: "f", arguments: '{"x":1}' },
+        { type: "function_call_output", call_id: "c1", output: "r1" },
+        { type: "function_call_output", call_id: "c2", output: "r2" },
+      ],
+    });
+    expect(decodeRequest(body)).toEqual({
+      model: "anthropic/claude",
+      reasoning: { effort: "high", summary: "concise" },
+      messages: [
+        { role: "system", content: "sys" },
+        { role: "user", content: "q" },
+        {
+          role: "assistant",
+          content: "a",
+          refusal: "no",
+          reasoning: "think",
+          reasoning_details: details,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "f", arguments: "{}" } },
+            { id: "c2", type: "function", function: { name: "f", arguments: '{"x":1}' } },
+          ],
+        },
+        { role: "tool", tool_call_id: "c1", content: "r1" },
+        { role: "tool", tool_call_id: "c2", content: "r2" },
+      ],
+    });
+  });
+
+  it("a message item may omit its type; the blob refuses what Portico did not encode", () => {
+    expect(ResponsesRequest.parse({ model: "m", input: [{ role: "user", content: "x" }] }).input).toEqual([{ type: "message", role: "user", content: "x" }]);
+    expect(decodeReasoningBlob("gAAAA")).toBeUndefined();
+    expect(decodeReasoningBlob("portico.r1.bm90IGpzb24")).toBeUndefined();
+    expect(decodeReasoningBlob(encodeReasoningBlob([{ type: "reasoning.text", text: "t" }]))).toEqual([{ type: "reasoning.text", text: "t", index: 0 }]);
+  });
+});
+
+describe("encodeResponse", () => {
+  it("a content-filter stop is incomplete with its reason; reasoning without details has no encrypted content", () => {
+    const r = encodeResponse(
+      {
+        id: "gen-9",
+        object: "chat.completion",
+        created: 5,
+        model: "m",
+        choices: [{ index: 0, message: { role: "assistant", content: "par", reasoning: "hm" }, finish_reason: "content_filter" }],
+        usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, completion_tokens_details: { reasoning_tokens: 2 } },
+      },
+      echoOf(ResponsesRequest.parse({ model: "m", input: "x", include: ["reasoning.encrypted_content"] })),
+    );
+    expect(r).toMatchObject({
+      id: "gen-9",
+      created_at: 5,
+      status: "incomplete",
+      incomplete_details: { reason: "content_filter" },
+      output: [
+        { id: "rs_gen-9_0", type: "reasoning", summary: [{ type: "summary_text", text: "hm" }], encrypted_content: null },
+        { id: "msg_gen-9_1", type: "message", status: "incomplete" },
+      ],
+      usage: { input_tokens: 3, output_tokens: 4, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 7 },
+    });
+  });
+});
+
+describe("ResponsesStreamEncoder", () => {
+  const echo = echoOf(ResponsesRequest.parse({ model: "m", input: "x", include: ["reasoning.encrypted_content"] }));
+
+  it("numbers every event; late pieces of an earlier tool call go to its item; usage after the finish is reported", () => {
+    const enc = new ResponsesStreamEncoder("fallback", echo);
+    const out = [
+      ...enc.push(ev({ tool_calls: [{ index: 0, id: "a", function: { name: "f", arguments: '{"x"' } }] })),
+      ...enc.push(ev({ tool_calls: [{ index: 1, id: "b", function: { name: "g", arguments: "{}" } }] })),
+      ...enc.push(ev({ tool_calls: [{ index: 0, function: { arguments: ":1}" } }] })),
+      ...enc.push(ev({}, "tool_calls")),
+      ...enc.push({ ...ev({}), choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }),
+      ...enc.end(),
+    ];
+    out.forEach((e, i) => expect(e.data.sequence_number).toBe(i));
+    expect(names(out)).toEqual([
+      "created", "in_progress",
+      "output_item.added:0", "function_call_arguments.delta:0",
+      "function_call_arguments.done:0", "output_item.done:0",
+      "output_item.added:1", "function_call_arguments.delta:1",
+      "function_call_arguments.delta:0",
+      "function_call_arguments.done:1", "output_item.done:1",
+      "completed",
+    ]);
+    const final = out.at(-1)!.data.response as any;
+    expect(final.output.map((i: any) => [i.call_id, i.arguments])).toEqual([["a", '{"x":1}'], ["b", "{}"]]);
+    expect(final.usage).toMatchObject({ input_tokens: 1, output_tokens: 2, total_tokens: 3 });
+    expect(enc.end()).toEqual([]);
+  });
+
+  it("redacted thinking only: a reasoning item without summary, its data in encrypted_content", () => {
+    const enc = new ResponsesStreamEncoder("m", echo);
+    const out = [...enc.push(ev({ reasoning_details: [{ type: "reasoning.encrypted", data: "xyz", index: 0 }] })), ...enc.push(ev({ content: "hi" }, "stop")), ...enc.end()];
+    expect(names(out)).toEqual([
+      "created", "in_progress", "output_item.added:0", "output_item.done:0",
+      "output_item.added:1", "content_part.added:1", "output_text.delta:1", "output_text.done:1", "content_part.done:1", "output_item.done:1", "completed",
+    ]);
+    const item = out[3]!.data.item as any;
+    expect(item.summary).toEqual([]);
+    expect(decodeReasoningBlob(item.encrypted_content)).toEqual([{ type: "reasoning.encrypted", data: "xyz", index: 0 }]);
+  });
+
+  it("an error as the first event: created, in_progress, error, response.failed, then nothing", () => {
+    const enc = new ResponsesStreamEncoder("fallback", echo);
+    const out = enc.push({ ...ev({}), choices: [], error: { reason: Reason.RATE_LIMITED, code: 429, message: "slow down" } });
+    expect(names(out)).toEqual(["created", "in_progress", "error", "failed"]);
+    expect(out[2]!.data).toEqual({ type: "error", code: "rate_limit_exceeded", message: "slow down", param: null, sequence_number: 2 });
+    expect(out[3]!.data.response).toMatchObject({ status: "failed", error: { code: "rate_limit_exceeded", message: "slow down" } });
+    expect(enc.push(ev({ content: "late" }))).toEqual([]);
+    expect(enc.end()).toEqual([]);
+  });
+
+  it("an upstream refusal is a refusal part, streamed and not", () => {
+    const enc = new ResponsesStreamEncoder("m", echo);
+    const out = [...enc.push(ev({ refusal: "I can" } as never)), ...enc.push(ev({ refusal: "not." } as never, "stop")), ...enc.end()];
+    expect(names(out)).toEqual([
+      "created", "in_progress", "output_item.added:0", "content_part.added:0", "refusal.delta:0", "refusal.delta:0", "refusal.done:0", "content_part.done:0", "output_item.done:0", "completed",
+    ]);
+    const part = { type: "refusal", refusal: "I cannot." };
+    expect((out.at(-1)!.data.response as any).output[0].content).toEqual([part]);
+    const r = encodeResponse(
+      { id: "gen-2", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: null, refusal: "I cannot." } as never, finish_reason: "stop" }] },
+      echo,
+    );
+    expect((r.output as any)[0]).toMatchObject({ type: "message", content: [part] });
+  });
+
+  it("an empty stream still opens and completes", () => {
+    const enc = new ResponsesStreamEncoder("fallback", echo);
+    const out = enc.end();
+    expect(names(out)).toEqual(["created", "in_progress", "completed"]);
+    expect(out[2]!.data.response).toMatchObject({ model: "fallback", status: "completed", output: [] });
+  });
+});
