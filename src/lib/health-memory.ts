@@ -246,8 +246,23 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
     tx.exec().catch(() => undefined);
   });
 
+  // Subscribe first, then load: a change made in between arrives by message, and merging twice is harmless.
+  // Runs whenever either connection becomes ready with the other one ready too (start, every reconnection:
+  // messages were missed meanwhile).
+  let first = true;
+  let resolveLoaded!: () => void;
+  const loaded = new Promise<void>((r) => (resolveLoaded = r));
+  const firstDone = () => {
+    if (!first) return;
+    first = false;
+    clearTimeout(giveUp);
+    resolveLoaded();
+  };
+  const giveUp = setTimeout(firstDone, redisOptions.connectTimeout + 1_000);
+  giveUp.unref();
   let warned = false;
   redis.on("error", (err: Error) => {
+    firstDone(); // unreachable: the first load is over, with nothing loaded
     if (warned) return;
     warned = true;
     opts.logger?.warn(
@@ -288,20 +303,6 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
     } while (cursor !== "0");
   }
 
-  // Subscribe first, then load: a change made in between arrives by message, and merging twice is harmless.
-  // Runs whenever either connection becomes ready with the other one ready too (start, every reconnection:
-  // messages were missed meanwhile).
-  let first = true;
-  let resolveLoaded!: () => void;
-  const loaded = new Promise<void>((r) => (resolveLoaded = r));
-  const firstDone = () => {
-    if (!first) return;
-    first = false;
-    clearTimeout(giveUp);
-    resolveLoaded();
-  };
-  const giveUp = setTimeout(firstDone, redisOptions.connectTimeout + 1_000);
-  giveUp.unref();
   let syncing = false;
   const sync = async () => {
     if (syncing || sub.status !== "ready" || redis.status !== "ready") return;
