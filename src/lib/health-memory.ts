@@ -216,7 +216,9 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
   const keyPrefix = `${opts.prefix}health:`;
   const redisOptions = { maxRetriesPerRequest: 0, connectTimeout: 2_000, commandTimeout: 1_000, retryStrategy: (n: number) => Math.min(100 * n, 2_000) };
   const redis: Redis = createRedisClient(opts.redisUrl, { ...redisOptions, enableOfflineQueue: false });
-  const sub: Redis = createRedisClient(opts.redisUrl, redisOptions);
+  // No autoResubscribe: ioredis's own resubscription leaves its promise unhandled when the connection drops at
+  // once; `sync` below subscribes again on every "ready", with the rejection caught.
+  const sub: Redis = createRedisClient(opts.redisUrl, { ...redisOptions, autoResubscribe: false });
   redis.defineCommand("porticoHealthFailed", { numberOfKeys: 1, lua: FAILED });
   const scriptFailed = (key: string, s: HealthState, now: number, name: string) =>
     (redis as unknown as { porticoHealthFailed(...args: (string | number)[]): Promise<unknown> }).porticoHealthFailed(

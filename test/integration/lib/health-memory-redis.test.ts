@@ -3,14 +3,15 @@
  * a cool-down set on one reaches the other by its subscription (waited for, never slept on), and reading it
  * there sends nothing to Redis (MONITOR sees no command between two markers around a thousand reads); Redis
  * keeps the later end; an instance started afterwards loads what is cooling; a success's reset travels too;
- * another prefix sees nothing; an unreachable Redis leaves an instance working on its own map.
+ * another prefix sees nothing; an unreachable Redis leaves an instance working on its own map, and once Redis
+ * is back (a private redis-server stopped and started) the instances share again.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRedisHealthMemory, type RedisHealthMemory } from "../../../src/lib/health-memory.js";
 import { credentialKey, endpointKey } from "../../../src/core/chat/routing/health.js";
-import { freePort } from "../../helpers/private-services.js";
+import { freePort, startPrivateRedis } from "../../helpers/private-services.js";
 
 const REDIS_URL = process.env.PORTICO_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -132,6 +133,30 @@ describe("health memory over Redis", () => {
     expect(b.memory.failed(key, undefined, end1) - end1).toBe(2_000);
     await second;
     expect(a.memory.coolingUntil(key, end1)).toBe(end1 + 2_000);
+  });
+
+  it("while Redis is down each instance keeps its own cool-downs; once it is back they are shared again", async () => {
+    const redis = await startPrivateRedis();
+    closers.push(() => redis.dispose());
+    const prefix = `test-${randomUUID()}:`;
+    const a = await open(prefix, redis.url);
+    const b = await open(prefix, redis.url);
+    const before = b.shared("k1");
+    a.memory.failed("k1", 10_000);
+    await before;
+
+    await redis.stop();
+    const end = a.memory.failed("k2", 10_000); // no Redis: kept here, nothing thrown, nothing awaited
+    expect(a.memory.coolingUntil("k2")).toBe(end);
+    expect(b.memory.coolingUntil("k2")).toBeUndefined();
+    expect(b.memory.coolingUntil("k1")).toBeDefined(); // what B knew stays
+
+    await redis.start();
+    // B resubscribes on its own: a change on A reaches it again (A retries until its connection is back too).
+    await expect.poll(() => (a.memory.failed("k3", 10_000), b.memory.coolingUntil("k3")), { timeout: 15_000, interval: 50 }).toBeDefined();
+    const after = b.shared("k4"); // by message: B is subscribed again
+    a.memory.failed("k4", 10_000);
+    await after;
   });
 
   it("without a reachable Redis an instance works on its own map and never throws", async () => {
