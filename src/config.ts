@@ -77,7 +77,8 @@ export interface ChatConfig {
   /**
    * The health memory (docs/routing.md, "The health memory"): the first cool-down of a rate-limited credential or
    * a failing endpoint, doubled with each consecutive failure (PORTICO_COOLDOWN_BASE_MS, 10–600000, default 1000)
-   * up to PORTICO_COOLDOWN_MAX_MS (10–3600000, default 30000). A provider's `Retry-After` replaces the step.
+   * up to PORTICO_COOLDOWN_MAX_MS (10–3600000, default 30000; below the first, the first is the longest too). A
+   * provider's `Retry-After` replaces the step.
    */
   cooldownBaseMs: number;
   cooldownMaxMs: number;
