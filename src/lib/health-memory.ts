@@ -14,7 +14,8 @@
  * Reads are local and synchronous: never a round trip. Two implementations: memory (this process only), and
  * Redis with REDIS_URL ({@link createRedisHealthMemory}): each process keeps the same local map; a change is
  * written to Redis (`SET … PX`, the later end kept) and published in the same script; every other process
- * applies the message to its map; a process starting (or reconnecting) loads what Redis holds. Redis being
+ * applies the message to its map; a process starting (or reconnecting) loads what Redis holds (a burst of failures
+ * of one key is written once: {@link SHARE_STEP_MS}). Redis being
  * unreachable never fails a request: the process goes on with its own map.
  */
 import { randomUUID } from "node:crypto";
@@ -48,6 +49,11 @@ export const DEFAULT_COOLDOWN_BASE_MS = 1_000;
 export const DEFAULT_COOLDOWN_MAX_MS = 30_000;
 /** A failure count is forgotten this long after its last cool-down ended without a new failure. */
 export const FORGET_AFTER_MS = 300_000;
+/**
+ * A failure that only moves a known cool-down's end later by less than this is kept here but not shared: a burst
+ * of concurrent failures is one write to Redis, not one per request (the others' ends may be this much earlier).
+ */
+export const SHARE_STEP_MS = 250;
 
 /** What is known of one key. */
 export interface HealthState {
@@ -71,7 +77,8 @@ export function growthStep(streak: number, baseMs = DEFAULT_COOLDOWN_BASE_MS, ma
  * merged from elsewhere), with the state after it (`undefined`: forgotten).
  */
 export class LocalHealth {
-  private readonly states = new Map<string, HealthState>();
+  /** `shared`: the end last told to the other processes (or learnt from them). */
+  private readonly states = new Map<string, HealthState & { shared?: number }>();
   private readonly baseMs: number;
   private readonly maxMs: number;
   private readonly maxEntries: number;
@@ -92,7 +99,7 @@ export class LocalHealth {
   }
 
   /** The state of `key`, dropping it when it is to be forgotten. */
-  get(key: string, now = this.now()): HealthState | undefined {
+  get(key: string, now = this.now()): (HealthState & { shared?: number }) | undefined {
     if (this.states.size === 0) return undefined;
     const s = this.states.get(key);
     if (s !== undefined && s.until + FORGET_AFTER_MS <= now) {
@@ -115,16 +122,18 @@ export class LocalHealth {
     const end = now + (told ? Math.max(0, retryAfterMs) : growthStep(streak, this.baseMs, this.maxMs));
     const next: HealthState =
       known !== undefined && known.until >= end ? { until: known.until, streak, told: known.told } : { until: end, streak, told };
-    this.put(key, next);
-    this.onChange?.(key, next);
+    const material =
+      known === undefined || next.streak !== known.streak || next.told !== known.told || next.until - (known.shared ?? 0) >= SHARE_STEP_MS;
+    this.put(key, { ...next, shared: material ? next.until : known.shared });
+    if (material) this.onChange?.(key, next);
     return next.until;
   }
 
   succeeded(key: string, now = this.now()): void {
     const known = this.get(key, now);
-    if (known === undefined) return;
+    if (known === undefined || (known.streak === 0 && known.told && known.until > now)) return; // nothing new
     const next = known.told && known.until > now ? { until: known.until, streak: 0, told: true } : undefined;
-    if (next) this.put(key, next);
+    if (next) this.put(key, { ...next, shared: next.until });
     else this.states.delete(key);
     this.onChange?.(key, next);
   }
@@ -133,18 +142,18 @@ export class LocalHealth {
   merge(key: string, other: HealthState, now = this.now()): void {
     if (other.until + FORGET_AFTER_MS <= now) return;
     const known = this.get(key, now);
-    if (known === undefined) return this.put(key, other);
+    if (known === undefined) return this.put(key, { ...other, shared: other.until });
     const later = other.until > known.until ? other : known;
-    this.put(key, { until: later.until, streak: Math.max(known.streak, other.streak), told: later.told });
+    this.put(key, { until: later.until, streak: Math.max(known.streak, other.streak), told: later.told, shared: Math.max(other.until, known.shared ?? 0) });
   }
 
   /** Applies another process's success: its state replaces this one's. */
   replace(key: string, other: HealthState | undefined): void {
     if (other === undefined) this.states.delete(key);
-    else this.put(key, other);
+    else this.put(key, { ...other, shared: other.until });
   }
 
-  private put(key: string, state: HealthState): void {
+  private put(key: string, state: HealthState & { shared?: number | undefined }): void {
     this.states.delete(key); // re-inserted last: insertion order is the eviction order
     this.states.set(key, state);
     while (this.states.size > this.maxEntries) this.states.delete(this.states.keys().next().value!);

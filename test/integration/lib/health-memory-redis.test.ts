@@ -90,14 +90,21 @@ describe("health memory over Redis", () => {
     await marker("after");
     expect(monitored.slice(from)).toEqual([`get ${prefix}after`]);
 
-    // A shorter wait from B does not shorten A's in Redis or anywhere.
-    const back = a.shared(cred);
+    // A shorter wait from B, known to be shorter, is not even written.
     expect(b.memory.failed(cred, 5_000)).toBe(end);
-    await back;
-    expect(a.memory.coolingUntil(cred)).toBe(end);
-    const stored = await client.get(`${prefix}health:${cred}`);
-    expect(stored?.split(":")[0]).toBe(String(end));
+    expect((await client.get(`${prefix}health:${cred}`))?.split(":")[0]).toBe(String(end));
     expect(await client.pttl(`${prefix}health:${cred}`)).toBeGreaterThan(25_000);
+    // Two instances cooling one key at once, neither knowing the other's: Redis and both keep the later end.
+    const raced = credentialKey("cred-raced");
+    const atA = a.shared(raced);
+    const atB2 = b.shared(raced);
+    const longer = a.memory.failed(raced, 30_000);
+    const shorter = b.memory.failed(raced, 5_000);
+    expect(shorter).toBeLessThan(longer);
+    await Promise.all([atA, atB2]);
+    expect(a.memory.coolingUntil(raced)).toBe(longer);
+    expect(b.memory.coolingUntil(raced)).toBe(longer);
+    expect((await client.get(`${prefix}health:${raced}`))?.split(":")[0]).toBe(String(longer));
 
     // An instance started now loads what is cooling, without any message.
     const c = await open(prefix);

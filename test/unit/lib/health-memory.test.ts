@@ -10,6 +10,8 @@ import {
   DEFAULT_COOLDOWN_BASE_MS,
   DEFAULT_COOLDOWN_MAX_MS,
   FORGET_AFTER_MS,
+  LocalHealth,
+  SHARE_STEP_MS,
   createMemoryHealthMemory,
   growthStep,
 } from "../../../src/lib/health-memory.js";
@@ -96,6 +98,19 @@ describe("health memory", () => {
     m.failed("d", 60_000, T0 + 2);
     expect(m.size).toBe(3);
     expect(["a", "b", "c", "d"].map((k) => m.coolingUntil(k, T0 + 3) !== undefined)).toEqual([true, false, true, true]);
+  });
+
+  it("shares each change once: a burst of failures inside a cool-down, and successes of healthy keys, are not written", () => {
+    const shared: string[] = [];
+    const local = new LocalHealth({}, (key, state) => shared.push(`${key}:${state ? `${state.until - T0}/${state.streak}` : "reset"}`));
+    local.succeeded("k", T0); // never failed: nothing
+    local.failed("k", undefined, T0);
+    for (let i = 1; i < 50; i++) local.failed("k", undefined, T0 + i); // concurrent requests failing within 50 ms
+    local.failed("k", undefined, T0 + SHARE_STEP_MS); // the end moved 250 ms later: shared
+    local.failed("k", 20_000, T0 + 300); // the provider's wait: shared
+    local.succeeded("k", T0 + 400); // its wait stands; the count is reset: shared
+    local.succeeded("k", T0 + 500); // nothing new
+    expect(shared).toEqual(["k:1000/1", `k:${SHARE_STEP_MS + 1_000}/1`, "k:20300/1", "k:20300/0"]);
   });
 
   it("takes its numbers from the options (PORTICO_COOLDOWN_BASE_MS, PORTICO_COOLDOWN_MAX_MS)", () => {
