@@ -11,7 +11,8 @@
  * success forgets the count and ends a cool-down the growth set (not a provider's wait, which runs out). A count
  * without a new failure is forgotten {@link FORGET_AFTER_MS} after its cool-down ended.
  *
- * Reads are local and synchronous: never a round trip. Two implementations: memory (this process only), and
+ * Reads are local and synchronous: never a round trip. Three implementations: memory (this process only), the
+ * workers of one `portico serve` without Redis ({@link createBusHealthMemory}: messages through the primary), and
  * Redis with REDIS_URL ({@link createRedisHealthMemory}): each process keeps the same local map; a change is
  * written to Redis (`SET … PX`, the later end kept) and published in the same script; every other process
  * applies the message to its map; a process starting (or reconnecting) loads what Redis holds (a burst of failures
@@ -20,6 +21,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import type { InvalidationBus } from "./invalidation.js";
 import { createRedisClient, type Redis } from "./redis.js";
 
 export interface HealthMemory {
@@ -174,6 +176,62 @@ export function createMemoryHealthMemory(opts: HealthMemoryOptions = {}): Health
   };
 }
 
+/** A state as stored in Redis and sent in messages: `<until>:<streak>:<told 0/1>`. */
+const encode = (s: HealthState) => `${Math.round(s.until)}:${s.streak}:${s.told ? 1 : 0}`;
+function decode(text: string): HealthState | undefined {
+  const m = /^(\d+):(\d+):([01])$/.exec(text);
+  return m ? { until: Number(m[1]), streak: Number(m[2]), told: m[3] === "1" } : undefined;
+}
+
+/** A change as sent between processes: `<origin>|<f|r>|<state or ->|<key>` (the key last: it may hold any character). */
+const message = (origin: string, kind: "f" | "r", state: HealthState | undefined, key: string) =>
+  `${origin}|${kind}|${state ? encode(state) : "-"}|${key}`;
+
+/** Applies another process's message to `local`; returns its key, or undefined when it was this process's own or not one. */
+function applyMessage(local: LocalHealth, origin: string, raw: string): string | undefined {
+  const a = raw.indexOf("|");
+  const b = raw.indexOf("|", a + 1);
+  const c = raw.indexOf("|", b + 1);
+  if (a < 0 || b < 0 || c < 0 || raw.slice(0, a) === origin) return undefined;
+  const kind = raw.slice(a + 1, b);
+  const state = raw.slice(b + 1, c) === "-" ? undefined : decode(raw.slice(b + 1, c));
+  const key = raw.slice(c + 1);
+  if (kind === "f" && state) local.merge(key, state);
+  else if (kind === "r") local.replace(key, state);
+  else return undefined;
+  return key;
+}
+
+/** The bus topic of the health memory's messages ({@link createBusHealthMemory}). */
+export const HEALTH_TOPIC = "health";
+
+/**
+ * The health memory of the workers of one `portico serve` without Redis: each keeps its map, and a change is sent
+ * to the others over the invalidation bus (through the primary). Nothing is stored: a worker started later
+ * learns only the changes made after it.
+ */
+export function createBusHealthMemory(opts: HealthMemoryOptions & { bus: InvalidationBus; onShared?: (key: string) => void }): HealthMemory & { readonly size: number } {
+  const origin = randomUUID();
+  const local = new LocalHealth(opts, (key, state) => {
+    opts.bus.publish(HEALTH_TOPIC, message(origin, state !== undefined && state.streak > 0 ? "f" : "r", state, key)).catch(() => undefined);
+  });
+  const off = opts.bus.subscribe(HEALTH_TOPIC, (raw) => {
+    const key = applyMessage(local, origin, raw);
+    if (key !== undefined) opts.onShared?.(key);
+  });
+  return {
+    coolingUntil: (key, now) => local.coolingUntil(key, now),
+    failed: (key, retryAfterMs, now) => local.failed(key, retryAfterMs, now),
+    succeeded: (key, now) => local.succeeded(key, now),
+    get size() {
+      return local.size;
+    },
+    async close() {
+      off();
+    },
+  };
+}
+
 export interface RedisHealthMemoryOptions extends HealthMemoryOptions {
   redisUrl: string;
   /** PORTICO_REDIS_PREFIX: keys are `<prefix>health:<key>`, the channel `<prefix>health`. */
@@ -212,12 +270,6 @@ redis.call('PUBLISH', ARGV[6], ARGV[7] .. '|f|' .. state .. '|' .. ARGV[8])
 return 1
 `;
 
-const encode = (s: HealthState) => `${Math.round(s.until)}:${s.streak}:${s.told ? 1 : 0}`;
-function decode(text: string): HealthState | undefined {
-  const m = /^(\d+):(\d+):([01])$/.exec(text);
-  return m ? { until: Number(m[1]), streak: Number(m[2]), told: m[3] === "1" } : undefined;
-}
-
 /** The health memory shared through Redis (see the module comment); reads stay local. */
 export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHealthMemory {
   const origin = randomUUID(); // this process's messages, already applied locally
@@ -253,7 +305,7 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
     const tx = redis.multi();
     if (state === undefined) tx.del(keyPrefix + key);
     else tx.set(keyPrefix + key, encode(state), "PX", Math.max(0, state.until - now) + FORGET_AFTER_MS);
-    tx.publish(channel, `${origin}|r|${state ? encode(state) : "-"}|${key}`);
+    tx.publish(channel, message(origin, "r", state, key));
     tx.exec().catch(() => undefined);
   });
 
@@ -285,18 +337,8 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
 
   sub.on("message", (ch: string, raw: string) => {
     if (ch !== channel) return;
-    // <origin>|<f|r>|<state or ->|<key> (the key last: it may hold any character)
-    const a = raw.indexOf("|");
-    const b = raw.indexOf("|", a + 1);
-    const c = raw.indexOf("|", b + 1);
-    if (a < 0 || b < 0 || c < 0 || raw.slice(0, a) === origin) return;
-    const kind = raw.slice(a + 1, b);
-    const state = raw.slice(b + 1, c) === "-" ? undefined : decode(raw.slice(b + 1, c));
-    const key = raw.slice(c + 1);
-    if (kind === "f" && state) local.merge(key, state);
-    else if (kind === "r") local.replace(key, state);
-    else return;
-    opts.onShared?.(key);
+    const key = applyMessage(local, origin, raw);
+    if (key !== undefined) opts.onShared?.(key);
   });
 
   /** Reads every state Redis holds under the prefix into the local map. */

@@ -12,9 +12,11 @@ import {
   FORGET_AFTER_MS,
   LocalHealth,
   SHARE_STEP_MS,
+  createBusHealthMemory,
   createMemoryHealthMemory,
   growthStep,
 } from "../../../src/lib/health-memory.js";
+import { createLocalInvalidationBus } from "../../../src/lib/invalidation.js";
 import { retryAfterMs } from "../../../src/core/chat/providers/http.js";
 import { credentialKey, endpointKey, noteFailure, noteSuccess } from "../../../src/core/chat/routing/health.js";
 
@@ -164,3 +166,25 @@ describe("chat health policy", () => {
     expect(m.size).toBe(0);
   });
 });
+
+describe("health memory of serve workers without Redis (over the invalidation bus)", () => {
+  it("a change on one worker reaches the other; its own message is not applied twice; a reset travels", async () => {
+    const bus = createLocalInvalidationBus(); // stands for the primary relaying between workers
+    const seen = { a: [] as string[], b: [] as string[] };
+    const a = createBusHealthMemory({ bus, onShared: (k) => seen.a.push(k) });
+    const b = createBusHealthMemory({ bus, onShared: (k) => seen.b.push(k) });
+    const key = endpointKey("groq", "a|b:c/d");
+    const end = a.failed(key);
+    await Promise.resolve();
+    expect(b.coolingUntil(key)).toBe(end);
+    expect(seen).toEqual({ a: [], b: [key] });
+    a.succeeded(key);
+    await Promise.resolve();
+    expect(b.coolingUntil(key)).toBeUndefined();
+    expect(b.size).toBe(0);
+    await a.close();
+    b.failed(key, 5_000);
+    expect(a.coolingUntil(key)).toBeUndefined(); // closed: no longer listening
+  });
+});
+
