@@ -207,7 +207,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     keepaliveMs: config.interns.heartbeatIntervalMs,
   };
   const chat = createChatHandler(chatDeps);
-  // Embeddings share the chat pipeline's stages and dependencies (one cooldown memory, one spend store).
+  // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).
   const embeddings = createEmbeddingsHandler(chatDeps);
 
   const interceptors: Interceptor[] = [
