@@ -27,7 +27,7 @@ const { newCall } = await load("src/core/chat/pipeline/stage.ts");
 const { ProviderRegistry } = await load("src/core/chat/providers/index.ts");
 const { createCatalog } = await import("../src/core/catalog/catalog.js");
 const { BUILTIN_CATALOG } = await import("../src/core/catalog/builtin-catalog.js");
-const { createMemoryCooldowns } = await import("../src/core/chat/cooldowns.js");
+const { createMemoryHealthMemory } = await import("../src/lib/health-memory.js");
 const { createEndpointStats } = await import("../src/core/chat/routing/endpoint-stats.js");
 
 const caller = { keyId: "k", keyHash: "h".repeat(64), keyLabel: "k", organizationId: "o", workspaceId: "w", userId: "u", isManagement: false, internsProgramme: false };
@@ -47,7 +47,7 @@ const stats = createEndpointStats();
 for (const provider of ["groq", "together", "fireworks"]) {
   for (let i = 0; i < 50; i++) stats.observe({ status: "success", catalogModel: "meta-llama/llama-3.3-70b-instruct", provider, attempts: 1, latencyMs: 1000 + i, timeToFirstTokenMs: 100 + i, completionTokens: 200, streamed: true });
 }
-const plan = createPlanStage({ credentials, providers: new ProviderRegistry(), maxAttempts: 10, catalog: createCatalog(BUILTIN_CATALOG), stats, health: createMemoryCooldowns() });
+const plan = createPlanStage({ credentials, providers: new ProviderRegistry(), maxAttempts: 10, catalog: createCatalog(BUILTIN_CATALOG), stats, health: createMemoryHealthMemory() });
 const answer = async () => ({ kind: "completion", completion: {} });
 const messages = [{ role: "user", content: "Say hello." }];
 const signal = new AbortController().signal;

@@ -74,6 +74,14 @@ export interface ChatConfig {
    * (PORTICO_SPEND_RESERVATION_TTL_MS, 100–86400000, default 300000; docs/limits.md). A live stream extends its own.
    */
   spendReservationTtlMs: number;
+  /**
+   * The health memory (docs/routing.md, "The health memory"): the first cool-down of a rate-limited credential or
+   * a failing endpoint, doubled with each consecutive failure (PORTICO_COOLDOWN_BASE_MS, 10–600000, default 1000)
+   * up to PORTICO_COOLDOWN_MAX_MS (10–3600000, default 30000; below the first, the first is the longest too). A
+   * provider's `Retry-After` replaces the step.
+   */
+  cooldownBaseMs: number;
+  cooldownMaxMs: number;
 }
 
 /** The bounds on one chat request and one key. */
@@ -306,6 +314,8 @@ const Env = z
     PORTICO_CHAT_MAX_ATTEMPTS: intSetting(10, 1, 100),
     PORTICO_CHAT_MAX_CONCURRENT_PER_KEY: intSetting(64, 0, 100_000),
     PORTICO_SPEND_RESERVATION_TTL_MS: intSetting(300_000, 100, 86_400_000),
+    PORTICO_COOLDOWN_BASE_MS: intSetting(1_000, 10, 600_000),
+    PORTICO_COOLDOWN_MAX_MS: intSetting(30_000, 10, 3_600_000),
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
@@ -374,6 +384,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: e.PORTICO_CHAT_MAX_ATTEMPTS,
       maxConcurrentPerKey: e.PORTICO_CHAT_MAX_CONCURRENT_PER_KEY,
       spendReservationTtlMs: e.PORTICO_SPEND_RESERVATION_TTL_MS,
+      cooldownBaseMs: e.PORTICO_COOLDOWN_BASE_MS,
+      cooldownMaxMs: e.PORTICO_COOLDOWN_MAX_MS,
     },
     providers: providerEndpoints(env),
     byok: {

@@ -40,7 +40,7 @@ import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
 import { createEmbeddingsHandler } from "./chat/embeddings-handler.js";
 import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
-import { createMemoryCooldowns } from "./chat/cooldowns.js";
+import { createBusHealthMemory, createMemoryHealthMemory, createRedisHealthMemory } from "../lib/health-memory.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
@@ -164,6 +164,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   // Rates per key and workspace, shared as the intern turn limiter's (docs/limits.md).
   const rates = createChatRateLimiter({ redisUrl: config.redisUrl, redisPrefix: config.interns.redisPrefix, shareWithServeWorkers: isServeWorker() });
   closers.push(() => rates.close());
+  // The health memory (cool-downs of credentials and endpoints), always read locally: shared through Redis with
+  // REDIS_URL, else between the workers of one `portico serve` through their primary, else this process's.
+  const healthOptions = { baseMs: config.chat.cooldownBaseMs, maxMs: config.chat.cooldownMaxMs };
+  const health = config.redisUrl
+    ? createRedisHealthMemory({ ...healthOptions, redisUrl: config.redisUrl, prefix: config.interns.redisPrefix, logger })
+    : isServeWorker()
+      ? createBusHealthMemory({ ...healthOptions, bus })
+      : createMemoryHealthMemory(healthOptions);
+  closers.push(() => health.close());
   // One memory of the endpoints' live figures: routing reads and feeds it, the endpoints list shows it.
   const endpointStats = createEndpointStats();
   // Account-wide routing settings: written audited, read by the plan stage through a bounded cache (docs/routing.md).
@@ -194,11 +203,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     rates,
     logger,
     timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
-    cooldowns: createMemoryCooldowns(),
+    health,
     keepaliveMs: config.interns.heartbeatIntervalMs,
   };
   const chat = createChatHandler(chatDeps);
-  // Embeddings share the chat pipeline's stages and dependencies (one cooldown memory, one spend store).
+  // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).
   const embeddings = createEmbeddingsHandler(chatDeps);
 
   const interceptors: Interceptor[] = [

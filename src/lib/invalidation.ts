@@ -1,7 +1,8 @@
 /**
  * The invalidation bus: how a process tells every process (itself included) that a cached thing changed
  * (an API key revoked, a credential edited). Caches subscribe per topic and drop the named key; the bus
- * carries names only, never values or secrets.
+ * carries names only, never values or secrets (the health memory of `portico serve` workers without Redis sends
+ * its cool-downs on topic `health`: a credential id or endpoint name with an end and a count).
  *
  * Implementations: in-process (one process, tests), and the cross-process ones (Redis pub/sub with
  * REDIS_URL, PostgreSQL LISTEN/NOTIFY, the cluster primary for `npm start` workers) built on this seam.

@@ -37,7 +37,7 @@ import { createSpendStage } from "./pipeline/spend.js";
 import { createRateStage } from "./pipeline/rate.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
-import type { CredentialCooldowns } from "./cooldowns.js";
+import type { HealthMemory } from "./routing/health.js";
 import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
@@ -65,8 +65,8 @@ export interface ChatHandlerDeps {
   logger: Logger;
   /** First-byte limits and the request budget (operator settings). */
   timeouts: ChatTimeouts;
-  /** Where provider waits (429 `Retry-After`) are kept. */
-  cooldowns: CredentialCooldowns;
+  /** The health memory: cool-downs of rate-limited credentials and failing endpoints (routing/health.ts). */
+  health: HealthMemory;
   /** A streaming call waiting for its first chunk gets an empty message (a keepalive) this often. */
   keepaliveMs: number;
   /** Live throughput / latency per endpoint, fed by the generations recorded here; default: this handler's own. */
@@ -115,12 +115,12 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       maxAttempts: deps.limits.maxAttempts,
       catalog: deps.catalog,
       stats,
-      health: deps.cooldowns,
+      health: deps.health,
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
-    execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
+    execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };
   const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.spend, stages.execute]);
 

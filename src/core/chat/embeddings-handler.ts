@@ -12,7 +12,7 @@
  * - plan: the chat plan stage, unchanged (`model` through the catalog, the BYOK flags, the operator's keys).
  * - embed: each planned attempt's provider adapter is replaced by its provider's embeddings client
  *   (providers/embeddings.ts) presented to the execute stage as an adapter whose answer carries the vectors and
- *   the usage (prompt tokens only): the attempt loop, timeouts, cooldowns and errors are the chat ones. A
+ *   the usage (prompt tokens only): the attempt loop, timeouts, health memory (cool-downs) and errors are the chat ones. A
  *   provider without an embeddings API (Anthropic) is refused naming `model`.
  * - spend: the chat reservation: the body's bytes bound its prompt tokens at the endpoint's prompt price (an
  *   embedding endpoint's completion price is 0), settled at the generation's cost.
@@ -42,7 +42,7 @@ import { nowSeconds } from "./providers/http.js";
 
 export type EmbeddingsHandlerDeps = Pick<
   ChatHandlerDeps,
-  "generations" | "credentials" | "shared" | "providers" | "catalog" | "limits" | "slots" | "spend" | "rates" | "logger" | "timeouts" | "cooldowns" | "endpointStats" | "random" | "accountRouting"
+  "generations" | "credentials" | "shared" | "providers" | "catalog" | "limits" | "slots" | "spend" | "rates" | "logger" | "timeouts" | "health" | "endpointStats" | "random" | "accountRouting"
 >;
 
 /** The answer of an embeddings attempt, as the execute stage carries it (a completion without choices). */
@@ -139,13 +139,13 @@ export function createEmbeddingsHandler(deps: EmbeddingsHandlerDeps): ServiceImp
       maxAttempts: deps.limits.maxAttempts,
       catalog: deps.catalog,
       ...(deps.endpointStats ? { stats: deps.endpointStats } : {}),
-      health: deps.cooldowns,
+      health: deps.health,
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
     embedStage,
     createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
-    createExecuteStage({ logger: log, timeouts: deps.timeouts, cooldowns: deps.cooldowns }),
+    createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   ]);
 
   return {

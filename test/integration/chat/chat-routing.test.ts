@@ -31,6 +31,9 @@ describe.each(["sqlite", "postgresql"] as const)("routing through the model cata
         PORTICO_PROVIDER_GROQ_BASE_URL: `${fakes.groq.url}/v1`,
         PORTICO_PROVIDER_TOGETHER_BASE_URL: `${fakes.together.url}/v1`,
         PORTICO_PROVIDER_FIREWORKS_BASE_URL: `${fakes.fireworks.url}/v1`,
+        // A failed endpoint's first cool-down is 1 s by default; 30 s here, so that "it goes last" does not depend
+        // on how fast a loaded machine sends the next request (the growth itself: test/unit/lib/health-memory.test.ts).
+        PORTICO_COOLDOWN_BASE_MS: "30000",
       },
     });
     for (const provider of Object.keys(IDS)) {

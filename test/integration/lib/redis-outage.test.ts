@@ -39,7 +39,7 @@ describe("Redis outage", () => {
     // Count the outage's lines only: on a loaded machine the first connection may time out once at start-up
     // (logged then too, as it should be) before Redis answers.
     const before = h.logs.length;
-    // Each component with a Redis connection (intern turn limiter, chat concurrency slots) says so once.
+    // Each component with a Redis connection (intern turn limiter, chat concurrency slots, health memory) says so once.
     const unreachableLines = () => {
       const perComponent: Record<string, number> = {};
       for (const line of h!.logs.slice(before)) {
@@ -62,6 +62,7 @@ describe("Redis outage", () => {
     await expect.poll(() => h!.logs.some((l) => l.includes("redis reachable again")), { timeout: 5_000 }).toBe(true);
     const lines = unreachableLines();
     expect(lines["turn-limiter"]).toBe(1);
+    expect(lines["health-memory"]).toBe(1); // the cool-downs go on per process meanwhile
     expect(Object.values(lines).every((n) => n === 1), JSON.stringify(lines)).toBe(true);
   });
 });

@@ -56,6 +56,13 @@ describe("configuration", () => {
     }
   });
 
+  it("reads the health memory's cool-downs: 1 s first, 30 s longest by default", () => {
+    expect(loadConfig({}).chat).toMatchObject({ cooldownBaseMs: 1_000, cooldownMaxMs: 30_000 });
+    expect(loadConfig({ PORTICO_COOLDOWN_BASE_MS: "250", PORTICO_COOLDOWN_MAX_MS: "60000" }).chat).toMatchObject({ cooldownBaseMs: 250, cooldownMaxMs: 60_000 });
+    expect(() => loadConfig({ PORTICO_COOLDOWN_BASE_MS: "0" })).toThrow(/^PORTICO_COOLDOWN_BASE_MS must be an integer between 10 and 600000$/);
+    expect(() => loadConfig({ PORTICO_COOLDOWN_MAX_MS: "soon" })).toThrow(/^PORTICO_COOLDOWN_MAX_MS must be an integer between 10 and 3600000$/);
+  });
+
   it("treats an empty variable as unset and accepts the usual boolean words", () => {
     const c = loadConfig({ PORT: "", PORTICO_BRAND: "", PORTICO_PRODUCTION: "YES", PORTICO_EMBEDDED_HOST: "off" });
     expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });

@@ -17,6 +17,8 @@ import type { GenerationRecord } from "../../../src/core/chat/seams.js";
 import type { Caller } from "../../../src/core/auth.js";
 import type { CanonicalRequest, StreamEvent } from "../../../src/core/chat/model.js";
 import { errorDetailOf } from "../../../src/lib/service-error.js";
+import { createMemoryHealthMemory } from "../../../src/lib/health-memory.js";
+import { credentialKey } from "../../../src/core/chat/routing/health.js";
 
 const caller: Caller = {
   keyId: "k1", keyHash: "h".repeat(64), keyLabel: "k", organizationId: "o1", workspaceId: "w1", userId: "u1",
@@ -145,6 +147,43 @@ describe("execute + record, non-streaming", () => {
     expect(errorDetailOf(err as ConnectError)?.reason).toBe("upstream_failed");
     expect(log).toEqual(["complete:k-a"]);
     expect(records).toMatchObject([{ status: "error", errorCode: 502, attempts: 1 }]);
+  });
+});
+
+describe("execute + the health memory", () => {
+  it("a 429 without a wait cools the credential for 1 s (the next request skips it: 429 with Retry-After 1); a success resets", async () => {
+    let clock = Date.now();
+    const health = createMemoryHealthMemory({ now: () => clock });
+    const log: string[] = [];
+    const limited = { fail: new UpstreamError(429, "upstream returned 429: slow down", true) as UpstreamError | undefined };
+    const run = compose([given((call) => [attempt(fakeAdapter(limited, log), "k-a", call.signal)]), createExecuteStage({ logger, health })]);
+    const ask = () => run(newCall(caller, new AbortController().signal, false, request())).catch((e: unknown) => e as ConnectError);
+    const first = await ask();
+    expect(errorDetailOf(first as ConnectError)).toMatchObject({ reason: "rate_limited", retryAfterSeconds: 1 });
+    const end = health.coolingUntil(credentialKey("cred-k-a"))!;
+    expect(end - clock).toBe(1_000);
+    const second = await ask(); // inside the cool-down: not called
+    expect(errorDetailOf(second as ConnectError)).toMatchObject({ reason: "rate_limited", retryAfterSeconds: 1 });
+    expect(log).toEqual(["complete:k-a"]);
+    // Once it ended, the next call is made; its success forgets the failure (the next 429 would cool 1 s again, not 2 s).
+    limited.fail = undefined;
+    clock = end;
+    expect((await ask()) as ChatOutcome).toMatchObject({ kind: "completion" });
+    expect(health.size).toBe(0);
+    expect(log).toEqual(["complete:k-a", "complete:k-a"]);
+  });
+
+  it("a 5xx cools the endpoint, not the credential: the next request still calls it", async () => {
+    const health = createMemoryHealthMemory();
+    const log: string[] = [];
+    const run = compose([
+      given((call) => [{ ...attempt(fakeAdapter({ fail: new UpstreamError(502, "upstream returned 502", true) }, log), "k-a", call.signal), healthKey: "endpoint:openai:gpt-4o" }]),
+      createExecuteStage({ logger, health }),
+    ]);
+    for (let i = 0; i < 2; i++) await run(newCall(caller, new AbortController().signal, false, request())).catch(() => undefined);
+    expect(log).toEqual(["complete:k-a", "complete:k-a"]);
+    expect(health.coolingUntil("endpoint:openai:gpt-4o")).toBeDefined();
+    expect(health.coolingUntil(credentialKey("cred-k-a"))).toBeUndefined();
   });
 });
 

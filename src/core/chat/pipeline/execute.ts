@@ -2,7 +2,8 @@
  * Stage "execute": the attempt loop. Calls the planned attempts in order until one answers; an upstream error
  * before the first byte (401/403/408/429/5xx, connect error, no response within the first-byte limit) moves on
  * to the next attempt, a non-retryable one ends the loop. The request's budget bounds the whole loop (504
- * `timeout`); a credential inside a provider's `Retry-After` wait is skipped (cooldowns.ts), and when every
+ * `timeout`); a credential cooling in the health memory (routing/health.ts: after a 429, for the provider's
+ * `Retry-After` or a growing step) is skipped, and when every
  * candidate was rate limited the caller gets 429 with the wait; otherwise the error (502 upstream_failed) lists
  * what was tried (provider, model, the provider's status, whose credential; never a key) and how many planned
  * attempts the bound (PORTICO_CHAT_MAX_ATTEMPTS) left out. Streams: the outcome begins with the first event of the attempt that answered; an error after
@@ -12,9 +13,9 @@
 import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
 import { ruleOf } from "../../../contract/reasons.js";
-import { createMemoryCooldowns, type CredentialCooldowns } from "../cooldowns.js";
+import { createMemoryHealthMemory } from "../../../lib/health-memory.js";
 import { createKeyGuard } from "../key-guard.js";
-import { noteEndpointFailure } from "../routing/health.js";
+import { credentialKey, noteFailure, noteSuccess, type HealthMemory } from "../routing/health.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
@@ -36,11 +37,11 @@ export interface ExecuteDeps {
   logger: Logger;
   /** Default {@link DEFAULT_CHAT_TIMEOUTS}. */
   timeouts?: ChatTimeouts;
-  /** Default: a store of this stage's own, in memory. */
-  cooldowns?: CredentialCooldowns;
+  /** The health memory (cool-downs of credentials and endpoints). Default: one of this stage's own, in memory. */
+  health?: HealthMemory;
 }
 
-/** A candidate skipped because its credential is inside a provider's wait. */
+/** A candidate skipped because its credential is cooling (rate limited). */
 interface Cooling {
   cooling: true;
   untilMs: number;
@@ -48,15 +49,15 @@ interface Cooling {
 
 export function createExecuteStage(opts: ExecuteDeps): ChatStage {
   const log = opts.logger;
-  const deps = { timeouts: opts.timeouts ?? DEFAULT_CHAT_TIMEOUTS, cooldowns: opts.cooldowns ?? createMemoryCooldowns() };
+  const deps = { timeouts: opts.timeouts ?? DEFAULT_CHAT_TIMEOUTS, health: opts.health ?? createMemoryHealthMemory() };
 
   const failedAttempt = (a: Attempt, err: UpstreamError) =>
     log.info({ provider: a.provider, model: a.requestedModel, status: err.status, ...(err.timedOut ? { timedOut: true } : {}) }, "upstream attempt failed");
 
   /**
    * Calls the attempts in order through `one` until one answers. Each gets the request's budget signal and a
-   * first-byte limit (never beyond the budget left); a credential inside a provider's wait is skipped; a 429
-   * or 503 with a wait starts one. Throws the request's error when none answered.
+   * first-byte limit (never beyond the budget left); a cooling credential is skipped; failures and the success
+   * are told to the health memory. Throws the request's error when none answered.
    */
   async function attemptLoop<T>(call: ChatCall, one: (a: Attempt) => Promise<T>): Promise<T> {
     const { track } = call;
@@ -73,15 +74,14 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     let soonest: number | undefined;
     const wait = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
     try {
-      const waits = await deps.cooldowns.waits(call.attempts.map((a) => a.credentialId));
       for (const a of call.attempts) {
         const left = deadline - performance.now();
         if (left <= 0 || budget.signal.aborted) break;
-        const until = waits.get(a.credentialId);
-        if (until !== undefined && until > Date.now()) {
+        const until = deps.health.coolingUntil(credentialKey(a.credentialId));
+        if (until !== undefined) {
           last = { cooling: true, untilMs: until };
           wait(until);
-          log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is inside the provider's wait");
+          log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is cooling after a rate limit");
           continue;
         }
         track.attempts++;
@@ -90,6 +90,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
         try {
           const answer = await one(a);
           track.upstreamMs += performance.now() - sent;
+          noteSuccess(deps.health, a);
           return answer;
         } catch (err) {
           track.upstreamMs += performance.now() - sent;
@@ -98,12 +99,8 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           last = err;
           tried.push(triedOf(a, err));
           failedAttempt(a, err);
-          noteEndpointFailure(deps.cooldowns, a.healthKey, err.status, err.timedOut === true);
-          if (err.retryAfterMs !== undefined && (err.status === 429 || err.status === 503)) {
-            const end = Date.now() + err.retryAfterMs;
-            deps.cooldowns.coolDown(a.credentialId, end);
-            if (err.status === 429) wait(end);
-          }
+          const limitedUntil = noteFailure(deps.health, a, err);
+          if (limitedUntil !== undefined) wait(limitedUntil);
           if (!err.retryable) break;
         }
       }

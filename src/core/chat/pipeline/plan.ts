@@ -14,11 +14,11 @@ import type { SharedCredentialStore } from "../../byok/provider-keys.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import type { CredentialStore } from "../credentials/load.js";
 import { selectCredentials } from "../credentials/select.js";
-import type { CredentialCooldowns } from "../cooldowns.js";
 import type { ProviderRegistry } from "../providers/index.js";
 import { modelsOf } from "../routing.js";
 import { routingPreferencesOf, splitSuffix } from "../routing/preferences.js";
-import { filterCandidates, healthKey, orderCandidates, resolveCandidates, type RoutingFilter } from "../routing/route.js";
+import { endpointKey, type HealthMemory } from "../routing/health.js";
+import { filterCandidates, orderCandidates, resolveCandidates, type RoutingFilter } from "../routing/route.js";
 import type { EndpointStats } from "../routing/endpoint-stats.js";
 import { invalidArgument } from "../../errors.js";
 import type { ChatStage } from "./stage.js";
@@ -34,8 +34,8 @@ export interface PlanDeps {
   catalog: Catalog;
   /** Live throughput / latency per endpoint (sorts and preferred thresholds); none: no figures. */
   stats?: EndpointStats;
-  /** The health memory: endpoints that failed recently are tried last (the execute stage records failures). */
-  health?: CredentialCooldowns;
+  /** The health memory: endpoints cooling after a failure are tried last (the execute stage records failures). */
+  health?: HealthMemory;
   /** The load balancing draw, in [0, 1); default Math.random (tests inject it). */
   random?: () => number;
   /** The account's routing settings for a caller, as filters applied before the request's own (docs/routing.md). */
@@ -108,13 +108,16 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         prefs.zdrCredentialProviders = declared;
       }
       const candidates = withAccountNote(account, () => filterCandidates(resolved, prefs, body, label, account));
-      // The health memory is read only when there is an order to choose (one round trip for every endpoint).
-      let unhealthy = NO_HEALTH;
+      // The health memory (local, never a round trip) is read only when there is an order to choose.
+      let unhealthy: Set<string> | undefined;
       if (deps.health && candidates.length > 1) {
-        const waits = await deps.health.waits(candidates.map((c) => healthKey(c.provider, c.upstreamModel)));
-        if (waits.size > 0) unhealthy = new Set(waits.keys());
+        const now = Date.now();
+        for (const c of candidates) {
+          const key = endpointKey(c.provider, c.upstreamModel);
+          if (deps.health.coolingUntil(key, now) !== undefined) (unhealthy ??= new Set()).add(key);
+        }
       }
-      const planned = orderCandidates(candidates, prefs, { unhealthy, random, ...(deps.stats ? { stats: deps.stats } : {}) });
+      const planned = orderCandidates(candidates, prefs, { unhealthy: unhealthy ?? NO_HEALTH, random, ...(deps.stats ? { stats: deps.stats } : {}) });
       for (const plan of planned) {
         const provider = deps.providers.get(plan.provider)!;
         const [creds, shared] = await loaded(plan.provider);
@@ -144,7 +147,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
             call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal },
             catalogModel: plan.model?.slug ?? null,
             ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
-            healthKey: healthKey(plan.provider, plan.upstreamModel),
+            healthKey: endpointKey(plan.provider, plan.upstreamModel),
           });
         }
       }

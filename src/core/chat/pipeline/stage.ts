@@ -30,7 +30,7 @@ export interface Attempt {
   catalogModel?: string | null;
   /** The catalog endpoint, when catalogued (its prices, limits and terms). */
   endpoint?: Endpoint;
-  /** Where the endpoint's recent failures are remembered (the health memory, routing/route.ts `healthKey`). */
+  /** The endpoint's key in the health memory (routing/health.ts `endpointKey`). */
   healthKey?: string;
 }
 

@@ -1,21 +1,58 @@
 /**
- * The health memory of endpoints (docs/routing.md, "Load balancing"): an endpoint whose provider failed a call
- * with an outage (no connection, a timeout, a 5xx) is tried after the healthy ones for the next
- * ENDPOINT_HEALTH_MS. Kept in the credential cool-down store (cooldowns.ts) under the endpoint's health key,
- * so a store shared between instances shares it too. Rate limits (429) and refused credentials (401/403) are
- * not outages: they concern one credential, which the cool-downs already handle.
+ * What the chat routing keeps in the health memory (src/lib/health-memory.ts; docs/routing.md, "The health
+ * memory"): one store of "this key is cooling until T", with two kinds of keys.
+ *
+ * - A credential (`credentialKey`) that answered 429 is cooled: the execute stage skips it until the cool-down
+ *   ends, and when every candidate was refused or skipped so, the caller gets 429 with the soonest end as
+ *   `Retry-After`. A 503 carrying the provider's wait cools it too (the provider said when to come back).
+ * - An endpoint (`endpointKey`: provider + provider model id) that failed with an outage (no response, a
+ *   timeout, 408, a 5xx) is cooled: the plan stage orders it after the healthy ones (it is still tried, last).
+ *
+ * The provider's wait (`Retry-After`, `retry-after-ms`) is the cool-down when it gave one; otherwise the
+ * growing step. A success forgets the failures of both the credential and the endpoint that served.
  */
-import type { CredentialCooldowns } from "../cooldowns.js";
+import type { HealthMemory } from "../../../lib/health-memory.js";
 
-/** How long a failed endpoint goes last. */
-export const ENDPOINT_HEALTH_MS = 30_000;
+export type { HealthMemory } from "../../../lib/health-memory.js";
+
+/** The key of a credential (a BYOK credential's or a shared provider key's id). */
+export function credentialKey(credentialId: string): string {
+  return `credential:${credentialId}`;
+}
+
+/** The key of an endpoint: a provider serving one of its models. */
+export function endpointKey(provider: string, upstreamModel: string): string {
+  return `endpoint:${provider}:${upstreamModel}`;
+}
 
 /** Whether an upstream failure with this status (0: no response) counts against the endpoint's health. */
 export function isOutage(status: number, timedOut = false): boolean {
   return timedOut || status === 0 || status === 408 || status >= 500;
 }
 
-/** Records an attempt's failure against its endpoint when it was an outage. */
-export function noteEndpointFailure(store: CredentialCooldowns, key: string | undefined, status: number, timedOut = false): void {
-  if (key !== undefined && isOutage(status, timedOut)) store.coolDown(key, Date.now() + ENDPOINT_HEALTH_MS);
+/** What an attempt names: its credential and, when planned by the routing, its endpoint. */
+export interface HealthSubject {
+  credentialId: string;
+  healthKey?: string | undefined;
+}
+
+/**
+ * Records an attempt's upstream failure. Returns the end of the credential's cool-down when it was rate
+ * limited (429): the caller's `Retry-After` when nothing else answers.
+ */
+export function noteFailure(
+  memory: HealthMemory,
+  a: HealthSubject,
+  err: { status: number; timedOut?: boolean | undefined; retryAfterMs?: number | undefined },
+): number | undefined {
+  if (a.healthKey !== undefined && isOutage(err.status, err.timedOut === true)) memory.failed(a.healthKey, err.retryAfterMs);
+  if (err.status === 429) return memory.failed(credentialKey(a.credentialId), err.retryAfterMs);
+  if (err.status === 503 && err.retryAfterMs !== undefined) memory.failed(credentialKey(a.credentialId), err.retryAfterMs);
+  return undefined;
+}
+
+/** Records that an attempt answered: its credential and endpoint are healthy. */
+export function noteSuccess(memory: HealthMemory, a: HealthSubject): void {
+  memory.succeeded(credentialKey(a.credentialId));
+  if (a.healthKey !== undefined) memory.succeeded(a.healthKey);
 }

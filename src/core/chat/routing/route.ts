@@ -20,6 +20,7 @@ import { invalidArgument } from "../../errors.js";
 import { compareDecimal, parseDecimal, shift, type Decimal } from "./decimal.js";
 import { meets, type EndpointStats } from "./endpoint-stats.js";
 import { splitSuffix, type RoutingPreferences, type SortKey } from "./preferences.js";
+import { endpointKey } from "./health.js";
 
 /** One endpoint the request may be sent to, before credentials. */
 export interface Candidate {
@@ -37,10 +38,6 @@ export interface Candidate {
   suffixSort?: SortKey;
 }
 
-/** The key under which an endpoint's recent failures are remembered (the shared cool-down store). */
-export function healthKey(provider: string, upstreamModel: string): string {
-  return `endpoint:${provider}:${upstreamModel}`;
-}
 
 /** The request fields that use a catalog `supported_parameters` name (require_parameters). */
 const PARAMETERS: ReadonlyArray<[string, string]> = [
@@ -225,7 +222,7 @@ export type { Filter as RoutingFilter };
 export interface OrderDeps {
   /** Live figures per endpoint (throughput/latency sorts, preferred thresholds). */
   stats?: EndpointStats;
-  /** Health keys (`healthKey`) of endpoints that failed recently. */
+  /** Keys (`endpointKey`, routing/health.ts) of the endpoints cooling in the health memory. */
   unhealthy: ReadonlySet<string>;
   /** A number in [0, 1): the load balancing draw (tests inject it). */
   random: () => number;
@@ -276,8 +273,8 @@ function orderPool(pool: Candidate[], prefs: RoutingPreferences, deps: OrderDeps
     rest = pool.filter((c) => !named.includes(c));
   }
   const sort = prefs.sort ?? pool.find((c) => c.suffixSort)?.suffixSort;
-  const healthy = rest.filter((c) => !deps.unhealthy.has(healthKey(c.provider, c.upstreamModel)));
-  const failing = rest.filter((c) => deps.unhealthy.has(healthKey(c.provider, c.upstreamModel)));
+  const healthy = rest.filter((c) => !deps.unhealthy.has(endpointKey(c.provider, c.upstreamModel)));
+  const failing = rest.filter((c) => deps.unhealthy.has(endpointKey(c.provider, c.upstreamModel)));
   const ordered = sort ? sortBy(healthy, sort, deps.stats) : balance(healthy, deps.random);
   return [...named, ...ordered, ...sortBy(failing, sort ?? "price", deps.stats)];
 }

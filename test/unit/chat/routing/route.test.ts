@@ -10,7 +10,8 @@ import { createCatalog, type CatalogModel, type Endpoint } from "../../../../src
 import { BUILTIN_CATALOG } from "../../../../src/core/catalog/builtin-catalog.js";
 import { errorDetailOf } from "../../../../src/lib/service-error.js";
 import { routingPreferencesOf } from "../../../../src/core/chat/routing/preferences.js";
-import { filterCandidates, healthKey, orderCandidates, parametersUsed, resolveCandidates, type Candidate } from "../../../../src/core/chat/routing/route.js";
+import { filterCandidates, orderCandidates, parametersUsed, resolveCandidates, type Candidate } from "../../../../src/core/chat/routing/route.js";
+import { endpointKey } from "../../../../src/core/chat/routing/health.js";
 import { createEndpointStats } from "../../../../src/core/chat/routing/endpoint-stats.js";
 
 const PROVIDERS = new Set(["openai", "anthropic", "groq", "together", "fireworks", "deepseek", "mistral", "xai", "google-ai-studio", "cheap", "mid", "dear"]);
@@ -182,7 +183,7 @@ describe("ordering", () => {
   });
 
   it("endpoints that failed recently go last, after the healthy ones (the real-world example)", () => {
-    const unhealthy = [healthKey("mid", "m-mid")];
+    const unhealthy = [endpointKey("mid", "m-mid")];
     expect(providers(route(body(), { random: 0, unhealthy }))).toEqual(["cheap", "dear", "mid"]);
     // A draw of the most expensive healthy one: the others by price, the failing one last.
     expect(providers(route(body(), { random: 0.95, unhealthy }))).toEqual(["dear", "cheap", "mid"]);
