@@ -1,0 +1,82 @@
+/**
+ * plugins[] on POST /api/v1/chat/completions (docs/plugins.md), end to end with the `openai` client against the
+ * fake OpenAI upstream, on SQLite and PostgreSQL: a plugin the deployment does not implement is refused with 400
+ * naming `plugins[i].id` and nothing is sent upstream (from the request, from a preset, over gRPC).
+ */
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { api, startHarness, type Harness } from "../../helpers/harness.js";
+import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
+import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
+
+/** google.protobuf.Struct as proto-loader represents it. */
+const value = (v: unknown): unknown =>
+  typeof v === "string" ? { stringValue: v }
+  : typeof v === "number" ? { numberValue: v }
+  : typeof v === "boolean" ? { boolValue: v }
+  : Array.isArray(v) ? { listValue: { values: v.map(value) } }
+  : { structValue: struct(v as Record<string, unknown>) };
+const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
+
+describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
+  let h: Harness;
+  let upstream: FakeUpstream;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    upstream = await startFakeOpenAI();
+    h = await startHarness({ provider, env: { PORTICO_PROVIDER_OPENAI_BASE_URL: `${upstream.url}/v1` } });
+    const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "openai", key: "sk-test" } });
+    expect(res.status, res.text).toBe(200);
+    client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await upstream?.close();
+  });
+
+  const messages = [{ role: "user" as const, content: "hi" }];
+
+  describe("a plugin this deployment does not implement", () => {
+    it("is refused with 400 naming plugins[i].id, streaming or not, nothing sent upstream", async () => {
+      const before = upstream.requests.length;
+      for (const stream of [false, true]) {
+        const err = await client.chat.completions
+          .create({ model: "openai/gpt-4o", messages, stream, plugins: [{ id: "web" }] } as never)
+          .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+        expect(err?.status).toBe(400);
+        expect(err?.message).toContain('plugins[0].id "web" is not supported by this deployment');
+        expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].id");
+      }
+      expect(upstream.requests.length).toBe(before);
+    });
+
+    it("switched off (enabled: false) is not run and not refused", async () => {
+      const res = await client.chat.completions.create({ model: "openai/gpt-4o", messages, plugins: [{ id: "web", enabled: false }] } as never);
+      expect(res.choices[0]!.message.content).toBe("Hello, world");
+    });
+
+    it("from a preset: refused the same way, the message says the preset set it", async () => {
+      const created = await api(h, "POST", "/presets/with-fusion/chat/completions", {
+        key: h.tenant.managementKey,
+        body: { model: "openai/gpt-4o", messages, plugins: [{ id: "fusion", analysis_models: ["openai/gpt-4o"] }] },
+      });
+      expect(created.status, created.text).toBe(200);
+      const before = upstream.requests.length;
+      const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "@preset/with-fusion", messages } });
+      expect(res.status).toBe(400);
+      expect(res.json.error.metadata.field).toBe("plugins[0].id");
+      expect(res.json.error.message).toContain('after preset "with-fusion" was applied');
+      expect(upstream.requests.length).toBe(before);
+    });
+
+    it("over gRPC: INVALID_ARGUMENT naming the field", async () => {
+      const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+      const body = struct({ model: "openai/gpt-4o", messages, plugins: [{ id: "file-parser" }] });
+      const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
+      expect(err?.code).toBe(3);
+      expect(String(err?.details)).toContain('plugins[0].id "file-parser" is not supported');
+    });
+  });
+});
