@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
-import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
 
 /** google.protobuf.Struct as proto-loader represents it. */
@@ -77,6 +77,93 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
       expect(err?.code).toBe(3);
       expect(String(err?.details)).toContain('plugins[0].id "file-parser" is not supported');
+    });
+  });
+
+  describe("response-healing", () => {
+    const almost = ["Here you go:\n```json\n{'name': 'Ada',", " \"age\": 36,}\n```", "\nAnything else?"];
+    const schema = { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } }, required: ["name", "age"] };
+    const healing = { plugins: [{ id: "response-healing" }], response_format: { type: "json_schema", json_schema: { name: "person", schema } } };
+    type Reported = { plugins?: Array<Record<string, unknown>> };
+
+    it("non-streaming: the almost-JSON answer comes back as JSON matching the schema, reported healed", async () => {
+      upstream.script = { text: almost, finish: "stop", usage: { input: 5, output: 9 } };
+      try {
+        const res = await client.chat.completions.create({ model: "openai/gpt-4o", messages, ...healing } as never);
+        expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ name: "Ada", age: 36 });
+        expect((res as unknown as Reported).plugins).toEqual([{ id: "response-healing", healed: true, valid: true, actions: ["extracted", "repaired"] }]);
+        // the upstream got the request without plugins (a gateway field)
+        expect(upstream.requests.at(-1)!.body.plugins).toBeUndefined();
+      } finally {
+        upstream.script = defaultScript();
+      }
+    });
+
+    it("streaming: the content is held, healed and sent as one chunk before the finish chunk; usage last", async () => {
+      upstream.script = { text: almost, finish: "stop", usage: { input: 5, output: 9 } };
+      try {
+        const stream = await client.chat.completions.create({ model: "openai/gpt-4o", messages, stream: true, stream_options: { include_usage: true }, ...healing } as never);
+        const contents: string[] = [];
+        let finishedAt = -1;
+        let usageAt = -1;
+        let reported: Reported["plugins"];
+        let i = 0;
+        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & Reported>) {
+          const c = chunk.choices[0]?.delta?.content;
+          if (c) contents.push(c);
+          if (chunk.choices[0]?.finish_reason) {
+            finishedAt = i;
+            reported = chunk.plugins;
+          }
+          if (chunk.usage) usageAt = i;
+          i++;
+        }
+        expect(contents.length).toBe(1);
+        expect(JSON.parse(contents[0]!)).toEqual({ name: "Ada", age: 36 });
+        expect(finishedAt).toBeGreaterThan(0);
+        expect(usageAt).toBeGreaterThan(finishedAt);
+        expect(reported).toEqual([expect.objectContaining({ id: "response-healing", healed: true, valid: true, held_ms: expect.any(Number) })]);
+      } finally {
+        upstream.script = defaultScript();
+      }
+    });
+
+    it("an answer that breaks the schema after repair is returned repaired, reported not valid", async () => {
+      upstream.script = { text: ["{'name': 'Ada', 'age': 'old',}"], finish: "stop", usage: { input: 5, output: 9 } };
+      try {
+        const res = await client.chat.completions.create({ model: "openai/gpt-4o", messages, ...healing } as never);
+        expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ name: "Ada", age: "old" });
+        expect((res as unknown as Reported).plugins).toEqual([{ id: "response-healing", healed: true, valid: false, actions: ["repaired"], errors: ["/age must be integer"] }]);
+      } finally {
+        upstream.script = defaultScript();
+      }
+    });
+
+    it("without a JSON response_format it does nothing and says so", async () => {
+      const res = await client.chat.completions.create({ model: "openai/gpt-4o", messages, plugins: [{ id: "response-healing" }] } as never);
+      expect(res.choices[0]!.message.content).toBe("Hello, world");
+      expect((res as unknown as Reported).plugins).toEqual([{ id: "response-healing", skipped: expect.stringContaining("response_format") }]);
+    });
+
+    it("from a preset, over gRPC: healed", async () => {
+      const created = await api(h, "POST", "/presets/healed-json/chat/completions", {
+        key: h.tenant.managementKey,
+        body: { model: "openai/gpt-4o", messages, plugins: [{ id: "response-healing" }], response_format: { type: "json_object" } },
+      });
+      expect(created.status, created.text).toBe(200);
+      upstream.script = { text: ["```json\n{\"ok\": true,}\n```"], finish: "stop", usage: { input: 5, output: 9 } };
+      try {
+        const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+        const body = struct({ model: "@preset/healed-json", messages });
+        const res = await new Promise<any>((resolve, reject) =>
+          chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r))),
+        );
+        const content = res.completion.fields.choices.listValue.values[0].structValue.fields.message.structValue.fields.content.stringValue;
+        expect(JSON.parse(content)).toEqual({ ok: true });
+        expect(JSON.stringify(res.completion.fields.plugins)).toContain("response-healing");
+      } finally {
+        upstream.script = defaultScript();
+      }
     });
   });
 });

@@ -12,17 +12,24 @@
  */
 import { invalidArgument } from "../../../errors.js";
 import type { ChatStage } from "../stage.js";
+import { tapEvents } from "../tap.js";
+import { createResponseHealingPlugin } from "./response-healing.js";
 import type { Plugin, PluginRun } from "./types.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
 export interface PluginsDeps {
-  /** The plugins this deployment implements. */
-  plugins: readonly Plugin[];
+  /** The plugins this deployment implements; default: the built-in ones ({@link builtinPlugins}). */
+  plugins?: readonly Plugin[];
 }
 
-export function createPluginsStage(deps: PluginsDeps): ChatStage {
-  const byId = new Map(deps.plugins.map((p) => [p.id, p]));
+/** The plugins Portico implements (docs/plugins.md). */
+export function builtinPlugins(): Plugin[] {
+  return [createResponseHealingPlugin()];
+}
+
+export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
+  const byId = new Map((deps.plugins ?? builtinPlugins()).map((p) => [p.id, p]));
   const supported = [...byId.keys()].sort();
   return {
     name: "plugins",
@@ -57,7 +64,18 @@ export function createPluginsStage(deps: PluginsDeps): ChatStage {
         const { plugin, run } = runs[i]!;
         if (plugin.after) outcome = plugin.after(call, run, outcome);
       }
-      return outcome;
+      const reports = call.track.plugins;
+      if (outcome.kind === "completion") return { kind: "completion", completion: { ...outcome.completion, plugins: reports } };
+      // Streams: on the first chunk that finishes a choice (the reports are complete by then), else on none.
+      let shown = false;
+      const events = tapEvents(outcome.events, {
+        map: (event) => {
+          if (shown || !event.choices.some((c) => c.finish_reason)) return event;
+          shown = true;
+          return { ...event, plugins: reports };
+        },
+      });
+      return { kind: "stream", events };
     },
   };
 }

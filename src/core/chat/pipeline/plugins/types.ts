@@ -6,10 +6,8 @@
 import type { ChatCall, ChatOutcome } from "../stage.js";
 
 /** What one plugin did on one request: its `id` and its own fields (counts and flags, never content). */
-export interface PluginReport {
-  id: string;
-  [field: string]: unknown;
-}
+export type { PluginReport } from "../../model.js";
+import type { PluginReport } from "../../model.js";
 
 /** One plugins[] entry as it runs. */
 export interface PluginRun {
