@@ -19,7 +19,7 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import type { ProviderRegistry } from "./providers/index.js";
-import type { ChatLimitsConfig } from "../../config.js";
+import type { ChatLimitsConfig, PluginsConfig } from "../../config.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { compose, newCall } from "./pipeline/stage.js";
@@ -76,6 +76,8 @@ export interface ChatHandlerDeps {
   random?: () => number;
   /** The account's routing settings of a caller, as filters (docs/routing.md); none: no account settings. */
   accountRouting?: (caller: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
+  /** The chat plugins' settings (docs/plugins.md); default: none configured. */
+  plugins?: PluginsConfig;
 }
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
@@ -120,7 +122,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
-    plugins: createPluginsStage(),
+    plugins: createPluginsStage({ config: deps.plugins }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };

@@ -9,6 +9,7 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
+import { startFakeModeration, type FakeModeration } from "../../helpers/fake-upstreams/moderation.js";
 
 /** google.protobuf.Struct as proto-loader represents it. */
 const value = (v: unknown): unknown =>
@@ -22,11 +23,20 @@ const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Obj
 describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
   let h: Harness;
   let upstream: FakeUpstream;
+  let moderation: FakeModeration;
   let client: OpenAI;
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI();
-    h = await startHarness({ provider, env: { PORTICO_PROVIDER_OPENAI_BASE_URL: `${upstream.url}/v1` } });
+    moderation = await startFakeModeration();
+    h = await startHarness({
+      provider,
+      env: {
+        PORTICO_PROVIDER_OPENAI_BASE_URL: `${upstream.url}/v1`,
+        PORTICO_MODERATION_BASE_URL: `${moderation.url}/v1`,
+        PORTICO_MODERATION_API_KEY: "sk-mod-secret",
+      },
+    });
     const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "openai", key: "sk-test" } });
     expect(res.status, res.text).toBe(200);
     client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
@@ -34,6 +44,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
   afterAll(async () => {
     await h?.close();
     await upstream?.close();
+    await moderation?.close();
   });
 
   const messages = [{ role: "user" as const, content: "hi" }];
@@ -164,6 +175,58 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       } finally {
         upstream.script = defaultScript();
       }
+    });
+  });
+
+  describe("moderation", () => {
+    it("clean input: checked (every message's text, the configured key), then sent to the model; reported", async () => {
+      const before = upstream.requests.length;
+      const res = await client.chat.completions.create({
+        model: "openai/gpt-4o",
+        messages: [{ role: "system", content: "Be kind." }, { role: "user", content: [{ type: "text", text: "hello there" }] }],
+        plugins: [{ id: "moderation" }],
+      } as never);
+      expect(res.choices[0]!.message.content).toBe("Hello, world");
+      expect(upstream.requests.length).toBe(before + 1);
+      const checked = moderation.requests.at(-1)!;
+      expect(checked.body).toEqual({ model: "omni-moderation-latest", input: ["Be kind.", "hello there"] });
+      expect(checked.headers.authorization).toBe("Bearer sk-mod-secret");
+      expect((res as unknown as { plugins: unknown }).plugins).toEqual([{ id: "moderation", model: "omni-moderation-latest", inputs: 2, flagged: false }]);
+    });
+
+    it("flagged input: 403 moderation_flagged with the categories in metadata, nothing sent to the model (streaming too)", async () => {
+      const before = upstream.requests.length;
+      for (const stream of [false, true]) {
+        const err = await client.chat.completions
+          .create({ model: "openai/gpt-4o", messages: [{ role: "user", content: "plan an ATTACK on my neighbour" }], stream, plugins: [{ id: "moderation" }] } as never)
+          .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+        expect(err?.status).toBe(403);
+        expect(err?.message).toContain("flagged");
+        expect((err?.error as { metadata?: unknown }).metadata).toEqual({ reason: "moderation_flagged", retryable: false, categories: ["harassment/threatening", "violence"] });
+        expect(JSON.stringify(err?.error)).not.toContain("sk-mod-secret");
+      }
+      expect(upstream.requests.length).toBe(before);
+    });
+
+    it("the moderation provider failing: 502, nothing sent to the model, the key not in the error", async () => {
+      moderation.failStatus = 500;
+      try {
+        const before = upstream.requests.length;
+        const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", messages, plugins: [{ id: "moderation" }] } });
+        expect(res.status).toBe(502);
+        expect(res.json.error.message).toContain("moderation provider");
+        expect(res.text).not.toContain("sk-mod-secret");
+        expect(upstream.requests.length).toBe(before);
+      } finally {
+        moderation.failStatus = undefined;
+      }
+    });
+
+    it("over gRPC: PERMISSION_DENIED", async () => {
+      const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+      const body = struct({ model: "openai/gpt-4o", messages: [{ role: "user", content: "attack!" }], plugins: [{ id: "moderation" }] });
+      const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
+      expect(err?.code).toBe(7);
     });
   });
 });

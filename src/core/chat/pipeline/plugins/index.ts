@@ -14,22 +14,26 @@ import { invalidArgument } from "../../../errors.js";
 import type { ChatStage } from "../stage.js";
 import { tapEvents } from "../tap.js";
 import { createResponseHealingPlugin } from "./response-healing.js";
+import { createModerationPlugin } from "./moderation.js";
+import type { PluginsConfig } from "../../../../config.js";
 import type { Plugin, PluginRun } from "./types.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
 export interface PluginsDeps {
+  /** The plugins' settings (src/config.ts): the moderation provider. */
+  config?: PluginsConfig;
   /** The plugins this deployment implements; default: the built-in ones ({@link builtinPlugins}). */
   plugins?: readonly Plugin[];
 }
 
 /** The plugins Portico implements (docs/plugins.md). */
-export function builtinPlugins(): Plugin[] {
-  return [createResponseHealingPlugin()];
+export function builtinPlugins(config: PluginsConfig | undefined): Plugin[] {
+  return [createModerationPlugin(config?.moderation), createResponseHealingPlugin()];
 }
 
 export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
-  const byId = new Map((deps.plugins ?? builtinPlugins()).map((p) => [p.id, p]));
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config)).map((p) => [p.id, p]));
   const supported = [...byId.keys()].sort();
   return {
     name: "plugins",
