@@ -3,6 +3,9 @@
  * fake OpenAI upstream, on SQLite and PostgreSQL: a plugin the deployment does not implement is refused with 400
  * naming `plugins[i].id` and nothing is sent upstream (from the request, from a preset, over gRPC).
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -29,9 +32,21 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
   beforeAll(async () => {
     upstream = await startFakeOpenAI();
     moderation = await startFakeModeration();
+    // A self-hosted model with a small context (300 tokens) for context-compression.
+    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
+    writeFileSync(
+      catalogFile,
+      JSON.stringify({
+        version: 1,
+        models: [{ slug: "acme/tiny", name: "Acme Tiny", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 300, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
+      }),
+    );
     h = await startHarness({
       provider,
       env: {
+        PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `ollama=${upstream.url}/v1`,
+        PORTICO_KEYLESS_PROVIDERS: "ollama",
+        PORTICO_CATALOG_FILE: catalogFile,
         PORTICO_PROVIDER_OPENAI_BASE_URL: `${upstream.url}/v1`,
         PORTICO_MODERATION_BASE_URL: `${moderation.url}/v1`,
         PORTICO_MODERATION_API_KEY: "sk-mod-secret",
@@ -227,6 +242,50 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       const body = struct({ model: "openai/gpt-4o", messages: [{ role: "user", content: "attack!" }], plugins: [{ id: "moderation" }] });
       const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
       expect(err?.code).toBe(7);
+    });
+  });
+
+  describe("context-compression", () => {
+    const long = (tag: string) => `${tag}: ${Array.from({ length: 90 }, (_, i) => `word${i}`).join(" ")}`;
+    const conversation = [
+      { role: "system" as const, content: "You are terse." },
+      { role: "user" as const, content: long("first question") },
+      { role: "assistant" as const, content: long("first answer") },
+      { role: "user" as const, content: long("second question") },
+      { role: "assistant" as const, content: long("second answer") },
+      { role: "user" as const, content: "And now?" },
+    ];
+    type Reported = { plugins?: Array<Record<string, unknown>> };
+
+    it("a prompt past the endpoint's context length loses middle messages; system and last turn kept; counts reported", async () => {
+      const res = await client.chat.completions.create({ model: "acme/tiny", messages: conversation, plugins: [{ id: "context-compression" }] } as never);
+      expect(res.choices[0]!.message.content).toBe("Hello, world");
+      const sent = upstream.requests.at(-1)!.body.messages as Array<{ role: string; content: string }>;
+      expect(sent[0]!.content).toBe("You are terse.");
+      expect(sent.at(-1)!.content).toBe("And now?");
+      expect(sent.length).toBeLessThan(conversation.length);
+      const report = (res as unknown as Reported).plugins![0]!;
+      expect(report).toMatchObject({ id: "context-compression", engine: "middle-out", tokens_before: expect.any(Number) });
+      const [step] = report.compressed as Array<Record<string, number | boolean>>;
+      expect(step).toMatchObject({ context_length: 300, limit: 300, fits: true, messages_truncated: 0 });
+      expect(step!.messages_removed).toBe(conversation.length - sent.length);
+      expect(step!.tokens_after).toBeLessThanOrEqual(300);
+      expect(JSON.stringify(report)).not.toContain("word1");
+    });
+
+    it("max_tokens is left room for; streaming works the same", async () => {
+      const stream = await client.chat.completions.create({ model: "acme/tiny", messages: conversation, max_tokens: 150, stream: true, plugins: [{ id: "context-compression", engine: "middle-out" }] } as never);
+      let reported: Reported["plugins"];
+      for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & Reported>) if (chunk.plugins) reported = chunk.plugins;
+      const sent = upstream.requests.at(-1)!.body.messages as Array<{ role: string; content: string }>;
+      expect(sent.map((m) => m.role)).toEqual(["system", "user"]);
+      expect((reported![0]!.compressed as Array<Record<string, unknown>>)[0]).toMatchObject({ limit: 150, fits: true });
+    });
+
+    it("a prompt that fits is sent unchanged", async () => {
+      const res = await client.chat.completions.create({ model: "acme/tiny", messages, plugins: [{ id: "context-compression" }] } as never);
+      expect(upstream.requests.at(-1)!.body.messages).toEqual(messages);
+      expect((res as unknown as Reported).plugins).toEqual([{ id: "context-compression", engine: "middle-out", compressed: [] }]);
     });
   });
 });

@@ -15,6 +15,7 @@ import type { ChatStage } from "../stage.js";
 import { tapEvents } from "../tap.js";
 import { createResponseHealingPlugin } from "./response-healing.js";
 import { createModerationPlugin } from "./moderation.js";
+import { createContextCompressionPlugin } from "./context-compression.js";
 import type { PluginsConfig } from "../../../../config.js";
 import type { Plugin, PluginRun } from "./types.js";
 
@@ -29,7 +30,7 @@ export interface PluginsDeps {
 
 /** The plugins Portico implements (docs/plugins.md). */
 export function builtinPlugins(config: PluginsConfig | undefined): Plugin[] {
-  return [createModerationPlugin(config?.moderation), createResponseHealingPlugin()];
+  return [createModerationPlugin(config?.moderation), createContextCompressionPlugin(), createResponseHealingPlugin()];
 }
 
 export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
