@@ -13,6 +13,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { startFakeModeration, type FakeModeration } from "../../helpers/fake-upstreams/moderation.js";
+import { waitFor } from "../../helpers/wait.js";
 
 /** google.protobuf.Struct as proto-loader represents it. */
 const value = (v: unknown): unknown =>
@@ -63,6 +64,12 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
   });
 
   const messages = [{ role: "user" as const, content: "hi" }];
+  /** The generation's `plugins` (GET /api/v1/generation), once it is recorded. */
+  const recorded = (id: string) =>
+    waitFor(`generation ${id}`, async () => {
+      const got = await api(h, "GET", `/generation?id=${id}`, { key: h.tenant.apiKey });
+      return got.status === 200 ? (got.json.data.plugins as Array<Record<string, unknown>>) : undefined;
+    });
 
   describe("a plugin this deployment does not implement", () => {
     it("is refused with 400 naming plugins[i].id, streaming or not, nothing sent upstream", async () => {
@@ -118,6 +125,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         const res = await client.chat.completions.create({ model: "openai/gpt-4o", messages, ...healing } as never);
         expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ name: "Ada", age: 36 });
         expect((res as unknown as Reported).plugins).toEqual([{ id: "response-healing", healed: true, valid: true, actions: ["extracted", "repaired"] }]);
+        expect(await recorded(res.id)).toEqual([{ id: "response-healing", healed: true, valid: true, actions: ["extracted", "repaired"] }]);
         // the upstream got the request without plugins (a gateway field)
         expect(upstream.requests.at(-1)!.body.plugins).toBeUndefined();
       } finally {
@@ -133,6 +141,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         let finishedAt = -1;
         let usageAt = -1;
         let reported: Reported["plugins"];
+        let id = "";
         let i = 0;
         for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & Reported>) {
           const c = chunk.choices[0]?.delta?.content;
@@ -142,6 +151,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
             reported = chunk.plugins;
           }
           if (chunk.usage) usageAt = i;
+          id = chunk.id;
           i++;
         }
         expect(contents.length).toBe(1);
@@ -149,6 +159,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         expect(finishedAt).toBeGreaterThan(0);
         expect(usageAt).toBeGreaterThan(finishedAt);
         expect(reported).toEqual([expect.objectContaining({ id: "response-healing", healed: true, valid: true, held_ms: expect.any(Number) })]);
+        expect(await recorded(id)).toEqual(reported);
       } finally {
         upstream.script = defaultScript();
       }
@@ -221,6 +232,13 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         expect(JSON.stringify(err?.error)).not.toContain("sk-mod-secret");
       }
       expect(upstream.requests.length).toBe(before);
+      // Recorded as a 403 with no attempt, the plugin's report on it.
+      const rows = await waitFor("the refused requests' generations", async () => {
+        const found = await h.database.db.generation.findMany({ where: { errorCode: 403, plugins: { contains: '"flagged":true' } } });
+        return found.length >= 2 ? found : undefined;
+      });
+      expect(rows[0]!.attempts).toBe(0);
+      expect(JSON.parse(rows[0]!.plugins!)).toEqual([{ id: "moderation", model: "omni-moderation-latest", inputs: 1, flagged: true, categories: ["harassment/threatening", "violence"] }]);
     });
 
     it("the moderation provider failing: 502, nothing sent to the model, the key not in the error", async () => {
@@ -271,6 +289,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       expect(step!.messages_removed).toBe(conversation.length - sent.length);
       expect(step!.tokens_after).toBeLessThanOrEqual(300);
       expect(JSON.stringify(report)).not.toContain("word1");
+      expect(await recorded(res.id)).toEqual([report]);
     });
 
     it("max_tokens is left room for; streaming works the same", async () => {
