@@ -307,4 +307,20 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       expect((res as unknown as Reported).plugins).toEqual([{ id: "context-compression", engine: "middle-out", compressed: [] }]);
     });
   });
+
+  describe("the Anthropic Messages dialect runs the same stage", () => {
+    it("an unsupported plugin is refused, a flagged input is 403, nothing sent upstream", async () => {
+      const before = upstream.requests.length;
+      const body = (content: string, plugins: unknown[]) => ({ model: "openai/gpt-4o", max_tokens: 50, messages: [{ role: "user", content }], plugins });
+      const refused = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("hi", [{ id: "web" }]) });
+      expect(refused.status).toBe(400);
+      expect(refused.text).toContain('plugins[0].id \\"web\\" is not supported');
+      const flagged = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("attack", [{ id: "moderation" }]) });
+      expect(flagged.status).toBe(403);
+      expect(upstream.requests.length).toBe(before);
+      const ok = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("hello", [{ id: "moderation" }]) });
+      expect(ok.status, ok.text).toBe(200);
+      expect(upstream.requests.length).toBe(before + 1);
+    });
+  });
 });
