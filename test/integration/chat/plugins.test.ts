@@ -323,4 +323,45 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       expect(upstream.requests.length).toBe(before + 1);
     });
   });
+
+  describe("combined", () => {
+    it("moderation, context-compression and response-healing from one preset, streaming: each reported in order of running", async () => {
+      const created = await api(h, "POST", "/presets/all-three/chat/completions", {
+        key: h.tenant.managementKey,
+        body: {
+          model: "acme/tiny",
+          messages,
+          response_format: { type: "json_object" },
+          plugins: [{ id: "response-healing" }, { id: "context-compression" }, { id: "moderation" }],
+        },
+      });
+      expect(created.status, created.text).toBe(200);
+      const filler = (tag: string) => `${tag} ${Array.from({ length: 150 }, (_, i) => `w${i}`).join(" ")}`;
+      upstream.script = { text: ["Sure: {'ok': true,", " 'n': 2"], finish: "stop", usage: { input: 250, output: 9 } };
+      moderation.requests.length = 0;
+      try {
+        const stream = await client.chat.completions.create({
+          model: "@preset/all-three",
+          messages: [{ role: "user", content: filler("one") }, { role: "assistant", content: filler("two") }, { role: "user", content: "JSON please" }],
+          stream: true,
+        } as never);
+        let text = "";
+        let reported: Array<Record<string, unknown>> | undefined;
+        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & { plugins?: Array<Record<string, unknown>> }>) {
+          text += chunk.choices[0]?.delta?.content ?? "";
+          reported ??= chunk.plugins;
+        }
+        expect(JSON.parse(text)).toEqual({ ok: true, n: 2 });
+        expect(reported!.map((r) => r.id)).toEqual(["moderation", "context-compression", "response-healing"]);
+        expect(reported![0]).toMatchObject({ flagged: false, inputs: 3 });
+        expect((reported![1]!.compressed as Array<Record<string, unknown>>)[0]).toMatchObject({ messages_removed: expect.any(Number), fits: true });
+        expect(reported![2]).toMatchObject({ healed: true, valid: true });
+        // moderation saw the caller's whole input; the model got the compressed one
+        expect(moderation.requests[0]!.body.input).toHaveLength(3);
+        expect((upstream.requests.at(-1)!.body.messages as unknown[]).length).toBeLessThan(3);
+      } finally {
+        upstream.script = defaultScript();
+      }
+    });
+  });
 });
