@@ -198,6 +198,24 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         const content = res.completion.fields.choices.listValue.values[0].structValue.fields.message.structValue.fields.content.stringValue;
         expect(JSON.parse(content)).toEqual({ ok: true });
         expect(JSON.stringify(res.completion.fields.plugins)).toContain("response-healing");
+        // server streaming: one content chunk, healed; the report on the finish chunk
+        const contents: string[] = [];
+        let reported = "";
+        await new Promise<void>((resolve, reject) => {
+          const call = chat.StreamChatCompletion({ body }, bearer(h.tenant.apiKey));
+          call.on("data", (m: any) => {
+            const fields = m.chunk?.fields;
+            const choice = fields?.choices?.listValue?.values?.[0]?.structValue?.fields;
+            const c = choice?.delta?.structValue?.fields?.content?.stringValue;
+            if (c) contents.push(c);
+            if (fields?.plugins) reported = JSON.stringify(fields.plugins);
+          });
+          call.on("end", resolve);
+          call.on("error", reject);
+        });
+        expect(contents).toHaveLength(1);
+        expect(JSON.parse(contents[0]!)).toEqual({ ok: true });
+        expect(reported).toContain("response-healing");
       } finally {
         upstream.script = defaultScript();
       }
