@@ -8,7 +8,7 @@
  * cut). Each attempt gets the prompt compressed for its own endpoint (fallbacks may have other context lengths);
  * an attempt whose endpoint the catalog does not know is sent unchanged (its context length is unknown).
  *
- * Counting: `gpt-tokenizer` (o200k_base, loaded on the first request that uses the plugin) over each message's
+ * Counting: src/lib/token-count.ts (gpt-tokenizer's o200k_base, loaded on first use) over each message's
  * text (string content, text parts, tool call names and arguments) plus 4 tokens per message; another part (an
  * image, a file) counts as 1,000 tokens. An estimate: other providers' tokenizers count differently. A prompt
  * whose UTF-8 bytes are within the limit is not tokenized (a byte-level BPE never makes more tokens than bytes).
@@ -17,6 +17,7 @@
  * length that needed compression `{context_length, limit, tokens_after, messages_removed, messages_truncated,
  * fits}` in `compressed`; `uncatalogued_attempts` when some attempt's context length is unknown.
  */
+import { tokenCounter } from "../../../../lib/token-count.js";
 import type { Plugin, PluginReport } from "./types.js";
 import type { Attempt } from "../stage.js";
 
@@ -28,13 +29,6 @@ const PER_MESSAGE = 4;
 /** An image, audio or file part: a rough fixed estimate. */
 const NON_TEXT_PART = 1_000;
 const CUT_MARK = "\n…\n";
-
-let tokenizer: Promise<Counter> | undefined;
-/** gpt-tokenizer's counter, loaded once on first use (its tables take a moment to load). */
-function loadCounter(): Promise<Counter> {
-  tokenizer ??= import("gpt-tokenizer").then((m) => (text: string) => m.countTokens(text, { disallowedSpecial: new Set() }));
-  return tokenizer;
-}
 
 function textsOf(m: Message): { texts: string[]; others: number } {
   const texts: string[] = [];
@@ -180,7 +174,7 @@ export function createContextCompressionPlugin(): Plugin {
       const compressed: Array<Record<string, unknown>> = [];
       report.compressed = compressed;
       if (byLimit.size === 0) return;
-      const count = await loadCounter();
+      const count = await tokenCounter();
       for (const [limit, attempts] of [...byLimit].sort((x, y) => x[0] - y[0])) {
         const c = middleOut(messages, limit, count);
         report.tokens_before = c.tokensBefore;
