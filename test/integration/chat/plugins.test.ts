@@ -126,6 +126,11 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
         expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ name: "Ada", age: 36 });
         expect((res as unknown as Reported).plugins).toEqual([{ id: "response-healing", healed: true, valid: true, actions: ["extracted", "repaired"] }]);
         expect(await recorded(res.id)).toEqual([{ id: "response-healing", healed: true, valid: true, actions: ["extracted", "repaired"] }]);
+        // the request log filters by the plugins that ran
+        const listed = await api(h, "GET", "/generations?plugin=response-healing&limit=100", { key: h.tenant.apiKey });
+        expect(listed.status, listed.text).toBe(200);
+        expect(listed.json.data.map((g: { id: string }) => g.id)).toContain(res.id);
+        expect(listed.json.data.every((g: { plugins: Array<{ id: string }> }) => g.plugins.some((p) => p.id === "response-healing"))).toBe(true);
         // the upstream got the request without plugins (a gateway field)
         expect(upstream.requests.at(-1)!.body.plugins).toBeUndefined();
       } finally {
