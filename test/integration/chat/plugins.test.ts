@@ -347,6 +347,37 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
     });
   });
 
+  describe("the Responses dialect runs the same stage", () => {
+    it("an unsupported plugin is refused, a flagged input is 403, nothing sent upstream", async () => {
+      const before = upstream.requests.length;
+      const body = (input: string, plugins: unknown[]) => ({ model: "openai/gpt-4o", input, plugins });
+      const refused = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("hi", [{ id: "web" }]) });
+      expect(refused.status).toBe(400);
+      expect(refused.text).toContain("is not supported by this deployment");
+      const flagged = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("attack", [{ id: "moderation" }]) });
+      expect(flagged.status).toBe(403);
+      expect(upstream.requests.length).toBe(before);
+      const ok = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("hello", [{ id: "moderation" }]) });
+      expect(ok.status, ok.text).toBe(200);
+      expect(upstream.requests.length).toBe(before + 1);
+    });
+
+    it("response-healing with text.format json_object: the output text is healed", async () => {
+      upstream.script = { text: ["```json\n{'ok': true,}\n```"], finish: "stop", usage: { input: 5, output: 9 } };
+      try {
+        const res = await api(h, "POST", "/responses", {
+          key: h.tenant.apiKey,
+          body: { model: "openai/gpt-4o", input: "JSON please", text: { format: { type: "json_object" } }, plugins: [{ id: "response-healing" }] },
+        });
+        expect(res.status, res.text).toBe(200);
+        const text = res.json.output.flatMap((o: any) => o.content ?? []).find((c: any) => c.type === "output_text")?.text;
+        expect(JSON.parse(text)).toEqual({ ok: true });
+      } finally {
+        upstream.script = defaultScript();
+      }
+    });
+  });
+
   describe("combined", () => {
     it("moderation, context-compression and response-healing from one preset, streaming: each reported in order of running", async () => {
       const created = await api(h, "POST", "/presets/all-three/chat/completions", {
