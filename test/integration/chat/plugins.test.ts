@@ -170,6 +170,28 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       }
     });
 
+    it("streaming: the cost is time to first content — the role chunk comes at once, the text only after the whole answer", async () => {
+      upstream.script = { text: almost, finish: "stop", usage: { input: 5, output: 9 } };
+      upstream.knobs.chunkDelayMs = 60;
+      try {
+        const stream = await client.chat.completions.create({ model: "openai/gpt-4o", messages, stream: true, ...healing } as never);
+        let firstChunkAt: number | undefined;
+        let firstContentAt: number | undefined;
+        let reported: Reported["plugins"];
+        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & Reported>) {
+          firstChunkAt ??= performance.now();
+          if (chunk.choices[0]?.delta?.content) firstContentAt ??= performance.now();
+          reported ??= chunk.plugins;
+        }
+        // three text chunks and the finish chunk, 60 ms apart, arrive upstream after the role chunk: the text waits for all of them
+        expect(firstContentAt! - firstChunkAt!).toBeGreaterThanOrEqual(150);
+        expect(reported![0]!.held_ms).toBeGreaterThanOrEqual(100);
+      } finally {
+        upstream.knobs.chunkDelayMs = undefined;
+        upstream.script = defaultScript();
+      }
+    });
+
     it("an answer that breaks the schema after repair is returned repaired, reported not valid", async () => {
       upstream.script = { text: ["{'name': 'Ada', 'age': 'old',}"], finish: "stop", usage: { input: 5, output: 9 } };
       try {
