@@ -68,7 +68,7 @@ function unitsOf(messages: readonly Message[]): number[][] {
     if (m.role === "tool" && units.length > 0) {
       const last = units.at(-1)!;
       const head = messages[last[0]!]!;
-      if (head.role === "assistant" && Array.isArray(head.tool_calls) || head.role === "tool") {
+      if ((head.role === "assistant" && Array.isArray(head.tool_calls)) || head.role === "tool") {
         last.push(i);
         continue;
       }
