@@ -117,6 +117,27 @@ export interface ProviderEndpointConfig {
 }
 
 /**
+ * The moderation provider of the `moderation` plugin (docs/plugins.md): an API of OpenAI's moderations shape
+ * (`POST <base>/moderations` with `{model, input}`, answering `{results: [{flagged, categories, category_scores}]}`).
+ */
+export interface ModerationConfig {
+  /** Base URL, e.g. https://api.openai.com/v1 (PORTICO_MODERATION_BASE_URL; unset: moderation is not configured). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <key>` (PORTICO_MODERATION_API_KEY; unset: no header). Never logged or returned. */
+  apiKey: string | undefined;
+  /** The `model` field of the moderation request (PORTICO_MODERATION_MODEL, default omni-moderation-latest). */
+  model: string;
+  /** The moderation answer must arrive within this many ms (PORTICO_MODERATION_TIMEOUT_MS, 100–600000, default 10000). */
+  timeoutMs: number;
+}
+
+/** Settings of the chat plugins (docs/plugins.md). */
+export interface PluginsConfig {
+  /** The moderation provider; undefined: not configured (a request asking for `moderation` gets 400 saying so). */
+  moderation: ModerationConfig | undefined;
+}
+
+/**
  * The PORTICO_HOST_* settings `portico serve`'s embedded host applies (docs/intern-host.md): every limit,
  * PORTICO_HOST_BWRAP and PORTICO_HOST_RUN_AS. The others name what the embedded host decides itself.
  */
@@ -220,6 +241,8 @@ export interface Config {
   /** Provider base URLs for chat completions (see docs/providers.md). */
   providers: ProviderEndpointConfig;
   byok: ByokConfig;
+  /** The chat plugins' settings (docs/plugins.md). */
+  plugins: PluginsConfig;
   /**
    * The operator's model catalog file (PORTICO_CATALOG_FILE; unset: the built-in catalog only), JSON merged
    * over the built-in catalog at start-up (docs/catalog.md). A file that breaks a rule stops the start.
@@ -325,6 +348,10 @@ const Env = z
     PORTICO_MASTER_KEY_FILE: textSetting(),
     PORTICO_CATALOG_FILE: textSetting(),
     PORTICO_CATALOG_REFRESH_MS: intSetting(1000, 50, 600_000),
+    PORTICO_MODERATION_BASE_URL: textSetting(),
+    PORTICO_MODERATION_API_KEY: textSetting(),
+    PORTICO_MODERATION_MODEL: textSetting(),
+    PORTICO_MODERATION_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
     PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
@@ -394,5 +421,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     catalogFile: e.PORTICO_CATALOG_FILE ? resolve(e.PORTICO_CATALOG_FILE) : undefined,
     catalogRefreshMs: e.PORTICO_CATALOG_REFRESH_MS,
+    plugins: {
+      moderation: e.PORTICO_MODERATION_BASE_URL
+        ? {
+            baseUrl: httpUrl("PORTICO_MODERATION_BASE_URL", e.PORTICO_MODERATION_BASE_URL),
+            apiKey: e.PORTICO_MODERATION_API_KEY || undefined,
+            model: e.PORTICO_MODERATION_MODEL || "omni-moderation-latest",
+            timeoutMs: e.PORTICO_MODERATION_TIMEOUT_MS,
+          }
+        : undefined,
+    },
   };
 }

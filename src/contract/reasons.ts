@@ -58,6 +58,7 @@ export const REASON_RULES: Readonly<Record<Exclude<Reason, Reason.UNSPECIFIED>, 
   [Reason.TIMEOUT]: { wire: "timeout", code: Code.DeadlineExceeded, status: 504, retryable: true, meaning: "something did not answer in time" },
   [Reason.RUN_ENDED]: { wire: "run_ended", code: Code.FailedPrecondition, status: 410, retryable: false, meaning: "the intern run ended before its turn completed (cancelled, past its deadline, or ended by the agent); in-stream only" },
   [Reason.SPEND_LIMIT_EXCEEDED]: { wire: "spend_limit_exceeded", code: Code.ResourceExhausted, status: 402, retryable: false, meaning: "the request's largest possible cost does not fit in its key's spend limit or its workspace's budget (the message names which); raise the limit or wait for its reset" },
+  [Reason.MODERATION_FLAGGED]: { wire: "moderation_flagged", code: Code.PermissionDenied, status: 403, retryable: false, meaning: "the moderation plugin's provider flagged the input (`metadata.categories`); nothing was sent to the model" },
 };
 
 /** Every reason value (UNSPECIFIED excluded), in enum order. */

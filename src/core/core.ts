@@ -205,6 +205,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     timeouts: { firstByteMs: config.chat.firstByteTimeoutMs, answerMs: config.chat.answerTimeoutMs, budgetMs: config.chat.budgetMs },
     health,
     keepaliveMs: config.interns.heartbeatIntervalMs,
+    plugins: config.plugins,
   };
   const chat = createChatHandler(chatDeps);
   // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).

@@ -74,6 +74,7 @@ export function publicErrorFromConnect(err: ConnectError): PublicError {
       metadata.attempts = detail.attempts.map((a) => ({ provider: a.provider, model: a.model, status: a.status, credential_source: a.credentialSource }));
     }
     if (detail.attemptsNotTried > 0) metadata.attempts_not_tried = detail.attemptsNotTried;
+    if (detail.flaggedCategories.length > 0) metadata.categories = detail.flaggedCategories;
     body.error.metadata = metadata;
   }
   return { status, body, retryAfterSeconds: detail?.retryAfterSeconds ?? 0 };

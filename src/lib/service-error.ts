@@ -20,6 +20,8 @@ export interface ServiceErrorOptions {
   attempts?: { provider: string; model: string; status: number; credentialSource: string }[];
   /** Planned attempts left untried because of the attempt bound. */
   attemptsNotTried?: number;
+  /** The moderation categories that flagged the input (reason moderation_flagged). */
+  flaggedCategories?: string[];
 }
 
 /** An error for `reason`, raised with the reason's Connect code from the one table. */
@@ -33,6 +35,7 @@ export function serviceError(reason: Reason, message: string, opts: ServiceError
     hideMetadata: opts.hideMetadata ?? rule.hideMetadata ?? false,
     attempts: opts.attempts ?? [],
     attemptsNotTried: opts.attemptsNotTried ?? 0,
+    flaggedCategories: opts.flaggedCategories ?? [],
   });
   return new ConnectError(message, rule.code, undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }

@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → rate → cost → validate → preset → plan → spend → execute
+ *   record → limits → rate → cost → validate → preset → plan → plugins → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -19,7 +19,7 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import type { ProviderRegistry } from "./providers/index.js";
-import type { ChatLimitsConfig } from "../../config.js";
+import type { ChatLimitsConfig, PluginsConfig } from "../../config.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { compose, newCall } from "./pipeline/stage.js";
@@ -34,6 +34,7 @@ import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
+import { createPluginsStage } from "./pipeline/plugins/index.js";
 import { createRateStage } from "./pipeline/rate.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
@@ -75,6 +76,8 @@ export interface ChatHandlerDeps {
   random?: () => number;
   /** The account's routing settings of a caller, as filters (docs/routing.md); none: no account settings. */
   accountRouting?: (caller: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
+  /** The chat plugins' settings (docs/plugins.md); default: none configured. */
+  plugins?: PluginsConfig;
 }
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
@@ -119,10 +122,11 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
+    plugins: createPluginsStage({ config: deps.plugins }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };
-  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.spend, stages.execute]);
+  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.plugins, stages.spend, stages.execute]);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => requestBudgetOf(ctx, deps.timeouts.budgetMs);

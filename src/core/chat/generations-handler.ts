@@ -14,6 +14,7 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GENERATION_STATUSES, MAX_METADATA_FILTER_PAIRS, MAX_QUERY_TIME_MS } from "../../contract/requests/parameters.js";
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Db } from "../../db/client.js";
 import { Prisma } from "../../db/prisma.js";
 import type { Generation, GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
@@ -110,6 +111,7 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     traceId: opt(row.traceId),
     ...(trace && typeof trace === "object" && !Array.isArray(trace) ? { trace: trace as Record<string, never> } : {}),
     metadata: metadata && typeof metadata === "object" && !Array.isArray(metadata) ? (metadata as Record<string, string>) : {},
+    plugins: pluginsOf(row.plugins),
   };
 }
 
@@ -125,6 +127,17 @@ async function keyHashes(db: Db, caller: Caller, key: string | undefined): Promi
   if (HASH.test(key)) return [key];
   const keys = await db.apiKey.findMany({ where: { organizationId: caller.organizationId, label: key }, select: { hash: true } });
   return keys.map((k) => k.hash);
+}
+
+/** The plugins column (JSON text of an array of reports) as the message's list; a row written before it: none. */
+function pluginsOf(text: string | null): JsonObject[] {
+  if (text === null) return [];
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return Array.isArray(parsed) ? (parsed.filter((p) => typeof p === "object" && p !== null && !Array.isArray(p)) as JsonObject[]) : [];
+  } catch {
+    return [];
+  }
 }
 
 export function createGenerationsHandler(deps: { db: Db; store: GenerationStore }): ServiceImpl<typeof GenerationsService> {

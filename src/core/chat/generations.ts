@@ -34,6 +34,7 @@ const COLUMNS = [
   "latencyMs", "timeToFirstTokenMs", "status", "finishReason", "errorCode", "attempts", "createdAt",
   "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd", "catalogModel",
   "user", "sessionId", "traceId", "trace", "metadata", "contextTerms",
+  "plugins",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -76,6 +77,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.attempts, sqlite ? r.createdAt.toISOString().replace(/Z$/, "+00:00") : r.createdAt.toISOString(),
     r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd), r.catalogModel ?? null,
     r.user ?? null, r.sessionId ?? null, r.traceId ?? null, r.trace ?? null, r.metadata ?? null, r.contextTerms ?? null,
+    r.plugins ?? null,
   ];
 }
 

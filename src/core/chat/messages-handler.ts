@@ -2,7 +2,7 @@
  * The Anthropic Messages dialect's RPCs of ChatService (CreateMessage, StreamMessage, CountMessageTokens):
  * the same pipeline as chat completions with the dialect at its edges (dialects/anthropic-messages.ts):
  *
- *   record → limits → rate → cost → decode (Messages → canonical) → validate → preset → plan → spend → anthropic headers → execute
+ *   record → limits → rate → cost → decode (Messages → canonical) → validate → preset → plan → plugins → spend → anthropic headers → execute
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * `anthropic-beta` / `anthropic-version` headers of the caller go to the attempts served by an Anthropic
@@ -28,6 +28,8 @@ export interface MessagesStages {
   validate: ChatStage;
   preset: ChatStage;
   plan: ChatStage;
+  /** Runs the request's plugins[] (docs/plugins.md); absent: none. */
+  plugins?: ChatStage;
   /** Reserves the request's largest possible cost against the key's limit and the workspace's budget (docs/limits.md). */
   spend: ChatStage;
   execute: ChatStage;
@@ -83,7 +85,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
   const pipelineFor = (h: Headers) =>
-    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.plan, stages.spend, headersStage(h), stages.execute]);
+    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, headersStage(h), stages.execute]);
   const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
   const run = (call: ChatCall, req: DialectRequest) =>
     pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));

@@ -30,7 +30,13 @@ export type { FinishReason, ReasoningDetail, ToolCall };
 export type CanonicalRequest = ChatBody;
 
 /** A complete (non-streamed) answer: one `chat.completion` object with `id` (generation id) and `provider`. */
-export type CanonicalResponse = ChatCompletion & { provider?: string };
+export type CanonicalResponse = ChatCompletion & { provider?: string; plugins?: PluginReport[] };
+
+/** What one plugin of the request did (the plugins stage, docs/plugins.md): on the answer as `plugins`, and on the generation. */
+export interface PluginReport {
+  id: string;
+  [field: string]: unknown;
+}
 
 /**
  * One event of a streamed answer: one `chat.completion.chunk`, `id` and `provider` stamped.
@@ -42,7 +48,7 @@ export type CanonicalResponse = ChatCompletion & { provider?: string };
  * an Anthropic upstream's `message_start`), for dialects that report it first (Anthropic Messages); the OpenAI
  * dialect does not show it.
  */
-export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalError; debug?: Record<string, unknown>; start_usage?: Usage };
+export type StreamEvent = ChatChunk & { provider?: string; error?: CanonicalError; debug?: Record<string, unknown>; start_usage?: Usage; plugins?: PluginReport[] };
 
 /**
  * Token usage: the OpenAI names, plus what the catalog and cost issues need: cached prompt tokens read

@@ -2,7 +2,7 @@
  * The OpenAI Responses dialect's RPCs of ChatService (CreateResponse, StreamResponse): the same pipeline as chat
  * completions with the dialect at its edges (dialects/openai-responses.ts):
  *
- *   record → limits → rate → cost → decode (Responses → canonical) → validate → preset → plan → spend → execute
+ *   record → limits → rate → cost → decode (Responses → canonical) → validate → preset → plan → plugins → spend → execute
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * decoded body is kept per call for the encoder (the `response` object repeats request fields, and `include`
@@ -23,6 +23,8 @@ export interface ResponsesStages {
   validate: ChatStage;
   preset: ChatStage;
   plan: ChatStage;
+  /** Runs the request's plugins[] (docs/plugins.md); absent: none. */
+  plugins?: ChatStage;
   spend: ChatStage;
   execute: ChatStage;
 }
@@ -52,7 +54,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createResponsesMethods(deps: ResponsesDeps) {
   const { stages } = deps;
   const run = (call: ChatCall, keep: { body?: ResponsesRequest }) =>
-    compose([...stages.outer, decodeStage(keep), stages.validate, stages.preset, stages.plan, stages.spend, stages.execute])(call).catch((err: unknown) =>
+    compose([...stages.outer, decodeStage(keep), stages.validate, stages.preset, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, stages.execute])(call).catch((err: unknown) =>
       Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
     );
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;

@@ -89,6 +89,8 @@ export interface GenerationRecord {
   metadata?: string | null;
   /** The filter terms of `metadata` and the known `trace` keys (pipeline/context.ts `contextTerm`). */
   contextTerms?: string | null;
+  /** What the request's plugins did, as JSON text (an array of reports, docs/plugins.md); null when none ran. */
+  plugins?: string | null;
 }
 
 export interface GenerationRecorder {

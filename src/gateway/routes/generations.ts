@@ -49,6 +49,11 @@ const generationSchema = {
     trace_id: nullable("string", "The request's `trace.trace_id`."),
     trace: { type: ["object", "null"], additionalProperties: true, description: "The request's `trace` object (known keys and custom ones), as sent." },
     metadata: { type: ["object", "null"], additionalProperties: { type: "string" }, description: "The request's `metadata`, as sent." },
+    plugins: {
+      type: "array",
+      description: "What the request's plugins did, in the order they ran (docs/plugins.md): `id` and the plugin's report (counts and flags, never content). Empty when none ran.",
+      items: { type: "object", required: ["id"], properties: { id: { type: "string" } }, additionalProperties: true },
+    },
   },
 } as const;
 
@@ -164,5 +169,6 @@ function presentGeneration(g: Generation) {
     trace_id: g.traceId ?? null,
     trace: g.trace ?? null,
     metadata: Object.keys(g.metadata).length > 0 ? g.metadata : null,
+    plugins: g.plugins,
   };
 }

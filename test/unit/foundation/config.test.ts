@@ -68,6 +68,18 @@ describe("configuration", () => {
     expect(c).toMatchObject({ httpPort: 8080, brand: "service", production: true, embeddedHost: false });
   });
 
+  it("reads the moderation plugin's provider: none unless a base URL is set, an http(s) URL, defaults for the rest", () => {
+    expect(loadConfig({}).plugins.moderation).toBeUndefined();
+    expect(loadConfig({ PORTICO_MODERATION_BASE_URL: "https://api.openai.com/v1/", PORTICO_MODERATION_API_KEY: "sk-x" }).plugins.moderation).toEqual({
+      baseUrl: "https://api.openai.com/v1",
+      apiKey: "sk-x",
+      model: "omni-moderation-latest",
+      timeoutMs: 10_000,
+    });
+    expect(() => loadConfig({ PORTICO_MODERATION_BASE_URL: "ftp://x" })).toThrow(/^PORTICO_MODERATION_BASE_URL must be an http\(s\) URL$/);
+    expect(() => loadConfig({ PORTICO_MODERATION_TIMEOUT_MS: "5" })).toThrow(/^PORTICO_MODERATION_TIMEOUT_MS must be an integer between 100 and /);
+  });
+
   it("declares keyless providers among the operator's OpenAI-compatible ones", () => {
     expect(loadConfig({}).providers.keyless).toEqual([]);
     const c = loadConfig({

@@ -90,5 +90,6 @@ function recordOf(track: Tracking, caller: Caller) {
     upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
     catalogModel: track.provider === null ? null : track.catalogModel,
     ...track.context,
+    plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
   };
 }

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Caller } from "../../auth.js";
-import type { CanonicalRequest, CanonicalResponse, StreamEvent, Usage } from "../model.js";
+import type { CanonicalRequest, CanonicalResponse, PluginReport, StreamEvent, Usage } from "../model.js";
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
 import type { Endpoint } from "../../catalog/types.js";
 
@@ -61,6 +61,8 @@ export interface Tracking {
   cost: GenerationCost | null;
   /** What the caller said about the request (the validate and preset stages, context.ts); recorded as sent. */
   context: RequestContext;
+  /** What the request's plugins did, in the order they ran (the plugins stage, docs/plugins.md); empty when none ran. */
+  plugins: PluginReport[];
 }
 
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
@@ -155,5 +157,6 @@ function tracking(streamed: boolean): Tracking {
     catalogModel: null,
     cost: null,
     context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null, contextTerms: null },
+    plugins: [],
   };
 }

@@ -182,7 +182,8 @@ export const GenerationScalarFieldEnum = {
   traceId: 'traceId',
   trace: 'trace',
   metadata: 'metadata',
-  contextTerms: 'contextTerms'
+  contextTerms: 'contextTerms',
+  plugins: 'plugins'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

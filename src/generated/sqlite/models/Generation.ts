@@ -94,6 +94,7 @@ export type GenerationMinAggregateOutputType = {
   trace: string | null
   metadata: string | null
   contextTerms: string | null
+  plugins: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -131,6 +132,7 @@ export type GenerationMaxAggregateOutputType = {
   trace: string | null
   metadata: string | null
   contextTerms: string | null
+  plugins: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -168,6 +170,7 @@ export type GenerationCountAggregateOutputType = {
   trace: number
   metadata: number
   contextTerms: number
+  plugins: number
   _all: number
 }
 
@@ -239,6 +242,7 @@ export type GenerationMinAggregateInputType = {
   trace?: true
   metadata?: true
   contextTerms?: true
+  plugins?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -276,6 +280,7 @@ export type GenerationMaxAggregateInputType = {
   trace?: true
   metadata?: true
   contextTerms?: true
+  plugins?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -313,6 +318,7 @@ export type GenerationCountAggregateInputType = {
   trace?: true
   metadata?: true
   contextTerms?: true
+  plugins?: true
   _all?: true
 }
 
@@ -437,6 +443,7 @@ export type GenerationGroupByOutputType = {
   trace: string | null
   metadata: string | null
   contextTerms: string | null
+  plugins: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -497,6 +504,7 @@ export type GenerationWhereInput = {
   trace?: Prisma.StringNullableFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
+  plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -534,6 +542,7 @@ export type GenerationOrderByWithRelationInput = {
   trace?: Prisma.SortOrderInput | Prisma.SortOrder
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
+  plugins?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -574,6 +583,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   trace?: Prisma.StringNullableFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
+  plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -611,6 +621,7 @@ export type GenerationOrderByWithAggregationInput = {
   trace?: Prisma.SortOrderInput | Prisma.SortOrder
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
+  plugins?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -656,6 +667,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   trace?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   metadata?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  plugins?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -693,6 +705,7 @@ export type GenerationCreateInput = {
   trace?: string | null
   metadata?: string | null
   contextTerms?: string | null
+  plugins?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -730,6 +743,7 @@ export type GenerationUncheckedCreateInput = {
   trace?: string | null
   metadata?: string | null
   contextTerms?: string | null
+  plugins?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -767,6 +781,7 @@ export type GenerationUpdateInput = {
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -804,6 +819,7 @@ export type GenerationUncheckedUpdateInput = {
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -841,6 +857,7 @@ export type GenerationCreateManyInput = {
   trace?: string | null
   metadata?: string | null
   contextTerms?: string | null
+  plugins?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -878,6 +895,7 @@ export type GenerationUpdateManyMutationInput = {
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -915,6 +933,7 @@ export type GenerationUncheckedUpdateManyInput = {
   trace?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -952,6 +971,7 @@ export type GenerationCountOrderByAggregateInput = {
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
+  plugins?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1005,6 +1025,7 @@ export type GenerationMaxOrderByAggregateInput = {
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
+  plugins?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1042,6 +1063,7 @@ export type GenerationMinOrderByAggregateInput = {
   trace?: Prisma.SortOrder
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
+  plugins?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1105,6 +1127,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   trace?: boolean
   metadata?: boolean
   contextTerms?: boolean
+  plugins?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1142,6 +1165,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   trace?: boolean
   metadata?: boolean
   contextTerms?: boolean
+  plugins?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1179,6 +1203,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   trace?: boolean
   metadata?: boolean
   contextTerms?: boolean
+  plugins?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1216,9 +1241,10 @@ export type GenerationSelectScalar = {
   trace?: boolean
   metadata?: boolean
   contextTerms?: boolean
+  plugins?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1304,6 +1330,11 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * databases: lowercase hex holds no LIKE wildcard and no letter case). Null when there is none.
      */
     contextTerms: string | null
+    /**
+     * What the request's plugins did, as JSON text: an array of reports `{id, …counts and flags}` in the order
+     * they ran (docs/plugins.md); null when no plugin ran. Never message content.
+     */
+    plugins: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1761,6 +1792,7 @@ export interface GenerationFieldRefs {
   readonly trace: Prisma.FieldRef<"Generation", 'String'>
   readonly metadata: Prisma.FieldRef<"Generation", 'String'>
   readonly contextTerms: Prisma.FieldRef<"Generation", 'String'>
+  readonly plugins: Prisma.FieldRef<"Generation", 'String'>
 }
     
 

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/errors/v1/error_detail.proto.
  */
 export const file_portico_errors_v1_error_detail: GenFile = /*@__PURE__*/
-  fileDesc("CiRwb3J0aWNvL2Vycm9ycy92MS9lcnJvcl9kZXRhaWwucHJvdG8SEXBvcnRpY28uZXJyb3JzLnYxIsIBCgtFcnJvckRldGFpbBIOCgZyZWFzb24YASABKAkSEQoJcmV0cnlhYmxlGAIgASgIEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKAUSDQoFZmllbGQYBCABKAkSFQoNaGlkZV9tZXRhZGF0YRgFIAEoCBIxCghhdHRlbXB0cxgGIAMoCzIfLnBvcnRpY28uZXJyb3JzLnYxLlRyaWVkQXR0ZW1wdBIaChJhdHRlbXB0c19ub3RfdHJpZWQYByABKAUiWgoMVHJpZWRBdHRlbXB0EhAKCHByb3ZpZGVyGAEgASgJEg0KBW1vZGVsGAIgASgJEg4KBnN0YXR1cxgDIAEoBRIZChFjcmVkZW50aWFsX3NvdXJjZRgEIAEoCWIGcHJvdG8z");
+  fileDesc("CiRwb3J0aWNvL2Vycm9ycy92MS9lcnJvcl9kZXRhaWwucHJvdG8SEXBvcnRpY28uZXJyb3JzLnYxIt4BCgtFcnJvckRldGFpbBIOCgZyZWFzb24YASABKAkSEQoJcmV0cnlhYmxlGAIgASgIEhsKE3JldHJ5X2FmdGVyX3NlY29uZHMYAyABKAUSDQoFZmllbGQYBCABKAkSFQoNaGlkZV9tZXRhZGF0YRgFIAEoCBIxCghhdHRlbXB0cxgGIAMoCzIfLnBvcnRpY28uZXJyb3JzLnYxLlRyaWVkQXR0ZW1wdBIaChJhdHRlbXB0c19ub3RfdHJpZWQYByABKAUSGgoSZmxhZ2dlZF9jYXRlZ29yaWVzGAggAygJIloKDFRyaWVkQXR0ZW1wdBIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZzdGF0dXMYAyABKAUSGQoRY3JlZGVudGlhbF9zb3VyY2UYBCABKAliBnByb3RvMw");
 
 /**
  * ErrorDetail is attached to every ConnectError the core raises on purpose.
@@ -71,6 +71,14 @@ export type ErrorDetail = Message<"portico.errors.v1.ErrorDetail"> & {
    * @generated from field: int32 attempts_not_tried = 7;
    */
   attemptsNotTried: number;
+
+  /**
+   * The moderation categories that flagged the input (reason "moderation_flagged"), in the moderation
+   * provider's names, for example "harassment" or "violence/graphic". Empty for every other error.
+   *
+   * @generated from field: repeated string flagged_categories = 8;
+   */
+  flaggedCategories: string[];
 };
 
 /**

@@ -1,0 +1,86 @@
+/**
+ * Stage "plugins": runs the request's `plugins[]` (from the request or its preset; docs/plugins.md). It sits
+ * between plan and spend: it sees the merged request and the planned attempts (context-compression needs each
+ * attempt's context length), may change them before the spend stage reserves the request's cost, and wraps the
+ * outcome on the way back (response-healing).
+ *
+ * A plugin id the deployment does not implement is refused with 400 naming `plugins[<i>].id`, before anything
+ * is sent upstream: a request field is honoured or refused, never dropped. An entry with `enabled: false` is
+ * switched off and not run (so it is never refused). An id listed twice is refused (which entry would win is
+ * not obvious). What each plugin did is recorded on the generation (`track.plugins`, the Generation's `plugins`
+ * column) and shown on the answer (`plugins`, docs/plugins.md).
+ */
+import { invalidArgument } from "../../../errors.js";
+import type { ChatStage } from "../stage.js";
+import { tapEvents } from "../tap.js";
+import { createResponseHealingPlugin } from "./response-healing.js";
+import { createModerationPlugin } from "./moderation.js";
+import { createContextCompressionPlugin } from "./context-compression.js";
+import type { PluginsConfig } from "../../../../config.js";
+import type { Plugin, PluginRun } from "./types.js";
+
+export type { Plugin, PluginReport, PluginRun } from "./types.js";
+
+export interface PluginsDeps {
+  /** The plugins' settings (src/config.ts): the moderation provider. */
+  config?: PluginsConfig;
+  /** The plugins this deployment implements; default: the built-in ones ({@link builtinPlugins}). */
+  plugins?: readonly Plugin[];
+}
+
+/** The plugins Portico implements (docs/plugins.md). */
+export function builtinPlugins(config: PluginsConfig | undefined): Plugin[] {
+  return [createModerationPlugin(config?.moderation), createContextCompressionPlugin(), createResponseHealingPlugin()];
+}
+
+export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config)).map((p) => [p.id, p]));
+  const supported = [...byId.keys()].sort();
+  return {
+    name: "plugins",
+    async run(call, next) {
+      const entries = call.request.plugins;
+      if (!Array.isArray(entries) || entries.length === 0) return next();
+      const runs: Array<{ plugin: Plugin; run: PluginRun }> = [];
+      const seen = new Set<string>();
+      const from = call.track.presetSlug ? ` (after preset "${call.track.presetSlug}" was applied: its configuration may set it)` : "";
+      entries.forEach((raw, i) => {
+        const options = raw as Record<string, unknown>;
+        const id = String(options.id);
+        const field = `plugins[${i}]`;
+        if (seen.has(id)) throw invalidArgument(`${field}.id`, `${field}.id "${id}"${from} is listed twice: give each plugin once`);
+        seen.add(id);
+        if (options.enabled === false) return;
+        const plugin = byId.get(id);
+        if (!plugin) {
+          const list = supported.length > 0 ? `the supported plugins are ${supported.join(", ")}` : "no plugin is supported yet";
+          throw invalidArgument(`${field}.id`, `${field}.id "${id}"${from} is not supported by this deployment (${list}; docs/plugins.md)`);
+        }
+        runs.push({ plugin, run: { options, field, report: { id } } });
+      });
+      if (runs.length === 0) return next();
+      runs.sort((a, b) => a.plugin.order - b.plugin.order);
+      for (const { plugin, run } of runs) {
+        call.track.plugins.push(run.report);
+        await plugin.before?.(call, run);
+      }
+      let outcome = await next();
+      for (let i = runs.length - 1; i >= 0; i--) {
+        const { plugin, run } = runs[i]!;
+        if (plugin.after) outcome = plugin.after(call, run, outcome);
+      }
+      const reports = call.track.plugins;
+      if (outcome.kind === "completion") return { kind: "completion", completion: { ...outcome.completion, plugins: reports } };
+      // Streams: on the first chunk that finishes a choice (the reports are complete by then), else on none.
+      let shown = false;
+      const events = tapEvents(outcome.events, {
+        map: (event) => {
+          if (shown || !event.choices.some((c) => c.finish_reason)) return event;
+          shown = true;
+          return { ...event, plugins: reports };
+        },
+      });
+      return { kind: "stream", events };
+    },
+  };
+}
