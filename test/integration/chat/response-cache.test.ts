@@ -195,6 +195,28 @@ describe.each(variants)("response cache ($name)", ({ provider, redis }) => {
     expect((await generation(theirHit.completion.id, other.apiKey)).cache_hit).toBe(true);
   });
 
+  it("is shared by two instances on the same database (or Redis): one instance's answer is the other's hit", async () => {
+    const second = await startHarness({
+      sameDatabaseAs: h,
+      env: {
+        PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `ollama=${upstream.url}/v1`,
+        PORTICO_KEYLESS_PROVIDERS: "ollama",
+        ...(redis ? { REDIS_URL, PORTICO_REDIS_PREFIX: prefix } : {}),
+      },
+    });
+    try {
+      const other = new OpenAI({ baseURL: `${second.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+      const messages = fresh();
+      const cache = { ttl_seconds: 60 };
+      const before = calls();
+      expect((await complete({ messages, cache })).cache).toBe("miss");
+      expect((await complete({ messages, cache }, other)).cache).toBe("hit");
+      expect(calls() - before).toBe(1);
+    } finally {
+      await second.close();
+    }
+  });
+
   it("expires with its time to live: after the entry is gone (awaited in the store), the request reaches the provider again", async () => {
     const messages = fresh();
     const cache = { ttl_seconds: 1 };
