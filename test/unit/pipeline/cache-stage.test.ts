@@ -143,7 +143,7 @@ describe("cache stage", () => {
     expect(replay.every((e) => e.id === streamed.track.id)).toBe(true);
   });
 
-  it("stores nothing from a stream that broke, was left early or ended without a finish reason", async () => {
+  it("stores nothing from a stream that broke, was left early, ended without a finish reason or carried log probabilities", async () => {
     const broke = [chunk({ content: "Hel" }), { ...chunk({}, "error"), error: { reason: 0, code: 502, message: "x" } } as unknown as StreamEvent];
     await drain(await stage().run(newCall(caller, new AbortController().signal, true, request("r2")), upstreamStream(broke)));
     await drain(await stage().run(newCall(caller, new AbortController().signal, true, request("r3")), upstreamStream([chunk({ content: "Hel" })])));
@@ -153,7 +153,9 @@ describe("cache stage", () => {
       await it.next();
       await it.return?.();
     }
-    for (const r of ["r2", "r3", "r4"]) {
+    const withLogprobs = [{ ...chunk({ content: "a" }), choices: [{ index: 0, delta: { content: "a" }, finish_reason: null, logprobs: { content: [] } }] } as unknown as StreamEvent, chunk({}, "stop")];
+    await drain(await stage().run(newCall(caller, new AbortController().signal, true, request("r5")), upstreamStream(withLogprobs)));
+    for (const r of ["r2", "r3", "r4", "r5"]) {
       const call = newCall(caller, new AbortController().signal, false, request(r));
       let called = false;
       await stage().run(call, async () => {

@@ -205,6 +205,9 @@ function accumulator() {
       if (!choice) return;
       const d = choice.delta ?? {};
       if (d.tool_calls && d.tool_calls.length > 0) spoilt = true;
+      // What the reassembly does not rebuild (log probabilities, a refusal) is not stored from a stream.
+      const extra = choice as { logprobs?: unknown };
+      if ((extra.logprobs !== undefined && extra.logprobs !== null) || (typeof (d as { refusal?: unknown }).refusal === "string" && (d as { refusal: string }).refusal !== "")) spoilt = true;
       if (typeof d.content === "string") content += d.content;
       if (typeof d.reasoning === "string") reasoning += d.reasoning;
       for (const rd of d.reasoning_details ?? []) {
