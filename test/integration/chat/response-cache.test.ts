@@ -15,6 +15,17 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { cacheKeyOf } from "../../../src/core/chat/pipeline/cache.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
+
+/** A JSON value as google.protobuf.Value (proto-loader's object form). */
+const value = (v: unknown): unknown =>
+  v === null ? { nullValue: 0 }
+  : typeof v === "string" ? { stringValue: v }
+  : typeof v === "number" ? { numberValue: v }
+  : typeof v === "boolean" ? { boolValue: v }
+  : Array.isArray(v) ? { listValue: { values: v.map(value) } }
+  : { structValue: struct(v as Record<string, unknown>) };
+const struct = (o: Record<string, unknown>): unknown => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -275,6 +286,30 @@ describe.each(variants)("response cache ($name)", ({ provider, redis }) => {
       expect(calls() - before).toBe(2);
     } finally {
       upstream.script = script;
+    }
+  });
+
+  it("over gRPC (grpc-js ChatService): the response's and the stream's first message's `cache` field", async () => {
+    const chat: any = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    try {
+      const body = struct({ model, max_tokens: 50, messages: fresh(), cache: { ttl_seconds: 60 } });
+      const unaryCache = () =>
+        new Promise<string>((resolve, reject) =>
+          chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (err: Error | null, res: { cache: string }) => (err ? reject(err) : resolve(res.cache))),
+        );
+      expect(await unaryCache()).toBe("miss");
+      expect(await unaryCache()).toBe("hit");
+      const first = await new Promise<{ cache: string }>((resolve, reject) => {
+        const call = chat.StreamChatCompletion({ body }, bearer(h.tenant.apiKey));
+        let got: { cache: string } | undefined;
+        // A keepalive message has no chunk; the first with one carries the timing fields and `cache`.
+        call.on("data", (m: { cache: string; chunk?: unknown; chunk_json?: string }) => (got ??= m.chunk || m.chunk_json ? m : undefined));
+        call.on("error", reject);
+        call.on("end", () => (got ? resolve(got) : reject(new Error("no chunk"))));
+      });
+      expect(first.cache).toBe("hit");
+    } finally {
+      chat.close();
     }
   });
 
