@@ -248,8 +248,9 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .option("--reset <window>", "daily, weekly, monthly or none")
     .option("--rpm <n>", "chat requests per minute, or `none`")
     .option("--tpm <n>", "tokens per minute, or `none`")
+    .option("--cache-ttl <seconds>", "the response cache's time to live for requests without `cache` (docs/operations.md), or `none` (off)")
     .option("--json", "print JSON")
-    .action(async (id: string, opts: { budget?: string; reset?: string; rpm?: string; tpm?: string; json?: boolean }) => {
+    .action(async (id: string, opts: { budget?: string; reset?: string; rpm?: string; tpm?: string; cacheTtl?: string; json?: boolean }) => {
       const changes: Parameters<WorkspacesService["update"]>[2] = {};
       const budget = usdOpt(opts.budget);
       if (budget !== undefined) changes.budgetFemtoUsd = budget;
@@ -258,6 +259,8 @@ export function registerAdminCommands(program: Command, config: () => Config): v
       if (rpm !== undefined) changes.rateLimitRpm = rpm;
       const tpm = countOpt(opts.tpm);
       if (tpm !== undefined) changes.rateLimitTpm = tpm;
+      const cacheTtl = countOpt(opts.cacheTtl);
+      if (cacheTtl !== undefined) changes.responseCacheTtlSeconds = cacheTtl;
       const w = await withServices(config(), async ({ db, workspaces }) => {
         const found = await db.workspace.findFirst({ where: { id, deletedAt: null } });
         if (!found) throw new CliError("workspace not found");
@@ -269,8 +272,13 @@ export function registerAdminCommands(program: Command, config: () => Config): v
         budget_reset: w.budgetReset,
         rate_limit_rpm: w.rateLimitRpm,
         rate_limit_tpm: w.rateLimitTpm,
+        response_cache_ttl_seconds: w.responseCacheTtlSeconds,
       };
-      out(opts.json, row, `workspace ${w.id}: budget ${row.budget ?? "none"} (${row.budget_reset}), rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}`);
+      out(
+        opts.json,
+        row,
+        `workspace ${w.id}: budget ${row.budget ?? "none"} (${row.budget_reset}), rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}, cache ttl ${row.response_cache_ttl_seconds ?? "none"}`,
+      );
     });
 
   const member = admin.command("member").description("organization memberships");

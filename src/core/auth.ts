@@ -18,6 +18,8 @@ export interface Caller {
   internsProgramme: boolean;
   /** The key's and its workspace's spend and rate limits (docs/limits.md); absent: none. */
   limits?: CallerLimits;
+  /** The workspace's response cache time to live for requests that do not set `cache` (docs/operations.md); absent/null: off. */
+  responseCacheTtlSeconds?: number | null;
 }
 
 /** What bounds a caller's chat completions (docs/limits.md). */
@@ -87,6 +89,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
       internsProgramme: record.internsProgramme,
     };
     if (record.limits) caller.limits = record.limits;
+    if (record.responseCacheTtlSeconds) caller.responseCacheTtlSeconds = record.responseCacheTtlSeconds;
     req.contextValues.set(kCaller, caller);
     return next(req);
   };

@@ -38,6 +38,7 @@ import { EmbeddingsService } from "../gen/portico/embeddings/v1/embeddings_servi
 import { ProvidersService } from "../gen/portico/providers/v1/providers_service_pb.js";
 import { createProvidersHandler } from "./byok/providers-handler.js";
 import { createChatHandler } from "./chat/chat-handler.js";
+import { createDatabaseResponseCache, createRedisResponseCache } from "./chat/response-cache.js";
 import { createEmbeddingsHandler } from "./chat/embeddings-handler.js";
 import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
 import { createBusHealthMemory, createMemoryHealthMemory, createRedisHealthMemory } from "../lib/health-memory.js";
@@ -162,6 +163,11 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       : createMemoryConcurrencyLimiter();
   closers.push(() => slots.close());
   // Rates per key and workspace, shared as the intern turn limiter's (docs/limits.md).
+  // The response cache (docs/operations.md): in Redis when configured, else in the database.
+  const responseCache = config.redisUrl
+    ? createRedisResponseCache({ redisUrl: config.redisUrl, prefix: config.interns.redisPrefix })
+    : createDatabaseResponseCache({ db, logger });
+  closers.push(() => responseCache.close());
   const rates = createChatRateLimiter({ redisUrl: config.redisUrl, redisPrefix: config.interns.redisPrefix, shareWithServeWorkers: isServeWorker() });
   closers.push(() => rates.close());
   // The health memory (cool-downs of credentials and endpoints), always read locally: shared through Redis with
@@ -206,6 +212,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     health,
     keepaliveMs: config.interns.heartbeatIntervalMs,
     plugins: config.plugins,
+    responseCache,
   };
   const chat = createChatHandler(chatDeps);
   // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).

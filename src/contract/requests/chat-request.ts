@@ -253,6 +253,12 @@ const stopCondition = discriminated("type", [
   object({ type: tag("finish_reason_is"), reason: string({ min: 1 }) }, { required: ["type", "reason"] }),
 ]);
 
+/**
+ * The response cache's longest time to live (docs/operations.md, "Response cache"): a day. `cache.ttl_seconds`
+ * 0 switches the cache off for the request (over a preset's).
+ */
+export const MAX_RESPONSE_CACHE_TTL_SECONDS = 86_400;
+
 const stop = byType([str(), array(str(), { max: 4 })], "must be a string, an array of at most 4 strings, or null");
 
 const imageConfigValue = byType([str(), number(), z.array(z.unknown())], "values must be strings, numbers or arrays");
@@ -298,6 +304,7 @@ function buildChatRequest(brand: string) {
       model: str(),
       models: array(str(), { max: MAX_FALLBACK_MODELS }),
       cache_control: cacheControl(),
+      cache: object({ ttl_seconds: integer({ min: 0, max: MAX_RESPONSE_CACHE_TTL_SECONDS }) }, { required: ["ttl_seconds"] }),
       debug: object({ echo_upstream_body: boolean() }),
       frequency_penalty: nullable(number({ min: -2, max: 2 })),
       presence_penalty: nullable(number({ min: -2, max: 2 })),

@@ -8,6 +8,7 @@
  * emails, an existing version) live in the core.
  */
 import { array, boolean, closedObject, integer, nullable, number, oneOf, string } from "./kit.js";
+import { MAX_RESPONSE_CACHE_TTL_SECONDS } from "./chat-request.js";
 
 /** Workspace slugs: lowercase letters and digits in dash-separated groups. */
 export const WORKSPACE_SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -85,6 +86,9 @@ const workspaceLimitFields = {
   budget_reset: resetField("budget"),
   rate_limit_rpm: rateField("Chat-completions requests per minute for the workspace's keys together; null = unbounded."),
   rate_limit_tpm: rateField("Tokens per minute for the workspace's keys together; null = unbounded."),
+  response_cache_ttl_seconds: nullable(integer({ min: 1, max: MAX_RESPONSE_CACHE_TTL_SECONDS })).meta({
+    description: "The response cache's time to live in seconds for the workspace's chat requests that do not set `cache` (docs/operations.md, \"Response cache\"); null = off.",
+  }),
 };
 
 export const CreateApiKeyRequest = closedObject(

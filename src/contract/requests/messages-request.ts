@@ -104,6 +104,8 @@ const messagesRequest = closedObject(
     top_p: number({ min: 0, max: 1 }),
     top_k: integer({ min: 0 }),
     metadata: object({ user_id: nullable(string({ max: 256 })) }),
+    // Portico's response cache (docs/operations.md), checked by the ChatRequest definition under the same name.
+    cache: anything(),
   },
   { required: ["model", "messages", "max_tokens"] },
 ).meta({ description: "An Anthropic Messages request. Unknown top-level fields are refused." });

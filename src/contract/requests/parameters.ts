@@ -227,7 +227,7 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
       generation_name: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.generation_name` was this." }),
       parent_span_id: string({ max: 256 }).meta({ description: "Only generations whose request's `trace.parent_span_id` was this." }),
       metadata: metadataFilter,
-      cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache; 400 while the deployment records no cache hits." }),
+      cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache (docs/operations.md, \"Response cache\")." }),
       plugin: string({ max: 64 }).meta({ description: "Only generations that ran this plugin (its id); 400 while the deployment records no plugins." }),
     }),
   },

@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → rate → cost → validate → preset → plan → plugins → spend → execute
+ *   record → limits → rate → cost → validate → preset → cache → plan → plugins → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -36,6 +36,8 @@ import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginsStage } from "./pipeline/plugins/index.js";
 import { createRateStage } from "./pipeline/rate.js";
+import { createCacheStage } from "./pipeline/cache.js";
+import type { ResponseCacheStore } from "./response-cache.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
 import type { HealthMemory } from "./routing/health.js";
@@ -78,6 +80,8 @@ export interface ChatHandlerDeps {
   accountRouting?: (caller: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
   /** The chat plugins' settings (docs/plugins.md); default: none configured. */
   plugins?: PluginsConfig;
+  /** The response cache's store (docs/operations.md, "Response cache"); none: requests asking for the cache are relayed uncached. */
+  responseCache?: ResponseCacheStore;
 }
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
@@ -111,6 +115,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
+    cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan: createPlanStage({
       credentials: deps.credentials,
       shared: deps.shared,
@@ -126,7 +131,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };
-  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.plan, stages.plugins, stages.spend, stages.execute]);
+  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.cache, stages.plan, stages.plugins, stages.spend, stages.execute]);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => requestBudgetOf(ctx, deps.timeouts.budgetMs);
@@ -145,7 +150,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       const completion = encodeResponse(outcome.completion);
-      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       return req.jsonText ? { completionJson: JSON.stringify(completion), ...timing } : { completion, ...timing };
     },
 
@@ -218,7 +223,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       // The first message carries the wait on providers until the first chunk and the provider (the overhead
       // header at stream open); the others carry only their chunk.
-      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       for await (const event of outcome.events) {
         const chunk = encodeEvent(event);
         yield req.jsonText ? { chunkJson: JSON.stringify(chunk), ...timing } : { chunk, ...timing };

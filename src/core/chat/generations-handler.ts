@@ -106,6 +106,7 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     isByok: row.credentialSource === "byok",
     catalogModel: opt(row.catalogModel),
     uncatalogued: row.provider !== null && row.catalogModel === null,
+    cacheHit: row.cacheHit,
     user: opt(row.user),
     sessionId: opt(row.sessionId),
     traceId: opt(row.traceId),

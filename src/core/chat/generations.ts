@@ -35,6 +35,7 @@ const COLUMNS = [
   "cachedTokens", "cacheWriteTokens", "reasoningTokens", "costFemtoUsd", "upstreamCostFemtoUsd", "catalogModel",
   "user", "sessionId", "traceId", "trace", "metadata", "contextTerms",
   "plugins",
+  "cacheHit",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -78,6 +79,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd), r.catalogModel ?? null,
     r.user ?? null, r.sessionId ?? null, r.traceId ?? null, r.trace ?? null, r.metadata ?? null, r.contextTerms ?? null,
     r.plugins ?? null,
+    sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true,
   ];
 }
 

@@ -2,7 +2,7 @@
  * The Anthropic Messages dialect's RPCs of ChatService (CreateMessage, StreamMessage, CountMessageTokens):
  * the same pipeline as chat completions with the dialect at its edges (dialects/anthropic-messages.ts):
  *
- *   record → limits → rate → cost → decode (Messages → canonical) → validate → preset → plan → plugins → spend → anthropic headers → execute
+ *   record → limits → rate → cost → decode (Messages → canonical) → validate → preset → cache → plan → plugins → spend → anthropic headers → execute
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * `anthropic-beta` / `anthropic-version` headers of the caller go to the attempts served by an Anthropic
@@ -27,6 +27,8 @@ export interface MessagesStages {
   outer: readonly ChatStage[];
   validate: ChatStage;
   preset: ChatStage;
+  /** The response cache (docs/operations.md): a hit answers here. */
+  cache: ChatStage;
   plan: ChatStage;
   /** Runs the request's plugins[] (docs/plugins.md); absent: none. */
   plugins?: ChatStage;
@@ -85,7 +87,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
   const pipelineFor = (h: Headers) =>
-    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, headersStage(h), stages.execute]);
+    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.cache, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, headersStage(h), stages.execute]);
   const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
   const run = (call: ChatCall, req: DialectRequest) =>
     pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));
@@ -96,7 +98,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
       const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       const outcome = await run(call, req);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
-      return { messageJson: JSON.stringify(encodeResponse(outcome.completion)), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      return { messageJson: JSON.stringify(encodeResponse(outcome.completion)), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
     },
 
     async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
@@ -123,7 +125,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
       }
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new MessagesStreamEncoder(String(call.request.model ?? ""));
-      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: MessageEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
       for await (const event of outcome.events) {
         const events = encoder.push(event);

@@ -91,6 +91,8 @@ export interface GenerationRecord {
   contextTerms?: string | null;
   /** What the request's plugins did, as JSON text (an array of reports, docs/plugins.md); null when none ran. */
   plugins?: string | null;
+  /** Whether the response cache answered it (no provider call, cost 0; docs/operations.md). Absent: false. */
+  cacheHit?: boolean;
 }
 
 export interface GenerationRecorder {

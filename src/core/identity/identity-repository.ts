@@ -28,6 +28,7 @@ interface KeyRow {
   keyTpm: unknown;
   workspaceRpm: unknown;
   workspaceTpm: unknown;
+  responseCacheTtlSeconds: unknown;
 }
 
 /** A nullable integer column (SQLite may return bigint). */
@@ -66,7 +67,8 @@ export function createIdentityRepository(db: Db) {
                CASE WHEN k."limitFemtoUsd" IS NULL THEN 0 ELSE 1 END AS "keySpend",
                CASE WHEN w."budgetFemtoUsd" IS NULL THEN 0 ELSE 1 END AS "workspaceSpend",
                k."rateLimitRpm" AS "keyRpm", k."rateLimitTpm" AS "keyTpm",
-               w."rateLimitRpm" AS "workspaceRpm", w."rateLimitTpm" AS "workspaceTpm"
+               w."rateLimitRpm" AS "workspaceRpm", w."rateLimitTpm" AS "workspaceTpm",
+               w."responseCacheTtlSeconds" AS "responseCacheTtlSeconds"
         FROM "ApiKey" k
         JOIN "Organization" o ON o."id" = k."organizationId"
         LEFT JOIN "Membership" m ON m."organizationId" = k."organizationId" AND m."userId" = k."creatorUserId"
@@ -96,6 +98,7 @@ export function createIdentityRepository(db: Db) {
           workspaceRpm: intOrNull(row.workspaceRpm),
           workspaceTpm: intOrNull(row.workspaceTpm),
         },
+        responseCacheTtlSeconds: intOrNull(row.responseCacheTtlSeconds),
       };
     },
 

@@ -61,6 +61,7 @@ export const PRESET_CONFIG_FIELDS: ReadonlySet<string> = new Set([
   "modalities",
   "image_config",
   "cache_control",
+  "cache",
   "stop_server_tools_when",
 ]);
 

@@ -26,6 +26,7 @@ export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
     ...(w.budgetFemtoUsd !== null ? { budgetFemtoUsd: w.budgetFemtoUsd } : {}),
     ...(w.rateLimitRpm !== null ? { rateLimitRpm: w.rateLimitRpm } : {}),
     ...(w.rateLimitTpm !== null ? { rateLimitTpm: w.rateLimitTpm } : {}),
+    ...(w.responseCacheTtlSeconds !== null ? { responseCacheTtlSeconds: w.responseCacheTtlSeconds } : {}),
   };
 }
 
@@ -53,6 +54,7 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
           ...(req.budgetReset !== "" ? { budgetReset: req.budgetReset } : {}),
           ...(req.rateLimitRpm !== undefined ? { rateLimitRpm: req.rateLimitRpm } : {}),
           ...(req.rateLimitTpm !== undefined ? { rateLimitTpm: req.rateLimitTpm } : {}),
+          ...(req.responseCacheTtlSeconds !== undefined ? { responseCacheTtlSeconds: req.responseCacheTtlSeconds } : {}),
         },
       });
       return { workspace: workspaceToProto(ws) };
@@ -62,12 +64,13 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
     },
     async updateWorkspace(req, ctx) {
       const actor = managerOf(ctx);
-      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description", "budget_femto_usd", "budget_reset", "rate_limit_rpm", "rate_limit_tpm"]);
+      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description", "budget_femto_usd", "budget_reset", "rate_limit_rpm", "rate_limit_tpm", "response_cache_ttl_seconds"]);
       const changes: Parameters<WorkspacesDomain["update"]>[2] = {};
       if (paths.has("budget_femto_usd")) changes.budgetFemtoUsd = req.budgetFemtoUsd ?? null;
       if (paths.has("budget_reset")) changes.budgetReset = req.budgetReset;
       if (paths.has("rate_limit_rpm")) changes.rateLimitRpm = req.rateLimitRpm ?? null;
       if (paths.has("rate_limit_tpm")) changes.rateLimitTpm = req.rateLimitTpm ?? null;
+      if (paths.has("response_cache_ttl_seconds")) changes.responseCacheTtlSeconds = req.responseCacheTtlSeconds ?? null;
       if (paths.has("name")) changes.name = req.name;
       if (paths.has("slug")) changes.slug = req.slug;
       if (paths.has("description")) changes.description = req.description ?? null;

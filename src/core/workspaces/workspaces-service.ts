@@ -9,6 +9,7 @@ import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import { slugify } from "../identity/identity-repository.js";
 import { ManagementFields } from "../../contract/requests/management.js";
+import { MAX_RESPONSE_CACHE_TTL_SECONDS } from "../../contract/requests/chat-request.js";
 import { checkField, checkName, checkText, isUuid, stateConflict } from "../management/rules.js";
 import { checkPage, createOrdering, findArgs, pagedWhere, pageOf, type PageInput } from "../paging.js";
 
@@ -32,9 +33,17 @@ export interface WorkspaceLimitChanges {
   budgetReset?: string;
   rateLimitRpm?: number | null;
   rateLimitTpm?: number | null;
+  /** The response cache's default time to live for the workspace's requests (docs/operations.md); null = off. */
+  responseCacheTtlSeconds?: number | null;
 }
 
-type WorkspaceLimitData = { budgetFemtoUsd?: bigint | null; budgetReset?: LimitReset; rateLimitRpm?: number | null; rateLimitTpm?: number | null };
+type WorkspaceLimitData = {
+  budgetFemtoUsd?: bigint | null;
+  budgetReset?: LimitReset;
+  rateLimitRpm?: number | null;
+  rateLimitTpm?: number | null;
+  responseCacheTtlSeconds?: number | null;
+};
 
 function checkWorkspaceLimits(c: WorkspaceLimitChanges): WorkspaceLimitData {
   const d: WorkspaceLimitData = {};
@@ -42,7 +51,17 @@ function checkWorkspaceLimits(c: WorkspaceLimitChanges): WorkspaceLimitData {
   if (c.budgetReset !== undefined) d.budgetReset = checkReset("budget_reset", c.budgetReset);
   if (c.rateLimitRpm !== undefined) d.rateLimitRpm = checkRate("rate_limit_rpm", c.rateLimitRpm);
   if (c.rateLimitTpm !== undefined) d.rateLimitTpm = checkRate("rate_limit_tpm", c.rateLimitTpm);
+  if (c.responseCacheTtlSeconds !== undefined) d.responseCacheTtlSeconds = checkCacheTtl(c.responseCacheTtlSeconds);
   return d;
+}
+
+/** The workspace's response cache time to live: 1 to MAX_RESPONSE_CACHE_TTL_SECONDS, or null (off). */
+function checkCacheTtl(v: number | null): number | null {
+  if (v === null) return null;
+  if (!Number.isInteger(v) || v < 1 || v > MAX_RESPONSE_CACHE_TTL_SECONDS) {
+    throw invalidArgument("response_cache_ttl_seconds", `response_cache_ttl_seconds must be a whole number from 1 to ${MAX_RESPONSE_CACHE_TTL_SECONDS}, or null (off)`);
+  }
+  return v;
 }
 
 function limitAudit(d: WorkspaceLimitData): Record<string, unknown> {

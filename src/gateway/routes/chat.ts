@@ -7,7 +7,7 @@
  * leaves aborts the RPC and with it the upstream request.
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
+import { cacheHeaders, OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { presentModel } from "../presenters/models.js";
@@ -150,7 +150,8 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
           "An OpenAI chat-completions request. `model` is `<provider>/<model>` or `@preset/<slug>[@<version>]` (or name a preset in `preset`); " +
           "`models` lists fallbacks and `provider` orders, restricts or ignores providers. The caller's BYOK credentials for the provider and the " +
           "operator's shared provider keys are used, in the order the BYOK flags define (docs/chat.md). With `stream: true` the answer is " +
-          "server-sent events ending with `data: [DONE]`. The header `x-request-timeout-ms` lowers the request's time budget (504 `timeout` " +
+          "server-sent events ending with `data: [DONE]`. `cache: {ttl_seconds}` (or a preset's, or the workspace's `response_cache_ttl_seconds`) answers from Portico's response cache when an identical " +
+          "request was answered within the time to live (header `x-portico-cache: hit|miss`; docs/operations.md, \"Response cache\"). The header `x-request-timeout-ms` lowers the request's time budget (504 `timeout` " +
           "beyond it); a provider's 429 wait is passed on as 429 with `Retry-After` when no other candidate may serve the request.",
         tags: ["chat"],
         body: requestSchemas(ctx.brand).createChatCompletion,
@@ -174,6 +175,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
         try {
           const res = await client.createChatCompletion({ body: json, jsonText: true }, callOptionsFor(req, watch.signal));
           overhead(ctx, reply, res.upstreamMs, res.provider);
+          reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.completionJson || JSON.stringify(res.completion ?? {}));
         } catch (err) {
           overheadOfError(ctx, reply, err);
@@ -199,7 +201,8 @@ async function streamCompletion(
     name: "chat",
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's
     // keepalive or the gateway's own timer).
-    openHeaders: (first) => (first && (first.chunkJson || first.chunk) ? overheadHeaders(ctx, reply, first.upstreamMs, first.provider) : undefined),
+    openHeaders: (first) =>
+      first && (first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
     // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,

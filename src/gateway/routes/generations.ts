@@ -54,6 +54,7 @@ const generationSchema = {
       description: "What the request's plugins did, in the order they ran (docs/plugins.md): `id` and the plugin's report (counts and flags, never content). Empty when none ran.",
       items: { type: "object", required: ["id"], properties: { id: { type: "string" } }, additionalProperties: true },
     },
+    cache_hit: { type: "boolean", description: "The response cache answered it: no provider was called and it cost 0; the token counts are the cached answer's (docs/operations.md, \"Response cache\")." },
   },
 } as const;
 
@@ -164,6 +165,7 @@ function presentGeneration(g: Generation) {
     is_byok: g.isByok,
     catalog_model: g.catalogModel ?? null,
     uncatalogued: g.uncatalogued,
+    cache_hit: g.cacheHit,
     user: g.user ?? null,
     session_id: g.sessionId ?? null,
     trace_id: g.traceId ?? null,

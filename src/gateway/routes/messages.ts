@@ -21,7 +21,7 @@ import { HEARTBEAT } from "../sse-relay.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { errorTypeOf } from "../../core/chat/dialects/anthropic-messages.js";
 import { createClient } from "@connectrpc/connect";
-import { OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
 
 const anthropicErrorSchema = {
   type: "object",
@@ -146,6 +146,7 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
         try {
           const res = await client.createMessage({ body: json, ...headers }, optionsFor(req, watch.signal));
           reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
+          reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.messageJson);
         } finally {
           watch.release();
@@ -157,7 +158,8 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
         name: "messages",
         framed: true,
         openAfterMs: ctx.streamOpenAfterMs,
-        openHeaders: (first) => (first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3) } : undefined),
+        openHeaders: (first) =>
+          first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined,
         render: (msg) => {
           if (msg.events.length === 0) return HEARTBEAT;
           let out = "";

@@ -73,6 +73,12 @@ export type WorkspaceMember = Prisma.WorkspaceMemberModel
  */
 export type Generation = Prisma.GenerationModel
 /**
+ * Model CacheEntry
+ * One answer kept by the response cache (docs/operations.md, "Response cache") when no Redis is configured.
+ * Read only before `expiresAt`; expired rows are deleted when read and by a sweep.
+ */
+export type CacheEntry = Prisma.CacheEntryModel
+/**
  * Model AuditEvent
  * One change made through the management services (API or `portico admin`). Never holds a secret.
  */

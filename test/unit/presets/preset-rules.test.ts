@@ -51,7 +51,7 @@ describe("preset config allow-list", () => {
   it("keeps the documented set", () => {
     expect(STORED.sort()).toEqual(
       [
-        "cache_control", "frequency_penalty", "image_config", "logit_bias", "logprobs", "max_completion_tokens",
+        "cache", "cache_control", "frequency_penalty", "image_config", "logit_bias", "logprobs", "max_completion_tokens",
         "max_tokens", "min_p", "modalities", "model", "models", "parallel_tool_calls", "plugins", "presence_penalty",
         "provider", "reasoning", "reasoning_effort", "repetition_penalty", "response_format", "seed", "service_tier",
         "stop", "stop_server_tools_when", "temperature", "tool_choice", "tools", "top_a", "top_k", "top_logprobs", "top_p",

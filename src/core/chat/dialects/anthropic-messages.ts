@@ -114,6 +114,7 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
     // metadata.user_id is Anthropic's end-user id, the canonical `user` (an explicit `user` wins).
     if (typeof b.metadata?.user_id === "string" && req.user === undefined) req.user = b.metadata.user_id;
     if (b.stream === true) req.stream = true;
+    if (b.cache !== undefined) req.cache = b.cache;
     // The thinking budget also as an effort (its share of max_tokens), for providers that take only an effort
     // (OpenAI-compatible ones); Anthropic and Gemini endpoints use the budget itself.
     if (b.thinking?.type === "enabled") req.reasoning = { max_tokens: b.thinking.budget_tokens, effort: effortOf(b.thinking.budget_tokens / b.max_tokens) };

@@ -61,6 +61,11 @@ export function priceServed(catalog: Catalog, call: ChatCall, usage: Usage): Cos
 export function createCostStage(deps: { catalog: Catalog }): ChatStage {
   function price(call: ChatCall, usage: Usage): PricedUsage {
     const { track } = call;
+    // A response-cache hit called no provider: it costs nothing (the usage is the cached answer's, docs/operations.md).
+    if (track.cache === "hit") {
+      track.cost = { femtoUsd: 0n, paidBy: "platform" };
+      return { ...usage, cost: 0, is_byok: false, cost_details: { upstream_inference_cost: 0, upstream_inference_prompt_cost: 0, upstream_inference_completions_cost: 0 } };
+    }
     const parts = priceServed(deps.catalog, call, usage);
     if (!parts) return { ...usage, cost: null };
     const byok = track.credentialSource === "byok";

@@ -91,5 +91,6 @@ function recordOf(track: Tracking, caller: Caller) {
     catalogModel: track.provider === null ? null : track.catalogModel,
     ...track.context,
     plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
+    cacheHit: track.cache === "hit",
   };
 }

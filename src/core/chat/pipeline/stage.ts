@@ -63,6 +63,8 @@ export interface Tracking {
   context: RequestContext;
   /** What the request's plugins did, in the order they ran (the plugins stage, docs/plugins.md); empty when none ran. */
   plugins: PluginReport[];
+  /** The response cache (the cache stage, docs/operations.md): "hit" answered from it, "miss" asked but not found, null not asked. */
+  cache: "hit" | "miss" | null;
 }
 
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
@@ -158,5 +160,6 @@ function tracking(streamed: boolean): Tracking {
     cost: null,
     context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null, contextTerms: null },
     plugins: [],
+    cache: null,
   };
 }

@@ -43,6 +43,7 @@ export const GATEWAY_ONLY_FIELDS = [
   "image_config",
   "cache_control",
   "prompt_cache_options",
+  "cache",
 ] as const;
 
 export interface OpenAICompatibleOptions {

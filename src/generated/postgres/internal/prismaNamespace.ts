@@ -396,6 +396,7 @@ export const ModelName = {
   Workspace: 'Workspace',
   WorkspaceMember: 'WorkspaceMember',
   Generation: 'Generation',
+  CacheEntry: 'CacheEntry',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   SpendCounter: 'SpendCounter',
@@ -426,7 +427,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -871,6 +872,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.GenerationCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.GenerationCountAggregateOutputType> | number
+        }
+      }
+    }
+    CacheEntry: {
+      payload: Prisma.$CacheEntryPayload<ExtArgs>
+      fields: Prisma.CacheEntryFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.CacheEntryFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.CacheEntryFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        findFirst: {
+          args: Prisma.CacheEntryFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.CacheEntryFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        findMany: {
+          args: Prisma.CacheEntryFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>[]
+        }
+        create: {
+          args: Prisma.CacheEntryCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        createMany: {
+          args: Prisma.CacheEntryCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.CacheEntryCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>[]
+        }
+        delete: {
+          args: Prisma.CacheEntryDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        update: {
+          args: Prisma.CacheEntryUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        deleteMany: {
+          args: Prisma.CacheEntryDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.CacheEntryUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.CacheEntryUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>[]
+        }
+        upsert: {
+          args: Prisma.CacheEntryUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$CacheEntryPayload>
+        }
+        aggregate: {
+          args: Prisma.CacheEntryAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateCacheEntry>
+        }
+        groupBy: {
+          args: Prisma.CacheEntryGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CacheEntryGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.CacheEntryCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.CacheEntryCountAggregateOutputType> | number
         }
       }
     }
@@ -2069,7 +2144,8 @@ export const WorkspaceScalarFieldEnum = {
   budgetFemtoUsd: 'budgetFemtoUsd',
   budgetReset: 'budgetReset',
   rateLimitRpm: 'rateLimitRpm',
-  rateLimitTpm: 'rateLimitTpm'
+  rateLimitTpm: 'rateLimitTpm',
+  responseCacheTtlSeconds: 'responseCacheTtlSeconds'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -2121,10 +2197,23 @@ export const GenerationScalarFieldEnum = {
   trace: 'trace',
   metadata: 'metadata',
   contextTerms: 'contextTerms',
-  plugins: 'plugins'
+  plugins: 'plugins',
+  cacheHit: 'cacheHit'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
+
+
+export const CacheEntryScalarFieldEnum = {
+  key: 'key',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  value: 'value',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type CacheEntryScalarFieldEnum = (typeof CacheEntryScalarFieldEnum)[keyof typeof CacheEntryScalarFieldEnum]
 
 
 export const AuditEventScalarFieldEnum = {
@@ -2624,6 +2713,7 @@ export type GlobalOmitConfig = {
   workspace?: Prisma.WorkspaceOmit
   workspaceMember?: Prisma.WorkspaceMemberOmit
   generation?: Prisma.GenerationOmit
+  cacheEntry?: Prisma.CacheEntryOmit
   auditEvent?: Prisma.AuditEventOmit
   apiKey?: Prisma.ApiKeyOmit
   spendCounter?: Prisma.SpendCounterOmit

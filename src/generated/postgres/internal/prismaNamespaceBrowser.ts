@@ -55,6 +55,7 @@ export const ModelName = {
   Workspace: 'Workspace',
   WorkspaceMember: 'WorkspaceMember',
   Generation: 'Generation',
+  CacheEntry: 'CacheEntry',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   SpendCounter: 'SpendCounter',
@@ -134,7 +135,8 @@ export const WorkspaceScalarFieldEnum = {
   budgetFemtoUsd: 'budgetFemtoUsd',
   budgetReset: 'budgetReset',
   rateLimitRpm: 'rateLimitRpm',
-  rateLimitTpm: 'rateLimitTpm'
+  rateLimitTpm: 'rateLimitTpm',
+  responseCacheTtlSeconds: 'responseCacheTtlSeconds'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -186,10 +188,23 @@ export const GenerationScalarFieldEnum = {
   trace: 'trace',
   metadata: 'metadata',
   contextTerms: 'contextTerms',
-  plugins: 'plugins'
+  plugins: 'plugins',
+  cacheHit: 'cacheHit'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
+
+
+export const CacheEntryScalarFieldEnum = {
+  key: 'key',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  value: 'value',
+  expiresAt: 'expiresAt',
+  createdAt: 'createdAt'
+} as const
+
+export type CacheEntryScalarFieldEnum = (typeof CacheEntryScalarFieldEnum)[keyof typeof CacheEntryScalarFieldEnum]
 
 
 export const AuditEventScalarFieldEnum = {

@@ -95,6 +95,7 @@ export type GenerationMinAggregateOutputType = {
   metadata: string | null
   contextTerms: string | null
   plugins: string | null
+  cacheHit: boolean | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -133,6 +134,7 @@ export type GenerationMaxAggregateOutputType = {
   metadata: string | null
   contextTerms: string | null
   plugins: string | null
+  cacheHit: boolean | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -171,6 +173,7 @@ export type GenerationCountAggregateOutputType = {
   metadata: number
   contextTerms: number
   plugins: number
+  cacheHit: number
   _all: number
 }
 
@@ -243,6 +246,7 @@ export type GenerationMinAggregateInputType = {
   metadata?: true
   contextTerms?: true
   plugins?: true
+  cacheHit?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -281,6 +285,7 @@ export type GenerationMaxAggregateInputType = {
   metadata?: true
   contextTerms?: true
   plugins?: true
+  cacheHit?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -319,6 +324,7 @@ export type GenerationCountAggregateInputType = {
   metadata?: true
   contextTerms?: true
   plugins?: true
+  cacheHit?: true
   _all?: true
 }
 
@@ -444,6 +450,7 @@ export type GenerationGroupByOutputType = {
   metadata: string | null
   contextTerms: string | null
   plugins: string | null
+  cacheHit: boolean
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -505,6 +512,7 @@ export type GenerationWhereInput = {
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
+  cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -543,6 +551,7 @@ export type GenerationOrderByWithRelationInput = {
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
+  cacheHit?: Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -584,6 +593,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   metadata?: Prisma.StringNullableFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
+  cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -622,6 +632,7 @@ export type GenerationOrderByWithAggregationInput = {
   metadata?: Prisma.SortOrderInput | Prisma.SortOrder
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
+  cacheHit?: Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -668,6 +679,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   metadata?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   contextTerms?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  cacheHit?: Prisma.BoolWithAggregatesFilter<"Generation"> | boolean
 }
 
 export type GenerationCreateInput = {
@@ -706,6 +718,7 @@ export type GenerationCreateInput = {
   metadata?: string | null
   contextTerms?: string | null
   plugins?: string | null
+  cacheHit?: boolean
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -744,6 +757,7 @@ export type GenerationUncheckedCreateInput = {
   metadata?: string | null
   contextTerms?: string | null
   plugins?: string | null
+  cacheHit?: boolean
 }
 
 export type GenerationUpdateInput = {
@@ -782,6 +796,7 @@ export type GenerationUpdateInput = {
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -820,6 +835,7 @@ export type GenerationUncheckedUpdateInput = {
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type GenerationCreateManyInput = {
@@ -858,6 +874,7 @@ export type GenerationCreateManyInput = {
   metadata?: string | null
   contextTerms?: string | null
   plugins?: string | null
+  cacheHit?: boolean
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -896,6 +913,7 @@ export type GenerationUpdateManyMutationInput = {
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -934,6 +952,7 @@ export type GenerationUncheckedUpdateManyInput = {
   metadata?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -972,6 +991,7 @@ export type GenerationCountOrderByAggregateInput = {
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
+  cacheHit?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1026,6 +1046,7 @@ export type GenerationMaxOrderByAggregateInput = {
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
+  cacheHit?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1064,6 +1085,7 @@ export type GenerationMinOrderByAggregateInput = {
   metadata?: Prisma.SortOrder
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
+  cacheHit?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1128,6 +1150,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   metadata?: boolean
   contextTerms?: boolean
   plugins?: boolean
+  cacheHit?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1166,6 +1189,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   metadata?: boolean
   contextTerms?: boolean
   plugins?: boolean
+  cacheHit?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1204,6 +1228,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   metadata?: boolean
   contextTerms?: boolean
   plugins?: boolean
+  cacheHit?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1242,9 +1267,10 @@ export type GenerationSelectScalar = {
   metadata?: boolean
   contextTerms?: boolean
   plugins?: boolean
+  cacheHit?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1335,6 +1361,10 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * they ran (docs/plugins.md); null when no plugin ran. Never message content.
      */
     plugins: string | null
+    /**
+     * Whether the response cache answered it (docs/operations.md, "Response cache"): no provider call, cost 0.
+     */
+    cacheHit: boolean
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1793,6 +1823,7 @@ export interface GenerationFieldRefs {
   readonly metadata: Prisma.FieldRef<"Generation", 'String'>
   readonly contextTerms: Prisma.FieldRef<"Generation", 'String'>
   readonly plugins: Prisma.FieldRef<"Generation", 'String'>
+  readonly cacheHit: Prisma.FieldRef<"Generation", 'Boolean'>
 }
     
 

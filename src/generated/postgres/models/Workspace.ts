@@ -30,12 +30,14 @@ export type WorkspaceAvgAggregateOutputType = {
   budgetFemtoUsd: number | null
   rateLimitRpm: number | null
   rateLimitTpm: number | null
+  responseCacheTtlSeconds: number | null
 }
 
 export type WorkspaceSumAggregateOutputType = {
   budgetFemtoUsd: bigint | null
   rateLimitRpm: number | null
   rateLimitTpm: number | null
+  responseCacheTtlSeconds: number | null
 }
 
 export type WorkspaceMinAggregateOutputType = {
@@ -53,6 +55,7 @@ export type WorkspaceMinAggregateOutputType = {
   budgetReset: string | null
   rateLimitRpm: number | null
   rateLimitTpm: number | null
+  responseCacheTtlSeconds: number | null
 }
 
 export type WorkspaceMaxAggregateOutputType = {
@@ -70,6 +73,7 @@ export type WorkspaceMaxAggregateOutputType = {
   budgetReset: string | null
   rateLimitRpm: number | null
   rateLimitTpm: number | null
+  responseCacheTtlSeconds: number | null
 }
 
 export type WorkspaceCountAggregateOutputType = {
@@ -87,6 +91,7 @@ export type WorkspaceCountAggregateOutputType = {
   budgetReset: number
   rateLimitRpm: number
   rateLimitTpm: number
+  responseCacheTtlSeconds: number
   _all: number
 }
 
@@ -95,12 +100,14 @@ export type WorkspaceAvgAggregateInputType = {
   budgetFemtoUsd?: true
   rateLimitRpm?: true
   rateLimitTpm?: true
+  responseCacheTtlSeconds?: true
 }
 
 export type WorkspaceSumAggregateInputType = {
   budgetFemtoUsd?: true
   rateLimitRpm?: true
   rateLimitTpm?: true
+  responseCacheTtlSeconds?: true
 }
 
 export type WorkspaceMinAggregateInputType = {
@@ -118,6 +125,7 @@ export type WorkspaceMinAggregateInputType = {
   budgetReset?: true
   rateLimitRpm?: true
   rateLimitTpm?: true
+  responseCacheTtlSeconds?: true
 }
 
 export type WorkspaceMaxAggregateInputType = {
@@ -135,6 +143,7 @@ export type WorkspaceMaxAggregateInputType = {
   budgetReset?: true
   rateLimitRpm?: true
   rateLimitTpm?: true
+  responseCacheTtlSeconds?: true
 }
 
 export type WorkspaceCountAggregateInputType = {
@@ -152,6 +161,7 @@ export type WorkspaceCountAggregateInputType = {
   budgetReset?: true
   rateLimitRpm?: true
   rateLimitTpm?: true
+  responseCacheTtlSeconds?: true
   _all?: true
 }
 
@@ -256,6 +266,7 @@ export type WorkspaceGroupByOutputType = {
   budgetReset: string
   rateLimitRpm: number | null
   rateLimitTpm: number | null
+  responseCacheTtlSeconds: number | null
   _count: WorkspaceCountAggregateOutputType | null
   _avg: WorkspaceAvgAggregateOutputType | null
   _sum: WorkspaceSumAggregateOutputType | null
@@ -296,6 +307,7 @@ export type WorkspaceWhereInput = {
   budgetReset?: Prisma.StringFilter<"Workspace"> | string
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -314,6 +326,7 @@ export type WorkspaceOrderByWithRelationInput = {
   budgetReset?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -336,6 +349,7 @@ export type WorkspaceWhereUniqueInput = Prisma.AtLeast<{
   budgetReset?: Prisma.StringFilter<"Workspace"> | string
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_slug">
 
@@ -354,6 +368,7 @@ export type WorkspaceOrderByWithAggregationInput = {
   budgetReset?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.WorkspaceCountOrderByAggregateInput
   _avg?: Prisma.WorkspaceAvgOrderByAggregateInput
   _max?: Prisma.WorkspaceMaxOrderByAggregateInput
@@ -379,6 +394,7 @@ export type WorkspaceScalarWhereWithAggregatesInput = {
   budgetReset?: Prisma.StringWithAggregatesFilter<"Workspace"> | string
   rateLimitRpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
+  responseCacheTtlSeconds?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateInput = {
@@ -395,6 +411,7 @@ export type WorkspaceCreateInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
   organization: Prisma.OrganizationCreateNestedOneWithoutWorkspacesInput
 }
 
@@ -413,6 +430,7 @@ export type WorkspaceUncheckedCreateInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
 }
 
 export type WorkspaceUpdateInput = {
@@ -429,6 +447,7 @@ export type WorkspaceUpdateInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutWorkspacesNestedInput
 }
 
@@ -447,6 +466,7 @@ export type WorkspaceUncheckedUpdateInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceCreateManyInput = {
@@ -464,6 +484,7 @@ export type WorkspaceCreateManyInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
 }
 
 export type WorkspaceUpdateManyMutationInput = {
@@ -480,6 +501,7 @@ export type WorkspaceUpdateManyMutationInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyInput = {
@@ -497,6 +519,7 @@ export type WorkspaceUncheckedUpdateManyInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceListRelationFilter = {
@@ -529,12 +552,14 @@ export type WorkspaceCountOrderByAggregateInput = {
   budgetReset?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrder
 }
 
 export type WorkspaceAvgOrderByAggregateInput = {
   budgetFemtoUsd?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrder
 }
 
 export type WorkspaceMaxOrderByAggregateInput = {
@@ -552,6 +577,7 @@ export type WorkspaceMaxOrderByAggregateInput = {
   budgetReset?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrder
 }
 
 export type WorkspaceMinOrderByAggregateInput = {
@@ -569,12 +595,14 @@ export type WorkspaceMinOrderByAggregateInput = {
   budgetReset?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrder
 }
 
 export type WorkspaceSumOrderByAggregateInput = {
   budgetFemtoUsd?: Prisma.SortOrder
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
+  responseCacheTtlSeconds?: Prisma.SortOrder
 }
 
 export type WorkspaceCreateNestedManyWithoutOrganizationInput = {
@@ -653,6 +681,7 @@ export type WorkspaceCreateWithoutOrganizationInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
 }
 
 export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
@@ -669,6 +698,7 @@ export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
 }
 
 export type WorkspaceCreateOrConnectWithoutOrganizationInput = {
@@ -715,6 +745,7 @@ export type WorkspaceScalarWhereInput = {
   budgetReset?: Prisma.StringFilter<"Workspace"> | string
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateManyOrganizationInput = {
@@ -731,6 +762,7 @@ export type WorkspaceCreateManyOrganizationInput = {
   budgetReset?: string
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
+  responseCacheTtlSeconds?: number | null
 }
 
 export type WorkspaceUpdateWithoutOrganizationInput = {
@@ -747,6 +779,7 @@ export type WorkspaceUpdateWithoutOrganizationInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
@@ -763,6 +796,7 @@ export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
@@ -779,6 +813,7 @@ export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
   budgetReset?: Prisma.StringFieldUpdateOperationsInput | string
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 
@@ -798,6 +833,7 @@ export type WorkspaceSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   budgetReset?: boolean
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
+  responseCacheTtlSeconds?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -816,6 +852,7 @@ export type WorkspaceSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   budgetReset?: boolean
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
+  responseCacheTtlSeconds?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -834,6 +871,7 @@ export type WorkspaceSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   budgetReset?: boolean
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
+  responseCacheTtlSeconds?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -852,9 +890,10 @@ export type WorkspaceSelectScalar = {
   budgetReset?: boolean
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
+  responseCacheTtlSeconds?: boolean
 }
 
-export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt" | "budgetFemtoUsd" | "budgetReset" | "rateLimitRpm" | "rateLimitTpm", ExtArgs["result"]["workspace"]>
+export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt" | "budgetFemtoUsd" | "budgetReset" | "rateLimitRpm" | "rateLimitTpm" | "responseCacheTtlSeconds", ExtArgs["result"]["workspace"]>
 export type WorkspaceInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -900,6 +939,11 @@ export type $WorkspacePayload<ExtArgs extends runtime.Types.Extensions.InternalA
      * Tokens (prompt + completion) per minute for the workspace's keys together; null = unbounded.
      */
     rateLimitTpm: number | null
+    /**
+     * The response cache's time to live in seconds for the workspace's chat requests that do not set `cache`
+     * (docs/operations.md, "Response cache"); null = off.
+     */
+    responseCacheTtlSeconds: number | null
   }, ExtArgs["result"]["workspace"]>
   composites: {}
 }
@@ -1338,6 +1382,7 @@ export interface WorkspaceFieldRefs {
   readonly budgetReset: Prisma.FieldRef<"Workspace", 'String'>
   readonly rateLimitRpm: Prisma.FieldRef<"Workspace", 'Int'>
   readonly rateLimitTpm: Prisma.FieldRef<"Workspace", 'Int'>
+  readonly responseCacheTtlSeconds: Prisma.FieldRef<"Workspace", 'Int'>
 }
     
 

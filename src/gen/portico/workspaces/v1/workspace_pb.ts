@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/workspaces/v1/workspace.proto.
  */
 export const file_portico_workspaces_v1_workspace: GenFile = /*@__PURE__*/
-  fileDesc("CiVwb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEiowMKCVdvcmtzcGFjZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgppc19kZWZhdWx0GAUgASgIEhcKCmNyZWF0ZWRfYnkYBiABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIdChBidWRnZXRfZmVtdG9fdXNkGAkgASgDSAKIAQESFAoMYnVkZ2V0X3Jlc2V0GAogASgJEhsKDnJhdGVfbGltaXRfcnBtGAsgASgFSAOIAQESGwoOcmF0ZV9saW1pdF90cG0YDCABKAVIBIgBAUIOCgxfZGVzY3JpcHRpb25CDQoLX2NyZWF0ZWRfYnlCEwoRX2J1ZGdldF9mZW10b191c2RCEQoPX3JhdGVfbGltaXRfcnBtQhEKD19yYXRlX2xpbWl0X3RwbSJ9Cg9Xb3Jrc3BhY2VNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRuYW1lGAMgASgJEgwKBHJvbGUYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiVwb3J0aWNvL3dvcmtzcGFjZXMvdjEvd29ya3NwYWNlLnByb3RvEhVwb3J0aWNvLndvcmtzcGFjZXMudjEi6wMKCVdvcmtzcGFjZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgppc19kZWZhdWx0GAUgASgIEhcKCmNyZWF0ZWRfYnkYBiABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIdChBidWRnZXRfZmVtdG9fdXNkGAkgASgDSAKIAQESFAoMYnVkZ2V0X3Jlc2V0GAogASgJEhsKDnJhdGVfbGltaXRfcnBtGAsgASgFSAOIAQESGwoOcmF0ZV9saW1pdF90cG0YDCABKAVIBIgBARInChpyZXNwb25zZV9jYWNoZV90dGxfc2Vjb25kcxgNIAEoBUgFiAEBQg4KDF9kZXNjcmlwdGlvbkINCgtfY3JlYXRlZF9ieUITChFfYnVkZ2V0X2ZlbXRvX3VzZEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtQh0KG19yZXNwb25zZV9jYWNoZV90dGxfc2Vjb25kcyJ9Cg9Xb3Jrc3BhY2VNZW1iZXISDwoHdXNlcl9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRuYW1lGAMgASgJEgwKBHJvbGUYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Workspace is a workspace of the caller's organization.
@@ -103,6 +103,14 @@ export type Workspace = Message<"portico.workspaces.v1.Workspace"> & {
    * @generated from field: optional int32 rate_limit_tpm = 12;
    */
   rateLimitTpm?: number | undefined;
+
+  /**
+   * The response cache's time to live (1 to 86400 seconds) for the workspace's chat requests that do not set
+   * `cache` (docs/operations.md, "Response cache"); absent = off.
+   *
+   * @generated from field: optional int32 response_cache_ttl_seconds = 13;
+   */
+  responseCacheTtlSeconds?: number | undefined;
 };
 
 /**
