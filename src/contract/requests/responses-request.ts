@@ -131,6 +131,8 @@ const responsesRequest = closedObject(
     trace: anything(),
     service_tier: anything(),
     stop_server_tools_when: anything(),
+    // Portico's response cache (docs/operations.md), checked by the ChatRequest definition under the same name.
+    cache: anything(),
   },
   { required: ["model", "input"] },
 ).meta({ description: "An OpenAI Responses request (stateless). Unknown top-level fields are refused." });

@@ -22,7 +22,8 @@ import type { ProviderRegistry } from "./providers/index.js";
 import type { ChatLimitsConfig, PluginsConfig } from "../../config.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
-import { compose, newCall } from "./pipeline/stage.js";
+import { newCall } from "./pipeline/stage.js";
+import { chatChain } from "./pipeline/chain.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createLimitsStage } from "./pipeline/limits.js";
@@ -131,7 +132,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };
-  const pipeline = compose([...stages.outer, stages.validate, stages.preset, stages.cache, stages.plan, stages.plugins, stages.spend, stages.execute]);
+  const pipeline = chatChain(stages);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => requestBudgetOf(ctx, deps.timeouts.budgetMs);

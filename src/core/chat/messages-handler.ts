@@ -16,26 +16,13 @@ import { callerOf } from "../auth.js";
 import { CountTokensRequest, MessagesRequest } from "../../contract/requests/messages-request.js";
 import { checkRules, Reason, serviceError } from "../errors.js";
 import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import { UpstreamError } from "./providers/types.js";
 import { tokenCounter } from "../../lib/token-count.js";
 import type { CanonicalRequest } from "./model.js";
 
-export interface MessagesStages {
-  /** record, limits, rate, cost: the stages before the request is read. */
-  outer: readonly ChatStage[];
-  validate: ChatStage;
-  preset: ChatStage;
-  /** The response cache (docs/operations.md): a hit answers here. */
-  cache: ChatStage;
-  plan: ChatStage;
-  /** Runs the request's plugins[] (docs/plugins.md); absent: none. */
-  plugins?: ChatStage;
-  /** Reserves the request's largest possible cost against the key's limit and the workspace's budget (docs/limits.md). */
-  spend: ChatStage;
-  execute: ChatStage;
-}
 
 interface Headers {
   anthropicBeta: string;
@@ -47,7 +34,7 @@ interface DialectRequest extends Headers {
 }
 
 export interface MessagesDeps {
-  stages: MessagesStages;
+  stages: ChainStages;
   logger: Logger;
   keepaliveMs: number;
   budgetOf(ctx: HandlerContext): number | undefined;
@@ -87,7 +74,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
   const pipelineFor = (h: Headers) =>
-    compose([...stages.outer, decodeStage, stages.validate, stages.preset, stages.cache, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, headersStage(h), stages.execute]);
+    chatChain(stages, { decode: decodeStage, beforeExecute: headersStage(h) });
   const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
   const run = (call: ChatCall, req: DialectRequest) =>
     pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));

@@ -13,24 +13,14 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { callerOf } from "../auth.js";
 import { ResponsesRequest } from "../../contract/requests/responses-request.js";
 import { checkRules } from "../errors.js";
-import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
 import type { CanonicalRequest } from "./model.js";
 
-export interface ResponsesStages {
-  /** record, limits, rate, cost: the stages before the request is read. */
-  outer: readonly ChatStage[];
-  validate: ChatStage;
-  preset: ChatStage;
-  plan: ChatStage;
-  /** Runs the request's plugins[] (docs/plugins.md); absent: none. */
-  plugins?: ChatStage;
-  spend: ChatStage;
-  execute: ChatStage;
-}
 
 export interface ResponsesDeps {
-  stages: ResponsesStages;
+  stages: ChainStages;
   keepaliveMs: number;
   budgetOf(ctx: HandlerContext): number | undefined;
   withUpstreamTime(err: unknown, upstreamMs: number): unknown;
@@ -54,7 +44,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createResponsesMethods(deps: ResponsesDeps) {
   const { stages } = deps;
   const run = (call: ChatCall, keep: { body?: ResponsesRequest }) =>
-    compose([...stages.outer, decodeStage(keep), stages.validate, stages.preset, stages.plan, ...(stages.plugins ? [stages.plugins] : []), stages.spend, stages.execute])(call).catch((err: unknown) =>
+    chatChain(stages, { decode: decodeStage(keep) })(call).catch((err: unknown) =>
       Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
     );
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
@@ -65,7 +55,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       const keep: { body?: ResponsesRequest } = {};
       const outcome = await run(call, keep);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
-      return { responseJson: JSON.stringify(encodeResponse(outcome.completion, echoOf(keep.body))), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      return { responseJson: JSON.stringify(encodeResponse(outcome.completion, echoOf(keep.body))), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
     },
 
     async *streamResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
@@ -93,7 +83,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       }
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new ResponsesStreamEncoder(String(call.request.model ?? ""), echoOf(keep.body));
-      let timing: { upstreamMs: number; provider: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "" };
+      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: ResponseEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
       for await (const event of outcome.events) {
         const events = encoder.push(event);

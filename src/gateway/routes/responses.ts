@@ -18,7 +18,7 @@ import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { errorBody, failureCodeOf } from "../../core/chat/dialects/openai-responses.js";
-import { OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
 
 const openAiErrorSchema = {
   type: "object",
@@ -118,6 +118,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
         try {
           const res = await client.createResponse({ body: json }, callOptionsFor(req, watch.signal));
           reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
+          reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.responseJson);
         } finally {
           watch.release();
@@ -132,7 +133,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
         name: "responses",
         framed: true,
         openAfterMs: ctx.streamOpenAfterMs,
-        openHeaders: (first) => (first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3) } : undefined),
+        openHeaders: (first) => (first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined),
         render: (msg) => {
           if (msg.events.length === 0) return HEARTBEAT;
           let out = "";

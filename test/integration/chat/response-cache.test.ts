@@ -331,6 +331,22 @@ describe.each(variants)("response cache ($name)", ({ provider, redis }) => {
     expect(calls() - before).toBe(1);
   });
 
+  it("the Responses dialect goes through the same cache, streamed and not", async () => {
+    const body = { model, max_output_tokens: 50, input: `question ${++n} of ${prefix}`, cache: { ttl_seconds: 60 } } as never;
+    const before = calls();
+    const first = await client.responses.create(body).withResponse();
+    expect(first.response.headers.get("x-portico-cache")).toBe("miss");
+    const second = await client.responses.create(body).withResponse();
+    expect(second.response.headers.get("x-portico-cache")).toBe("hit");
+    expect(second.data.output_text).toBe(first.data.output_text);
+    const stream = await client.responses.create({ ...(body as object), stream: true } as never).withResponse();
+    expect(stream.response.headers.get("x-portico-cache")).toBe("hit");
+    let text = "";
+    for await (const event of stream.data as unknown as AsyncIterable<{ type: string; delta?: string }>) if (event.type === "response.output_text.delta") text += event.delta;
+    expect(text).toBe(first.data.output_text);
+    expect(calls() - before).toBe(1);
+  });
+
   it("a workspace setting (management API) switches it on for requests without `cache`; `cache` still wins", async () => {
     const path = `/workspaces/${h.tenant.workspaceId}`;
     for (const bad of [0, 86_401, 1.5]) {

@@ -21,7 +21,7 @@ import { fail } from "../../../contract/requests/kit.js";
 type Json = Record<string, unknown>;
 
 /** Routing fields shared with chat completions, passed on under the same names. */
-const SHARED_FIELDS = ["models", "provider", "plugins", "session_id", "trace", "user", "service_tier", "stop_server_tools_when", "prompt_cache_key"] as const;
+const SHARED_FIELDS = ["models", "provider", "plugins", "session_id", "trace", "user", "service_tier", "stop_server_tools_when", "prompt_cache_key", "cache"] as const;
 
 /** The prefix of Portico's `encrypted_content`: the canonical reasoning details as base64url JSON. */
 const BLOB_PREFIX = "portico.r1.";

@@ -9,7 +9,8 @@
  * before the first byte is thrown (and becomes the HTTP/gRPC error), and a stage that must act after a stream
  * ends wraps `events`.
  *
- * Adding a stage: one module exporting a `ChatStage`, and one line in the list composed in chat-handler.ts.
+ * Adding a stage: one module exporting a `ChatStage`, its place in the order (pipeline/chain.ts, which every dialect
+ * runs) and one line where chat-handler.ts builds the stages.
  */
 import { randomUUID } from "node:crypto";
 import type { Caller } from "../../auth.js";
