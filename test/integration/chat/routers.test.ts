@@ -107,4 +107,19 @@ describe("router plugins (sqlite)", () => {
     expect(err?.status).toBe(400);
     expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].max_price");
   });
+
+  it("the quality table is served by the catalog API, and an override changes the choice at once", async () => {
+    const got = await api(h, "GET", "/catalog/models/openai/gpt-4o-mini", { key: h.tenant.managementKey });
+    expect(got.status, got.text).toBe(200);
+    expect(got.json.data).toMatchObject({ quality: 0.5, coding_score: 0.5 });
+    expect(got.json.data.ratings_source).toContain("not a benchmark");
+    const { overridden: _o, ...model } = got.json.data;
+    const put = await api(h, "PUT", "/catalog/models/openai/gpt-4o-mini", { key: h.tenant.managementKey, body: { ...model, quality: 1, ratings_source: "our evaluation, 2026-11" } });
+    expect(put.status, put.text).toBe(200);
+    // (the last test of the file: the override stays)
+    const res = await create({ plugins: [{ id: "auto-router", allowed_models: ["openai/*"], cost_quality_tradeoff: 0 }] });
+    expect(upstream.requests.at(-1)!.body.model).toBe("gpt-4o-mini");
+    const report = res.plugins!.find((p) => p.id === "auto-router")!;
+    expect(report.candidates![0]).toMatchObject({ model: "openai/gpt-4o-mini", score: 1 });
+  });
 });
