@@ -108,6 +108,34 @@ describe("router plugins (sqlite)", () => {
     expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].max_price");
   });
 
+  it("from a preset; with `models` it is refused naming models", async () => {
+    const created = await api(h, "POST", "/presets/cheap-coder/chat/completions", {
+      key: h.tenant.managementKey,
+      body: { model: "openai/gpt-4o", messages, plugins: [{ id: "pareto-router", min_coding_score: 0.1 }] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "@preset/cheap-coder", messages } });
+    expect(res.status, res.text).toBe(200);
+    expect(upstream.requests.at(-1)!.body.model).toBe("gpt-5-nano");
+    expect(res.json.plugins[0]).toMatchObject({ id: "pareto-router", chosen: "openai/gpt-5-nano", tier: "low" });
+    const refused = await create({ models: ["openai/gpt-4o-mini"], plugins: [{ id: "auto-router" }] }).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(refused?.status).toBe(400);
+    expect((refused?.error as { metadata?: { field?: string } }).metadata?.field).toBe("models");
+    const pinned = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", messages, plugins: [{ id: "auto-router", pin_model: true }] } });
+    expect(pinned.status).toBe(400);
+    expect(pinned.json.error.metadata.field).toBe("plugins[0].pin_model");
+  });
+
+  it("the Messages and Responses dialects route the same way (recorded on the generation)", async () => {
+    const plugins = [{ id: "auto-router", allowed_models: ["openai/*"], cost_tier: "low" }];
+    const msg = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", max_tokens: 50, messages: [{ role: "user", content: "hi" }], plugins } });
+    expect(msg.status, msg.text).toBe(200);
+    expect(upstream.requests.at(-1)!.body.model).toBe("gpt-5-nano");
+    const resp = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", input: "hi", plugins } });
+    expect(resp.status, resp.text).toBe(200);
+    expect(upstream.requests.at(-1)!.body.model).toBe("gpt-5-nano");
+  });
+
   it("the quality table is served by the catalog API, and an override changes the choice at once", async () => {
     const got = await api(h, "GET", "/catalog/models/openai/gpt-4o-mini", { key: h.tenant.managementKey });
     expect(got.status, got.text).toBe(200);
