@@ -11,6 +11,16 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
+
+/** google.protobuf.Struct as proto-loader represents it. */
+const value = (v: unknown): unknown =>
+  typeof v === "string" ? { stringValue: v }
+  : typeof v === "number" ? { numberValue: v }
+  : typeof v === "boolean" ? { boolValue: v }
+  : Array.isArray(v) ? { listValue: { values: v.map(value) } }
+  : { structValue: struct(v as Record<string, unknown>) };
+const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
 
 describe("router plugins (sqlite)", () => {
   let h: Harness;
@@ -57,9 +67,14 @@ describe("router plugins (sqlite)", () => {
   it("auto-router, tradeoff 10 (cheapest), streaming: the cheapest model streams", async () => {
     const stream = await client.chat.completions.create({ model: "openai/gpt-4o", messages, stream: true, plugins: [{ id: "auto-router", cost_quality_tradeoff: 10 }] } as never);
     let model = "";
-    for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) model ||= chunk.model;
+    let reports: Report[] | undefined;
+    for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk & { plugins?: Report[] }>) {
+      model ||= chunk.model;
+      reports ??= chunk.plugins;
+    }
     expect(upstream.requests.at(-1)!.body.model).toBe("gpt-5-nano");
     expect(model).toContain("gpt-5-nano");
+    expect(reports?.find((p) => p.id === "auto-router")?.chosen).toBe("openai/gpt-5-nano");
   });
 
   it("the `<brand>/auto` model runs auto-router with its defaults", async () => {
@@ -134,6 +149,18 @@ describe("router plugins (sqlite)", () => {
     const resp = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: { model: "openai/gpt-4o", input: "hi", plugins } });
     expect(resp.status, resp.text).toBe(200);
     expect(upstream.requests.at(-1)!.body.model).toBe("gpt-5-nano");
+  });
+
+  it("over gRPC: the same choice, and a refusal is INVALID_ARGUMENT naming the field", async () => {
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const call = (plugins: unknown[]) =>
+      new Promise<{ err: any; res: any }>((resolve) => chat.CreateChatCompletion({ body: struct({ model: "openai/gpt-4o", messages, plugins }) }, bearer(h.tenant.apiKey), (err: unknown, res: unknown) => resolve({ err, res })));
+    const ok = await call([{ id: "pareto-router", min_coding_score: 0.5 }]);
+    expect(ok.err).toBeNull();
+    expect(upstream.requests.at(-1)!.body.model).toBe("gpt-4o-mini");
+    const refused = await call([{ id: "auto-router", allowed_models: ["nobody/*"] }]);
+    expect(refused.err?.code).toBe(3);
+    expect(String(refused.err?.details)).toContain("plugins[0].allowed_models");
   });
 
   it("the quality table is served by the catalog API, and an override changes the choice at once", async () => {

@@ -196,12 +196,13 @@ function tradeoffOf(run: PluginRun): number {
   return typeof run.options.cost_quality_tradeoff === "number" ? run.options.cost_quality_tradeoff : 7;
 }
 
-/** Common to the three: `pin_model` refused, the chosen model replaces `model` (and `models` is refused). */
+/** The chosen model replaces `model`; the report gets the rule's inputs and the choice. */
 function choose(call: ChatCall, run: PluginRun, chosen: string, report: Record<string, unknown>): void {
   Object.assign(run.report, report, { chosen });
   call.request.model = chosen;
 }
 
+/** Common to the three: `pin_model: true` is refused, and so is `models` (the router chooses the model). */
 function checkCommon(call: ChatCall, run: PluginRun): void {
   if (run.options.pin_model === true) throw invalidArgument(`${run.field}.pin_model`, `${run.field}.pin_model is not supported by this deployment (docs/plugins.md)`);
   if (Array.isArray(call.request.models) && call.request.models.length > 0) {
