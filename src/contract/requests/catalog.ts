@@ -65,6 +65,13 @@ export const ModelPatch = z.strictObject({
     .optional(),
   supported_parameters: z.array(z.string()).optional(),
   endpoints: z.array(EndpointPatch).optional(),
+  /** Routing ratings (docs/plugins.md, "The quality table"), 0 to 1. */
+  quality: z.number().min(0).max(1).optional(),
+  coding_score: z.number().min(0).max(1).optional(),
+  task_scores: z
+    .strictObject({ coding: z.number().min(0).max(1).optional(), long_context: z.number().min(0).max(1).optional(), chat: z.number().min(0).max(1).optional() })
+    .optional(),
+  ratings_source: z.string().max(512).optional(),
 });
 export const OperatorFile = z.strictObject({ version: z.literal(1), models: z.array(ModelPatch) });
 

@@ -15,6 +15,7 @@
  * Prices are written here per million tokens (as the price pages state them) and stored per token as exact
  * decimal strings by `perM`, without floating point.
  */
+import { rated } from "./ratings.js";
 import type { CatalogFile, CatalogModel, DataPolicy, Endpoint, Pricing, PriceTier, Quantization } from "./types.js";
 
 /** `"2.5"` USD per million tokens → `"0.0000025"` USD per token, exactly (a decimal shift, no float). */
@@ -133,7 +134,8 @@ function ep(
 }
 
 function model(slug: string, name: string, architecture: CatalogModel["architecture"], supported_parameters: string[], endpoints: Endpoint[]): CatalogModel {
-  return { slug, name, context_length: Math.max(...endpoints.map((e) => e.context_length)), architecture, supported_parameters, endpoints };
+  // The routing ratings (quality, coding_score) of ratings.ts: Portico's own tiers, not benchmark figures.
+  return rated({ slug, name, context_length: Math.max(...endpoints.map((e) => e.context_length)), architecture, supported_parameters, endpoints });
 }
 
 // Anthropic bills 5-minute cache writes at 1.25× and cache reads at 0.1× the input price.

@@ -138,7 +138,23 @@ export function mergeModel(where: string, base: CatalogModel | undefined, patch:
     architecture: fields.architecture ?? base?.architecture ?? { input_modalities: ["text"], output_modalities: ["text"] },
     supported_parameters: fields.supported_parameters ?? base?.supported_parameters ?? [],
     endpoints,
+    ...ratingsOf(fields, base),
   };
+}
+
+/** The routing ratings: each given field replaces the lower layer's; a changed rating without a source says "operator". */
+function ratingsOf(patch: ModelPatch, base: CatalogModel | undefined): Pick<CatalogModel, "quality" | "coding_score" | "task_scores" | "ratings_source"> {
+  const out: Pick<CatalogModel, "quality" | "coding_score" | "task_scores" | "ratings_source"> = {};
+  const quality = patch.quality ?? base?.quality;
+  const coding = patch.coding_score ?? base?.coding_score;
+  const tasks = patch.task_scores ? { ...base?.task_scores, ...patch.task_scores } : base?.task_scores;
+  if (quality !== undefined) out.quality = quality;
+  if (coding !== undefined) out.coding_score = coding;
+  if (tasks !== undefined) out.task_scores = tasks;
+  const changed = patch.quality !== undefined || patch.coding_score !== undefined || patch.task_scores !== undefined;
+  const source = patch.ratings_source ?? (changed ? "operator" : base?.ratings_source);
+  if (source !== undefined) out.ratings_source = source;
+  return out;
 }
 
 /** The built-in catalog with `operator` merged over it (docs/catalog.md, "The operator file"). */

@@ -101,7 +101,26 @@ export interface CatalogModel {
   architecture: Architecture;
   supported_parameters: string[];
   endpoints: Endpoint[];
+  /**
+   * General quality, 0 to 1, for the routing plugins (auto-router, docs/plugins.md). The built-in values are
+   * Portico's own coarse rating by the maker's line-up position (ratings.ts), not a benchmark; operators
+   * replace them in the catalog file or with an override. Absent: the model is not rated (routers skip it).
+   */
+  quality?: number;
+  /** Coding quality, 0 to 1 (pareto-router's tiers: >= 0.66 high, >= 0.33 medium, else low); as `quality`. */
+  coding_score?: number;
+  /**
+   * Per classified task (auto-beta-router: `coding`, `long_context`, `chat`), 0 to 1: the share of the task's
+   * spend the operator wants this model to get. Absent for a task: derived (docs/plugins.md).
+   */
+  task_scores?: Partial<Record<RouterTask, number>>;
+  /** Where `quality`, `coding_score` and `task_scores` come from (text: a rule or a leaderboard and its date). */
+  ratings_source?: string;
 }
+
+/** The task classes of auto-beta-router (docs/plugins.md). */
+export const ROUTER_TASKS = ["coding", "long_context", "chat"] as const;
+export type RouterTask = (typeof ROUTER_TASKS)[number];
 
 /** The catalog file format (built-in and operator file alike). */
 export interface CatalogFile {

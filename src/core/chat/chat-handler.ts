@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → rate → cost → validate → preset → cache → plan → plugins → spend → execute
+ *   record → limits → rate → cost → validate → preset → route → cache → plan → plugins → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -35,7 +35,8 @@ import { createPresetStage } from "./pipeline/preset.js";
 import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
-import { createPluginsStage } from "./pipeline/plugins/index.js";
+import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
+import type { RouterDeps } from "./pipeline/plugins/routers.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
 import type { ResponseCacheStore } from "./response-cache.js";
@@ -107,6 +108,23 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       deps.generations.record(rec);
     },
   };
+  // The router plugins (docs/plugins.md) choose among models of providers the caller has a usable credential for.
+  const routing: RouterDeps = {
+    catalog: deps.catalog,
+    brand: deps.brand,
+    async routableProviders({ caller }) {
+      const [creds, shared] = await Promise.all([deps.credentials.listAll(caller.workspaceId), deps.shared ? deps.shared.providers() : []]);
+      const out = new Set<string>();
+      for (const c of creds) {
+        if (c.disabled || !deps.providers.get(c.provider)) continue;
+        if (c.allowedApiKeyHashes && !c.allowedApiKeyHashes.includes(caller.keyHash)) continue;
+        if (c.allowedUserIds && !c.allowedUserIds.includes(caller.userId)) continue;
+        out.add(c.provider);
+      }
+      for (const s of shared) if (deps.providers.get(s.provider)) out.add(s.provider);
+      return out;
+    },
+  };
   const stages = {
     outer: [
       createRecordStage({ generations }),
@@ -128,7 +146,8 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
-    plugins: createPluginsStage({ config: deps.plugins }),
+    route: createPluginRoutingStage({ config: deps.plugins, routing }),
+    plugins: createPluginsStage({ config: deps.plugins, routing }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };

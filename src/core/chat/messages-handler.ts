@@ -127,7 +127,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
     async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {
       const body = checkRules(() => CountTokensRequest.parse(req.body ?? {}));
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(body), deps.budgetOf(ctx));
-      const planned = compose([stages.validate, stages.preset, stages.plan, headersStage(headersOf(req)), planOnly]);
+      const planned = compose([stages.validate, stages.preset, stages.route, stages.plan, headersStage(headersOf(req)), planOnly]);
       await planned(call);
       const counter = call.attempts.find((a) => a.adapter.countTokens !== undefined);
       if (!counter || counter !== call.attempts[0]) {

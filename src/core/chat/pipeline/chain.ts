@@ -14,6 +14,8 @@ export interface ChainStages {
   outer: readonly ChatStage[];
   validate: ChatStage;
   preset: ChatStage;
+  /** The router plugins (docs/plugins.md): choose the request's model before the cache key and the plan see it. */
+  route: ChatStage;
   /** The response cache (docs/operations.md): a hit answers here. */
   cache: ChatStage;
   plan: ChatStage;
@@ -36,6 +38,7 @@ export function chatChain(s: ChainStages, edges: DialectEdges = {}): (call: Chat
     ...(edges.decode ? [edges.decode] : []),
     s.validate,
     s.preset,
+    s.route,
     s.cache,
     s.plan,
     s.plugins,

@@ -18,6 +18,7 @@ import { createModerationPlugin } from "./moderation.js";
 import { createContextCompressionPlugin } from "./context-compression.js";
 import type { PluginsConfig } from "../../../../config.js";
 import type { Plugin, PluginRun } from "./types.js";
+import { routerPlugins, type RouterDeps } from "./routers.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
@@ -26,21 +27,61 @@ export interface PluginsDeps {
   config?: PluginsConfig;
   /** The plugins this deployment implements; default: the built-in ones ({@link builtinPlugins}). */
   plugins?: readonly Plugin[];
+  /** What the router plugins read (the catalog, the caller's providers); absent: no router plugin is offered. */
+  routing?: RouterDeps;
 }
 
 /** The plugins Portico implements (docs/plugins.md). */
-export function builtinPlugins(config: PluginsConfig | undefined): Plugin[] {
-  return [createModerationPlugin(config?.moderation), createContextCompressionPlugin(), createResponseHealingPlugin()];
+export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps): Plugin[] {
+  return [createModerationPlugin(config?.moderation), createContextCompressionPlugin(), createResponseHealingPlugin(), ...(routing ? routerPlugins(routing) : [])];
+}
+
+/**
+ * Stage "route" (before plan): runs the `route` hook of the request's router plugins (auto-router,
+ * auto-beta-router, pareto-router; routers.ts), which replace `model` with the one they choose, so plan,
+ * execute, the answer and the generation all see the chosen model. At most one router per request (400 naming
+ * the second). The model `<brand>/auto` with no router entry runs auto-router with its defaults. Entries it
+ * does not know are left to the plugins stage (which refuses them after plan, before anything is sent).
+ */
+export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing)).filter((p) => p.route).map((p) => [p.id, p]));
+  const auto = deps.routing ? `${deps.routing.brand}/auto` : undefined;
+  return {
+    name: "route",
+    async run(call, next) {
+      const entries = Array.isArray(call.request.plugins) ? call.request.plugins : [];
+      let routed: { plugin: Plugin; run: PluginRun } | undefined;
+      entries.forEach((raw, i) => {
+        const options = raw as Record<string, unknown>;
+        const plugin = byId.get(String(options.id));
+        if (!plugin || options.enabled === false) return;
+        const field = `plugins[${i}]`;
+        if (routed) throw invalidArgument(`${field}.id`, `${field}.id "${plugin.id}": ${routed.run.field} ("${routed.plugin.id}") already chooses the model; give one router plugin per request`);
+        routed = { plugin, run: { options, field, report: { id: plugin.id } } };
+      });
+      const model = typeof call.request.model === "string" ? call.request.model.toLowerCase() : "";
+      if (!routed && auto && model === auto) {
+        const plugin = byId.get("auto-router");
+        if (plugin) routed = { plugin, run: { options: { id: "auto-router" }, field: "model", report: { id: "auto-router", trigger: auto } } };
+      }
+      if (routed) {
+        call.track.plugins.push(routed.run.report);
+        await routed.plugin.route!(call, routed.run);
+      }
+      return next();
+    },
+  };
 }
 
 export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
-  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config)).map((p) => [p.id, p]));
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing)).map((p) => [p.id, p]));
   const supported = [...byId.keys()].sort();
   return {
     name: "plugins",
     async run(call, next) {
-      const entries = call.request.plugins;
-      if (!Array.isArray(entries) || entries.length === 0) return next();
+      const entries = Array.isArray(call.request.plugins) ? call.request.plugins : [];
+      // The routing stage's report (a `<brand>/auto` model) is shown on the answer even without entries.
+      if (entries.length === 0 && call.track.plugins.length === 0) return next();
       const runs: Array<{ plugin: Plugin; run: PluginRun }> = [];
       const seen = new Set<string>();
       const from = call.track.presetSlug ? ` (after preset "${call.track.presetSlug}" was applied: its configuration may set it)` : "";
@@ -58,9 +99,10 @@ export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
         }
         runs.push({ plugin, run: { options, field, report: { id } } });
       });
-      if (runs.length === 0) return next();
+      if (runs.length === 0 && call.track.plugins.length === 0) return next();
       runs.sort((a, b) => a.plugin.order - b.plugin.order);
       for (const { plugin, run } of runs) {
+        if (plugin.route) continue; // a router: the routing stage ran it and recorded its report
         call.track.plugins.push(run.report);
         await plugin.before?.(call, run);
       }

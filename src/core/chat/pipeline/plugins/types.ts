@@ -23,6 +23,11 @@ export interface Plugin {
   readonly id: string;
   /** Order among the plugins of one request: lower runs first before the model call (and last after it). */
   readonly order: number;
+  /**
+   * Before plan (the plugins' routing stage, index.ts): a router plugin chooses the request's `model` here.
+   * A plugin with this hook is run by that stage only; its report is recorded there.
+   */
+  route?(call: ChatCall, run: PluginRun): Promise<void> | void;
   /** Before the model call (after plan): may change the request or the attempts, or throw a refusal. */
   before?(call: ChatCall, run: PluginRun): Promise<void> | void;
   /** After the model call: may change or wrap the outcome (a stream by wrapping `events`). */
