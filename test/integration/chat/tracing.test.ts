@@ -5,7 +5,7 @@
  * the `openai` client, against fake providers, must give the span tree gateway request → core RPC → chat
  * request → one span per upstream attempt, in one trace that continues the caller's `traceparent`, with the GenAI
  * attributes, and nothing secret (keys, the prompt, the answer) anywhere in what was exported. Also the
- * per-provider/model Prometheus series the same requests feed.
+ * per-provider/model Prometheus series the same requests feed. `serve` runs on SQLite, the split pair on PostgreSQL.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -18,6 +18,7 @@ import { loadConfig } from "../../../src/config.js";
 import { bootstrap } from "../../../src/core/identity/bootstrap.js";
 import { createLogger } from "../../../src/log.js";
 import { startCoreProcess, startServe, startSplitGateway, type RunningProcess } from "../../../src/server.js";
+import { createTestPgDatabase } from "../../helpers/db.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../../helpers/otlp-receiver.js";
@@ -250,14 +251,16 @@ describe("tracing over OTLP", () => {
     });
   });
 
-  describe("split core and gateway (real gRPC between them)", () => {
+  describe("split core and gateway (real gRPC between them), on PostgreSQL", () => {
     let core: RunningProcess;
     let gateway: RunningProcess;
     let client: OpenAI;
     let apiKey: string;
+    let pg: Awaited<ReturnType<typeof createTestPgDatabase>>;
 
     beforeAll(async () => {
-      const cfg = loadConfig(env());
+      pg = await createTestPgDatabase();
+      const cfg = loadConfig({ ...env(), DATABASE_URL: pg.url });
       const { logger } = quietLogger();
       core = await startCoreProcess(cfg, logger);
       gateway = await startSplitGateway(cfg, logger, core.coreServer!.url);
@@ -269,6 +272,7 @@ describe("tracing over OTLP", () => {
     afterAll(async () => {
       await gateway?.close();
       await core?.close();
+      await pg?.drop();
     });
 
     it("the trace context crosses the gRPC call: one trace, the core's spans children of the gateway's", async () => {
