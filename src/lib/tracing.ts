@@ -78,8 +78,7 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
     spanProcessors: [new node.BatchSpanProcessor(exporter, { scheduledDelayMillis: cfg.scheduleDelayMs, maxQueueSize: cfg.maxQueueSize })],
   });
   provider.register();
-  const FastifyOtel = (otel as unknown as { FastifyOtelInstrumentation: typeof import("@fastify/otel").FastifyOtelInstrumentation }).FastifyOtelInstrumentation;
-  const instrumentation = new FastifyOtel({
+  const instrumentation = new otel.FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler.
     instrumentHooks: false,
     instrumentHandler: false,
@@ -88,7 +87,7 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
       span.setAttribute("url.path", request.url.split("?")[0] ?? request.url);
       if (request.routeOptions.url) span.updateName(`${request.method} ${request.routeOptions.url}`);
     },
-  } as ConstructorParameters<typeof FastifyOtel>[0]);
+  });
   logger.info({ url: cfg.url, protocol: cfg.protocol, serviceName: cfg.serviceName }, "tracing on: exporting spans over OTLP");
   return {
     refs: 0,

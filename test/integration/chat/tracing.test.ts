@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.js";
@@ -50,14 +51,16 @@ function quietLogger() {
 }
 
 /** The spans of one chat request's trace once its attempt spans and the gateway's request span have arrived. */
-async function chatTrace(receiver: OtlpReceiver, traceId: () => string | undefined, attempts: number, rpc: string) {
-  return waitFor(`the spans of trace ${traceId()} (gateway, ${rpc}, chat, ${attempts} attempt(s))`, () => {
+async function chatTrace(receiver: OtlpReceiver, traceId: () => string | undefined, attempts: number, rpc: string, route = "/api/v1/chat/completions") {
+  const seen = () => receiver.spans.filter((s) => s.traceId === traceId()).map((s) => `${s.name} (kind ${s.kind}, route ${String(s.attributes["http.route"])})`);
+  return waitFor(() => `the spans of trace ${traceId()} (gateway, ${rpc}, chat, ${attempts} attempt(s)); seen: ${seen().join(", ") || "none"}`, () => {
     const id = traceId();
     const spans = receiver.spans.filter((s) => (id ? s.traceId === id : false));
-    const gateway = spans.find((s) => s.kind === SERVER && s.attributes["http.route"] === "/api/v1/chat/completions");
+    const gateway = spans.find((s) => s.kind === SERVER && s.attributes["http.route"] === route);
     const core = spans.find((s) => s.name === rpc);
-    const chat = spans.find((s) => s.kind === INTERNAL && s.attributes["gen_ai.operation.name"] === "chat");
-    const tried = spans.filter((s) => s.kind === CLIENT && s.attributes["gen_ai.operation.name"] === "chat");
+    // Portico's own (scope `portico`): an instrumented client (the Anthropic SDK) makes GenAI spans of its own.
+    const chat = spans.find((s) => s.scope === "portico" && s.kind === INTERNAL && s.attributes["gen_ai.operation.name"] === "chat");
+    const tried = spans.filter((s) => s.scope === "portico" && s.kind === CLIENT && s.attributes["gen_ai.operation.name"] === "chat");
     if (!gateway || !core || !chat || tried.length < attempts) return undefined;
     tried.sort((a, b) => Number(a.attributes["portico.attempt"]) - Number(b.attributes["portico.attempt"]));
     return { gateway, core, chat, attempts: tried };
@@ -216,6 +219,20 @@ describe("tracing over OTLP", () => {
       expectServedAttempt(t.attempts[0]!);
       expect(t.chat.attributes["portico.streamed"]).toBe(true);
       expect(t.chat.attributes["portico.time_to_first_token_ms"]).toBeGreaterThan(0);
+      expectNoSecrets(receiver, [apiKey, GROQ_KEY, PROMPT, "Hello, world"]);
+    });
+
+    it("the Messages dialect (@anthropic-ai/sdk, itself traced in this process): the SDK's client span is the parent", async () => {
+      const anthropic = new Anthropic({ baseURL: `${proc.gatewayUrl}/api`, apiKey, maxRetries: 0 });
+      const msg = await anthropic.messages.create({ model: SERVED_MODEL, max_tokens: 10, messages: [{ role: "user", content: PROMPT }] });
+      expect(msg.content[0]).toMatchObject({ type: "text", text: "Hello, world" });
+      const traceOf = () => receiver.spans.find((s) => s.attributes["http.route"] === "/api/v1/messages")?.traceId;
+      const t = await chatTrace(receiver, traceOf, 1, "portico.chat.v1.ChatService/CreateMessage", "/api/v1/messages");
+      expectTree(t);
+      // The SDK made a client span with the global tracer provider and sent its traceparent: the gateway continued it.
+      const sdkSpan = await waitFor("the SDK's span", () => receiver.spans.find((s) => s.spanId === t.gateway.parentSpanId));
+      expect(sdkSpan.traceId).toBe(t.gateway.traceId);
+      expectServedAttempt(t.attempts[0]!);
       expectNoSecrets(receiver, [apiKey, GROQ_KEY, PROMPT, "Hello, world"]);
     });
 
