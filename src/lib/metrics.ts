@@ -61,8 +61,14 @@ export function createMetrics() {
   });
   const tokens = new Counter({
     name: "portico_generation_tokens_total",
-    help: "Tokens the providers reported, by provider, catalog model and kind (input, output).",
+    help: "Tokens the providers reported (not counting answers from the response cache), by provider, catalog model and kind (input, output).",
     labelNames: ["provider", "model", "kind"] as const,
+    registers: [registry],
+  });
+  const cacheHits = new Counter({
+    name: "portico_generation_cache_hits_total",
+    help: "Requests the response cache answered (no provider call), by the provider and catalog model of the stored answer.",
+    labelNames: ["provider", "model"] as const,
     registers: [registry],
   });
   const cost = new Counter({
@@ -76,7 +82,7 @@ export function createMetrics() {
     rpcDuration,
     httpDuration,
     overhead,
-    generation: { total: generations, errors: generationErrors, duration: generationDuration, timeToFirstToken, tokens, cost },
+    generation: { total: generations, errors: generationErrors, duration: generationDuration, timeToFirstToken, tokens, cost, cacheHits },
     render: (): Promise<string> => registry.metrics() };
 }
 

@@ -20,9 +20,13 @@ export function withGenerationMetrics(recorder: GenerationRecorder, metrics: Met
         if (rec.status === "error") m.errors.inc({ provider, model, code: String(rec.errorCode ?? 500) });
         m.duration.observe({ provider, model }, rec.latencyMs / 1000);
         if (rec.timeToFirstTokenMs !== null) m.timeToFirstToken.observe({ provider, model }, rec.timeToFirstTokenMs / 1000);
-        if (rec.promptTokens) m.tokens.inc({ provider, model, kind: "input" }, rec.promptTokens);
-        if (rec.completionTokens) m.tokens.inc({ provider, model, kind: "output" }, rec.completionTokens);
-        if (rec.upstreamCostFemtoUsd) {
+        if (rec.cacheHit) m.cacheHits.inc({ provider, model });
+        else {
+          // A cached answer's usage was the provider's once, not again.
+          if (rec.promptTokens) m.tokens.inc({ provider, model, kind: "input" }, rec.promptTokens);
+          if (rec.completionTokens) m.tokens.inc({ provider, model, kind: "output" }, rec.completionTokens);
+        }
+        if (rec.upstreamCostFemtoUsd && !rec.cacheHit) {
           const paidBy = rec.credentialSource === "byok" ? "byok" : "platform";
           m.cost.inc({ provider, model, paid_by: paidBy }, Number(rec.upstreamCostFemtoUsd) / FEMTOS_PER_USD);
         }

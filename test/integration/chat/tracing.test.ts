@@ -250,6 +250,19 @@ describe("tracing over OTLP", () => {
       expect(t.attempts[0]!.attributes["portico.attempt.outcome"]).toBe("failed");
     });
 
+    it("a response cache hit: the chat span says so and has no attempt span; the hit is counted", async () => {
+      const body = { model: SERVED_MODEL, messages: [{ role: "user", content: `${PROMPT} (cached)` }], cache: { ttl_seconds: 60 } } as never;
+      await client.chat.completions.create(body);
+      const traceId = hex(16);
+      const res = await client.chat.completions.create(body, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
+      const t = await waitFor("the cache hit's chat span", () => {
+        const chat = receiver.spans.find((s) => s.traceId === traceId && s.scope === "portico" && s.kind === INTERNAL);
+        return chat?.attributes["portico.generation_id"] === (res as { id: string }).id ? chat : undefined;
+      });
+      expect(t.attributes).toMatchObject({ "portico.cache": "hit", "portico.attempts": 0, "portico.status": "success" });
+      expect(receiver.spans.filter((s) => s.traceId === traceId && s.kind === CLIENT && s.scope === "portico")).toEqual([]);
+    });
+
     it("Prometheus: per provider and catalog model, requests, errors, latency, time to first token, tokens and cost", async () => {
       const res = await fetch(`${proc.gatewayUrl}/metrics`);
       const text = await res.text();
@@ -265,6 +278,7 @@ describe("tracing over OTLP", () => {
       expect(value(`portico_generation_tokens_total{${served},kind="input"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_tokens_total{${served},kind="output"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_cost_usd_total{${served},paid_by="byok"}`)).toBeGreaterThan(0);
+      expect(value(`portico_generation_cache_hits_total{${served}}`)).toBe(1);
     });
   });
 

@@ -85,6 +85,7 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   if (spans.responseModel) span.setAttribute(GEN_AI.RESPONSE_MODEL, spans.responseModel);
   if (track.timeToFirstTokenMs !== null) span.setAttribute("portico.time_to_first_token_ms", track.timeToFirstTokenMs);
   if (track.presetSlug) span.setAttribute("portico.preset", track.presetSlug);
+  if (track.cache) span.setAttribute("portico.cache", track.cache);
   if (err !== undefined && !call.signal.aborted) {
     const type = errorType(err);
     span.setAttribute("error.type", type);
