@@ -3,6 +3,7 @@
  * the caller's W3C `traceparent` (and `tracestate`) request header, which the gateway sends on every core call
  * (src/gateway/rpc.ts), over gRPC and in process alike. The handler runs in the span's context; for a stream,
  * so does each read of its messages (where a streaming handler's code runs), and the span ends with the stream.
+ * Bidi streams (intern host links, open for hours) get none.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Context, type Span, type TextMapGetter } from "@opentelemetry/api";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
@@ -58,6 +59,8 @@ function inContext<T>(source: AsyncIterable<T>, ctx: Context, onEnd: (err?: unkn
 export function createTracingInterceptor(): Interceptor {
   const t = tracer();
   return (next) => async (req) => {
+    // A bidi stream is an intern host's link, open for hours: no span (its turns are not requests).
+    if (req.method.methodKind === "bidi_streaming") return next(req);
     const parent = propagation.extract(ROOT_CONTEXT, req.header, headerGetter);
     const span = t.startSpan(
       `${req.service.typeName}/${req.method.name}`,
