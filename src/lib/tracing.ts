@@ -88,7 +88,11 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
       if (request.routeOptions.url) span.updateName(`${request.method} ${request.routeOptions.url}`);
     },
   });
-  logger.info({ url: cfg.url, protocol: cfg.protocol, serviceName: cfg.serviceName }, "tracing on: exporting spans over OTLP");
+  // The URL without any user:password it may hold; the headers (a collector's token) are never logged.
+  const shown = new URL(cfg.url);
+  shown.username = "";
+  shown.password = "";
+  logger.info({ url: shown.href, protocol: cfg.protocol, serviceName: cfg.serviceName }, "tracing on: exporting spans over OTLP");
   return {
     refs: 0,
     plugin: () => instrumentation.plugin() as FastifyPluginCallback,
