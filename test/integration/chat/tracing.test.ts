@@ -99,7 +99,7 @@ function expectNoSecrets(receiver: OtlpReceiver, secrets: string[]) {
 }
 
 async function addKeys(gatewayUrl: string, managementKey: string) {
-  for (const [provider, key] of [["groq", GROQ_KEY], ["openai", OPENAI_KEY]] as const) {
+  for (const [provider, key] of [["groq", GROQ_KEY], ["openai", OPENAI_KEY], ["together", "tg-trace-secret-key"]] as const) {
     const res = await fetch(`${gatewayUrl}/api/v1/byok`, {
       method: "POST",
       headers: { authorization: `Bearer ${managementKey}`, "content-type": "application/json" },
@@ -113,6 +113,7 @@ describe("tracing over OTLP", () => {
   let receiver: OtlpReceiver;
   let ok: FakeUpstream;
   let down: FakeUpstream;
+  let broken: FakeUpstream;
   const dirs: string[] = [];
 
   const env = (): Record<string, string> => {
@@ -126,6 +127,7 @@ describe("tracing over OTLP", () => {
       PORTICO_EMBEDDED_HOST: "false",
       PORTICO_PROVIDER_GROQ_BASE_URL: `${ok.url}/v1`,
       PORTICO_PROVIDER_OPENAI_BASE_URL: `${down.url}/v1`,
+      PORTICO_PROVIDER_TOGETHER_BASE_URL: `${broken.url}/v1`,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=trace%20token",
@@ -138,9 +140,10 @@ describe("tracing over OTLP", () => {
     receiver = await startOtlpReceiver();
     ok = await startFakeOpenAI();
     down = await startFakeOpenAI(defaultScript(), { failStatus: 500, failMessage: "upstream is down" });
+    broken = await startFakeOpenAI(defaultScript(), { failAfterChunks: 1 });
   });
   afterAll(async () => {
-    await Promise.all([ok, down, receiver].map((f) => f?.close()));
+    await Promise.all([ok, down, broken, receiver].map((f) => f?.close()));
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
@@ -248,6 +251,25 @@ describe("tracing over OTLP", () => {
       expect(t.chat.attributes["error.type"]).toBe("upstream_failed");
       expect(t.core.statusCode).toBe(ERROR);
       expect(t.attempts[0]!.attributes["portico.attempt.outcome"]).toBe("failed");
+    });
+
+    it("a stream the provider breaks after its first chunk: the served attempt and the request end in error", async () => {
+      const stream = await client.chat.completions.create({ model: "together/some-model", messages: [{ role: "user", content: PROMPT }], stream: true });
+      let id = "";
+      // The client throws on the error chunk the stream ends with.
+      const err = await (async () => {
+        for await (const chunk of stream) id = chunk.id;
+      })().catch((e: unknown) => e);
+      expect(String(err)).toMatch(/mid-stream/);
+      expect(id).toMatch(/^gen-/);
+      const traceOf = () => receiver.spans.find((s) => s.attributes["portico.generation_id"] === id)?.traceId;
+      const t = await chatTrace(receiver, traceOf, 1, STREAM_RPC);
+      expectTree(t);
+      expect(t.attempts[0]!.attributes).toMatchObject({ "gen_ai.provider.name": "together", "portico.attempt.outcome": "served", "error.type": "stream_error" });
+      expect(t.attempts[0]!.statusCode).toBe(ERROR);
+      expect(t.chat.attributes).toMatchObject({ "portico.status": "error", "error.type": "stream_error" });
+      expect(t.chat.statusCode).toBe(ERROR);
+      expectNoSecrets(receiver, ["tg-trace-secret-key", PROMPT]);
     });
 
     it("a response cache hit: the chat span says so and has no attempt span; the hit is counted", async () => {

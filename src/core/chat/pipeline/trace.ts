@@ -70,6 +70,11 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   if (spans.served) {
     spans.served.setAttributes(usage);
     if (spans.responseModel) spans.served.setAttribute(GEN_AI.RESPONSE_MODEL, spans.responseModel);
+    if (track.status === "error") {
+      // The provider's stream broke after its first event.
+      spans.served.setAttribute("error.type", "stream_error");
+      spans.served.setStatus({ code: SpanStatusCode.ERROR, message: "the provider's stream broke" });
+    }
     spans.served.end();
   }
   if (track.requestedModel) {
