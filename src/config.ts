@@ -179,6 +179,26 @@ function embeddedHostSettings(env: NodeJS.ProcessEnv): EmbeddedHostSettings {
   return out;
 }
 
+/**
+ * Trace export over OTLP (docs/operations.md, "Tracing"), from the standard OpenTelemetry variables. Absent
+ * (tracing off, the SDK never loaded) unless OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is
+ * set and OTEL_SDK_DISABLED is not true.
+ */
+export interface TracingConfig {
+  /** Where spans are POSTed: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  url: string;
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf` (default) or `http/json`. */
+  protocol: "http/protobuf" | "http/json";
+  /** Headers sent with each export (OTEL_EXPORTER_OTLP_HEADERS, then OTEL_EXPORTER_OTLP_TRACES_HEADERS over it): `k=v,k2=v2`, values URL-encoded. */
+  headers: Record<string, string>;
+  /** `service.name` of the spans (OTEL_SERVICE_NAME, default `portico`). */
+  serviceName: string;
+  /** Longest wait before a batch of ended spans is exported, in ms (OTEL_BSP_SCHEDULE_DELAY, default 5000). */
+  scheduleDelayMs: number;
+  /** Most spans queued for export; more are dropped (OTEL_BSP_MAX_QUEUE_SIZE, default 2048). */
+  maxQueueSize: number;
+}
+
 export interface Config {
   /** Folder for the embedded SQLite database, master key and intern working folders (PORTICO_DATA_DIR). */
   dataDir: string;
@@ -254,6 +274,8 @@ export interface Config {
    * invalidation message was lost (docs/catalog.md). Changes are announced on the bus at once besides.
    */
   catalogRefreshMs: number;
+  /** OpenTelemetry trace export (docs/operations.md, "Tracing"); undefined: off. */
+  tracing: TracingConfig | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -297,6 +319,47 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     if (!keyless.includes(slug)) keyless.push(slug);
   }
   return { baseUrls, extraOpenAICompatible, keyless };
+}
+
+/** `k=v,k2=v2` (values URL-encoded), the OTLP headers format; a malformed entry names the variable. */
+function otlpHeaders(name: string, raw: string | undefined, into: Record<string, string>): void {
+  for (const entry of (raw ?? "").split(",")) {
+    if (entry.trim() === "") continue;
+    const at = entry.indexOf("=");
+    const key = entry.slice(0, at).trim().toLowerCase();
+    if (at <= 0 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) throw new ConfigError(`${name} must be a comma-separated list of key=value`);
+    let value: string;
+    try {
+      value = decodeURIComponent(entry.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError(`${name}: the value of ${key} is not valid URL-encoding`);
+    }
+    into[key] = value;
+  }
+}
+
+function tracingSettings(e: z.infer<typeof Env>): TracingConfig | undefined {
+  if (e.OTEL_SDK_DISABLED) return undefined;
+  let url: string;
+  if (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) url = httpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  else if (e.OTEL_EXPORTER_OTLP_ENDPOINT) url = `${httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", e.OTEL_EXPORTER_OTLP_ENDPOINT)}/v1/traces`;
+  else return undefined;
+  const protocolName = e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const protocol = e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? "http/protobuf";
+  if (protocol !== "http/protobuf" && protocol !== "http/json") {
+    throw new ConfigError(`${protocolName} must be http/protobuf or http/json (grpc is not supported)`);
+  }
+  const headers: Record<string, string> = {};
+  otlpHeaders("OTEL_EXPORTER_OTLP_HEADERS", e.OTEL_EXPORTER_OTLP_HEADERS, headers);
+  otlpHeaders("OTEL_EXPORTER_OTLP_TRACES_HEADERS", e.OTEL_EXPORTER_OTLP_TRACES_HEADERS, headers);
+  return {
+    url,
+    protocol,
+    headers,
+    serviceName: e.OTEL_SERVICE_NAME ?? "portico",
+    scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+  };
 }
 
 /** The variables Portico reads, their defaults and rules. */
@@ -353,6 +416,16 @@ const Env = z
     PORTICO_MODERATION_MODEL: textSetting(),
     PORTICO_MODERATION_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
     PORTICO_METRICS_PORT: optionalInt(0, 65535),
+    OTEL_SDK_DISABLED: boolSetting(false),
+    OTEL_EXPORTER_OTLP_ENDPOINT: textSetting(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: textSetting(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: textSetting(),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: textSetting(),
+    OTEL_EXPORTER_OTLP_HEADERS: textSetting(),
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: textSetting(),
+    OTEL_SERVICE_NAME: textSetting(),
+    OTEL_BSP_SCHEDULE_DELAY: intSetting(5000, 1, 3_600_000),
+    OTEL_BSP_MAX_QUEUE_SIZE: intSetting(2048, 1, 1_000_000),
     PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
   .superRefine((env, ctx) => {
@@ -431,5 +504,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           }
         : undefined,
     },
+    tracing: tracingSettings(e),
   };
 }

@@ -18,6 +18,7 @@ import { createMetricsEndpoint } from "./gateway/metrics-endpoint.js";
 import { publicError } from "./gateway/errors.js";
 import { createMetrics, type Metrics } from "./lib/metrics.js";
 import { createIpcMetrics, isServeWorker } from "./cluster/ipc.js";
+import { startTracing } from "./lib/tracing.js";
 
 export interface RunningProcess {
   coreServer?: CoreServer;
@@ -61,6 +62,8 @@ function processHandle(): RunningProcess {
 export async function startCoreProcess(config: Config, logger: Logger, metrics: Metrics = createMetrics()) {
   const handle = processHandle();
   try {
+    const tracing = await startTracing(config.tracing, logger, config.instanceId);
+    if (tracing) handle.onClose.push(() => tracing.close());
     handle.database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, migrate: true }).catch((err: unknown) => {
       throw startupError(err, config);
     });
@@ -97,8 +100,10 @@ export async function startGateway(
   transport: import("@connectrpc/connect").Transport,
   metrics: Metrics,
   startupComplete: () => boolean = () => true,
+  tracingPlugin?: import("fastify").FastifyPluginCallback,
 ): Promise<{ app: FastifyInstance; url: string }> {
   const app = await buildGateway({
+    ...(tracingPlugin ? { tracingPlugin } : {}),
     startupComplete,
     transport,
     logger,
@@ -128,7 +133,10 @@ export async function startServe(config: Config, logger: Logger): Promise<Runnin
   if (isServeWorker()) metrics.render = createIpcMetrics(metrics.registry);
   const handle = await startCoreProcess(config, logger, metrics);
   try {
-    const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics, () => handle.startupComplete);
+    // The core process started tracing (when configured); the gateway shares its provider.
+    const tracing = await startTracing(config.tracing, logger, config.instanceId);
+    if (tracing) handle.onClose.push(() => tracing.close());
+    const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics, () => handle.startupComplete, tracing?.fastifyPlugin());
     handle.gateway = app;
     handle.gatewayUrl = url;
     return handle;
@@ -185,9 +193,16 @@ export async function startSplitGateway(config: Config, logger: Logger, coreUrl:
   const handle = processHandle();
   const metrics = createMetrics();
   const transport = createCoreTransport(coreUrl);
-  const { app, url } = await startGateway(config, logger, transport, metrics);
-  handle.gateway = app;
-  handle.gatewayUrl = url;
+  const tracing = await startTracing(config.tracing, logger, config.instanceId);
+  if (tracing) handle.onClose.push(() => tracing.close());
+  try {
+    const { app, url } = await startGateway(config, logger, transport, metrics, () => true, tracing?.fastifyPlugin());
+    handle.gateway = app;
+    handle.gatewayUrl = url;
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
   return handle;
 }
 

@@ -20,6 +20,8 @@ import { createHealthHandler } from "./health/health-handler.js";
 import { createIdentityHandler } from "./identity/identity-handler.js";
 import { createIdentityRepository } from "./identity/identity-repository.js";
 import { createMetricsInterceptor } from "./metrics-interceptor.js";
+import { createTracingInterceptor } from "./tracing-interceptor.js";
+import { withGenerationMetrics } from "./chat/generation-metrics.js";
 import { InternsService } from "../gen/portico/interns/v1/interns_service_pb.js";
 import { createInternsModule } from "./interns/interns-module.js";
 import { InternAdminService } from "../gen/portico/internadmin/v1/internadmin_service_pb.js";
@@ -196,7 +198,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const chatDeps = {
     accountRouting: routingSettingsCache.filtersFor,
     presets: presetsRepository,
-    generations,
+    generations: withGenerationMetrics(generations, metrics),
+    tracing: config.tracing !== undefined,
     credentials,
     shared,
     providers,
@@ -219,6 +222,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const embeddings = createEmbeddingsHandler(chatDeps);
 
   const interceptors: Interceptor[] = [
+    // Tracing on (docs/operations.md, "Tracing"): a span per RPC, continuing the caller's traceparent.
+    ...(config.tracing ? [createTracingInterceptor()] : []),
     createMetricsInterceptor(metrics),
     createErrorBoundaryInterceptor((err, procedure, requestId) =>
       logger.error({ err, procedure, reqId: requestId }, "unexpected error in core handler"),

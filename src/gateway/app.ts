@@ -44,6 +44,8 @@ export interface GatewayOptions {
    * are ended in band (error chunk and `data: [DONE]`); default 5 s.
    */
   drainMs?: number;
+  /** Tracing on (src/lib/tracing.ts): the Fastify plugin making a span per request. */
+  tracingPlugin?: import("fastify").FastifyPluginCallback;
 }
 
 /** A streaming answer opens (200, headers, `: keepalive`) after at most this long without its first chunk. */
@@ -97,6 +99,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     },
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => writeClientError(err, socket),
   });
+  // First, so that its span covers every other hook of a request.
+  if (opts.tracingPlugin) await app.register(opts.tracingPlugin);
   // What Node answers before Fastify sees a request, in the envelope too: an `Expect` other than
   // 100-continue (Node's default: an empty 417) and CONNECT (Node's default: the socket closed unanswered).
   app.server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {

@@ -1,7 +1,7 @@
 /**
  * Call options for RPCs made on behalf of an HTTP request: the caller's credentials and session
  * header pass through unchanged (the core decides everything about auth), the chat time budget header
- * (`x-request-timeout-ms`, checked by the core), plus the request id.
+ * (`x-request-timeout-ms`, checked by the core), plus the request id and, when tracing is on, the trace context.
  */
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
@@ -10,11 +10,20 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 
 const FORWARDED_HEADERS = ["authorization", "x-session-id", "x-request-timeout-ms"] as const;
 
+/** What @fastify/otel decorates a request with when tracing is on (src/lib/tracing.ts); absent otherwise. */
+type TracedRequest = { opentelemetry?: () => { instrumented: boolean; inject(carrier: Record<string, string>): void } };
+
 export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallOptions {
   const headers: Record<string, string> = { "x-request-id": String(req.id) };
   for (const name of FORWARDED_HEADERS) {
     const value = req.headers[name];
     if (typeof value === "string") headers[name] = value;
+  }
+  // Tracing on: the request span's W3C `traceparent` (and `tracestate`) go to the core, whose spans continue it.
+  const otel = (req as unknown as TracedRequest).opentelemetry;
+  if (otel !== undefined) {
+    const o = otel.call(req);
+    if (o.instrumented) o.inject(headers);
   }
   const opts: CallOptions = { headers };
   if (signal) opts.signal = signal;

@@ -4,7 +4,7 @@
  * `portico serve` the sum over every worker (src/cluster/ipc.ts), since the workers share one port and a
  * scrape reaches whichever of them the cluster picks.
  */
-import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export function createMetrics() {
   const registry = new Registry();
@@ -30,7 +30,60 @@ export function createMetrics() {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [registry],
   });
-  return { registry, rpcDuration, httpDuration, overhead, render: (): Promise<string> => registry.metrics() };
+  // Per provider and model, from each request's generation record (src/core/chat/generation-metrics.ts). The
+  // labels are bounded: `provider` is a configured provider's slug; `model` the catalog model's slug, or
+  // "uncatalogued" (a model the catalog does not know: callers name those freely), or "none" (nothing served).
+  const generations = new Counter({
+    name: "portico_generations_total",
+    help: "Chat, messages, responses and embeddings requests by the provider and catalog model that served them, and how they ended (success, error, cancelled).",
+    labelNames: ["provider", "model", "status"] as const,
+    registers: [registry],
+  });
+  const generationErrors = new Counter({
+    name: "portico_generation_errors_total",
+    help: "Requests that ended in an error, by provider, catalog model and the public error code (HTTP status).",
+    labelNames: ["provider", "model", "code"] as const,
+    registers: [registry],
+  });
+  const generationDuration = new Histogram({
+    name: "portico_generation_duration_seconds",
+    help: "Time from a request's arrival to the end of its answer (a stream's last event), by provider and catalog model.",
+    labelNames: ["provider", "model"] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [registry],
+  });
+  const timeToFirstToken = new Histogram({
+    name: "portico_generation_time_to_first_token_seconds",
+    help: "Streams: time from the request's arrival to the provider's first event, by provider and catalog model.",
+    labelNames: ["provider", "model"] as const,
+    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const tokens = new Counter({
+    name: "portico_generation_tokens_total",
+    help: "Tokens the providers reported (not counting answers from the response cache), by provider, catalog model and kind (input, output).",
+    labelNames: ["provider", "model", "kind"] as const,
+    registers: [registry],
+  });
+  const cacheHits = new Counter({
+    name: "portico_generation_cache_hits_total",
+    help: "Requests the response cache answered (no provider call), by the provider and catalog model of the stored answer.",
+    labelNames: ["provider", "model"] as const,
+    registers: [registry],
+  });
+  const cost = new Counter({
+    name: "portico_generation_cost_usd_total",
+    help: "The providers' price of the priced requests in USD, by provider, catalog model and who paid (platform, byok).",
+    labelNames: ["provider", "model", "paid_by"] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    rpcDuration,
+    httpDuration,
+    overhead,
+    generation: { total: generations, errors: generationErrors, duration: generationDuration, timeToFirstToken, tokens, cost, cacheHits },
+    render: (): Promise<string> => registry.metrics() };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

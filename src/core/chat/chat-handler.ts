@@ -26,6 +26,7 @@ import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
+import { createTraceStage } from "./pipeline/trace.js";
 import { createLimitsStage } from "./pipeline/limits.js";
 import { createCostStage } from "./pipeline/cost.js";
 import type { Catalog } from "../catalog/catalog.js";
@@ -76,6 +77,8 @@ export interface ChatHandlerDeps {
   keepaliveMs: number;
   /** Live throughput / latency per endpoint, fed by the generations recorded here; default: this handler's own. */
   endpointStats?: EndpointStats;
+  /** Tracing is on (docs/operations.md, "Tracing"): the trace stage opens the chain. */
+  tracing?: boolean;
   /** The load balancing draw (tests inject it); default Math.random. */
   random?: () => number;
   /** The account's routing settings of a caller, as filters (docs/routing.md); none: no account settings. */
@@ -127,6 +130,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   };
   const stages = {
     outer: [
+      ...(deps.tracing ? [createTraceStage()] : []),
       createRecordStage({ generations }),
       createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
       createRateStage({ limiter: deps.rates }),

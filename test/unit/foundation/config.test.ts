@@ -104,4 +104,37 @@ describe("configuration", () => {
     expect(() => loadConfig({ PORTICO_GRPC_TLS_KEY_FILE: "/etc/k.pem" })).toThrow(ConfigError);
     expect(loadConfig({ PORTICO_GRPC_TLS_CERT_FILE: "/etc/c.pem", PORTICO_GRPC_TLS_KEY_FILE: "/etc/k.pem" }).grpcTls).toEqual({ certFile: "/etc/c.pem", keyFile: "/etc/k.pem" });
   });
+
+  it("tracing: off without an OTLP endpoint; the standard OTEL_* variables when set, malformed ones refused", () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }).tracing).toEqual({
+      url: "http://collector:4318/v1/traces",
+      protocol: "http/protobuf",
+      headers: {},
+      serviceName: "portico",
+      scheduleDelayMs: 5000,
+      maxQueueSize: 2048,
+    });
+    const t = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector.example/custom/traces",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Bearer%20abc, x-team=ai",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "x-team=llm",
+      OTEL_SERVICE_NAME: "portico-eu",
+      OTEL_BSP_SCHEDULE_DELAY: "200",
+    }).tracing;
+    expect(t).toMatchObject({
+      url: "https://collector.example/custom/traces",
+      protocol: "http/json",
+      headers: { authorization: "Bearer abc", "x-team": "llm" },
+      serviceName: "portico-eu",
+      scheduleDelayMs: 200,
+    });
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "novalue" })).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
+    expect(() => loadConfig({ OTEL_BSP_SCHEDULE_DELAY: "soon" })).toThrow(/OTEL_BSP_SCHEDULE_DELAY/);
+  });
 });

@@ -10,7 +10,7 @@
 import { compose, type ChatCall, type ChatOutcome, type ChatStage } from "./stage.js";
 
 export interface ChainStages {
-  /** record, limits, rate, cost: the stages before the request is read. */
+  /** (trace, when tracing is on,) record, limits, rate, cost: the stages before the request is read. */
   outer: readonly ChatStage[];
   validate: ChatStage;
   preset: ChatStage;

@@ -19,6 +19,7 @@ import { credentialKey, noteFailure, noteSuccess, type HealthMemory } from "../r
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
+import { attemptSpan } from "./trace.js";
 
 /** The time limits of a chat request (operator settings, src/config.ts; docs/operations.md). */
 export interface ChatTimeouts {
@@ -87,13 +88,16 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
         track.attempts++;
         a.call = { ...a.call, signal: budget.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
         const sent = performance.now();
+        const span = attemptSpan(call, a, track.attempts);
         try {
           const answer = await one(a);
           track.upstreamMs += performance.now() - sent;
+          span?.served();
           noteSuccess(deps.health, a);
           return answer;
         } catch (err) {
           track.upstreamMs += performance.now() - sent;
+          span?.failed(err);
           if (budget.signal.aborted && !call.signal.aborted) break;
           if (!(err instanceof UpstreamError)) throw err;
           last = err;
