@@ -106,10 +106,10 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
 
     it("over gRPC: INVALID_ARGUMENT naming the field", async () => {
       const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
-      const body = struct({ model: "openai/gpt-4o", messages, plugins: [{ id: "file-parser" }] });
+      const body = struct({ model: "openai/gpt-4o", messages, plugins: [{ id: "web" }] });
       const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
       expect(err?.code).toBe(3);
-      expect(String(err?.details)).toContain('plugins[0].id "file-parser" is not supported');
+      expect(String(err?.details)).toContain('plugins[0].id "web" is not supported');
     });
   });
 

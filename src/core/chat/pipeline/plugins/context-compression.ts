@@ -155,9 +155,12 @@ export function createContextCompressionPlugin(): Plugin {
     async before(call, run) {
       const report: PluginReport = run.report;
       report.engine = (run.options.engine as string | undefined) ?? "middle-out";
-      const messages = (call.request.messages ?? []) as Message[];
-      const bytes = messages.reduce((n, m) => n + bytesOf(m), 0);
-      const byLimit = new Map<number, Attempt[]>();
+      // Each attempt's own messages (file-parser, which runs first, may have turned its PDFs into text).
+      const messagesOf = (a: Attempt) => (a.call.body.messages ?? call.request.messages ?? []) as Message[];
+      const bytesMemo = new Map<Message[], number>();
+      const bytesOfAll = (ms: Message[]) => bytesMemo.get(ms) ?? bytesMemo.set(ms, ms.reduce((n, m) => n + bytesOf(m), 0)).get(ms)!;
+      const byLimit = new Map<string, { limit: number; messages: Message[]; attempts: Attempt[] }>();
+      const sources: Message[][] = [];
       let unknown = 0;
       for (const a of call.attempts) {
         const context = a.endpoint?.context_length;
@@ -166,16 +169,21 @@ export function createContextCompressionPlugin(): Plugin {
           continue;
         }
         const limit = limitOf(context, a.call.body);
+        const messages = messagesOf(a);
         // A byte-level BPE never makes more tokens than bytes: within the limit by bytes, nothing to count.
-        if (bytes <= limit) continue;
-        byLimit.set(limit, [...(byLimit.get(limit) ?? []), a]);
+        if (bytesOfAll(messages) <= limit) continue;
+        if (!sources.includes(messages)) sources.push(messages);
+        const key = `${limit}/${sources.indexOf(messages)}`;
+        const group = byLimit.get(key) ?? { limit, messages, attempts: [] };
+        group.attempts.push(a);
+        byLimit.set(key, group);
       }
       if (unknown > 0) report.uncatalogued_attempts = unknown;
       const compressed: Array<Record<string, unknown>> = [];
       report.compressed = compressed;
       if (byLimit.size === 0) return;
       const count = await tokenCounter();
-      for (const [limit, attempts] of [...byLimit].sort((x, y) => x[0] - y[0])) {
+      for (const { limit, messages, attempts } of [...byLimit.values()].sort((x, y) => x.limit - y.limit)) {
         const c = middleOut(messages, limit, count);
         report.tokens_before = c.tokensBefore;
         if (c.removed === 0 && c.truncated === 0) continue;

@@ -19,6 +19,7 @@ import { createContextCompressionPlugin } from "./context-compression.js";
 import type { PluginsConfig } from "../../../../config.js";
 import type { Plugin, PluginRun } from "./types.js";
 import { routerPlugins, type RouterDeps } from "./routers.js";
+import { createFileParserPlugin, refuseUnreadableFiles } from "./file-parser.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
@@ -33,7 +34,13 @@ export interface PluginsDeps {
 
 /** The plugins Portico implements (docs/plugins.md). */
 export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps): Plugin[] {
-  return [createModerationPlugin(config?.moderation), createContextCompressionPlugin(), createResponseHealingPlugin(), ...(routing ? routerPlugins(routing) : [])];
+  return [
+    createModerationPlugin(config?.moderation),
+    createFileParserPlugin(routing ? { catalog: routing.catalog } : {}),
+    createContextCompressionPlugin(),
+    createResponseHealingPlugin(),
+    ...(routing ? routerPlugins(routing) : []),
+  ];
 }
 
 /**
@@ -81,7 +88,10 @@ export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
     async run(call, next) {
       const entries = Array.isArray(call.request.plugins) ? call.request.plugins : [];
       // The routing stage's report (a `<brand>/auto` model) is shown on the answer even without entries.
-      if (entries.length === 0 && call.track.plugins.length === 0) return next();
+      if (entries.length === 0 && call.track.plugins.length === 0) {
+        refuseUnreadableFiles(call, deps.routing?.catalog);
+        return next();
+      }
       const runs: Array<{ plugin: Plugin; run: PluginRun }> = [];
       const seen = new Set<string>();
       const from = call.track.presetSlug ? ` (after preset "${call.track.presetSlug}" was applied: its configuration may set it)` : "";
@@ -99,13 +109,18 @@ export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
         }
         runs.push({ plugin, run: { options, field, report: { id } } });
       });
-      if (runs.length === 0 && call.track.plugins.length === 0) return next();
+      if (runs.length === 0 && call.track.plugins.length === 0) {
+        refuseUnreadableFiles(call, deps.routing?.catalog);
+        return next();
+      }
       runs.sort((a, b) => a.plugin.order - b.plugin.order);
       for (const { plugin, run } of runs) {
         if (plugin.route) continue; // a router: the routing stage ran it and recorded its report
         call.track.plugins.push(run.report);
         await plugin.before?.(call, run);
       }
+      // A `file` part left (no file-parser, engine native) must reach a model that reads it (file-parser.ts).
+      refuseUnreadableFiles(call, deps.routing?.catalog);
       let outcome = await next();
       for (let i = runs.length - 1; i >= 0; i--) {
         const { plugin, run } = runs[i]!;
