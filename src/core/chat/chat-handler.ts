@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → rate → cost → validate → preset → route → cache → plan → plugins → spend → execute
+ *   record → limits → rate → cost → validate → preset → route → server-tools → cache → plan → plugins → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -38,6 +38,7 @@ import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
+import { createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
 import type { ResponseCacheStore } from "./response-cache.js";
@@ -138,6 +139,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
+    serverTools: createServerToolsStage({ brand: deps.brand }),
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan: createPlanStage({
       credentials: deps.credentials,
