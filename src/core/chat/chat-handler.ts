@@ -19,7 +19,8 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import type { ProviderRegistry } from "./providers/index.js";
-import type { ChatLimitsConfig, PluginsConfig } from "../../config.js";
+import type { ChatLimitsConfig, PluginsConfig, ServerToolsConfig } from "../../config.js";
+import { createGuardedFetcher, type LookupFn } from "./server-tools/guarded-fetch.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { newCall } from "./pipeline/stage.js";
@@ -88,7 +89,17 @@ export interface ChatHandlerDeps {
   plugins?: PluginsConfig;
   /** The response cache's store (docs/operations.md, "Response cache"); none: requests asking for the cache are relayed uncached. */
   responseCache?: ResponseCacheStore;
+  /** The server tools' settings (docs/plugins.md); default: no search engine, no private address allowed. */
+  serverTools?: ServerToolsConfig;
+  /** web_fetch's resolver (tests inject one); default the system's. */
+  webFetchLookup?: LookupFn;
 }
+
+const DEFAULT_SERVER_TOOLS: ServerToolsConfig = {
+  maxTurns: 8,
+  webFetch: { allowAddresses: [], maxBytes: 2_097_152, timeoutMs: 10_000 },
+  search: { engine: undefined, searxngUrl: undefined, braveUrl: "https://api.search.brave.com", braveApiKey: undefined, timeoutMs: 10_000 },
+};
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
 export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
@@ -129,6 +140,9 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       return out;
     },
   };
+  // The server tools (docs/plugins.md): web_fetch's guarded HTTP client is one per handler.
+  const serverTools = deps.serverTools ?? DEFAULT_SERVER_TOOLS;
+  const fetcher = createGuardedFetcher({ ...serverTools.webFetch, ...(deps.webFetchLookup ? { lookup: deps.webFetchLookup } : {}) });
   const stages = {
     outer: [
       ...(deps.tracing ? [createTraceStage()] : []),
@@ -139,7 +153,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
-    serverTools: createServerToolsStage({ brand: deps.brand }),
+    serverTools: createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher }),
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan: createPlanStage({
       credentials: deps.credentials,
