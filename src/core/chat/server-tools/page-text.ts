@@ -15,9 +15,13 @@ export interface PageText {
 export function pageText(body: Buffer, contentType: string, finalUrl: string): PageText {
   const raw = body.toString("utf8");
   if (contentType !== "" && !/html/.test(contentType)) return { title: null, text: raw };
-  // Relative links become absolute: Readability keeps them as written.
-  const withBase = /<head[^>]*>/i.test(raw) ? raw.replace(/<head([^>]*)>/i, `<head$1><base href="${escapeAttr(finalUrl)}">`) : `<base href="${escapeAttr(finalUrl)}">${raw}`;
-  const { document } = parseHTML(withBase);
+  const { document } = parseHTML(raw);
+  // Relative links become absolute: Readability resolves them against the document's base.
+  if (document.head) {
+    const baseEl = document.createElement("base");
+    baseEl.setAttribute("href", finalUrl);
+    document.head.prepend(baseEl);
+  }
   const title = (document.title || "").trim() || null;
   let html: string | undefined;
   try {
@@ -26,13 +30,18 @@ export function pageText(body: Buffer, contentType: string, finalUrl: string): P
     html = undefined;
   }
   if (!html) {
-    const again = parseHTML(withBase).document;
-    for (const el of again.querySelectorAll("script, style, noscript, template")) el.remove();
-    html = again.body?.innerHTML ?? withBase;
+    // Not an article: the whole body, without scripts and page chrome, links made absolute.
+    const again = parseHTML(raw).document;
+    for (const el of again.querySelectorAll("script, style, noscript, template, nav, footer, aside, iframe, form")) el.remove();
+    for (const el of again.querySelectorAll("a[href], img[src]")) {
+      const attr = el.hasAttribute("href") ? "href" : "src";
+      try {
+        el.setAttribute(attr, new URL(el.getAttribute(attr) ?? "", finalUrl).toString());
+      } catch {
+        /* left as written */
+      }
+    }
+    html = again.body?.innerHTML ?? raw;
   }
   return { title, text: NodeHtmlMarkdown.translate(html ?? "").trim() };
-}
-
-function escapeAttr(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 }
