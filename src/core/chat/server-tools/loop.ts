@@ -131,11 +131,12 @@ async function runCalls(call: ChatCall, s: ServerToolSession, state: ReturnType<
       }
     }
     const ms = Math.round(performance.now() - started);
-    if (s.record.calls.length < MAX_RECORDED_CALLS) s.record.calls.push({ type: tool.type, name: tool.name, ok, ms });
     progress?.({ call_id: tc.id, type: tool.type, name: tool.name, status: ok ? "completed" : "failed", summary, ms });
-    return { role: "tool", tool_call_id: tc.id, content };
+    return { message: { role: "tool", tool_call_id: tc.id, content }, rec: { type: tool.type, name: tool.name, ok, ms } };
   }));
-  state.messages.push(...results);
+  // Recorded in the order the model made the calls (they ran in parallel).
+  for (const r of results) if (s.record.calls.length < MAX_RECORDED_CALLS) s.record.calls.push(r.rec);
+  state.messages.push(...results.map((r) => r.message));
 }
 
 function split(s: ServerToolSession, calls: readonly ToolCall[]) {
@@ -187,6 +188,7 @@ async function completeLoop(call: ChatCall, s: ServerToolSession, turns: Turns, 
     if (state.usage) out.usage = { ...state.usage, server_tool_use: serverToolUse(s) } as Usage;
     call.track.usage = out.usage ?? null;
     call.track.finishReason = finish;
+    call.track.status = "success";
     return { kind: "completion", completion: out };
   }
 }
