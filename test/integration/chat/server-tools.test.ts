@@ -23,7 +23,7 @@ const toolTurn = (...calls: Array<[string, string, Record<string, unknown>]>): S
 });
 const answer = (text: string): Script => ({ text: [text.slice(0, 4), text.slice(4)], finish: "stop", usage: { input: 20, output: 5 } });
 
-describe("server tools (sqlite)", () => {
+describe.each(["sqlite", "postgresql"] as const)("server tools (%s)", (provider) => {
   let h: Harness;
   let model: FakeUpstream;
   let searx: Server;
@@ -63,6 +63,7 @@ describe("server tools (sqlite)", () => {
     searxUrl = `http://127.0.0.1:${(searx.address() as AddressInfo).port}`;
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
     h = await startHarness({
+      provider,
       env: {
         PORTICO_PROVIDER_GROQ_BASE_URL: `${model.url}/v1`,
         PORTICO_SEARXNG_URL: searxUrl,
