@@ -185,6 +185,20 @@ describe.each(["sqlite", "postgresql"] as const)("server tools (%s)", (provider)
     const helper = client.chat.completions.stream({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "time?" }], tools: [{ type: "service:datetime" }] as never });
     const final = await helper.finalChatCompletion();
     expect(final.choices[0]!.message.content).toBe("It is late.");
+
+    // A streamed turn mixing a server call (the web_search shorthand) and a client call: the search runs, the
+    // client call arrives whole, the stream ends with tool_calls.
+    model.scripts = [toolTurn(["s1", "web_search", { query: "tides" }], ["k1", "get_weather", { city: "Brest" }]), answer("unused")];
+    const mixed = client.chat.completions.stream({
+      model: "groq/llama-3.3-70b",
+      messages: [{ role: "user", content: "x" }],
+      tools: [{ type: "web_search_preview" }, { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: {} } } }] as never,
+    });
+    const done = await mixed.finalChatCompletion();
+    expect(done.choices[0]!.finish_reason).toBe("tool_calls");
+    expect(done.choices[0]!.message.tool_calls).toEqual([expect.objectContaining({ id: "k1", function: { name: "get_weather", arguments: '{"city":"Brest"}' } })]);
+    expect(searches.at(-1)).toBe("tides");
+    expect((await generation(done.id)).server_tools.counts).toEqual({ web_search_preview: 1 });
   });
 
   it("bounds: max_uses returns an error result; stop_server_tools_when makes one final turn without tools; the turn limit too", async () => {
