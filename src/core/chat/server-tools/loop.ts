@@ -16,8 +16,9 @@
  * caller gets progress chunks with `choices: []` and a `server_tool_activity` object, which OpenAI clients skip.
  */
 import type { Logger } from "pino";
-import { Reason } from "../../errors.js";
-import { ruleOf } from "../../../contract/reasons.js";
+import { ConnectError } from "@connectrpc/connect";
+import { errorDetailOf, Reason } from "../../errors.js";
+import { reasonFromWire, ruleOf } from "../../../contract/reasons.js";
 import { costOf, usd } from "../../catalog/cost.js";
 import type { CanonicalRequest, CanonicalResponse, StreamEvent, ToolCall, Usage } from "../model.js";
 import { UpstreamError } from "../providers/index.js";
@@ -276,12 +277,15 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
           events = await turns.stream(state.nextBody());
         } catch (err) {
           if (call.signal.aborted) throw err;
-          const status = err instanceof UpstreamError && err.status > 0 ? err.status : ruleOf(Reason.UPSTREAM_FAILED).status;
-          const message = err instanceof Error ? err.message : "The provider failed";
+          // The attempt loop's error (upstream_failed, timeout, rate_limited) as the in-stream error chunk.
+          const detail = err instanceof ConnectError ? errorDetailOf(err) : undefined;
+          const reason = (detail && reasonFromWire(detail.reason, (err as ConnectError).code)) ?? Reason.UPSTREAM_FAILED;
+          const status = err instanceof UpstreamError && err.status > 0 ? err.status : ruleOf(reason).status;
+          const message = err instanceof ConnectError ? err.rawMessage : err instanceof Error ? err.message : "The provider failed";
           track.status = "error";
           track.errorCode = status;
           track.finishReason = "error";
-          yield { ...meta(), choices: [{ index: 0, delta: {}, finish_reason: "error", native_finish_reason: null }], error: { reason: Reason.UPSTREAM_FAILED, code: status, message } } as StreamEvent;
+          yield { ...meta(), choices: [{ index: 0, delta: {}, finish_reason: "error", native_finish_reason: null }], error: { reason, code: status, message } } as StreamEvent;
           return;
         }
         continue;
