@@ -103,6 +103,26 @@ describe("server-tool loop", () => {
     expect(records[0]).toMatchObject({ promptTokens: 2000, attempts: 2, status: "success" });
   });
 
+  it.each([
+    [{ type: "max_tokens_used", max_tokens: 1000 }, "max_tokens_used"],
+    [{ type: "has_tool_call", tool_name: "datetime" }, "has_tool_call"],
+    [{ type: "has_tool_call", tool_name: "service:datetime" }, "has_tool_call"],
+    [{ type: "finish_reason_is", reason: "tool_calls" }, "finish_reason_is"],
+    [{ type: "step_count_is", step_count: 1 }, "step_count_is"],
+  ])("stop_server_tools_when %j fires after the first turn", async (condition, by) => {
+    const { outcome, bodies, records } = run(["datetime", "datetime", "answer"], false, { stop_server_tools_when: [{ type: "step_count_is", step_count: 5 }, condition] });
+    await outcome;
+    expect(bodies.map((b) => b.tool_choice)).toEqual([undefined, "none"]);
+    expect(JSON.parse(records[0]!.serverTools!)).toMatchObject({ turns: 2, stoppedBy: by });
+  });
+
+  it("a condition that does not fire leaves the loop to the model", async () => {
+    const { outcome, bodies } = run(["datetime", "answer"], false, { stop_server_tools_when: [{ type: "has_tool_call", tool_name: "web_fetch" }] });
+    const o = await outcome;
+    expect(o.kind === "completion" && o.completion.choices[0]!.message.content).toBe("answer");
+    expect(bodies.map((b) => b.tool_choice)).toEqual([undefined, undefined]);
+  });
+
   it("no server tools: the plain path, nothing recorded", async () => {
     const { outcome, records } = run(["answer"], false, { tools: [{ type: "function", function: { name: "f" } }] });
     const o = await outcome;

@@ -109,6 +109,9 @@ export function createGuardedFetcher(base: Omit<GuardOptions, "allowedDomains" |
     } as never,
     headersTimeout: base.timeoutMs,
     bodyTimeout: base.timeoutMs,
+    // Pages are fetched once; an idle connection is not kept for long (nor does it keep a stopping process up long).
+    keepAliveTimeout: 1_000,
+    keepAliveMaxTimeout: 1_000,
   });
 
   function checkUrl(raw: string, opts: GuardOptions): URL {
