@@ -47,6 +47,8 @@ function scripted(turns: Turn[], bodies: CanonicalRequest[]): ProviderAdapter {
       if (t === "fail") throw new UpstreamError(500, "upstream error: down", false);
       const base = { id: "up", object: "chat.completion.chunk" as const, created: 1, model: call.model };
       if (t === "datetime") {
+        yield { ...base, choices: [{ index: 0, delta: { reasoning: "think", reasoning_details: [{ type: "reasoning.text", text: "thi", index: 0 }] }, finish_reason: null }] };
+        yield { ...base, choices: [{ index: 0, delta: { reasoning: "", reasoning_details: [{ type: "reasoning.text", text: "nk", signature: "sig-1", index: 0 }] }, finish_reason: null }] };
         yield { ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "datetime", arguments: "{}" } }] } as never, finish_reason: null }] };
         yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] };
       } else {
@@ -81,7 +83,7 @@ function run(turns: Turn[], streamed: boolean, body: Record<string, unknown> = {
 
 describe("server-tool loop", () => {
   it("a stream whose second turn fails ends with the error chunk, after the progress chunks", async () => {
-    const { outcome, records } = run(["datetime", "fail"], true);
+    const { outcome, records, bodies } = run(["datetime", "fail"], true);
     const o = await outcome;
     if (o.kind !== "stream") throw new Error("expected a stream");
     const events: StreamEvent[] = [];
@@ -91,6 +93,9 @@ describe("server-tool loop", () => {
     expect(events.at(-1)).toMatchObject({ choices: [{ finish_reason: "error" }], error: { code: 502, message: expect.stringMatching(/Every provider attempt failed.*down/) } });
     expect(records[0]).toMatchObject({ status: "error", errorCode: 502 });
     expect(JSON.parse(records[0]!.serverTools!)).toMatchObject({ turns: 2, counts: { "service:datetime": 1 } });
+    // The turn's signed reasoning went back with its calls; the caller saw the reasoning stream.
+    expect(bodies[1]!.messages[1]).toMatchObject({ role: "assistant", reasoning_details: [{ type: "reasoning.text", text: "think", signature: "sig-1", index: 0 }], tool_calls: [{ id: "c1" }] });
+    expect(events.some((e) => e.choices[0]?.delta?.reasoning === "think")).toBe(true);
   });
 
   it("max_cost: once the turns cost as much, one final turn without tools", async () => {

@@ -214,6 +214,9 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
   const meta = () => ({ id: track.id, object: "chat.completion.chunk" as const, created: Math.floor(Date.now() / 1000), model: track.model ?? "", provider: track.provider ?? undefined });
   while (events) {
     const held = new Map<number, HeldCall>();
+    // The turn's reasoning pieces, merged by index (text appended, signature and data kept): sent back with the
+    // calls, as providers that sign their thinking (Anthropic) require on the next turn.
+    const reasoning = new Map<number, Record<string, unknown>>();
     let content = "";
     let finish: string | null = null;
     for await (const ev of events) {
@@ -238,6 +241,14 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
           held.set(i, h);
         }
       }
+      if (Array.isArray(delta.reasoning_details)) {
+        for (const d of delta.reasoning_details as Array<Record<string, unknown>>) {
+          const i = typeof d.index === "number" ? d.index : 0;
+          const piece = reasoning.get(i);
+          if (!piece) reasoning.set(i, { ...d });
+          else for (const [k, v] of Object.entries(d)) piece[k] = k === "text" && typeof v === "string" ? `${(piece.text as string | undefined) ?? ""}${v}` : v;
+        }
+      }
       if (c.finish_reason) finish = c.finish_reason;
       const { tool_calls: _tc, ...rest } = delta as Record<string, unknown>;
       const hasContent = Object.entries(rest).some(([k, v]) => k !== "role" && v !== undefined && v !== null && v !== "");
@@ -260,7 +271,9 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
       };
       let done = false;
       let failure: unknown;
-      const running = runCalls(call, s, state, { content: content === "" ? null : content }, server, log, progress).then(
+      const details = [...reasoning.entries()].sort((a, b) => a[0] - b[0]).map(([, d]) => d);
+      const assistant = { content: content === "" ? null : content, ...(details.length > 0 ? { reasoning_details: details } : {}) };
+      const running = runCalls(call, s, state, assistant, server, log, progress).then(
         () => void (done = true),
         (err: unknown) => void ((failure = err), (done = true)),
       ).finally(() => wake?.());
