@@ -53,6 +53,11 @@ describe("server-tools stage: refusals", () => {
     expect(err2!.rawMessage).toContain("tools[0].parameters.timezone");
   });
 
+  it("a property beside type/parameters/cache_control is refused (OpenAI's top-level web_search options)", async () => {
+    const err = await run({ tools: [{ type: "web_search_preview", search_context_size: "low" }] });
+    expect(err!.rawMessage).toContain("tools[0].search_context_size is not a property of a server tool");
+  });
+
   it("a function named like a server tool is refused", async () => {
     const err = await run({ tools: [{ type: "service:datetime" }, { type: "function", function: { name: "datetime" } }] });
     expect(err!.rawMessage).toContain("rename the function");

@@ -43,8 +43,16 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
         assertSupported(kind, type as string, `tools[${i}].type`, deps.brand);
         if (seen.has(kind)) throw invalidArgument(`tools[${i}].type`, `tools lists the ${kind} server tool twice (tools[${seen.get(kind)}] and tools[${i}])`);
         seen.set(kind, i);
+        for (const key of Object.keys(tool)) {
+          if (key !== "type" && key !== "parameters" && key !== "cache_control") {
+            throw invalidArgument(`tools[${i}].${key}`, `tools[${i}].${key} is not a property of a server tool (type, parameters, cache_control); its settings go in parameters`);
+          }
+        }
         const params = (tool.parameters ?? {}) as Record<string, unknown>;
-        active.push(activate(kind, type as string, params, `tools[${i}].parameters`, deps));
+        const one = activate(kind, type as string, params, `tools[${i}].parameters`, deps);
+        // cache_control travels with the function tool offered in its place (Anthropic caches the tools up to it).
+        if (tool.cache_control !== undefined) one.definition = { ...one.definition, cache_control: tool.cache_control } as typeof one.definition;
+        active.push(one);
       });
 
       const choice = call.request.tool_choice as { type?: unknown } | string | undefined | null;
