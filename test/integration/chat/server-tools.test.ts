@@ -269,6 +269,21 @@ describe.each(["sqlite", "postgresql"] as const)("server tools (%s)", (provider)
     expect(JSON.parse(model.requests.at(-1)!.body.messages.at(-1).content).timezone).toBe("Asia/Tokyo");
   });
 
+  it("with a plugin: response-healing heals the loop's final answer", async () => {
+    model.scripts = [toolTurn(["a", "datetime", {}]), { text: ['```json\n{"day": "Mon",}', "\n```"], finish: "stop", usage: { input: 5, output: 5 } }];
+    const res = await client.chat.completions.create({
+      model: "groq/llama-3.3-70b",
+      messages: [{ role: "user", content: "which day? JSON" }],
+      response_format: { type: "json_object" },
+      tools: [{ type: "service:datetime" }] as never,
+      plugins: [{ id: "response-healing" }],
+    } as never);
+    expect(JSON.parse(res.choices[0]!.message.content!)).toEqual({ day: "Mon" });
+    const g = await generation(res.id);
+    expect(g.server_tools.counts).toEqual({ "service:datetime": 1 });
+    expect(g.plugins).toEqual([expect.objectContaining({ id: "response-healing" })]);
+  });
+
   it("refusals in the envelope: a kind not supported, a parameter not honoured (HTTP); gRPC runs the loop too", async () => {
     const bash = await api(h, "POST", "/chat/completions", {
       key: h.tenant.apiKey,
