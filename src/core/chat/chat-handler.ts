@@ -39,7 +39,7 @@ import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
-import { createServerToolsStage } from "./pipeline/server-tools.js";
+import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
 import type { ResponseCacheStore } from "./response-cache.js";
@@ -154,6 +154,10 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
     serverTools: createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher }),
+    serverToolsRefusal: {
+      messages: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/messages" }),
+      responses: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/responses" }),
+    },
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan: createPlanStage({
       credentials: deps.credentials,

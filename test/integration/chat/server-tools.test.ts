@@ -267,6 +267,16 @@ describe.each(["sqlite", "postgresql"] as const)("server tools (%s)", (provider)
     const viaPreset = await client.chat.completions.create({ model: "@preset/clock", messages: [{ role: "user", content: "time?" }] });
     expect(viaPreset.choices[0]!.message.content).toBe("Tokyo time.");
     expect(JSON.parse(model.requests.at(-1)!.body.messages.at(-1).content).timezone).toBe("Asia/Tokyo");
+
+    // The other dialects do not run the loop: the preset's server tool is refused there, not relayed.
+    const before2 = model.requests.length;
+    const messages = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: { model: "@preset/clock", max_tokens: 20, messages: [{ role: "user", content: "time?" }] } });
+    expect(messages.status).toBe(400);
+    expect(messages.text).toMatch(/runs in POST \/api\/v1\/chat\/completions only/);
+    const responses = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: { model: "@preset/clock", input: "time?" } });
+    expect(responses.status).toBe(400);
+    expect(responses.text).toMatch(/tools\[0\]\.type/);
+    expect(model.requests.length).toBe(before2);
   });
 
   it("with a plugin: response-healing heals the loop's final answer", async () => {

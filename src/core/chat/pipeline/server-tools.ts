@@ -94,3 +94,24 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
     },
   };
 }
+
+/**
+ * For the other dialects (Anthropic Messages, Responses), after their preset stage: their bodies cannot name server
+ * tools, but a preset can bring some. Those are refused (400 naming the `tools[]` entry) rather than relayed: the
+ * loop runs in POST /api/v1/chat/completions only (docs/plugins.md).
+ */
+export function createServerToolsRefusalStage(deps: { brand: string; route: string }): ChatStage {
+  return {
+    name: "server-tools",
+    run(call, next) {
+      const tools = Array.isArray(call.request.tools) ? (call.request.tools as Array<Record<string, unknown>>) : [];
+      tools.forEach((tool, i) => {
+        const type = tool?.type;
+        if (serverToolKindOf(type, deps.brand)) {
+          throw invalidArgument(`tools[${i}].type`, `The server tool "${String(type)}" (from the preset) runs in POST /api/v1/chat/completions only, not in ${deps.route}`);
+        }
+      });
+      return next();
+    },
+  };
+}
