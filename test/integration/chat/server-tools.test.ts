@@ -294,6 +294,24 @@ describe.each(["sqlite", "postgresql"] as const)("server tools (%s)", (provider)
     expect(g.plugins).toEqual([expect.objectContaining({ id: "response-healing" })]);
   });
 
+  it("the response cache leaves requests with server tools alone", async () => {
+    const body = { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "cache me?" }], tools: [{ type: "service:datetime" }], cache: { ttl_seconds: 60 } };
+    model.scripts = [toolTurn(["a", "datetime", {}]), answer("first"), toolTurn(["b", "datetime", {}]), answer("second")];
+    const before = model.requests.length;
+    const one = await client.chat.completions.create(body as never);
+    const two = await client.chat.completions.create(body as never);
+    expect([one.choices[0]!.message.content, two.choices[0]!.message.content]).toEqual(["first", "second"]);
+    expect(model.requests.length - before).toBe(4);
+    // The same without server tools is answered from the cache the second time.
+    model.scripts = [answer("cached")];
+    const plain = { ...body, tools: undefined, messages: [{ role: "user", content: "cache me without tools" }] };
+    const mid = model.requests.length;
+    await client.chat.completions.create(plain as never);
+    const again = await client.chat.completions.create(plain as never);
+    expect(again.choices[0]!.message.content).toBe("cached");
+    expect(model.requests.length - mid).toBe(1);
+  });
+
   it("refusals in the envelope: a kind not supported, a parameter not honoured (HTTP); gRPC runs the loop too", async () => {
     const bash = await api(h, "POST", "/chat/completions", {
       key: h.tenant.apiKey,
