@@ -5,6 +5,7 @@
  */
 import { resolve } from "node:path";
 import { parseHostSettings, type HostLimitName } from "./lib/host-settings.js";
+import ipaddr from "ipaddr.js";
 import { boolSetting, emptyAsAbsent, intSetting, optionalInt, settingsMessage, textSetting, z } from "./lib/settings.js";
 
 export interface InternChatConfig {
@@ -276,6 +277,37 @@ export interface Config {
   catalogRefreshMs: number;
   /** OpenTelemetry trace export (docs/operations.md, "Tracing"); undefined: off. */
   tracing: TracingConfig | undefined;
+  /** The server tools Portico runs in chat completions (docs/plugins.md, "Server tools"). */
+  serverTools: ServerToolsConfig;
+}
+
+/** Settings of the server tools (docs/plugins.md, "Server tools"). */
+export interface ServerToolsConfig {
+  /** Most model calls of one request's server-tool loop (PORTICO_SERVER_TOOLS_MAX_TURNS, 1–32, default 8). */
+  maxTurns: number;
+  webFetch: {
+    /**
+     * Addresses and CIDR ranges outside the public unicast space that web_fetch may still connect to
+     * (PORTICO_WEB_FETCH_ALLOW_ADDRESSES, comma-separated, e.g. `127.0.0.1,10.0.0.0/8`; default none).
+     */
+    allowAddresses: string[];
+    /** Largest page body read, in bytes (PORTICO_WEB_FETCH_MAX_BYTES, default 2 MiB). */
+    maxBytes: number;
+    /** Time for one fetch, redirects included (PORTICO_WEB_FETCH_TIMEOUT_MS, default 10 s). */
+    timeoutMs: number;
+  };
+  search: {
+    /** The engine web_search uses (PORTICO_WEB_SEARCH_ENGINE: searxng or brave; default the one configured, SearXNG first). */
+    engine: "searxng" | "brave" | undefined;
+    /** A SearXNG instance's base URL (PORTICO_SEARXNG_URL); its settings must list `json` in `search.formats`. */
+    searxngUrl: string | undefined;
+    /** The Brave Search API's base URL (PORTICO_BRAVE_SEARCH_URL, default https://api.search.brave.com). */
+    braveUrl: string;
+    /** The Brave Search API key (PORTICO_BRAVE_SEARCH_API_KEY); never logged. */
+    braveApiKey: string | undefined;
+    /** Time for one search request (PORTICO_WEB_SEARCH_TIMEOUT_MS, default 10 s). */
+    timeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -426,6 +458,15 @@ const Env = z
     OTEL_SERVICE_NAME: textSetting(),
     OTEL_BSP_SCHEDULE_DELAY: intSetting(5000, 1, 3_600_000),
     OTEL_BSP_MAX_QUEUE_SIZE: intSetting(2048, 1, 1_000_000),
+    PORTICO_SERVER_TOOLS_MAX_TURNS: intSetting(8, 1, 32),
+    PORTICO_WEB_FETCH_ALLOW_ADDRESSES: textSetting(),
+    PORTICO_WEB_FETCH_MAX_BYTES: intSetting(2_097_152, 1024, 104_857_600),
+    PORTICO_WEB_FETCH_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
+    PORTICO_WEB_SEARCH_ENGINE: z.preprocess(emptyAsAbsent, z.enum(["searxng", "brave"]).optional()),
+    PORTICO_SEARXNG_URL: textSetting(),
+    PORTICO_BRAVE_SEARCH_URL: textSetting(),
+    PORTICO_BRAVE_SEARCH_API_KEY: textSetting(),
+    PORTICO_WEB_SEARCH_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
     PORTICO_METRICS_TOKEN: textSetting({ pattern: /^[\x21-\x7e]{16,256}$/, problem: "must be 16 to 256 printable characters without spaces" }),
   })
   .superRefine((env, ctx) => {
@@ -505,5 +546,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : undefined,
     },
     tracing: tracingSettings(e),
+    serverTools: {
+      maxTurns: e.PORTICO_SERVER_TOOLS_MAX_TURNS,
+      webFetch: {
+        allowAddresses: addressList("PORTICO_WEB_FETCH_ALLOW_ADDRESSES", e.PORTICO_WEB_FETCH_ALLOW_ADDRESSES),
+        maxBytes: e.PORTICO_WEB_FETCH_MAX_BYTES,
+        timeoutMs: e.PORTICO_WEB_FETCH_TIMEOUT_MS,
+      },
+      search: {
+        engine: e.PORTICO_WEB_SEARCH_ENGINE,
+        searxngUrl: e.PORTICO_SEARXNG_URL ? httpUrl("PORTICO_SEARXNG_URL", e.PORTICO_SEARXNG_URL) : undefined,
+        braveUrl: httpUrl("PORTICO_BRAVE_SEARCH_URL", e.PORTICO_BRAVE_SEARCH_URL ?? "https://api.search.brave.com"),
+        braveApiKey: e.PORTICO_BRAVE_SEARCH_API_KEY,
+        timeoutMs: e.PORTICO_WEB_SEARCH_TIMEOUT_MS,
+      },
+    },
   };
+}
+
+/** A comma-separated list of IP addresses and CIDR ranges (checked with ipaddr.js). */
+function addressList(name: string, raw: string | undefined): string[] {
+  const out: string[] = [];
+  for (const entry of (raw ?? "").split(",")) {
+    const item = entry.trim();
+    if (item === "") continue;
+    const ok = item.includes("/") ? ipaddr.isValidCIDR(item) : ipaddr.isValid(item);
+    if (!ok) throw new ConfigError(`${name} must be a comma-separated list of IP addresses and CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8); "${item}" is neither`);
+    out.push(item);
+  }
+  return out;
 }

@@ -216,6 +216,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     keepaliveMs: config.interns.heartbeatIntervalMs,
     plugins: config.plugins,
     responseCache,
+    serverTools: config.serverTools,
   };
   const chat = createChatHandler(chatDeps);
   // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).

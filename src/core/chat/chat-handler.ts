@@ -2,7 +2,7 @@
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
  * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
  *
- *   record → limits → rate → cost → validate → preset → route → cache → plan → plugins → spend → execute
+ *   record → limits → rate → cost → validate → preset → route → server-tools → cache → plan → plugins → spend → execute
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -19,7 +19,8 @@ import type { PresetsRepository } from "../presets/presets-repository.js";
 import type { CredentialStore } from "./credentials/load.js";
 import type { SharedCredentialStore } from "../byok/provider-keys.js";
 import type { ProviderRegistry } from "./providers/index.js";
-import type { ChatLimitsConfig, PluginsConfig } from "../../config.js";
+import type { ChatLimitsConfig, PluginsConfig, ServerToolsConfig } from "../../config.js";
+import { createGuardedFetcher, type LookupFn } from "./server-tools/guarded-fetch.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { newCall } from "./pipeline/stage.js";
@@ -38,6 +39,7 @@ import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
+import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
 import type { ResponseCacheStore } from "./response-cache.js";
@@ -87,7 +89,17 @@ export interface ChatHandlerDeps {
   plugins?: PluginsConfig;
   /** The response cache's store (docs/operations.md, "Response cache"); none: requests asking for the cache are relayed uncached. */
   responseCache?: ResponseCacheStore;
+  /** The server tools' settings (docs/plugins.md); default: no search engine, no private address allowed. */
+  serverTools?: ServerToolsConfig;
+  /** web_fetch's resolver (tests inject one); default the system's. */
+  webFetchLookup?: LookupFn;
 }
+
+const DEFAULT_SERVER_TOOLS: ServerToolsConfig = {
+  maxTurns: 8,
+  webFetch: { allowAddresses: [], maxBytes: 2_097_152, timeoutMs: 10_000 },
+  search: { engine: undefined, searxngUrl: undefined, braveUrl: "https://api.search.brave.com", braveApiKey: undefined, timeoutMs: 10_000 },
+};
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
 export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
@@ -128,6 +140,9 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       return out;
     },
   };
+  // The server tools (docs/plugins.md): web_fetch's guarded HTTP client is one per handler.
+  const serverTools = deps.serverTools ?? DEFAULT_SERVER_TOOLS;
+  const fetcher = createGuardedFetcher({ ...serverTools.webFetch, ...(deps.webFetchLookup ? { lookup: deps.webFetchLookup } : {}) });
   const stages = {
     outer: [
       ...(deps.tracing ? [createTraceStage()] : []),
@@ -138,6 +153,11 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ],
     validate: createValidateStage({ brand: deps.brand }),
     preset: createPresetStage({ presets: deps.presets }),
+    serverTools: createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher }),
+    serverToolsRefusal: {
+      messages: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/messages" }),
+      responses: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/responses" }),
+    },
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan: createPlanStage({
       credentials: deps.credentials,

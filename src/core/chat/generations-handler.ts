@@ -113,6 +113,7 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     ...(trace && typeof trace === "object" && !Array.isArray(trace) ? { trace: trace as Record<string, never> } : {}),
     metadata: metadata && typeof metadata === "object" && !Array.isArray(metadata) ? (metadata as Record<string, string>) : {},
     plugins: pluginsOf(row.plugins),
+    serverTools: opt(row.serverTools),
   };
 }
 

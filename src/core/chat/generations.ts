@@ -36,6 +36,7 @@ const COLUMNS = [
   "user", "sessionId", "traceId", "trace", "metadata", "contextTerms",
   "plugins",
   "cacheHit",
+  "serverTools",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -80,6 +81,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.user ?? null, r.sessionId ?? null, r.traceId ?? null, r.trace ?? null, r.metadata ?? null, r.contextTerms ?? null,
     r.plugins ?? null,
     sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true,
+    r.serverTools ?? null,
   ];
 }
 

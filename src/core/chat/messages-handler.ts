@@ -74,7 +74,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
   const pipelineFor = (h: Headers) =>
-    chatChain(stages, { decode: decodeStage, beforeExecute: headersStage(h) });
+    chatChain(stages, { decode: decodeStage, beforeExecute: headersStage(h), ...(stages.serverToolsRefusal ? { serverTools: stages.serverToolsRefusal.messages } : {}) });
   const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
   const run = (call: ChatCall, req: DialectRequest) =>
     pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));

@@ -44,7 +44,7 @@ const FIRST_KEEPALIVE_MS = 1_000;
 export function createResponsesMethods(deps: ResponsesDeps) {
   const { stages } = deps;
   const run = (call: ChatCall, keep: { body?: ResponsesRequest }) =>
-    chatChain(stages, { decode: decodeStage(keep) })(call).catch((err: unknown) =>
+    chatChain(stages, { decode: decodeStage(keep), ...(stages.serverToolsRefusal ? { serverTools: stages.serverToolsRefusal.responses } : {}) })(call).catch((err: unknown) =>
       Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
     );
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;

@@ -93,6 +93,8 @@ export interface GenerationRecord {
   plugins?: string | null;
   /** Whether the response cache answered it (no provider call, cost 0; docs/operations.md). Absent: false. */
   cacheHit?: boolean;
+  /** The server tools that ran, as JSON text (docs/plugins.md, "Server tools"); null or absent when none were offered. */
+  serverTools?: string | null;
 }
 
 export interface GenerationRecorder {

@@ -47,6 +47,13 @@ const chunkSchema = {
     choices: { type: "array", items: { type: "object", additionalProperties: true } },
     usage: { type: ["object", "null"], additionalProperties: true },
     error: { type: "object", additionalProperties: true },
+    server_tool_activity: {
+      type: "object",
+      additionalProperties: true,
+      description:
+        "Progress of a server tool while it runs (docs/plugins.md, \"Streaming\"), on a chunk with empty `choices`: " +
+        "`{turn, call_id, type, name, status: running | completed | failed, arguments?, summary?, ms?}`.",
+    },
   },
 } as const;
 

@@ -55,8 +55,32 @@ const generationSchema = {
       items: { type: "object", required: ["id"], properties: { id: { type: "string" } }, additionalProperties: true },
     },
     cache_hit: { type: "boolean", description: "The response cache answered it: no provider was called and it cost 0; the token counts are the cached answer's (docs/operations.md, \"Response cache\")." },
+    server_tools: {
+      type: ["object", "null"],
+      description: "The server tools that ran (docs/plugins.md, \"Server tools\"): model calls of the loop, calls per tool type, the calls in order (at most 64) and the bound that stopped the loop; null when the request offered none.",
+      properties: {
+        turns: { type: "integer", description: "Model calls the server-tool loop made." },
+        counts: { type: "object", additionalProperties: { type: "integer" }, description: "Calls per server tool type." },
+        calls: {
+          type: "array",
+          items: { type: "object", properties: { type: { type: "string" }, name: { type: "string" }, ok: { type: "boolean" }, ms: { type: "integer" } } },
+        },
+        stopped_by: { type: ["string", "null"], description: "max_turns or a stop_server_tools_when condition type, when one stopped the loop." },
+      },
+    },
   },
 } as const;
+
+/** The recorded server tools (JSON text) as the API shows them. */
+function serverToolsOf(text: string | undefined): unknown {
+  if (!text) return null;
+  try {
+    const r = JSON.parse(text) as { turns?: number; counts?: Record<string, number>; calls?: unknown[]; stoppedBy?: string };
+    return { turns: r.turns ?? 0, counts: r.counts ?? {}, calls: r.calls ?? [], stopped_by: r.stoppedBy ?? null };
+  } catch {
+    return null;
+  }
+}
 
 /** The query filters of `GET /generations` and the RPC fields they fill (`from`/`to` become timestamps). */
 const TEXT_FILTERS = {
@@ -172,5 +196,6 @@ function presentGeneration(g: Generation) {
     trace: g.trace ?? null,
     metadata: Object.keys(g.metadata).length > 0 ? g.metadata : null,
     plugins: g.plugins,
+    server_tools: serverToolsOf(g.serverTools),
   };
 }

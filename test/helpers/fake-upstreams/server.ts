@@ -76,6 +76,8 @@ export interface FakeUpstream {
   /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
   connections: number;
   script: Script;
+  /** When set, each chat request takes the next script of this queue (the last one repeats); else `script`. */
+  scripts?: Script[];
   knobs: Knobs;
   /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
   clientAborted(count?: number): Promise<void>;
@@ -151,7 +153,8 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
       return;
     }
-    const other = wire.other?.(fake.script, recorded);
+    const script = fake.scripts?.length ? (fake.scripts.length > 1 ? fake.scripts.shift()! : fake.scripts[0]!) : fake.script;
+    const other = wire.other?.(script, recorded);
     if (other !== undefined) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(other));
@@ -159,7 +162,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     }
     if (!wire.isStream(recorded)) {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(wire.completion(fake.script, recorded)));
+      res.end(JSON.stringify(wire.completion(script, recorded)));
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
@@ -172,7 +175,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
         markAborted();
       }
     });
-    const events = wire.streamEvents(fake.script, recorded);
+    const events = wire.streamEvents(script, recorded);
     let sent = 0;
     for (const frame of events) {
       if (closedEarly) return;

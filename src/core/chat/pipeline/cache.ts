@@ -154,7 +154,8 @@ export function createCacheStage(deps: { store: ResponseCacheStore | undefined; 
         const { cache: _cache, ...rest } = call.request;
         call.request = rest as typeof call.request;
       }
-      if (ttlMs === undefined || !deps.store || isEcho(call.request)) return next();
+      // A request with server tools is not cached: their results depend on the time and the web (docs/plugins.md).
+      if (ttlMs === undefined || !deps.store || isEcho(call.request) || call.serverTools) return next();
       if (typeof call.request.model === "string" && call.track.requestedModel === "") call.track.requestedModel = call.request.model;
       const key = cacheKeyOf(call.caller, call.request);
       const entry = await lookup(key);

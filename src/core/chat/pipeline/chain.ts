@@ -16,6 +16,13 @@ export interface ChainStages {
   preset: ChatStage;
   /** The router plugins (docs/plugins.md): choose the request's model before the cache key and the plan see it. */
   route: ChatStage;
+  /**
+   * Server tools (docs/plugins.md, "Server tools"): refuses the kinds not run, prepares the loop the execute stage
+   * runs; before the cache, which leaves requests with server tools alone.
+   */
+  serverTools: ChatStage;
+  /** What the Messages and Responses dialects run in place of `serverTools` (they refuse a preset's server tools). */
+  serverToolsRefusal?: { messages: ChatStage; responses: ChatStage };
   /** The response cache (docs/operations.md): a hit answers here. */
   cache: ChatStage;
   plan: ChatStage;
@@ -28,6 +35,8 @@ export interface ChainStages {
 
 export interface DialectEdges {
   decode?: ChatStage;
+  /** In place of `serverTools`: a dialect that does not run the server-tool loop refuses server tools (a preset's). */
+  serverTools?: ChatStage;
   beforeExecute?: ChatStage;
 }
 
@@ -39,6 +48,7 @@ export function chatChain(s: ChainStages, edges: DialectEdges = {}): (call: Chat
     s.validate,
     s.preset,
     s.route,
+    edges.serverTools ?? s.serverTools,
     s.cache,
     s.plan,
     s.plugins,

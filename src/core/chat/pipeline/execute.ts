@@ -20,6 +20,8 @@ import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
 import { attemptSpan } from "./trace.js";
+import type { CanonicalRequest } from "../model.js";
+import { runServerToolLoop } from "../server-tools/loop.js";
 
 /** The time limits of a chat request (operator settings, src/config.ts; docs/operations.md). */
 export interface ChatTimeouts {
@@ -185,9 +187,28 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     }
   }
 
+  /** Server-tool loop turns (../server-tools/loop.ts): one model call through the attempt loop with the turn's body. */
+  const turns = (call: ChatCall) => ({
+    complete: (body: CanonicalRequest) =>
+      attemptLoop(call, async (a) => {
+        const completion = await a.adapter.complete({ ...a.call, body });
+        served(call.track, a);
+        return { ...completion, id: call.track.id, provider: a.provider };
+      }),
+    stream: (body: CanonicalRequest) =>
+      attemptLoop(call, async (a) => {
+        const turn = { ...a, call: { ...a.call, body } };
+        const iterator = turn.adapter.stream(turn.call)[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        served(call.track, a);
+        call.track.timeToFirstTokenMs ??= performance.now() - call.track.start;
+        return relay(call, turn, iterator, first);
+      }),
+  });
+
   return {
     name: "execute",
-    run: (call) => (call.streamed ? stream(call) : complete(call)),
+    run: (call) => (call.serverTools ? runServerToolLoop(call, call.serverTools, turns(call), log) : call.streamed ? stream(call) : complete(call)),
   };
 }
 

@@ -92,5 +92,6 @@ function recordOf(track: Tracking, caller: Caller) {
     ...track.context,
     plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
     cacheHit: track.cache === "hit",
+    serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
   };
 }

@@ -17,6 +17,7 @@ import type { Caller } from "../../auth.js";
 import type { CanonicalRequest, CanonicalResponse, PluginReport, StreamEvent, Usage } from "../model.js";
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
 import type { Endpoint } from "../../catalog/types.js";
+import type { ServerToolSession, ServerToolsRecord } from "../server-tools/session.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -66,6 +67,8 @@ export interface Tracking {
   plugins: PluginReport[];
   /** The response cache (the cache stage, docs/operations.md): "hit" answered from it, "miss" asked but not found, null not asked. */
   cache: "hit" | "miss" | null;
+  /** The server tools that ran (the server-tools stage and the execute stage's loop, docs/plugins.md); null when none were offered. */
+  serverTools: ServerToolsRecord | null;
 }
 
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
@@ -105,6 +108,8 @@ export interface ChatCall {
   budgetMs?: number;
   /** The `x-session-id` header, when sent (the body's `session_id` wins; context.ts). */
   sessionHeader?: string;
+  /** The request's server tools, when it has any (the server-tools stage; the execute stage runs the loop). */
+  serverTools?: ServerToolSession;
 }
 
 export type ChatOutcome =
@@ -162,5 +167,6 @@ function tracking(streamed: boolean): Tracking {
     context: { user: null, sessionId: null, traceId: null, trace: null, metadata: null, contextTerms: null },
     plugins: [],
     cache: null,
+    serverTools: null,
   };
 }

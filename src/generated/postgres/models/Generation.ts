@@ -96,6 +96,7 @@ export type GenerationMinAggregateOutputType = {
   contextTerms: string | null
   plugins: string | null
   cacheHit: boolean | null
+  serverTools: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -135,6 +136,7 @@ export type GenerationMaxAggregateOutputType = {
   contextTerms: string | null
   plugins: string | null
   cacheHit: boolean | null
+  serverTools: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -174,6 +176,7 @@ export type GenerationCountAggregateOutputType = {
   contextTerms: number
   plugins: number
   cacheHit: number
+  serverTools: number
   _all: number
 }
 
@@ -247,6 +250,7 @@ export type GenerationMinAggregateInputType = {
   contextTerms?: true
   plugins?: true
   cacheHit?: true
+  serverTools?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -286,6 +290,7 @@ export type GenerationMaxAggregateInputType = {
   contextTerms?: true
   plugins?: true
   cacheHit?: true
+  serverTools?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -325,6 +330,7 @@ export type GenerationCountAggregateInputType = {
   contextTerms?: true
   plugins?: true
   cacheHit?: true
+  serverTools?: true
   _all?: true
 }
 
@@ -451,6 +457,7 @@ export type GenerationGroupByOutputType = {
   contextTerms: string | null
   plugins: string | null
   cacheHit: boolean
+  serverTools: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -513,6 +520,7 @@ export type GenerationWhereInput = {
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
+  serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -552,6 +560,7 @@ export type GenerationOrderByWithRelationInput = {
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
+  serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -594,6 +603,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   contextTerms?: Prisma.StringNullableFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
+  serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -633,6 +643,7 @@ export type GenerationOrderByWithAggregationInput = {
   contextTerms?: Prisma.SortOrderInput | Prisma.SortOrder
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
+  serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -680,6 +691,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   contextTerms?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   plugins?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolWithAggregatesFilter<"Generation"> | boolean
+  serverTools?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -719,6 +731,7 @@ export type GenerationCreateInput = {
   contextTerms?: string | null
   plugins?: string | null
   cacheHit?: boolean
+  serverTools?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -758,6 +771,7 @@ export type GenerationUncheckedCreateInput = {
   contextTerms?: string | null
   plugins?: string | null
   cacheHit?: boolean
+  serverTools?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -797,6 +811,7 @@ export type GenerationUpdateInput = {
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -836,6 +851,7 @@ export type GenerationUncheckedUpdateInput = {
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -875,6 +891,7 @@ export type GenerationCreateManyInput = {
   contextTerms?: string | null
   plugins?: string | null
   cacheHit?: boolean
+  serverTools?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -914,6 +931,7 @@ export type GenerationUpdateManyMutationInput = {
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -953,6 +971,7 @@ export type GenerationUncheckedUpdateManyInput = {
   contextTerms?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
+  serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -992,6 +1011,7 @@ export type GenerationCountOrderByAggregateInput = {
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
+  serverTools?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1047,6 +1067,7 @@ export type GenerationMaxOrderByAggregateInput = {
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
+  serverTools?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1086,6 +1107,7 @@ export type GenerationMinOrderByAggregateInput = {
   contextTerms?: Prisma.SortOrder
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
+  serverTools?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1151,6 +1173,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   contextTerms?: boolean
   plugins?: boolean
   cacheHit?: boolean
+  serverTools?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1190,6 +1213,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   contextTerms?: boolean
   plugins?: boolean
   cacheHit?: boolean
+  serverTools?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1229,6 +1253,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   contextTerms?: boolean
   plugins?: boolean
   cacheHit?: boolean
+  serverTools?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1268,9 +1293,10 @@ export type GenerationSelectScalar = {
   contextTerms?: boolean
   plugins?: boolean
   cacheHit?: boolean
+  serverTools?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1365,6 +1391,11 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * Whether the response cache answered it (docs/operations.md, "Response cache"): no provider call, cost 0.
      */
     cacheHit: boolean
+    /**
+     * The server tools that ran (docs/plugins.md, "Server tools"), JSON text: `{turns, counts: {<type>: n},
+     * calls: [{type, name, ok, ms}], stoppedBy?}`; null when the request offered none. Never arguments or results.
+     */
+    serverTools: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1824,6 +1855,7 @@ export interface GenerationFieldRefs {
   readonly contextTerms: Prisma.FieldRef<"Generation", 'String'>
   readonly plugins: Prisma.FieldRef<"Generation", 'String'>
   readonly cacheHit: Prisma.FieldRef<"Generation", 'Boolean'>
+  readonly serverTools: Prisma.FieldRef<"Generation", 'String'>
 }
     
 

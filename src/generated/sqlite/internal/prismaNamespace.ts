@@ -2195,7 +2195,8 @@ export const GenerationScalarFieldEnum = {
   metadata: 'metadata',
   contextTerms: 'contextTerms',
   plugins: 'plugins',
-  cacheHit: 'cacheHit'
+  cacheHit: 'cacheHit',
+  serverTools: 'serverTools'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

@@ -1,0 +1,245 @@
+/**
+ * The server tools Portico runs (docs/plugins.md, "Server tools"): each is offered to the model as a function
+ * tool, checks its `parameters` when the request arrives (a 400 naming the field), and runs one call of the
+ * model into a result text (JSON) the model reads. A failing call is a result too (`{"error": …}`): the model
+ * sees why and may answer anyway; nothing of it leaks a secret.
+ */
+import { encode, decode } from "gpt-tokenizer";
+import type { Catalog } from "../../catalog/catalog.js";
+import { invalidArgument } from "../../errors.js";
+import type { ServerToolsConfig } from "../../../config.js";
+import { FetchRefused, type GuardedFetcher } from "./guarded-fetch.js";
+import { pageText } from "./page-text.js";
+import { configuredEngine, SearchFailed, type SearchEngine } from "./search-engines.js";
+import { hostMatches } from "./guarded-fetch.js";
+import type { ServerToolKind } from "./kinds.js";
+
+/** What a tool needs to run. */
+export interface ToolDeps {
+  catalog: Catalog;
+  config: ServerToolsConfig;
+  fetcher: GuardedFetcher;
+}
+
+/** One server tool of a request, ready to offer and run. */
+export interface ActiveTool {
+  kind: ServerToolKind;
+  /** The type as the request wrote it (`service:web_search`, `web_search_preview`). */
+  type: string;
+  /** The function name offered to the model. */
+  name: string;
+  /** The function tool offered to the model. */
+  definition: { type: "function"; function: { name: string; description: string; parameters: Record<string, unknown> } };
+  /** Most calls this request (`max_uses`); past it a call returns an error result. */
+  maxUses?: number;
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
+}
+
+export interface ToolResult {
+  ok: boolean;
+  /** The text the model reads (JSON). */
+  content: string;
+  /** A short line for stream progress and the record (never page content). */
+  summary: string;
+}
+
+/** The function name each kind is offered under. */
+export const FUNCTION_NAMES: Readonly<Partial<Record<ServerToolKind, string>>> = {
+  datetime: "datetime",
+  web_search: "web_search",
+  web_fetch: "web_fetch",
+  experimental__search_models: "search_models",
+};
+
+type Params = Record<string, unknown>;
+
+const fail = (field: string, msg: string) => invalidArgument(field, `${field} ${msg}`);
+
+function checkKeys(params: Params, allowed: readonly string[], field: string, kind: string): void {
+  for (const key of Object.keys(params)) {
+    if (!allowed.includes(key)) {
+      throw fail(`${field}.${key}`, `is not supported for the ${kind} server tool (supported: ${allowed.join(", ") || "none"})`);
+    }
+  }
+}
+function optInt(params: Params, key: string, field: string, min: number, max: number): number | undefined {
+  const v = params[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw fail(`${field}.${key}`, `must be an integer from ${min} to ${max}`);
+  return v;
+}
+function optDomains(params: Params, key: string, field: string): string[] | undefined {
+  const v = params[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.length > 100 || v.some((d) => typeof d !== "string" || d.trim() === "" || d.length > 253)) {
+    throw fail(`${field}.${key}`, "must be an array of at most 100 domain names");
+  }
+  return v as string[];
+}
+function engineAuto(params: Params, field: string, kind: string): void {
+  const v = params.engine;
+  if (v === undefined || v === null || v === "auto") return;
+  throw fail(`${field}.engine`, `"${String(v)}" is not offered: Portico runs ${kind} itself (engine "auto" or absent)`);
+}
+
+function truncateTokens(text: string, maxTokens: number): { text: string; truncated: boolean } {
+  // Cut the text first (a token is rarely more than 8 characters), so encoding stays cheap on a long page.
+  const cut = text.length > maxTokens * 8 ? text.slice(0, maxTokens * 8) : text;
+  const tokens = encode(cut);
+  if (tokens.length <= maxTokens && cut.length === text.length) return { text, truncated: false };
+  if (tokens.length <= maxTokens) return { text: cut, truncated: true };
+  return { text: decode(tokens.slice(0, maxTokens)), truncated: true };
+}
+
+const json = (v: unknown) => JSON.stringify(v);
+const errorResult = (message: string): ToolResult => ({ ok: false, content: json({ error: message }), summary: message });
+
+/** Builds the active tool for one `tools[]` entry; throws a 400 naming the field for a bad parameter. */
+export function activate(kind: ServerToolKind, type: string, params: Params, field: string, deps: ToolDeps): ActiveTool {
+  const name = FUNCTION_NAMES[kind]!;
+  switch (kind) {
+    case "datetime": {
+      checkKeys(params, ["timezone"], field, kind);
+      const tz = params.timezone ?? "UTC";
+      if (typeof tz !== "string" || !validZone(tz)) throw fail(`${field}.timezone`, "must be an IANA time zone name such as Europe/Paris or UTC");
+      return {
+        kind, type, name,
+        definition: fn(name, "The current date and time. Optionally in another IANA time zone.", {
+          timezone: { type: "string", description: `IANA time zone name (default ${tz})` },
+        }),
+        async run(args) {
+          const zone = typeof args.timezone === "string" && args.timezone !== "" ? args.timezone : tz;
+          if (!validZone(zone)) return errorResult(`unknown time zone ${JSON.stringify(zone).slice(0, 80)}`);
+          const now = new Date();
+          const local = new Intl.DateTimeFormat("en-CA", {
+            timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false, weekday: "long",
+          }).formatToParts(now);
+          const part = (t: string) => local.find((p) => p.type === t)?.value ?? "";
+          const text = `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}:${part("second")}`;
+          return { ok: true, content: json({ utc: now.toISOString(), timezone: zone, local: text, weekday: part("weekday"), unix: Math.floor(now.getTime() / 1000) }), summary: `${text} ${zone}` };
+        },
+      };
+    }
+    case "experimental__search_models": {
+      checkKeys(params, ["max_results"], field, kind);
+      const max = optInt(params, "max_results", field, 1, 50) ?? 5;
+      return {
+        kind, type, name,
+        definition: fn(name, "Search the model catalog of this gateway by words (name, vendor, capability). Returns model ids with context length and prices per million tokens.", {
+          query: { type: "string", description: "Words to look for, e.g. 'claude sonnet' or 'vision'" },
+        }, ["query"]),
+        async run(args) {
+          const query = typeof args.query === "string" ? args.query : "";
+          const words = query.toLowerCase().split(/[\s,/]+/).filter(Boolean);
+          const scored = deps.catalog.models().map((m) => {
+            const hay = `${m.slug} ${m.name} ${m.description ?? ""} ${m.architecture.input_modalities.join(" ")}`.toLowerCase();
+            return { m, score: words.reduce((s, w) => s + (hay.includes(w) ? 1 : 0), 0) };
+          }).filter((x) => words.length === 0 || x.score > 0).sort((a, b) => b.score - a.score || (a.m.slug < b.m.slug ? -1 : 1)).slice(0, max);
+          const models = scored.map(({ m }) => {
+            const e = m.endpoints.find((x) => x.status !== "disabled");
+            const perM = (p: string | undefined) => (p === undefined ? null : Number((Number(p) * 1e6).toFixed(6)));
+            return {
+              id: m.slug, name: m.name, context_length: m.context_length,
+              input_modalities: m.architecture.input_modalities,
+              ...(e ? { prompt_usd_per_million: perM(e.pricing.prompt), completion_usd_per_million: perM(e.pricing.completion) } : {}),
+            };
+          });
+          return { ok: true, content: json({ query, models }), summary: `${models.length} model${models.length === 1 ? "" : "s"}` };
+        },
+      };
+    }
+    case "web_fetch": {
+      checkKeys(params, ["engine", "max_uses", "max_content_tokens", "allowed_domains", "blocked_domains"], field, kind);
+      engineAuto(params, field, kind);
+      const maxUses = optInt(params, "max_uses", field, 1, 100);
+      const maxTokens = optInt(params, "max_content_tokens", field, 1, 1_000_000) ?? 25_000;
+      const allowedDomains = optDomains(params, "allowed_domains", field);
+      const blockedDomains = optDomains(params, "blocked_domains", field);
+      return {
+        kind, type, name, ...(maxUses !== undefined ? { maxUses } : {}),
+        definition: fn(name, "Fetch a web page (http or https URL) and return its main content as markdown.", {
+          url: { type: "string", description: "The absolute http(s) URL to fetch" },
+        }, ["url"]),
+        async run(args, signal) {
+          const url = typeof args.url === "string" ? args.url : "";
+          try {
+            const page = await deps.fetcher.fetchPage(url, { ...(allowedDomains ? { allowedDomains } : {}), ...(blockedDomains ? { blockedDomains } : {}) }, signal);
+            const { title, text } = pageText(page.body, page.contentType, page.finalUrl);
+            const cut = truncateTokens(text, maxTokens);
+            return {
+              ok: page.status < 400,
+              content: json({ url: page.url, final_url: page.finalUrl, status: page.status, content_type: page.contentType, title, content: cut.text, truncated: cut.truncated || page.truncated }),
+              summary: `${page.status} ${page.finalUrl}`,
+            };
+          } catch (err) {
+            if (err instanceof FetchRefused) return errorResult(`web_fetch refused ${url.slice(0, 200)}: ${err.message}`);
+            throw err;
+          }
+        },
+      };
+    }
+    case "web_search": {
+      checkKeys(params, ["engine", "max_results", "max_total_results", "max_uses", "allowed_domains", "excluded_domains"], field, kind);
+      engineAuto(params, field, kind);
+      const engine = configuredEngine(deps.config.search);
+      if ("missing" in engine) throw invalidArgument(field.replace(/\.parameters$/, ".type"), `The ${type} server tool cannot run: ${engine.missing}`);
+      const maxResults = optInt(params, "max_results", field, 1, 20) ?? 5;
+      const maxTotal = optInt(params, "max_total_results", field, 1, 1000);
+      const maxUses = optInt(params, "max_uses", field, 1, 100);
+      const allowed = optDomains(params, "allowed_domains", field);
+      const excluded = optDomains(params, "excluded_domains", field);
+      let total = 0;
+      return {
+        kind, type, name, ...(maxUses !== undefined ? { maxUses } : {}),
+        definition: fn(name, "Search the web. Returns result titles, URLs and snippets.", {
+          query: { type: "string", description: "The search query" },
+        }, ["query"]),
+        async run(args, signal) {
+          const query = typeof args.query === "string" ? args.query.trim() : "";
+          if (query === "") return errorResult("web_search needs a non-empty query");
+          if (maxTotal !== undefined && total >= maxTotal) return errorResult(`max_total_results (${maxTotal}) reached`);
+          return searchOnce(engine, query, maxResults, allowed, excluded, signal).then((r) => {
+            const kept = maxTotal !== undefined ? r.slice(0, maxTotal - total) : r;
+            total += kept.length;
+            return { ok: true, content: json({ query, engine: engine.name, results: kept }), summary: `${kept.length} result${kept.length === 1 ? "" : "s"} for "${query.slice(0, 80)}"` };
+          }, (err: unknown) => {
+            if (err instanceof SearchFailed) return errorResult(err.message);
+            throw err;
+          });
+        },
+      };
+    }
+    default:
+      throw new Error(`no runner for server tool kind ${kind}`);
+  }
+}
+
+async function searchOnce(engine: SearchEngine, query: string, count: number, allowed: string[] | undefined, excluded: string[] | undefined, signal: AbortSignal) {
+  // Ask for more when filtering may drop some.
+  const filtered = Boolean(allowed?.length || excluded?.length);
+  const results = await engine.search({ query, count: filtered ? Math.min(50, count * 3) : count, signal });
+  return results.filter((r) => {
+    let host: string;
+    try {
+      host = new URL(r.url).hostname;
+    } catch {
+      return false;
+    }
+    if (excluded?.some((d) => hostMatches(host, d))) return false;
+    if (allowed?.length && !allowed.some((d) => hostMatches(host, d))) return false;
+    return true;
+  }).slice(0, count);
+}
+
+function fn(name: string, description: string, properties: Record<string, unknown>, required: string[] = []) {
+  return { type: "function" as const, function: { name, description, parameters: { type: "object", properties, required, additionalProperties: false } } };
+}
+
+function validZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
