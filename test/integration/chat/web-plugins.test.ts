@@ -13,6 +13,7 @@ import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream, Script } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { bearer, grpcClient } from "../../helpers/grpc.js";
 
 const answer = (text: string): Script => ({ text: [text.slice(0, 7), text.slice(7, 30), text.slice(30)], finish: "stop", usage: { input: 20, output: 5 } });
 const toolTurn = (id: string, name: string, args: Record<string, unknown>): Script => ({
@@ -232,5 +233,34 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     const messages = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: { ...base, max_tokens: 20, plugins: [{ id: "web-fetch" }] } });
     expect(messages.status).toBe(400);
     expect(messages.text).toContain("POST /api/v1/chat/completions only");
+  });
+
+  it("from a preset, and over gRPC: the same search and annotations", async () => {
+    const created = await api(h, "POST", "/presets/searching/chat/completions", {
+      key: h.tenant.managementKey,
+      body: { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "x" }], plugins: [{ id: "web", include_domains: ["tides.example"] }] },
+    });
+    expect(created.status, created.text).toBe(200);
+    model.scripts = [answer(cited)];
+    const viaPreset = await client.chat.completions.create({ model: "@preset/searching", messages: [{ role: "user", content: "preset tides" }] });
+    expect(searches.at(-1)).toBe("preset tides");
+    expect((viaPreset.choices[0]!.message as Annotated).annotations!.map((a) => a.url_citation.url)).toEqual(["https://tides.example/bay/today"]);
+
+    model.scripts = [answer(cited)];
+    const value = (v: unknown): unknown =>
+      typeof v === "string" ? { stringValue: v }
+      : typeof v === "number" ? { numberValue: v }
+      : Array.isArray(v) ? { listValue: { values: v.map(value) } }
+      : { structValue: struct(v as Record<string, unknown>) };
+    const struct = (o: Record<string, unknown>) => ({ fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) });
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const body = struct({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "grpc tides" }], plugins: [{ id: "web", max_results: 2 }] });
+    const unary = await new Promise<any>((resolve, reject) =>
+      chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))),
+    );
+    expect(searches.at(-1)).toBe("grpc tides");
+    const text = JSON.stringify(unary);
+    expect(text).toContain("url_citation");
+    expect(text).toContain("https://docs.example/guide");
   });
 });
