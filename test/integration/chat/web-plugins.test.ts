@@ -42,6 +42,7 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
       const url = new URL(req.url ?? "/", "http://x");
       if (url.pathname !== "/search" || url.searchParams.get("format") !== "json") return void res.writeHead(403).end("Forbidden");
       searches.push(url.searchParams.get("q") ?? "");
+      if (url.searchParams.get("q") === "engine breaks") return void res.writeHead(500, { "content-type": "text/html" }).end("<h1>oops</h1>");
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
         query: url.searchParams.get("q"),
         number_of_results: 5,
@@ -262,5 +263,32 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     const text = JSON.stringify(unary);
     expect(text).toContain("url_citation");
     expect(text).toContain("https://docs.example/guide");
+  });
+
+  it("the search failing is a 502 in the envelope, nothing sent to the model; web and web-fetch together; web on the Messages route", async () => {
+    const before = model.requests.length;
+    const broken = await refusal({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "engine breaks" }], plugins: [{ id: "web" }] });
+    expect(broken?.status).toBe(502);
+    expect(broken?.message).toContain("the SearXNG search engine answered 500");
+    expect(model.requests.length).toBe(before);
+
+    model.scripts = [toolTurn("w1", "web_fetch", { url: `${siteUrl}/article` }), answer(cited)];
+    const both = await client.chat.completions.create({
+      model: "groq/llama-3.3-70b",
+      messages: [{ role: "user", content: "both tides" }],
+      plugins: [{ id: "web", max_results: 1 }, { id: "web-fetch" }],
+    } as never);
+    const sent = model.requests.slice(before).map((r) => r.body);
+    expect(sent).toHaveLength(2);
+    expect(sent[0].messages[0].content).toContain("URL: https://tides.example/bay/today");
+    expect(sent[0].tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["web_fetch"]);
+    expect((both.choices[0]!.message as Annotated).annotations!.map((a) => a.url_citation.url)).toEqual(["https://tides.example/bay/today"]);
+    expect((both as unknown as Reported).plugins!.map((p) => p.id)).toEqual(["web", "web-fetch"]);
+
+    model.scripts = [answer(cited)];
+    const messages = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: { model: "groq/llama-3.3-70b", max_tokens: 50, messages: [{ role: "user", content: "messages tides" }], plugins: [{ id: "web" }] } });
+    expect(messages.status, messages.text).toBe(200);
+    expect(searches.at(-1)).toBe("messages tides");
+    expect(JSON.stringify(model.requests.at(-1)!.body.messages)).toContain("URL: https://docs.example/guide");
   });
 });
