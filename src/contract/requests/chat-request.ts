@@ -43,6 +43,8 @@ export const QUANTIZATIONS = [
 ] as const;
 export const PROVIDER_SORTS = ["price", "throughput", "latency", "exacto"] as const;
 export const WEB_ENGINES = ["native", "exa", "firecrawl", "parallel", "perplexity"] as const;
+/** The web plugin's `engine`: the description's values and Portico's own search engines (docs/plugins.md). */
+export const WEB_PLUGIN_ENGINES = [...WEB_ENGINES, "searxng", "brave"] as const;
 export const PDF_ENGINES = ["mistral-ocr", "native", "cloudflare-ai", "pdf-text"] as const;
 export const COST_TIERS = ["low", "medium", "high", "xhigh", "max"] as const;
 export const FUSION_PRESETS = ["general-high", "general-budget", "general-fast"] as const;
@@ -157,7 +159,7 @@ const plugin = discriminated("id", [
   object({
     id: tag("web"),
     enabled: boolean(),
-    engine: oneOf(WEB_ENGINES),
+    engine: oneOf(WEB_PLUGIN_ENGINES),
     mode: str(),
     exclude_domains: strings(),
     include_domains: strings(),

@@ -171,7 +171,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
     }),
     route: createPluginRoutingStage({ config: deps.plugins, routing }),
-    plugins: createPluginsStage({ config: deps.plugins, routing }),
+    plugins: createPluginsStage({ config: deps.plugins, routing, search: serverTools.search }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
     execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
   };

@@ -76,10 +76,10 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
       const before = upstream.requests.length;
       for (const stream of [false, true]) {
         const err = await client.chat.completions
-          .create({ model: "openai/gpt-4o", messages, stream, plugins: [{ id: "web" }] } as never)
+          .create({ model: "openai/gpt-4o", messages, stream, plugins: [{ id: "switchyard-router" }] } as never)
           .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
         expect(err?.status).toBe(400);
-        expect(err?.message).toContain('plugins[0].id "web" is not supported by this deployment');
+        expect(err?.message).toContain('plugins[0].id "switchyard-router" is not supported by this deployment');
         expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].id");
       }
       expect(upstream.requests.length).toBe(before);
@@ -106,10 +106,10 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
 
     it("over gRPC: INVALID_ARGUMENT naming the field", async () => {
       const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
-      const body = struct({ model: "openai/gpt-4o", messages, plugins: [{ id: "web" }] });
+      const body = struct({ model: "openai/gpt-4o", messages, plugins: [{ id: "switchyard-router" }] });
       const err = await new Promise<any>((resolve) => chat.CreateChatCompletion({ body }, bearer(h.tenant.apiKey), (e: unknown) => resolve(e)));
       expect(err?.code).toBe(3);
-      expect(String(err?.details)).toContain('plugins[0].id "web" is not supported');
+      expect(String(err?.details)).toContain('plugins[0].id "switchyard-router" is not supported');
     });
   });
 
@@ -357,9 +357,9 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
     it("an unsupported plugin is refused, a flagged input is 403, nothing sent upstream", async () => {
       const before = upstream.requests.length;
       const body = (content: string, plugins: unknown[]) => ({ model: "openai/gpt-4o", max_tokens: 50, messages: [{ role: "user", content }], plugins });
-      const refused = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("hi", [{ id: "web" }]) });
+      const refused = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("hi", [{ id: "switchyard-router" }]) });
       expect(refused.status).toBe(400);
-      expect(refused.text).toContain('plugins[0].id \\"web\\" is not supported');
+      expect(refused.text).toContain('plugins[0].id \\"switchyard-router\\" is not supported');
       const flagged = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: body("attack", [{ id: "moderation" }]) });
       expect(flagged.status).toBe(403);
       expect(upstream.requests.length).toBe(before);
@@ -373,7 +373,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
     it("an unsupported plugin is refused, a flagged input is 403, nothing sent upstream", async () => {
       const before = upstream.requests.length;
       const body = (input: string, plugins: unknown[]) => ({ model: "openai/gpt-4o", input, plugins });
-      const refused = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("hi", [{ id: "web" }]) });
+      const refused = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("hi", [{ id: "switchyard-router" }]) });
       expect(refused.status).toBe(400);
       expect(refused.text).toContain("is not supported by this deployment");
       const flagged = await api(h, "POST", "/responses", { key: h.tenant.apiKey, body: body("attack", [{ id: "moderation" }]) });

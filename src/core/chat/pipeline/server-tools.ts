@@ -55,6 +55,19 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
         active.push(one);
       });
 
+      // The web-fetch plugin (docs/plugins.md) is the web_fetch server tool, configured by the plugin's fields.
+      const fetchPlugin = webFetchPluginOf(call.request.plugins);
+      if (fetchPlugin) {
+        const { index, options } = fetchPlugin;
+        if (seen.has("web_fetch")) {
+          throw invalidArgument(`plugins[${index}].id`, `plugins[${index}] (web-fetch) and tools[${seen.get("web_fetch")}] both enable the web_fetch server tool: give one of them`);
+        }
+        const { id: _id, ...params } = options;
+        const one = activate("web_fetch", `${deps.brand}:web_fetch`, params, `plugins[${index}]`, deps);
+        seen.set("web_fetch", -1);
+        active.push(one);
+      }
+
       const choice = call.request.tool_choice as { type?: unknown } | string | undefined | null;
       let serverChoice: ActiveTool | undefined;
       if (choice && typeof choice === "object") {
@@ -93,6 +106,15 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
       return next();
     },
   };
+}
+
+/** The request's `web-fetch` plugin entry when it is switched on. */
+export function webFetchPluginOf(plugins: unknown): { index: number; options: Record<string, unknown> } | undefined {
+  if (!Array.isArray(plugins)) return undefined;
+  const index = plugins.findIndex((p) => (p as { id?: unknown } | null)?.id === "web-fetch");
+  if (index < 0) return undefined;
+  const { enabled, ...options } = plugins[index] as Record<string, unknown>;
+  return enabled === false ? undefined : { index, options };
 }
 
 /**

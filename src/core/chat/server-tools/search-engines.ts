@@ -19,10 +19,21 @@ export interface SearchQuery {
   query: string;
   count: number;
   signal: AbortSignal;
+  /** Where the searcher is (the web plugin's `user_location`); only engines with {@link SearchEngine.takesLocation}. */
+  location?: SearchLocation;
+}
+
+export interface SearchLocation {
+  city?: string;
+  country?: string;
+  region?: string;
+  timezone?: string;
 }
 
 export interface SearchEngine {
   readonly name: "searxng" | "brave";
+  /** Whether the engine takes a searcher's location (Brave: `country` and its `X-Loc-*` headers; SearXNG: no). */
+  readonly takesLocation: boolean;
   search(q: SearchQuery): Promise<SearchResult[]>;
 }
 
@@ -52,6 +63,7 @@ const str = (v: unknown) => (typeof v === "string" ? v : "");
 export function searxngEngine(baseUrl: string, timeoutMs: number): SearchEngine {
   return {
     name: "searxng",
+    takesLocation: false,
     async search({ query, count, signal }) {
       const url = new URL(`${baseUrl}/search`);
       url.searchParams.set("q", query);
@@ -78,11 +90,20 @@ class SearXNGJsonOff extends SearchFailed {
 export function braveEngine(baseUrl: string, apiKey: string, timeoutMs: number): SearchEngine {
   return {
     name: "brave",
-    async search({ query, count, signal }) {
+    takesLocation: true,
+    async search({ query, count, signal, location }) {
       const url = new URL(`${baseUrl}/res/v1/web/search`);
       url.searchParams.set("q", query);
       url.searchParams.set("count", String(Math.min(20, Math.max(1, count))));
-      const { status, json } = await getJson(url, { "x-subscription-token": apiKey }, timeoutMs, signal, "Brave");
+      const headers: Record<string, string> = { "x-subscription-token": apiKey };
+      if (location?.country) {
+        url.searchParams.set("country", location.country.toUpperCase());
+        headers["x-loc-country"] = location.country.toUpperCase();
+      }
+      if (location?.city) headers["x-loc-city"] = location.city;
+      if (location?.region) headers["x-loc-state-name"] = location.region;
+      if (location?.timezone) headers["x-loc-timezone"] = location.timezone;
+      const { status, json } = await getJson(url, headers, timeoutMs, signal, "Brave");
       if (status === 401 || status === 403) throw new SearchFailed(`the Brave Search API refused the configured key (${status})`);
       if (status === 429) throw new SearchFailed("the Brave Search API rate-limited the search (429)");
       if (status !== 200 || !json || typeof json !== "object") throw new SearchFailed(`the Brave Search API answered ${status}`);
@@ -94,6 +115,12 @@ export function braveEngine(baseUrl: string, apiKey: string, timeoutMs: number):
       }).filter((r) => r.url !== "");
     },
   };
+}
+
+/** The engine of that name when it is configured, else the reason it is not (for the web plugin's `engine`). */
+export function namedEngine(cfg: ServerToolsConfig["search"], name: "searxng" | "brave"): SearchEngine | { missing: string } {
+  if (name === "searxng") return cfg.searxngUrl ? searxngEngine(cfg.searxngUrl, cfg.timeoutMs) : { missing: "the searxng engine is not configured on this server (PORTICO_SEARXNG_URL is not set)" };
+  return cfg.braveApiKey ? braveEngine(cfg.braveUrl, cfg.braveApiKey, cfg.timeoutMs) : { missing: "the brave engine is not configured on this server (PORTICO_BRAVE_SEARCH_API_KEY is not set)" };
 }
 
 /** The configured engine, or undefined with the reason when none is configured. */

@@ -16,10 +16,12 @@ import { tapEvents } from "../tap.js";
 import { createResponseHealingPlugin } from "./response-healing.js";
 import { createModerationPlugin } from "./moderation.js";
 import { createContextCompressionPlugin } from "./context-compression.js";
-import type { PluginsConfig } from "../../../../config.js";
+import type { PluginsConfig, ServerToolsConfig } from "../../../../config.js";
 import type { Plugin, PluginRun } from "./types.js";
 import { routerPlugins, type RouterDeps } from "./routers.js";
 import { createFileParserPlugin, refuseUnreadableFiles } from "./file-parser.js";
+import { createWebPlugin } from "./web.js";
+import { createWebFetchPlugin } from "./web-fetch.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
@@ -30,12 +32,16 @@ export interface PluginsDeps {
   plugins?: readonly Plugin[];
   /** What the router plugins read (the catalog, the caller's providers); absent: no router plugin is offered. */
   routing?: RouterDeps;
+  /** The search engines (the server tools' settings) the web plugin searches with; absent: the web plugin is refused as not configured. */
+  search?: ServerToolsConfig["search"];
 }
 
 /** The plugins Portico implements (docs/plugins.md). */
-export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps): Plugin[] {
+export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps, search?: ServerToolsConfig["search"]): Plugin[] {
   return [
     createModerationPlugin(config?.moderation),
+    createWebPlugin(search),
+    createWebFetchPlugin(),
     createFileParserPlugin(routing ? { catalog: routing.catalog } : {}),
     createContextCompressionPlugin(),
     createResponseHealingPlugin(),
@@ -81,7 +87,7 @@ export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
 }
 
 export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
-  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing)).map((p) => [p.id, p]));
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing, deps.search)).map((p) => [p.id, p]));
   const supported = [...byId.keys()].sort();
   return {
     name: "plugins",
