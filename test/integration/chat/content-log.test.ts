@@ -23,6 +23,8 @@ const DAY_MS = 86_400_000;
 describe.each(["sqlite", "postgresql"] as const)("content logging (%s)", (provider) => {
   let h: Harness;
   let upstream: FakeUpstream;
+  let tools: FakeUpstream;
+  let down: FakeUpstream;
   let client: OpenAI;
   const model = "groq/llama-3.3-70b";
 
@@ -34,15 +36,37 @@ describe.each(["sqlite", "postgresql"] as const)("content logging (%s)", (provid
   beforeAll(async () => {
     // The upstream echoes the provider key in its answer (a model repeating what it was given).
     upstream = await startFakeOpenAI({ text: ["The key is ", PROVIDER_KEY, ". Bye"], finish: "stop", usage: { input: 7, output: 3 } });
-    h = await startHarness({ provider, env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${upstream.url}/v1` } });
-    const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "groq", key: PROVIDER_KEY } });
-    expect(res.status).toBe(200);
+    tools = await startFakeOpenAI({
+      text: [],
+      toolCalls: [{ id: "call_1", name: "get_weather", arguments: '{"city":"Paris"}', argumentPieces: ['{"city"', ':"Paris"}'] }],
+      finish: "tool_calls",
+      usage: { input: 9, output: 4 },
+    });
+    down = await startFakeOpenAI(undefined, { failStatus: 500, failMessage: "upstream is down" });
+    h = await startHarness({
+      provider,
+      env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${upstream.url}/v1`, PORTICO_PROVIDER_OPENAI_BASE_URL: `${tools.url}/v1`, PORTICO_PROVIDER_TOGETHER_BASE_URL: `${down.url}/v1` },
+    });
+    for (const [slug, key] of [["groq", PROVIDER_KEY], ["openai", "sk-test-openai-tools-0123456789abcdef"], ["together", "tg-test-down-0123456789"]] as const) {
+      const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: slug, key } });
+      expect(res.status).toBe(200);
+    }
     client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
   });
   afterAll(async () => {
     await h?.close();
-    await upstream?.close();
+    await Promise.all([upstream, tools, down].map((u) => u?.close()));
   });
+
+  /** The content of generation `id` once written (the write is queued off the answer path). */
+  async function contentOf(id: string): Promise<any> {
+    for (let i = 0; i < 400; i++) {
+      const r = await content(id);
+      if (r.status === 200) return r.json.data;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    throw new Error(`no content for ${id}`);
+  }
 
   it("is off by default: nothing is stored", async () => {
     const ws = await api(h, "GET", `/workspaces/${h.tenant.workspaceId}`, { key: h.tenant.managementKey });
@@ -126,6 +150,32 @@ describe.each(["sqlite", "postgresql"] as const)("content logging (%s)", (provid
     expect(body.response.usage.prompt_tokens).toBe(7);
     expect(JSON.stringify(body)).not.toContain(PROVIDER_KEY);
     expect(body.request.stream).toBe(true);
+  });
+
+  it("streamed tool calls are assembled; a failed request keeps its error", async () => {
+    await setDays(h.tenant.workspaceId, 3);
+    const stream = await client.chat.completions.create({
+      model: "openai/gpt-4o-mini",
+      stream: true,
+      messages: [{ role: "user", content: "weather?" }],
+      tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }],
+    });
+    let id = "";
+    for await (const chunk of stream) id ||= chunk.id;
+    const body = await contentOf(id);
+    expect(body.response.choices[0].message.tool_calls).toEqual([{ id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }]);
+    expect(body.response.choices[0].finish_reason).toBe("tool_calls");
+    expect(body.request.tools[0].function.name).toBe("get_weather");
+
+    const failed = await client.chat.completions.create({ model: "together/some-model", messages: [{ role: "user", content: "will fail" }] }).catch((e: unknown) => e);
+    expect((failed as { status?: number }).status).toBeGreaterThanOrEqual(500);
+    const gens = await api(h, "GET", "/generations?limit=1", { key: h.tenant.managementKey });
+    const failedId = gens.json.data[0].id as string;
+    expect(gens.json.data[0].status).toBe("error");
+    const kept = await contentOf(failedId);
+    expect(JSON.stringify(kept.request)).toContain("will fail");
+    expect(kept.response.error).toBeDefined();
+    expect(JSON.stringify(kept)).not.toContain("tg-test-down");
   });
 
   it("the retention sweep deletes expired content (controlled clock)", async () => {

@@ -89,8 +89,21 @@ export function createContentStage(deps: { log: ContentLog | undefined }): ChatS
       const days = call.caller.contentLogRetentionDays;
       if (!log || !days) return next();
       // The request as validated, before the stages after this one change it (preset, plugins).
-      const request = structuredClone(call.request);
-      const keep = (response: unknown) =>
+      let request: unknown;
+      try {
+        request = structuredClone(call.request);
+      } catch {
+        return next();
+      }
+      // Never fails the answer: whatever goes wrong here only loses the log entry.
+      const keep = (response: unknown) => {
+        try {
+          record(response);
+        } catch {
+          /* the content log only queues; nothing to surface */
+        }
+      };
+      const record = (response: unknown) =>
         log.record({
           id: call.track.id,
           organizationId: call.caller.organizationId,
