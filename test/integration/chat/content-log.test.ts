@@ -7,6 +7,7 @@
  * sweep deletes expired rows (controlled clock); deleting the workspace deletes its content.
  */
 import { randomBytes } from "node:crypto";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -176,6 +177,16 @@ describe.each(["sqlite", "postgresql"] as const)("content logging (%s)", (provid
     expect(JSON.stringify(kept.request)).toContain("will fail");
     expect(kept.response.error).toBeDefined();
     expect(JSON.stringify(kept)).not.toContain("tg-test-down");
+  });
+
+  it("the Messages dialect is logged too (its request in the canonical form)", async () => {
+    await setDays(h.tenant.workspaceId, 3);
+    const anthropic = new Anthropic({ baseURL: `${h.baseUrl}/api`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model, max_tokens: 50, messages: [{ role: "user", content: "from the messages dialect" }] });
+    const body = await contentOf(msg.id);
+    expect(JSON.stringify(body.request)).toContain("from the messages dialect");
+    expect(body.response.choices[0].message.content).toContain("The key is ");
+    expect(JSON.stringify(body)).not.toContain(PROVIDER_KEY);
   });
 
   it("the retention sweep deletes expired content (controlled clock)", async () => {
