@@ -249,8 +249,9 @@ export function registerAdminCommands(program: Command, config: () => Config): v
     .option("--rpm <n>", "chat requests per minute, or `none`")
     .option("--tpm <n>", "tokens per minute, or `none`")
     .option("--cache-ttl <seconds>", "the response cache's time to live for requests without `cache` (docs/operations.md), or `none` (off)")
+    .option("--content-log-days <days>", "keep request and response bodies encrypted this many days (docs/operations.md, \"Content logging\"), or `none` (off)")
     .option("--json", "print JSON")
-    .action(async (id: string, opts: { budget?: string; reset?: string; rpm?: string; tpm?: string; cacheTtl?: string; json?: boolean }) => {
+    .action(async (id: string, opts: { budget?: string; reset?: string; rpm?: string; tpm?: string; cacheTtl?: string; contentLogDays?: string; json?: boolean }) => {
       const changes: Parameters<WorkspacesService["update"]>[2] = {};
       const budget = usdOpt(opts.budget);
       if (budget !== undefined) changes.budgetFemtoUsd = budget;
@@ -261,6 +262,8 @@ export function registerAdminCommands(program: Command, config: () => Config): v
       if (tpm !== undefined) changes.rateLimitTpm = tpm;
       const cacheTtl = countOpt(opts.cacheTtl);
       if (cacheTtl !== undefined) changes.responseCacheTtlSeconds = cacheTtl;
+      const contentDays = countOpt(opts.contentLogDays);
+      if (contentDays !== undefined) changes.contentLogRetentionDays = contentDays;
       const w = await withServices(config(), async ({ db, workspaces }) => {
         const found = await db.workspace.findFirst({ where: { id, deletedAt: null } });
         if (!found) throw new CliError("workspace not found");
@@ -273,11 +276,12 @@ export function registerAdminCommands(program: Command, config: () => Config): v
         rate_limit_rpm: w.rateLimitRpm,
         rate_limit_tpm: w.rateLimitTpm,
         response_cache_ttl_seconds: w.responseCacheTtlSeconds,
+        content_log_retention_days: w.contentLogRetentionDays,
       };
       out(
         opts.json,
         row,
-        `workspace ${w.id}: budget ${row.budget ?? "none"} (${row.budget_reset}), rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}, cache ttl ${row.response_cache_ttl_seconds ?? "none"}`,
+        `workspace ${w.id}: budget ${row.budget ?? "none"} (${row.budget_reset}), rpm ${row.rate_limit_rpm ?? "none"}, tpm ${row.rate_limit_tpm ?? "none"}, cache ttl ${row.response_cache_ttl_seconds ?? "none"}, content log days ${row.content_log_retention_days ?? "none"}`,
       );
     });
 

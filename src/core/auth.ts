@@ -20,6 +20,8 @@ export interface Caller {
   limits?: CallerLimits;
   /** The workspace's response cache time to live for requests that do not set `cache` (docs/operations.md); absent/null: off. */
   responseCacheTtlSeconds?: number | null;
+  /** The workspace's content logging retention in days (docs/operations.md, "Content logging"); absent/null: off. */
+  contentLogRetentionDays?: number | null;
 }
 
 /** What bounds a caller's chat completions (docs/limits.md). */
@@ -90,6 +92,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
     };
     if (record.limits) caller.limits = record.limits;
     if (record.responseCacheTtlSeconds) caller.responseCacheTtlSeconds = record.responseCacheTtlSeconds;
+    if (record.contentLogRetentionDays) caller.contentLogRetentionDays = record.contentLogRetentionDays;
     req.contextValues.set(kCaller, caller);
     return next(req);
   };

@@ -45,6 +45,7 @@ import { createEmbeddingsHandler } from "./chat/embeddings-handler.js";
 import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
 import { createBusHealthMemory, createMemoryHealthMemory, createRedisHealthMemory } from "../lib/health-memory.js";
 import { createGenerationStore } from "./chat/generations.js";
+import { CONTENT_SWEEP_INTERVAL_MS, createContentLog } from "./chat/content-log.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
 import { GenerationsService } from "../gen/portico/generations/v1/generations_service_pb.js";
 import { ActivityService } from "../gen/portico/activity/v1/activity_service_pb.js";
@@ -142,6 +143,16 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
   const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry, execute: database.executeRaw });
   closers.push(() => generations.close());
+  // Content logging (docs/operations.md, "Content logging"): sealed with the BYOK keyring, swept by retention.
+  const contentLog = createContentLog({ db, keyring: byok.keyring, logger });
+  const contentSweep = setInterval(() => {
+    contentLog.sweep().catch((err: unknown) => logger.warn({ err }, "content log sweep failed"));
+  }, CONTENT_SWEEP_INTERVAL_MS);
+  contentSweep.unref();
+  closers.push(async () => {
+    clearInterval(contentSweep);
+    await contentLog.close();
+  });
   const credentials = createCredentialStore({
     db,
     keyring: byok.keyring,
@@ -217,6 +228,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     plugins: config.plugins,
     responseCache,
     serverTools: config.serverTools,
+    contentLog,
   };
   const chat = createChatHandler(chatDeps);
   // Embeddings share the chat pipeline's stages and dependencies (one health memory, one spend store).
@@ -264,7 +276,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     router.service(EmbeddingsService, embeddings);
     router.service(CatalogService, createCatalogHandler({ catalog, management: catalogManagement, endpointStats, providerName: (slug) => providers.get(slug)?.name ?? slug }));
     router.service(ProvidersService, createProvidersHandler({ providers, credentials, shared }));
-    router.service(GenerationsService, createGenerationsHandler({ db, store: generations }));
+    router.service(GenerationsService, createGenerationsHandler({ db, store: generations, contentLog }));
     router.service(ActivityService, createActivityHandler({
       db,
       activity: createActivityRepository({ db, provider: database.provider }),

@@ -283,9 +283,11 @@ export async function renderRequest(main, params) {
     );
   });
   const more = Object.entries(g).filter(([k, v]) => !named.has(k) && v !== null && v !== undefined);
+  const body = h("section", { "aria-label": "Content" }, h("h2", {}, "Content"), loading("Loading the logged content…"));
   replace(
     area,
     sections,
+    body,
     more.length
       ? h(
           "section",
@@ -294,5 +296,30 @@ export async function renderRequest(main, params) {
           h("dl", { class: "facts" }, more.map(([k, v]) => [h("dt", {}, k), h("dd", {}, value(k, v, names))])),
         )
       : null,
+  );
+  // Content logging (docs/operations.md, "Content logging"): the console signs in with a management key, the only
+  // kind that may read the bodies; 404 when the workspace does not log content or the retention has passed.
+  let c;
+  try {
+    c = (await api("GET", `/generation/content?id=${encodeURIComponent(params.id)}`)).data;
+  } catch (e) {
+    replace(
+      body,
+      h("h2", {}, "Content"),
+      e.status === 404
+        ? h("p", {}, "No content was logged for this request: content logging is off for its workspace, or its retention has passed.")
+        : errorText(e.message),
+    );
+    return;
+  }
+  const json = (v) => h("pre", { class: "break" }, h("code", {}, JSON.stringify(v, null, 2)));
+  replace(
+    body,
+    h("h2", {}, "Content"),
+    h("p", {}, "Kept encrypted until ", time(c.expires_at), ". Provider keys and authorization fields are never stored."),
+    h("h3", {}, "Request"),
+    json(c.request),
+    h("h3", {}, "Response"),
+    c.response === null ? h("p", {}, "The answer never completed.") : json(c.response),
   );
 }

@@ -80,6 +80,9 @@ const keyLimitFields = {
   rate_limit_tpm: rateField("Tokens (prompt + completion) per minute with this key; null = unbounded."),
 };
 
+/** The longest content logging retention a workspace may set, in days (docs/operations.md, "Content logging"). */
+export const MAX_CONTENT_LOG_RETENTION_DAYS = 3650;
+
 /** A workspace's budget and rate bounds (docs/limits.md). */
 const workspaceLimitFields = {
   budget: nullable(number({ min: 0 })).meta({ description: "Spend budget in USD of the workspace's keys together; null = none." }),
@@ -88,6 +91,9 @@ const workspaceLimitFields = {
   rate_limit_tpm: rateField("Tokens per minute for the workspace's keys together; null = unbounded."),
   response_cache_ttl_seconds: nullable(integer({ min: 1, max: MAX_RESPONSE_CACHE_TTL_SECONDS })).meta({
     description: "The response cache's time to live in seconds for the workspace's chat requests that do not set `cache` (docs/operations.md, \"Response cache\"); null = off.",
+  }),
+  content_log_retention_days: nullable(integer({ min: 1, max: MAX_CONTENT_LOG_RETENTION_DAYS })).meta({
+    description: "Content logging (docs/operations.md, \"Content logging\"): keep the request and response bodies of the workspace's chat requests, encrypted, this many days; null = off (the default).",
   }),
 };
 

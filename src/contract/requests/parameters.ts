@@ -207,6 +207,9 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   getGeneration: {
     query: object({ id: text("The generation id (the `id` of the completion or its chunks).") }, { required: ["id"] }),
   },
+  getGenerationContent: {
+    query: object({ id: text("The generation id (`gen-…`) whose logged request and response bodies to return.") }, { required: ["id"] }),
+  },
   listGenerations: {
     query: q({
       ...page,

@@ -50,6 +50,9 @@ export async function credentialsPerKey(db: Db): Promise<Map<string, number>> {
   // The operator's shared provider keys are sealed with the same keyring.
   const shared = await db.providerKey.groupBy({ by: ["keyId"], _count: { _all: true } });
   for (const g of shared) usage.set(g.keyId, (usage.get(g.keyId) ?? 0) + g._count._all);
+  // Logged request and response bodies (docs/operations.md, "Content logging") keep their key until they expire.
+  const content = await db.generationContent.groupBy({ by: ["keyId"], _count: { _all: true } });
+  for (const g of content) usage.set(g.keyId, (usage.get(g.keyId) ?? 0) + g._count._all);
   return usage;
 }
 

@@ -42,6 +42,8 @@ import type { RouterDeps } from "./pipeline/plugins/routers.js";
 import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
+import { createContentStage } from "./pipeline/content.js";
+import type { ContentLog } from "./content-log.js";
 import type { ResponseCacheStore } from "./response-cache.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
@@ -91,6 +93,8 @@ export interface ChatHandlerDeps {
   responseCache?: ResponseCacheStore;
   /** The server tools' settings (docs/plugins.md); default: no search engine, no private address allowed. */
   serverTools?: ServerToolsConfig;
+  /** Content logging (docs/operations.md, "Content logging"); none: no workspace's content is kept. */
+  contentLog?: ContentLog;
   /** web_fetch's resolver (tests inject one); default the system's. */
   webFetchLookup?: LookupFn;
 }
@@ -152,6 +156,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       createCostStage({ catalog: deps.catalog }),
     ],
     validate: createValidateStage({ brand: deps.brand }),
+    content: createContentStage({ log: deps.contentLog }),
     preset: createPresetStage({ presets: deps.presets }),
     serverTools: createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher }),
     serverToolsRefusal: {

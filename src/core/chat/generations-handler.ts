@@ -18,7 +18,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Db } from "../../db/client.js";
 import { Prisma } from "../../db/prisma.js";
 import type { Generation, GenerationsService } from "../../gen/portico/generations/v1/generations_service_pb.js";
-import { callerOf, type Caller } from "../auth.js";
+import { callerOf, requireManagement, type Caller } from "../auth.js";
+import type { ContentLog } from "./content-log.js";
 import { invalidArgument, notFound, permissionDenied } from "../errors.js";
 import { checkPage, createOrdering, findArgs, pageFields, pageOf, pagedWhere } from "../paging.js";
 import type { Init } from "../proto-init.js";
@@ -142,8 +143,25 @@ function pluginsOf(text: string | null): JsonObject[] {
   }
 }
 
-export function createGenerationsHandler(deps: { db: Db; store: GenerationStore }): ServiceImpl<typeof GenerationsService> {
+const asObject = (v: unknown): JsonObject => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as JsonObject) : { value: v as JsonObject[string] });
+
+export function createGenerationsHandler(deps: { db: Db; store: GenerationStore; contentLog?: ContentLog }): ServiceImpl<typeof GenerationsService> {
   return {
+    /** Content logging (docs/operations.md, "Content logging"): management keys only, the caller's organization only. */
+    async getGenerationContent(req, ctx) {
+      const caller = callerOf(ctx);
+      requireManagement(caller);
+      if (!/^gen-[0-9a-f-]{36}$/.test(req.id)) throw invalidArgument("id", "id must be a generation id (gen-…)");
+      const content = deps.contentLog ? await deps.contentLog.read(req.id, caller.organizationId) : null;
+      if (!content) throw notFound("No logged content for this generation");
+      return {
+        id: content.id,
+        request: asObject(content.request),
+        ...(content.response !== null && content.response !== undefined ? { response: asObject(content.response) } : {}),
+        createdAt: timestampFromDate(content.createdAt),
+        expiresAt: timestampFromDate(content.expiresAt),
+      };
+    },
     async getGeneration(req, ctx) {
       const caller = callerOf(ctx);
       if (!/^gen-[0-9a-f-]{36}$/.test(req.id)) throw invalidArgument("id", "id must be a generation id (gen-…)");

@@ -29,6 +29,7 @@ interface KeyRow {
   workspaceRpm: unknown;
   workspaceTpm: unknown;
   responseCacheTtlSeconds: unknown;
+  contentLogRetentionDays: unknown;
 }
 
 /** A nullable integer column (SQLite may return bigint). */
@@ -68,7 +69,8 @@ export function createIdentityRepository(db: Db) {
                CASE WHEN w."budgetFemtoUsd" IS NULL THEN 0 ELSE 1 END AS "workspaceSpend",
                k."rateLimitRpm" AS "keyRpm", k."rateLimitTpm" AS "keyTpm",
                w."rateLimitRpm" AS "workspaceRpm", w."rateLimitTpm" AS "workspaceTpm",
-               w."responseCacheTtlSeconds" AS "responseCacheTtlSeconds"
+               w."responseCacheTtlSeconds" AS "responseCacheTtlSeconds",
+               w."contentLogRetentionDays" AS "contentLogRetentionDays"
         FROM "ApiKey" k
         JOIN "Organization" o ON o."id" = k."organizationId"
         LEFT JOIN "Membership" m ON m."organizationId" = k."organizationId" AND m."userId" = k."creatorUserId"
@@ -99,6 +101,7 @@ export function createIdentityRepository(db: Db) {
           workspaceTpm: intOrNull(row.workspaceTpm),
         },
         responseCacheTtlSeconds: intOrNull(row.responseCacheTtlSeconds),
+        contentLogRetentionDays: intOrNull(row.contentLogRetentionDays),
       };
     },
 

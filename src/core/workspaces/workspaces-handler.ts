@@ -27,6 +27,7 @@ export function workspaceToProto(w: WorkspaceRow): Init<Workspace> {
     ...(w.rateLimitRpm !== null ? { rateLimitRpm: w.rateLimitRpm } : {}),
     ...(w.rateLimitTpm !== null ? { rateLimitTpm: w.rateLimitTpm } : {}),
     ...(w.responseCacheTtlSeconds !== null ? { responseCacheTtlSeconds: w.responseCacheTtlSeconds } : {}),
+    ...(w.contentLogRetentionDays !== null ? { contentLogRetentionDays: w.contentLogRetentionDays } : {}),
   };
 }
 
@@ -55,6 +56,7 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
           ...(req.rateLimitRpm !== undefined ? { rateLimitRpm: req.rateLimitRpm } : {}),
           ...(req.rateLimitTpm !== undefined ? { rateLimitTpm: req.rateLimitTpm } : {}),
           ...(req.responseCacheTtlSeconds !== undefined ? { responseCacheTtlSeconds: req.responseCacheTtlSeconds } : {}),
+          ...(req.contentLogRetentionDays !== undefined ? { contentLogRetentionDays: req.contentLogRetentionDays } : {}),
         },
       });
       return { workspace: workspaceToProto(ws) };
@@ -64,13 +66,14 @@ export function createWorkspacesHandler(deps: { service: WorkspacesDomain }): Se
     },
     async updateWorkspace(req, ctx) {
       const actor = managerOf(ctx);
-      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description", "budget_femto_usd", "budget_reset", "rate_limit_rpm", "rate_limit_tpm", "response_cache_ttl_seconds"]);
+      const paths = maskPaths(req.updateMask?.paths, ["name", "slug", "description", "budget_femto_usd", "budget_reset", "rate_limit_rpm", "rate_limit_tpm", "response_cache_ttl_seconds", "content_log_retention_days"]);
       const changes: Parameters<WorkspacesDomain["update"]>[2] = {};
       if (paths.has("budget_femto_usd")) changes.budgetFemtoUsd = req.budgetFemtoUsd ?? null;
       if (paths.has("budget_reset")) changes.budgetReset = req.budgetReset;
       if (paths.has("rate_limit_rpm")) changes.rateLimitRpm = req.rateLimitRpm ?? null;
       if (paths.has("rate_limit_tpm")) changes.rateLimitTpm = req.rateLimitTpm ?? null;
       if (paths.has("response_cache_ttl_seconds")) changes.responseCacheTtlSeconds = req.responseCacheTtlSeconds ?? null;
+      if (paths.has("content_log_retention_days")) changes.contentLogRetentionDays = req.contentLogRetentionDays ?? null;
       if (paths.has("name")) changes.name = req.name;
       if (paths.has("slug")) changes.slug = req.slug;
       if (paths.has("description")) changes.description = req.description ?? null;

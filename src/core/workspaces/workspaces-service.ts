@@ -10,6 +10,7 @@ import { invalidArgument, notFound } from "../errors.js";
 import { slugify } from "../identity/identity-repository.js";
 import { ManagementFields } from "../../contract/requests/management.js";
 import { MAX_RESPONSE_CACHE_TTL_SECONDS } from "../../contract/requests/chat-request.js";
+import { MAX_CONTENT_LOG_RETENTION_DAYS } from "../../contract/requests/management.js";
 import { checkField, checkName, checkText, isUuid, stateConflict } from "../management/rules.js";
 import { checkPage, createOrdering, findArgs, pagedWhere, pageOf, type PageInput } from "../paging.js";
 
@@ -35,6 +36,8 @@ export interface WorkspaceLimitChanges {
   rateLimitTpm?: number | null;
   /** The response cache's default time to live for the workspace's requests (docs/operations.md); null = off. */
   responseCacheTtlSeconds?: number | null;
+  /** Content logging's retention in days (docs/operations.md, "Content logging"); null = off. */
+  contentLogRetentionDays?: number | null;
 }
 
 type WorkspaceLimitData = {
@@ -43,6 +46,7 @@ type WorkspaceLimitData = {
   rateLimitRpm?: number | null;
   rateLimitTpm?: number | null;
   responseCacheTtlSeconds?: number | null;
+  contentLogRetentionDays?: number | null;
 };
 
 function checkWorkspaceLimits(c: WorkspaceLimitChanges): WorkspaceLimitData {
@@ -52,6 +56,7 @@ function checkWorkspaceLimits(c: WorkspaceLimitChanges): WorkspaceLimitData {
   if (c.rateLimitRpm !== undefined) d.rateLimitRpm = checkRate("rate_limit_rpm", c.rateLimitRpm);
   if (c.rateLimitTpm !== undefined) d.rateLimitTpm = checkRate("rate_limit_tpm", c.rateLimitTpm);
   if (c.responseCacheTtlSeconds !== undefined) d.responseCacheTtlSeconds = checkCacheTtl(c.responseCacheTtlSeconds);
+  if (c.contentLogRetentionDays !== undefined) d.contentLogRetentionDays = checkContentLogRetention(c.contentLogRetentionDays);
   return d;
 }
 
@@ -60,6 +65,15 @@ function checkCacheTtl(v: number | null): number | null {
   if (v === null) return null;
   if (!Number.isInteger(v) || v < 1 || v > MAX_RESPONSE_CACHE_TTL_SECONDS) {
     throw invalidArgument("response_cache_ttl_seconds", `response_cache_ttl_seconds must be a whole number from 1 to ${MAX_RESPONSE_CACHE_TTL_SECONDS}, or null (off)`);
+  }
+  return v;
+}
+
+/** Content logging's retention: 1 to MAX_CONTENT_LOG_RETENTION_DAYS days, or null (off). */
+function checkContentLogRetention(v: number | null): number | null {
+  if (v === null) return null;
+  if (!Number.isInteger(v) || v < 1 || v > MAX_CONTENT_LOG_RETENTION_DAYS) {
+    throw invalidArgument("content_log_retention_days", `content_log_retention_days must be a whole number from 1 to ${MAX_CONTENT_LOG_RETENTION_DAYS}, or null (off)`);
   }
   return v;
 }
@@ -228,7 +242,9 @@ export function createWorkspacesService(db: Db, hooks: WorkspacesServiceHooks = 
           const keys = await tx.apiKey.count({ where: { workspaceId: ws.id, revokedAt: null } });
           if (keys > 0) throw stateConflict(`The workspace still holds ${keys} active API key(s); delete them first`);
         }
-        await recordAudit(tx, actor, { action: "workspace.delete", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { slug: ws.slug } });
+        // Its logged request and response bodies go with it (docs/operations.md, "Content logging").
+        const content = await tx.generationContent.deleteMany({ where: { workspaceId: ws.id } });
+        await recordAudit(tx, actor, { action: "workspace.delete", targetType: "workspace", targetId: ws.id, workspaceId: ws.id, details: { slug: ws.slug, ...(content.count > 0 ? { contentDeleted: content.count } : {}) } });
       });
       await hooks.onWorkspaceDeleted?.();
     },

@@ -60,10 +60,11 @@ export function presentApiKey(k: ApiKey) {
 
 export const workspaceSchema = {
   type: "object",
-  required: ["id", "name", "slug", "description", "is_default", "created_by", "created_at", "updated_at", "budget", "budget_reset", "rate_limit_rpm", "rate_limit_tpm", "response_cache_ttl_seconds"],
+  required: ["id", "name", "slug", "description", "is_default", "created_by", "created_at", "updated_at", "budget", "budget_reset", "rate_limit_rpm", "rate_limit_tpm", "response_cache_ttl_seconds", "content_log_retention_days"],
   properties: {
     budget: { type: ["number", "null"], description: "Spend budget in USD of the workspace's keys together; null = none (docs/limits.md)." },
     response_cache_ttl_seconds: { type: ["integer", "null"], description: "The response cache's time to live for requests that do not set `cache` (docs/operations.md); null = off." },
+    content_log_retention_days: { type: ["integer", "null"], description: "Days the workspace's request and response bodies are kept, encrypted (docs/operations.md, \"Content logging\"); null = off." },
     budget_reset: str("daily, weekly, monthly (UTC) or none."),
     rate_limit_rpm: { type: ["integer", "null"], description: "Chat requests per minute, all keys together; null = unbounded." },
     rate_limit_tpm: { type: ["integer", "null"], description: "Tokens per minute, all keys together; null = unbounded." },
@@ -93,6 +94,7 @@ export function presentWorkspace(w: Workspace) {
     rate_limit_rpm: w.rateLimitRpm ?? null,
     rate_limit_tpm: w.rateLimitTpm ?? null,
     response_cache_ttl_seconds: w.responseCacheTtlSeconds ?? null,
+    content_log_retention_days: w.contentLogRetentionDays ?? null,
   };
 }
 

@@ -124,6 +124,56 @@ export async function registerGenerationRoutes(api: FastifyInstance, ctx: Gatewa
     async (req) => ({ data: presentGeneration((await client.getGeneration({ id: req.query.id }, callOptionsFor(req))).generation!) }),
   );
 
+  const getContentContract = contractRoute("getGenerationContent");
+  api.get<{ Querystring: { id: string } }>(
+    "/generation/content",
+    {
+      validatorCompiler: getContentContract.validatorCompiler,
+      schema: {
+        operationId: "getGenerationContent",
+        summary: "The logged request and response bodies of one generation",
+        description:
+          "Content logging (docs/operations.md, \"Content logging\"): the request body as received (after validation) and the answer (the response, or the assembled stream), decrypted, " +
+          "when the generation's workspace logs content. Provider keys and authorization fields are never stored. Management keys only (403 for any other key); 404 when nothing is kept " +
+          "(logging off, retention passed, workspace deleted, or another organization's generation).",
+        tags: ["chat"],
+        ...getContentContract.schema,
+        response: {
+          200: {
+            type: "object",
+            required: ["data"],
+            properties: {
+              data: {
+                type: "object",
+                required: ["id", "request", "response", "created_at", "expires_at"],
+                properties: {
+                  id: { type: "string" },
+                  request: { type: "object", additionalProperties: true, description: "The request body, as validated." },
+                  response: { type: ["object", "null"], additionalProperties: true, description: "The answer, the assembled stream, or `{error}`; null when it never completed." },
+                  created_at: { type: "string", format: "date-time" },
+                  expires_at: { type: "string", format: "date-time", description: "When the retention sweep deletes it." },
+                },
+              },
+            },
+          },
+          ...errorResponses(400, 401, 403, 404, 500),
+        },
+      },
+    },
+    async (req) => {
+      const res = await client.getGenerationContent({ id: req.query.id }, callOptionsFor(req));
+      return {
+        data: {
+          id: res.id,
+          request: res.request ?? {},
+          response: res.response ?? null,
+          created_at: res.createdAt ? timestampDate(res.createdAt).toISOString() : null,
+          expires_at: res.expiresAt ? timestampDate(res.expiresAt).toISOString() : null,
+        },
+      };
+    },
+  );
+
   const listGenerationsContract = contractRoute("listGenerations");
   api.get<{ Querystring: ListQuery }>(
     "/generations",

@@ -56,7 +56,7 @@ export function keyLimitsOf(b: Record<string, unknown>) {
 
 /** The gRPC fields of a workspace's limits given in `b`, and the mask paths they set. */
 export function workspaceLimitsOf(b: Record<string, unknown>) {
-  const fields: { budgetFemtoUsd?: bigint; budgetReset?: string; rateLimitRpm?: number; rateLimitTpm?: number; responseCacheTtlSeconds?: number } = {};
+  const fields: { budgetFemtoUsd?: bigint; budgetReset?: string; rateLimitRpm?: number; rateLimitTpm?: number; responseCacheTtlSeconds?: number; contentLogRetentionDays?: number } = {};
   const paths: string[] = [];
   const budget = femtoOf("budget", b.budget);
   if (budget !== undefined) fields.budgetFemtoUsd = budget;
@@ -65,7 +65,7 @@ export function workspaceLimitsOf(b: Record<string, unknown>) {
     fields.budgetReset = b.budget_reset;
     paths.push("budget_reset");
   }
-  for (const [wire, key] of [["rate_limit_rpm", "rateLimitRpm"], ["rate_limit_tpm", "rateLimitTpm"], ["response_cache_ttl_seconds", "responseCacheTtlSeconds"]] as const) {
+  for (const [wire, key] of [["rate_limit_rpm", "rateLimitRpm"], ["rate_limit_tpm", "rateLimitTpm"], ["response_cache_ttl_seconds", "responseCacheTtlSeconds"], ["content_log_retention_days", "contentLogRetentionDays"]] as const) {
     const n = intOf(b[wire]);
     if (n !== undefined) fields[key] = n;
     if (Object.hasOwn(b, wire)) paths.push(wire);

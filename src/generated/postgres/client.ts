@@ -73,6 +73,13 @@ export type WorkspaceMember = Prisma.WorkspaceMemberModel
  */
 export type Generation = Prisma.GenerationModel
 /**
+ * Model GenerationContent
+ * The request and response bodies of one generation, when its workspace logs content (docs/operations.md,
+ * "Content logging"). Sealed with the BYOK keyring (AES-256-GCM); the associated data binds the generation id
+ * and organization. Deleted after the workspace's retention by a sweep, and with the workspace.
+ */
+export type GenerationContent = Prisma.GenerationContentModel
+/**
  * Model CacheEntry
  * One answer kept by the response cache (docs/operations.md, "Response cache") when no Redis is configured.
  * Read only before `expiresAt`; expired rows are deleted when read and by a sweep.

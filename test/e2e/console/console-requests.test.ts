@@ -12,6 +12,8 @@ import { createRequire } from "node:module";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/db/client.js";
+import { loadKeyring } from "../../../src/core/byok/keyring.js";
+import { contentAad } from "../../../src/core/chat/content-log.js";
 import { CHROMIUM, launch, serve, signIn, stopServe, type Browser, type Served } from "./browser-stack.js";
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
@@ -55,6 +57,16 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
     const database = await openDatabase({ dataDir: s.dataDir, migrate: false });
     try {
       await database.db.generation.createMany({ data: rows });
+      // The special request's logged content (docs/operations.md, "Content logging"), sealed with the server's keyring.
+      const keyring = loadKeyring({ masterKey: process.env.PORTICO_MASTER_KEY, masterKeyFile: process.env.PORTICO_MASTER_KEY_FILE, dataDir: s.dataDir, production: false });
+      const plain = JSON.stringify({
+        request: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "What is the capital of France?" }] },
+        response: { id: special, choices: [{ index: 0, message: { role: "assistant", content: "Paris." }, finish_reason: "stop" }] },
+      });
+      const { keyId, blob } = keyring.seal(Buffer.from(plain), contentAad(special, org));
+      await database.db.generationContent.create({
+        data: { id: special, organizationId: org, workspaceId: workspace, keyId, ciphertext: new Uint8Array(blob), createdAt: new Date(), expiresAt: new Date(Date.now() + 86_400_000) },
+      });
     } finally {
       await database.close();
     }
@@ -148,6 +160,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
       Trace: '{"trace_id":"trace-7","trace_name":"nightly"}',
     });
     expect(facts.User).toContain("alice");
+    // The logged request and response bodies (the console signs in with a management key).
+    await page.getByRole("heading", { level: 3, name: "Response" }).waitFor();
+    const contentText = await page.getByRole("region", { name: "Content" }).textContent();
+    expect(contentText).toContain("What is the capital of France?");
+    expect(contentText).toContain("Paris.");
     expect(facts.Session).toContain("sess-42");
     await page.locator("dd", { hasText: "sess-42" }).getByRole("link", { name: "all its requests" }).click();
     await page.getByRole("heading", { level: 1, name: "Request log" }).waitFor();
@@ -155,6 +172,10 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
 
     await page.evaluate(`location.hash = "#/requests/gen-00000000-0000-0000-0000-000000000000"`);
     await page.getByText("No such request in this organization.").waitFor();
+
+    // A request without logged content says so.
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/requests/${ids[12]}`)}`);
+    await page.getByText("No content was logged for this request", { exact: false }).waitFor();
   });
 
   it("fits a narrow screen, passes axe-core's WCAG 2 A and AA checks, and broke no Content-Security-Policy", async () => {

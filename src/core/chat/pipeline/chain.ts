@@ -13,6 +13,8 @@ export interface ChainStages {
   /** (trace, when tracing is on,) record, limits, rate, cost: the stages before the request is read. */
   outer: readonly ChatStage[];
   validate: ChatStage;
+  /** Content logging (docs/operations.md, "Content logging"): keeps the validated request and the answer. */
+  content?: ChatStage;
   preset: ChatStage;
   /** The router plugins (docs/plugins.md): choose the request's model before the cache key and the plan see it. */
   route: ChatStage;
@@ -46,6 +48,7 @@ export function chatChain(s: ChainStages, edges: DialectEdges = {}): (call: Chat
     ...s.outer,
     ...(edges.decode ? [edges.decode] : []),
     s.validate,
+    ...(s.content ? [s.content] : []),
     s.preset,
     s.route,
     edges.serverTools ?? s.serverTools,

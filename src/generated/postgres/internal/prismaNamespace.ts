@@ -396,6 +396,7 @@ export const ModelName = {
   Workspace: 'Workspace',
   WorkspaceMember: 'WorkspaceMember',
   Generation: 'Generation',
+  GenerationContent: 'GenerationContent',
   CacheEntry: 'CacheEntry',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
@@ -427,7 +428,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "generationContent" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -872,6 +873,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.GenerationCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.GenerationCountAggregateOutputType> | number
+        }
+      }
+    }
+    GenerationContent: {
+      payload: Prisma.$GenerationContentPayload<ExtArgs>
+      fields: Prisma.GenerationContentFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.GenerationContentFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.GenerationContentFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        findFirst: {
+          args: Prisma.GenerationContentFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.GenerationContentFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        findMany: {
+          args: Prisma.GenerationContentFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>[]
+        }
+        create: {
+          args: Prisma.GenerationContentCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        createMany: {
+          args: Prisma.GenerationContentCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.GenerationContentCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>[]
+        }
+        delete: {
+          args: Prisma.GenerationContentDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        update: {
+          args: Prisma.GenerationContentUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        deleteMany: {
+          args: Prisma.GenerationContentDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.GenerationContentUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.GenerationContentUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>[]
+        }
+        upsert: {
+          args: Prisma.GenerationContentUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$GenerationContentPayload>
+        }
+        aggregate: {
+          args: Prisma.GenerationContentAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateGenerationContent>
+        }
+        groupBy: {
+          args: Prisma.GenerationContentGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GenerationContentGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.GenerationContentCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.GenerationContentCountAggregateOutputType> | number
         }
       }
     }
@@ -2145,7 +2220,8 @@ export const WorkspaceScalarFieldEnum = {
   budgetReset: 'budgetReset',
   rateLimitRpm: 'rateLimitRpm',
   rateLimitTpm: 'rateLimitTpm',
-  responseCacheTtlSeconds: 'responseCacheTtlSeconds'
+  responseCacheTtlSeconds: 'responseCacheTtlSeconds',
+  contentLogRetentionDays: 'contentLogRetentionDays'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -2203,6 +2279,19 @@ export const GenerationScalarFieldEnum = {
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
+
+
+export const GenerationContentScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  keyId: 'keyId',
+  ciphertext: 'ciphertext',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type GenerationContentScalarFieldEnum = (typeof GenerationContentScalarFieldEnum)[keyof typeof GenerationContentScalarFieldEnum]
 
 
 export const CacheEntryScalarFieldEnum = {
@@ -2581,20 +2670,6 @@ export type ListIntFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel,
 
 
 /**
- * Reference to a field of type 'Json'
- */
-export type JsonFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Json'>
-    
-
-
-/**
- * Reference to a field of type 'QueryMode'
- */
-export type EnumQueryModeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'QueryMode'>
-    
-
-
-/**
  * Reference to a field of type 'Bytes'
  */
 export type BytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes'>
@@ -2605,6 +2680,20 @@ export type BytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, '
  * Reference to a field of type 'Bytes[]'
  */
 export type ListBytesFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Bytes[]'>
+    
+
+
+/**
+ * Reference to a field of type 'Json'
+ */
+export type JsonFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'Json'>
+    
+
+
+/**
+ * Reference to a field of type 'QueryMode'
+ */
+export type EnumQueryModeFieldRefInput<$PrismaModel> = FieldRefInputType<$PrismaModel, 'QueryMode'>
     
 
 
@@ -2714,6 +2803,7 @@ export type GlobalOmitConfig = {
   workspace?: Prisma.WorkspaceOmit
   workspaceMember?: Prisma.WorkspaceMemberOmit
   generation?: Prisma.GenerationOmit
+  generationContent?: Prisma.GenerationContentOmit
   cacheEntry?: Prisma.CacheEntryOmit
   auditEvent?: Prisma.AuditEventOmit
   apiKey?: Prisma.ApiKeyOmit

@@ -55,6 +55,7 @@ export const ModelName = {
   Workspace: 'Workspace',
   WorkspaceMember: 'WorkspaceMember',
   Generation: 'Generation',
+  GenerationContent: 'GenerationContent',
   CacheEntry: 'CacheEntry',
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
@@ -136,7 +137,8 @@ export const WorkspaceScalarFieldEnum = {
   budgetReset: 'budgetReset',
   rateLimitRpm: 'rateLimitRpm',
   rateLimitTpm: 'rateLimitTpm',
-  responseCacheTtlSeconds: 'responseCacheTtlSeconds'
+  responseCacheTtlSeconds: 'responseCacheTtlSeconds',
+  contentLogRetentionDays: 'contentLogRetentionDays'
 } as const
 
 export type WorkspaceScalarFieldEnum = (typeof WorkspaceScalarFieldEnum)[keyof typeof WorkspaceScalarFieldEnum]
@@ -194,6 +196,19 @@ export const GenerationScalarFieldEnum = {
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
+
+
+export const GenerationContentScalarFieldEnum = {
+  id: 'id',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  keyId: 'keyId',
+  ciphertext: 'ciphertext',
+  createdAt: 'createdAt',
+  expiresAt: 'expiresAt'
+} as const
+
+export type GenerationContentScalarFieldEnum = (typeof GenerationContentScalarFieldEnum)[keyof typeof GenerationContentScalarFieldEnum]
 
 
 export const CacheEntryScalarFieldEnum = {

@@ -31,6 +31,7 @@ export type WorkspaceAvgAggregateOutputType = {
   rateLimitRpm: number | null
   rateLimitTpm: number | null
   responseCacheTtlSeconds: number | null
+  contentLogRetentionDays: number | null
 }
 
 export type WorkspaceSumAggregateOutputType = {
@@ -38,6 +39,7 @@ export type WorkspaceSumAggregateOutputType = {
   rateLimitRpm: number | null
   rateLimitTpm: number | null
   responseCacheTtlSeconds: number | null
+  contentLogRetentionDays: number | null
 }
 
 export type WorkspaceMinAggregateOutputType = {
@@ -56,6 +58,7 @@ export type WorkspaceMinAggregateOutputType = {
   rateLimitRpm: number | null
   rateLimitTpm: number | null
   responseCacheTtlSeconds: number | null
+  contentLogRetentionDays: number | null
 }
 
 export type WorkspaceMaxAggregateOutputType = {
@@ -74,6 +77,7 @@ export type WorkspaceMaxAggregateOutputType = {
   rateLimitRpm: number | null
   rateLimitTpm: number | null
   responseCacheTtlSeconds: number | null
+  contentLogRetentionDays: number | null
 }
 
 export type WorkspaceCountAggregateOutputType = {
@@ -92,6 +96,7 @@ export type WorkspaceCountAggregateOutputType = {
   rateLimitRpm: number
   rateLimitTpm: number
   responseCacheTtlSeconds: number
+  contentLogRetentionDays: number
   _all: number
 }
 
@@ -101,6 +106,7 @@ export type WorkspaceAvgAggregateInputType = {
   rateLimitRpm?: true
   rateLimitTpm?: true
   responseCacheTtlSeconds?: true
+  contentLogRetentionDays?: true
 }
 
 export type WorkspaceSumAggregateInputType = {
@@ -108,6 +114,7 @@ export type WorkspaceSumAggregateInputType = {
   rateLimitRpm?: true
   rateLimitTpm?: true
   responseCacheTtlSeconds?: true
+  contentLogRetentionDays?: true
 }
 
 export type WorkspaceMinAggregateInputType = {
@@ -126,6 +133,7 @@ export type WorkspaceMinAggregateInputType = {
   rateLimitRpm?: true
   rateLimitTpm?: true
   responseCacheTtlSeconds?: true
+  contentLogRetentionDays?: true
 }
 
 export type WorkspaceMaxAggregateInputType = {
@@ -144,6 +152,7 @@ export type WorkspaceMaxAggregateInputType = {
   rateLimitRpm?: true
   rateLimitTpm?: true
   responseCacheTtlSeconds?: true
+  contentLogRetentionDays?: true
 }
 
 export type WorkspaceCountAggregateInputType = {
@@ -162,6 +171,7 @@ export type WorkspaceCountAggregateInputType = {
   rateLimitRpm?: true
   rateLimitTpm?: true
   responseCacheTtlSeconds?: true
+  contentLogRetentionDays?: true
   _all?: true
 }
 
@@ -267,6 +277,7 @@ export type WorkspaceGroupByOutputType = {
   rateLimitRpm: number | null
   rateLimitTpm: number | null
   responseCacheTtlSeconds: number | null
+  contentLogRetentionDays: number | null
   _count: WorkspaceCountAggregateOutputType | null
   _avg: WorkspaceAvgAggregateOutputType | null
   _sum: WorkspaceSumAggregateOutputType | null
@@ -308,6 +319,7 @@ export type WorkspaceWhereInput = {
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  contentLogRetentionDays?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }
 
@@ -327,6 +339,7 @@ export type WorkspaceOrderByWithRelationInput = {
   rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrderInput | Prisma.SortOrder
   organization?: Prisma.OrganizationOrderByWithRelationInput
 }
 
@@ -350,6 +363,7 @@ export type WorkspaceWhereUniqueInput = Prisma.AtLeast<{
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  contentLogRetentionDays?: Prisma.IntNullableFilter<"Workspace"> | number | null
   organization?: Prisma.XOR<Prisma.OrganizationScalarRelationFilter, Prisma.OrganizationWhereInput>
 }, "id" | "organizationId_slug">
 
@@ -369,6 +383,7 @@ export type WorkspaceOrderByWithAggregationInput = {
   rateLimitRpm?: Prisma.SortOrderInput | Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrderInput | Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrderInput | Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.WorkspaceCountOrderByAggregateInput
   _avg?: Prisma.WorkspaceAvgOrderByAggregateInput
   _max?: Prisma.WorkspaceMaxOrderByAggregateInput
@@ -395,6 +410,7 @@ export type WorkspaceScalarWhereWithAggregatesInput = {
   rateLimitRpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
   responseCacheTtlSeconds?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
+  contentLogRetentionDays?: Prisma.IntNullableWithAggregatesFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateInput = {
@@ -412,6 +428,7 @@ export type WorkspaceCreateInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
   organization: Prisma.OrganizationCreateNestedOneWithoutWorkspacesInput
 }
 
@@ -431,6 +448,7 @@ export type WorkspaceUncheckedCreateInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
 }
 
 export type WorkspaceUpdateInput = {
@@ -448,6 +466,7 @@ export type WorkspaceUpdateInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   organization?: Prisma.OrganizationUpdateOneRequiredWithoutWorkspacesNestedInput
 }
 
@@ -467,6 +486,7 @@ export type WorkspaceUncheckedUpdateInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceCreateManyInput = {
@@ -485,6 +505,7 @@ export type WorkspaceCreateManyInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
 }
 
 export type WorkspaceUpdateManyMutationInput = {
@@ -502,6 +523,7 @@ export type WorkspaceUpdateManyMutationInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyInput = {
@@ -520,6 +542,7 @@ export type WorkspaceUncheckedUpdateManyInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceListRelationFilter = {
@@ -553,6 +576,7 @@ export type WorkspaceCountOrderByAggregateInput = {
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrder
 }
 
 export type WorkspaceAvgOrderByAggregateInput = {
@@ -560,6 +584,7 @@ export type WorkspaceAvgOrderByAggregateInput = {
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrder
 }
 
 export type WorkspaceMaxOrderByAggregateInput = {
@@ -578,6 +603,7 @@ export type WorkspaceMaxOrderByAggregateInput = {
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrder
 }
 
 export type WorkspaceMinOrderByAggregateInput = {
@@ -596,6 +622,7 @@ export type WorkspaceMinOrderByAggregateInput = {
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrder
 }
 
 export type WorkspaceSumOrderByAggregateInput = {
@@ -603,6 +630,7 @@ export type WorkspaceSumOrderByAggregateInput = {
   rateLimitRpm?: Prisma.SortOrder
   rateLimitTpm?: Prisma.SortOrder
   responseCacheTtlSeconds?: Prisma.SortOrder
+  contentLogRetentionDays?: Prisma.SortOrder
 }
 
 export type WorkspaceCreateNestedManyWithoutOrganizationInput = {
@@ -682,6 +710,7 @@ export type WorkspaceCreateWithoutOrganizationInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
 }
 
 export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
@@ -699,6 +728,7 @@ export type WorkspaceUncheckedCreateWithoutOrganizationInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
 }
 
 export type WorkspaceCreateOrConnectWithoutOrganizationInput = {
@@ -746,6 +776,7 @@ export type WorkspaceScalarWhereInput = {
   rateLimitRpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   rateLimitTpm?: Prisma.IntNullableFilter<"Workspace"> | number | null
   responseCacheTtlSeconds?: Prisma.IntNullableFilter<"Workspace"> | number | null
+  contentLogRetentionDays?: Prisma.IntNullableFilter<"Workspace"> | number | null
 }
 
 export type WorkspaceCreateManyOrganizationInput = {
@@ -763,6 +794,7 @@ export type WorkspaceCreateManyOrganizationInput = {
   rateLimitRpm?: number | null
   rateLimitTpm?: number | null
   responseCacheTtlSeconds?: number | null
+  contentLogRetentionDays?: number | null
 }
 
 export type WorkspaceUpdateWithoutOrganizationInput = {
@@ -780,6 +812,7 @@ export type WorkspaceUpdateWithoutOrganizationInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
@@ -797,6 +830,7 @@ export type WorkspaceUncheckedUpdateWithoutOrganizationInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
@@ -814,6 +848,7 @@ export type WorkspaceUncheckedUpdateManyWithoutOrganizationInput = {
   rateLimitRpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   rateLimitTpm?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
   responseCacheTtlSeconds?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
+  contentLogRetentionDays?: Prisma.NullableIntFieldUpdateOperationsInput | number | null
 }
 
 
@@ -834,6 +869,7 @@ export type WorkspaceSelect<ExtArgs extends runtime.Types.Extensions.InternalArg
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
   responseCacheTtlSeconds?: boolean
+  contentLogRetentionDays?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -853,6 +889,7 @@ export type WorkspaceSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ext
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
   responseCacheTtlSeconds?: boolean
+  contentLogRetentionDays?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -872,6 +909,7 @@ export type WorkspaceSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ext
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
   responseCacheTtlSeconds?: boolean
+  contentLogRetentionDays?: boolean
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }, ExtArgs["result"]["workspace"]>
 
@@ -891,9 +929,10 @@ export type WorkspaceSelectScalar = {
   rateLimitRpm?: boolean
   rateLimitTpm?: boolean
   responseCacheTtlSeconds?: boolean
+  contentLogRetentionDays?: boolean
 }
 
-export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt" | "budgetFemtoUsd" | "budgetReset" | "rateLimitRpm" | "rateLimitTpm" | "responseCacheTtlSeconds", ExtArgs["result"]["workspace"]>
+export type WorkspaceOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "name" | "slug" | "isDefault" | "description" | "createdBy" | "createdAt" | "updatedAt" | "deletedAt" | "budgetFemtoUsd" | "budgetReset" | "rateLimitRpm" | "rateLimitTpm" | "responseCacheTtlSeconds" | "contentLogRetentionDays", ExtArgs["result"]["workspace"]>
 export type WorkspaceInclude<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   organization?: boolean | Prisma.OrganizationDefaultArgs<ExtArgs>
 }
@@ -944,6 +983,11 @@ export type $WorkspacePayload<ExtArgs extends runtime.Types.Extensions.InternalA
      * (docs/operations.md, "Response cache"); null = off.
      */
     responseCacheTtlSeconds: number | null
+    /**
+     * Content logging (docs/operations.md, "Content logging"): request and response bodies of the workspace's
+     * chat requests are kept encrypted this many days; null = off (the default).
+     */
+    contentLogRetentionDays: number | null
   }, ExtArgs["result"]["workspace"]>
   composites: {}
 }
@@ -1383,6 +1427,7 @@ export interface WorkspaceFieldRefs {
   readonly rateLimitRpm: Prisma.FieldRef<"Workspace", 'Int'>
   readonly rateLimitTpm: Prisma.FieldRef<"Workspace", 'Int'>
   readonly responseCacheTtlSeconds: Prisma.FieldRef<"Workspace", 'Int'>
+  readonly contentLogRetentionDays: Prisma.FieldRef<"Workspace", 'Int'>
 }
     
 

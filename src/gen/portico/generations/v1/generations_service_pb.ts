@@ -12,7 +12,78 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/generations/v1/generations_service.proto.
  */
 export const file_portico_generations_v1_generations_service: GenFile = /*@__PURE__*/
-  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiwAYKFkxpc3RHZW5lcmF0aW9uc1JlcXVlc3QSDgoGb2Zmc2V0GAEgASgFEg0KBWxpbWl0GAIgASgFEhsKDnN0YXJ0aW5nX2FmdGVyGAMgASgJSACIAQESEAoDa2V5GAQgASgJSAGIAQESGQoMd29ya3NwYWNlX2lkGAUgASgJSAKIAQESEgoFbW9kZWwYBiABKAlIA4gBARIVCghwcm92aWRlchgHIAEoCUgEiAEBEhMKBnN0YXR1cxgIIAEoCUgFiAEBEigKBGZyb20YCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCgpzZXNzaW9uX2lkGAsgASgJSAaIAQESEQoEdXNlchgMIAEoCUgHiAEBEhUKCHRyYWNlX2lkGA0gASgJSAiIAQESFgoJY2FjaGVfaGl0GA4gASgISAmIAQESEwoGcGx1Z2luGA8gASgJSAqIAQESTgoIbWV0YWRhdGEYECADKAsyPC5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkxpc3RHZW5lcmF0aW9uc1JlcXVlc3QuTWV0YWRhdGFFbnRyeRIXCgp0cmFjZV9uYW1lGBEgASgJSAuIAQESFgoJc3Bhbl9uYW1lGBIgASgJSAyIAQESHAoPZ2VuZXJhdGlvbl9uYW1lGBMgASgJSA2IAQESGwoOcGFyZW50X3NwYW5faWQYFCABKAlIDogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEQoPX3N0YXJ0aW5nX2FmdGVyQgYKBF9rZXlCDwoNX3dvcmtzcGFjZV9pZEIICgZfbW9kZWxCCwoJX3Byb3ZpZGVyQgkKB19zdGF0dXNCDQoLX3Nlc3Npb25faWRCBwoFX3VzZXJCCwoJX3RyYWNlX2lkQgwKCl9jYWNoZV9oaXRCCQoHX3BsdWdpbkINCgtfdHJhY2VfbmFtZUIMCgpfc3Bhbl9uYW1lQhIKEF9nZW5lcmF0aW9uX25hbWVCEQoPX3BhcmVudF9zcGFuX2lkIo4BChdMaXN0R2VuZXJhdGlvbnNSZXNwb25zZRI3CgtnZW5lcmF0aW9ucxgBIAMoCzIiLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbhIQCghoYXNfbW9yZRgCIAEoCBIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciIiChRHZXRHZW5lcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJPChVHZXRHZW5lcmF0aW9uUmVzcG9uc2USNgoKZ2VuZXJhdGlvbhgBIAEoCzIiLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbiKkCwoKR2VuZXJhdGlvbhIKCgJpZBgBIAEoCRIQCghrZXlfaGFzaBgCIAEoCRIXCg9yZXF1ZXN0ZWRfbW9kZWwYAyABKAkSEgoFbW9kZWwYBCABKAlIAIgBARIVCghwcm92aWRlchgFIAEoCUgBiAEBEhoKDWNyZWRlbnRpYWxfaWQYBiABKAlIAogBARIYCgtwcmVzZXRfc2x1ZxgHIAEoCUgDiAEBEhsKDnByZXNldF92ZXJzaW9uGAggASgFSASIAQESEAoIc3RyZWFtZWQYCSABKAgSGgoNcHJvbXB0X3Rva2VucxgKIAEoBUgFiAEBEh4KEWNvbXBsZXRpb25fdG9rZW5zGAsgASgFSAaIAQESGQoMdG90YWxfdG9rZW5zGAwgASgFSAeIAQESEgoKbGF0ZW5jeV9tcxgNIAEoBRIjChZ0aW1lX3RvX2ZpcnN0X3Rva2VuX21zGA4gASgFSAiIAQESDgoGc3RhdHVzGA8gASgJEhoKDWZpbmlzaF9yZWFzb24YECABKAlICYgBARIXCgplcnJvcl9jb2RlGBEgASgFSAqIAQESEAoIYXR0ZW1wdHMYEiABKAUSLgoKY3JlYXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoNY2FjaGVkX3Rva2VucxgUIAEoBUgLiAEBEh8KEmNhY2hlX3dyaXRlX3Rva2VucxgVIAEoBUgMiAEBEh0KEHJlYXNvbmluZ190b2tlbnMYFiABKAVIDYgBARIbCg5jb3N0X2ZlbXRvX3VzZBgXIAEoA0gOiAEBEi4KIXVwc3RyZWFtX2luZmVyZW5jZV9jb3N0X2ZlbXRvX3VzZBgYIAEoA0gPiAEBEg8KB2lzX2J5b2sYGSABKAgSGgoNY2F0YWxvZ19tb2RlbBgaIAEoCUgQiAEBEhQKDHVuY2F0YWxvZ3VlZBgbIAEoCBIUCgx3b3Jrc3BhY2VfaWQYHCABKAkSEQoEdXNlchgdIAEoCUgRiAEBEhcKCnNlc3Npb25faWQYHiABKAlIEogBARIVCgh0cmFjZV9pZBgfIAEoCUgTiAEBEiYKBXRyYWNlGCAgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBJCCghtZXRhZGF0YRghIAMoCzIwLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2VuZXJhdGlvbi5NZXRhZGF0YUVudHJ5EigKB3BsdWdpbnMYIiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWNhY2hlX2hpdBgoIAEoCBIZCgxzZXJ2ZXJfdG9vbHMYIyABKAlIFIgBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGX21vZGVsQgsKCV9wcm92aWRlckIQCg5fY3JlZGVudGlhbF9pZEIOCgxfcHJlc2V0X3NsdWdCEQoPX3ByZXNldF92ZXJzaW9uQhAKDl9wcm9tcHRfdG9rZW5zQhQKEl9jb21wbGV0aW9uX3Rva2Vuc0IPCg1fdG90YWxfdG9rZW5zQhkKF190aW1lX3RvX2ZpcnN0X3Rva2VuX21zQhAKDl9maW5pc2hfcmVhc29uQg0KC19lcnJvcl9jb2RlQhAKDl9jYWNoZWRfdG9rZW5zQhUKE19jYWNoZV93cml0ZV90b2tlbnNCEwoRX3JlYXNvbmluZ190b2tlbnNCEQoPX2Nvc3RfZmVtdG9fdXNkQiQKIl91cHN0cmVhbV9pbmZlcmVuY2VfY29zdF9mZW10b191c2RCEAoOX2NhdGFsb2dfbW9kZWxCBwoFX3VzZXJCDQoLX3Nlc3Npb25faWRCCwoJX3RyYWNlX2lkQg8KDV9zZXJ2ZXJfdG9vbHMy9gEKEkdlbmVyYXRpb25zU2VydmljZRJsCg1HZXRHZW5lcmF0aW9uEiwucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZXRHZW5lcmF0aW9uUmVxdWVzdBotLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2V0R2VuZXJhdGlvblJlc3BvbnNlEnIKD0xpc3RHZW5lcmF0aW9ucxIuLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuTGlzdEdlbmVyYXRpb25zUmVxdWVzdBovLnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuTGlzdEdlbmVyYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CjBwb3J0aWNvL2dlbmVyYXRpb25zL3YxL2dlbmVyYXRpb25zX3NlcnZpY2UucHJvdG8SFnBvcnRpY28uZ2VuZXJhdGlvbnMudjEiKQobR2V0R2VuZXJhdGlvbkNvbnRlbnRSZXF1ZXN0EgoKAmlkGAEgASgJIvEBChxHZXRHZW5lcmF0aW9uQ29udGVudFJlc3BvbnNlEgoKAmlkGAEgASgJEigKB3JlcXVlc3QYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCHJlc3BvbnNlGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9yZXNwb25zZSLABgoWTGlzdEdlbmVyYXRpb25zUmVxdWVzdBIOCgZvZmZzZXQYASABKAUSDQoFbGltaXQYAiABKAUSGwoOc3RhcnRpbmdfYWZ0ZXIYAyABKAlIAIgBARIQCgNrZXkYBCABKAlIAYgBARIZCgx3b3Jrc3BhY2VfaWQYBSABKAlIAogBARISCgVtb2RlbBgGIAEoCUgDiAEBEhUKCHByb3ZpZGVyGAcgASgJSASIAQESEwoGc3RhdHVzGAggASgJSAWIAQESKAoEZnJvbRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKCnNlc3Npb25faWQYCyABKAlIBogBARIRCgR1c2VyGAwgASgJSAeIAQESFQoIdHJhY2VfaWQYDSABKAlICIgBARIWCgljYWNoZV9oaXQYDiABKAhICYgBARITCgZwbHVnaW4YDyABKAlICogBARJOCghtZXRhZGF0YRgQIAMoCzI8LnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuTGlzdEdlbmVyYXRpb25zUmVxdWVzdC5NZXRhZGF0YUVudHJ5EhcKCnRyYWNlX25hbWUYESABKAlIC4gBARIWCglzcGFuX25hbWUYEiABKAlIDIgBARIcCg9nZW5lcmF0aW9uX25hbWUYEyABKAlIDYgBARIbCg5wYXJlbnRfc3Bhbl9pZBgUIAEoCUgOiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIRCg9fc3RhcnRpbmdfYWZ0ZXJCBgoEX2tleUIPCg1fd29ya3NwYWNlX2lkQggKBl9tb2RlbEILCglfcHJvdmlkZXJCCQoHX3N0YXR1c0INCgtfc2Vzc2lvbl9pZEIHCgVfdXNlckILCglfdHJhY2VfaWRCDAoKX2NhY2hlX2hpdEIJCgdfcGx1Z2luQg0KC190cmFjZV9uYW1lQgwKCl9zcGFuX25hbWVCEgoQX2dlbmVyYXRpb25fbmFtZUIRCg9fcGFyZW50X3NwYW5faWQijgEKF0xpc3RHZW5lcmF0aW9uc1Jlc3BvbnNlEjcKC2dlbmVyYXRpb25zGAEgAygLMiIucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZW5lcmF0aW9uEhAKCGhhc19tb3JlGAIgASgIEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIiIKFEdldEdlbmVyYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIk8KFUdldEdlbmVyYXRpb25SZXNwb25zZRI2CgpnZW5lcmF0aW9uGAEgASgLMiIucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZW5lcmF0aW9uIqQLCgpHZW5lcmF0aW9uEgoKAmlkGAEgASgJEhAKCGtleV9oYXNoGAIgASgJEhcKD3JlcXVlc3RlZF9tb2RlbBgDIAEoCRISCgVtb2RlbBgEIAEoCUgAiAEBEhUKCHByb3ZpZGVyGAUgASgJSAGIAQESGgoNY3JlZGVudGlhbF9pZBgGIAEoCUgCiAEBEhgKC3ByZXNldF9zbHVnGAcgASgJSAOIAQESGwoOcHJlc2V0X3ZlcnNpb24YCCABKAVIBIgBARIQCghzdHJlYW1lZBgJIAEoCBIaCg1wcm9tcHRfdG9rZW5zGAogASgFSAWIAQESHgoRY29tcGxldGlvbl90b2tlbnMYCyABKAVIBogBARIZCgx0b3RhbF90b2tlbnMYDCABKAVIB4gBARISCgpsYXRlbmN5X21zGA0gASgFEiMKFnRpbWVfdG9fZmlyc3RfdG9rZW5fbXMYDiABKAVICIgBARIOCgZzdGF0dXMYDyABKAkSGgoNZmluaXNoX3JlYXNvbhgQIAEoCUgJiAEBEhcKCmVycm9yX2NvZGUYESABKAVICogBARIQCghhdHRlbXB0cxgSIAEoBRIuCgpjcmVhdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIaCg1jYWNoZWRfdG9rZW5zGBQgASgFSAuIAQESHwoSY2FjaGVfd3JpdGVfdG9rZW5zGBUgASgFSAyIAQESHQoQcmVhc29uaW5nX3Rva2VucxgWIAEoBUgNiAEBEhsKDmNvc3RfZmVtdG9fdXNkGBcgASgDSA6IAQESLgohdXBzdHJlYW1faW5mZXJlbmNlX2Nvc3RfZmVtdG9fdXNkGBggASgDSA+IAQESDwoHaXNfYnlvaxgZIAEoCBIaCg1jYXRhbG9nX21vZGVsGBogASgJSBCIAQESFAoMdW5jYXRhbG9ndWVkGBsgASgIEhQKDHdvcmtzcGFjZV9pZBgcIAEoCRIRCgR1c2VyGB0gASgJSBGIAQESFwoKc2Vzc2lvbl9pZBgeIAEoCUgSiAEBEhUKCHRyYWNlX2lkGB8gASgJSBOIAQESJgoFdHJhY2UYICABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EkIKCG1ldGFkYXRhGCEgAygLMjAucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZW5lcmF0aW9uLk1ldGFkYXRhRW50cnkSKAoHcGx1Z2lucxgiIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJY2FjaGVfaGl0GCggASgIEhkKDHNlcnZlcl90b29scxgjIAEoCUgUiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZfbW9kZWxCCwoJX3Byb3ZpZGVyQhAKDl9jcmVkZW50aWFsX2lkQg4KDF9wcmVzZXRfc2x1Z0IRCg9fcHJlc2V0X3ZlcnNpb25CEAoOX3Byb21wdF90b2tlbnNCFAoSX2NvbXBsZXRpb25fdG9rZW5zQg8KDV90b3RhbF90b2tlbnNCGQoXX3RpbWVfdG9fZmlyc3RfdG9rZW5fbXNCEAoOX2ZpbmlzaF9yZWFzb25CDQoLX2Vycm9yX2NvZGVCEAoOX2NhY2hlZF90b2tlbnNCFQoTX2NhY2hlX3dyaXRlX3Rva2Vuc0ITChFfcmVhc29uaW5nX3Rva2Vuc0IRCg9fY29zdF9mZW10b191c2RCJAoiX3Vwc3RyZWFtX2luZmVyZW5jZV9jb3N0X2ZlbXRvX3VzZEIQCg5fY2F0YWxvZ19tb2RlbEIHCgVfdXNlckINCgtfc2Vzc2lvbl9pZEILCglfdHJhY2VfaWRCDwoNX3NlcnZlcl90b29sczL6AgoSR2VuZXJhdGlvbnNTZXJ2aWNlEmwKDUdldEdlbmVyYXRpb24SLC5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdldEdlbmVyYXRpb25SZXF1ZXN0Gi0ucG9ydGljby5nZW5lcmF0aW9ucy52MS5HZXRHZW5lcmF0aW9uUmVzcG9uc2UScgoPTGlzdEdlbmVyYXRpb25zEi4ucG9ydGljby5nZW5lcmF0aW9ucy52MS5MaXN0R2VuZXJhdGlvbnNSZXF1ZXN0Gi8ucG9ydGljby5nZW5lcmF0aW9ucy52MS5MaXN0R2VuZXJhdGlvbnNSZXNwb25zZRKBAQoUR2V0R2VuZXJhdGlvbkNvbnRlbnQSMy5wb3J0aWNvLmdlbmVyYXRpb25zLnYxLkdldEdlbmVyYXRpb25Db250ZW50UmVxdWVzdBo0LnBvcnRpY28uZ2VuZXJhdGlvbnMudjEuR2V0R2VuZXJhdGlvbkNvbnRlbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * Which generation's content.
+ *
+ * @generated from message portico.generations.v1.GetGenerationContentRequest
+ */
+export type GetGenerationContentRequest = Message<"portico.generations.v1.GetGenerationContentRequest"> & {
+  /**
+   * The generation id (`gen-…`).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message portico.generations.v1.GetGenerationContentRequest.
+ * Use `create(GetGenerationContentRequestSchema)` to create a new message.
+ */
+export const GetGenerationContentRequestSchema: GenMessage<GetGenerationContentRequest> = /*@__PURE__*/
+  messageDesc(file_portico_generations_v1_generations_service, 0);
+
+/**
+ * A generation's logged bodies.
+ *
+ * @generated from message portico.generations.v1.GetGenerationContentResponse
+ */
+export type GetGenerationContentResponse = Message<"portico.generations.v1.GetGenerationContentResponse"> & {
+  /**
+   * The generation id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The request body as received (after validation), provider keys and authorization fields removed.
+   *
+   * @generated from field: google.protobuf.Struct request = 2;
+   */
+  request?: JsonObject | undefined;
+
+  /**
+   * The answer: the non-streamed response, or the assembled stream (text, tool calls, finish reason, usage);
+   * or `{error: {...}}` when the request failed. Absent when the answer never completed.
+   *
+   * @generated from field: optional google.protobuf.Struct response = 3;
+   */
+  response?: JsonObject | undefined;
+
+  /**
+   * When the content was stored.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 4;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * When the retention sweep deletes it.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message portico.generations.v1.GetGenerationContentResponse.
+ * Use `create(GetGenerationContentResponseSchema)` to create a new message.
+ */
+export const GetGenerationContentResponseSchema: GenMessage<GetGenerationContentResponse> = /*@__PURE__*/
+  messageDesc(file_portico_generations_v1_generations_service, 1);
 
 /**
  * Which generations, and which page of them (the paging rule of every list).
@@ -168,7 +239,7 @@ export type ListGenerationsRequest = Message<"portico.generations.v1.ListGenerat
  * Use `create(ListGenerationsRequestSchema)` to create a new message.
  */
 export const ListGenerationsRequestSchema: GenMessage<ListGenerationsRequest> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 0);
+  messageDesc(file_portico_generations_v1_generations_service, 2);
 
 /**
  * One page of the request log.
@@ -203,7 +274,7 @@ export type ListGenerationsResponse = Message<"portico.generations.v1.ListGenera
  * Use `create(ListGenerationsResponseSchema)` to create a new message.
  */
 export const ListGenerationsResponseSchema: GenMessage<ListGenerationsResponse> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 1);
+  messageDesc(file_portico_generations_v1_generations_service, 3);
 
 /**
  * Which generation.
@@ -224,7 +295,7 @@ export type GetGenerationRequest = Message<"portico.generations.v1.GetGeneration
  * Use `create(GetGenerationRequestSchema)` to create a new message.
  */
 export const GetGenerationRequestSchema: GenMessage<GetGenerationRequest> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 2);
+  messageDesc(file_portico_generations_v1_generations_service, 4);
 
 /**
  * The generation.
@@ -245,7 +316,7 @@ export type GetGenerationResponse = Message<"portico.generations.v1.GetGeneratio
  * Use `create(GetGenerationResponseSchema)` to create a new message.
  */
 export const GetGenerationResponseSchema: GenMessage<GetGenerationResponse> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 3);
+  messageDesc(file_portico_generations_v1_generations_service, 5);
 
 /**
  * One chat-completions request: who asked, what served it, tokens, timings and outcome. Never message
@@ -520,7 +591,7 @@ export type Generation = Message<"portico.generations.v1.Generation"> & {
  * Use `create(GenerationSchema)` to create a new message.
  */
 export const GenerationSchema: GenMessage<Generation> = /*@__PURE__*/
-  messageDesc(file_portico_generations_v1_generations_service, 4);
+  messageDesc(file_portico_generations_v1_generations_service, 6);
 
 /**
  * The record of chat-completions requests (generations) of the caller's organization.
@@ -550,6 +621,18 @@ export const GenerationsService: GenService<{
     methodKind: "unary";
     input: typeof ListGenerationsRequestSchema;
     output: typeof ListGenerationsResponseSchema;
+  },
+  /**
+   * The logged request and response bodies of one generation (docs/operations.md, "Content logging"), decrypted.
+   * Management keys only (PERMISSION_DENIED otherwise); NOT_FOUND when the generation is not the organization's
+   * or its content was not logged (logging off, expired, workspace deleted).
+   *
+   * @generated from rpc portico.generations.v1.GenerationsService.GetGenerationContent
+   */
+  getGenerationContent: {
+    methodKind: "unary";
+    input: typeof GetGenerationContentRequestSchema;
+    output: typeof GetGenerationContentResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_generations_v1_generations_service, 0);
