@@ -15,7 +15,7 @@ import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 
-type Entry = { provider: string; model: string; credential_source: string; status: number | null; reason: string; duration_ms: number; retry_after_ms?: number };
+type Entry = { provider: string; model: string; credential_source: string; status: number | null; reason: string; duration_ms: number; retry_after_ms?: number; backoff_ms?: number };
 
 describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (db) => {
   let h: Harness;
@@ -26,6 +26,8 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
   let badRequest: FakeUpstream;
   let slow: FakeUpstream;
   let ok: FakeUpstream;
+  let down: FakeUpstream;
+  let breaks: FakeUpstream;
   let client: OpenAI;
   let generations: any;
 
@@ -38,11 +40,15 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
     // One event a second: below a floor of 20 bytes per second over a 300 ms probe (6 bytes needed).
     slow = await startFakeOpenAI({ text: ["a", "b", "c"], finish: "stop", usage: { input: 1, output: 3 } }, { chunkDelayMs: 1_000 });
     ok = await startFakeOpenAI();
+    down = await startFakeOpenAI(defaultScript(), { failStatus: 500, failMessage: "upstream is down" });
+    breaks = await startFakeOpenAI(defaultScript(), { failAfterChunks: 1 });
     h = await startHarness({
       provider: db,
       env: {
         PORTICO_STREAM_MIN_BYTES_PER_SECOND: "20",
         PORTICO_STREAM_PROBE_MS: "300",
+        PORTICO_CHAT_RETRIES: "1",
+        PORTICO_CHAT_RETRY_BASE_MS: "100",
         PORTICO_PROVIDER_MISTRAL_BASE_URL: `${limited.url}/v1`,
         PORTICO_PROVIDER_ANTHROPIC_BASE_URL: claudeTooLong.url,
         PORTICO_PROVIDER_GOOGLE_AI_STUDIO_BASE_URL: `${geminiTooLong.url}/v1beta`,
@@ -50,11 +56,13 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
         PORTICO_PROVIDER_DEEPSEEK_BASE_URL: `${badRequest.url}/v1`,
         PORTICO_PROVIDER_FIREWORKS_BASE_URL: `${slow.url}/v1`,
         PORTICO_PROVIDER_TOGETHER_BASE_URL: `${ok.url}/v1`,
+        PORTICO_PROVIDER_OPENAI_BASE_URL: `${down.url}/v1`,
+        PORTICO_PROVIDER_GROQ_BASE_URL: `${breaks.url}/v1`,
       },
     });
     for (const [provider, key] of [
       ["mistral", "ms-limited"], ["anthropic", "sk-ant-long"], ["google-ai-studio", "AIza-long"], ["xai", "xai-missing"],
-      ["deepseek", "ds-bad"], ["fireworks", "fw-slow"], ["together", "tg-ok"],
+      ["deepseek", "ds-bad"], ["fireworks", "fw-slow"], ["together", "tg-ok"], ["openai", "sk-down"], ["groq", "gsk-breaks"],
     ] as const) {
       expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider, key } })).status).toBe(200);
     }
@@ -64,7 +72,7 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
   afterAll(async () => {
     generations?.close();
     await h?.close();
-    await Promise.all([limited, claudeTooLong, geminiTooLong, missing, badRequest, slow, ok].map((f) => f?.close()));
+    await Promise.all([limited, claudeTooLong, geminiTooLong, missing, badRequest, slow, ok, down, breaks].map((f) => f?.close()));
   });
 
   /** The generation's attempts log over HTTP, once the record was written. */
@@ -128,5 +136,60 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
     expect([...providers]).toEqual(["together"]);
     await slow.clientAborted();
     expect((await attemptsOf(id)).map((e) => [e.provider, e.reason])).toEqual([["fireworks", "slow_stream"], ["together", "served"]]);
+  });
+
+  it("an outage is retried on the same candidate once (PORTICO_CHAT_RETRIES=1) after a jittered backoff below the base, then the request fails", async () => {
+    const before = down.requests.length;
+    const res = await api(h, "POST", "/chat/completions", { key: h.tenant.apiKey, body: { model: "openai/m", messages: [{ role: "user", content: "hi" }] } });
+    expect(res.status).toBe(502);
+    expect(down.requests.length).toBe(before + 2);
+    const list = await api(h, "GET", "/generations?limit=1&status=error", { key: h.tenant.managementKey });
+    const id = (list.json.data as Array<{ id: string; requested_model: string }>).find((g) => g.requested_model === "openai/m")?.id;
+    expect(id).toBeDefined();
+    const log = await attemptsOf(id!);
+    expect(log.map((e) => [e.provider, e.status, e.reason])).toEqual([["openai", 500, "outage"], ["openai", 500, "outage"]]);
+    expect(log[1]!.backoff_ms).toBeGreaterThanOrEqual(0);
+    expect(log[1]!.backoff_ms).toBeLessThan(100);
+  });
+
+  /** A stream through the openai client: its text, providers and id; an in-band error chunk ends it (the client raises it). */
+  async function streamOf(models: string[]) {
+    const stream = (await client.chat.completions.create({ model: models[0]!, models, messages: [{ role: "user", content: "hi" }], stream: true } as never)) as unknown as AsyncIterable<{ id: string; provider: string; choices: Array<{ delta: { content?: string }; finish_reason: string | null }> }>;
+    let text = "";
+    let id = "";
+    let failed = false;
+    const providers = new Set<string>();
+    try {
+      for await (const c of stream) {
+        id = c.id;
+        providers.add(c.provider);
+        text += c.choices[0]?.delta.content ?? "";
+        if (c.choices[0]?.finish_reason === "error") failed = true;
+      }
+    } catch {
+      failed = true;
+    }
+    return { text, id, failed, providers: [...providers] };
+  }
+
+  it("a stream that breaks during the probe, before the caller saw a byte, is abandoned for the next candidate", async () => {
+    breaks.script = defaultScript();
+    breaks.knobs = { failAfterChunks: 1 }; // the role chunk (0 bytes of text), then the provider's error event
+    const before = ok.requests.length;
+    const got = await streamOf(["groq/m", "together/m"]);
+    expect(got).toMatchObject({ text: "Hello, world", failed: false, providers: ["together"] });
+    expect(ok.requests.length).toBe(before + 1);
+    expect((await attemptsOf(got.id)).map((e) => [e.provider, e.reason])).toEqual([["groq", "outage"], ["together", "served"]]);
+  });
+
+  it("never switches after the first byte was sent: a stream that breaks ends in band, the next candidate is not called", async () => {
+    // Past the probe's 6 bytes with its first text, then the provider's error event after the second.
+    breaks.script = { text: ["Hello there, friend", " more", " never"], finish: "stop", usage: { input: 1, output: 3 } };
+    breaks.knobs = { failAfterChunks: 3 };
+    const before = ok.requests.length;
+    const got = await streamOf(["groq/m2", "together/m"]);
+    expect(got).toMatchObject({ text: "Hello there, friend more", failed: true, providers: ["groq"] });
+    expect(ok.requests.length).toBe(before);
+    expect((await attemptsOf(got.id)).map((e) => [e.provider, e.reason])).toEqual([["groq", "served"]]);
   });
 });
