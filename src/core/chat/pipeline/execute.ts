@@ -1,7 +1,10 @@
 /**
  * Stage "execute": the attempt loop. Calls the planned attempts in order until one answers; an upstream error
- * before the first byte (401/403/408/429/5xx, connect error, no response within the first-byte limit) moves on
- * to the next attempt, a non-retryable one ends the loop. The request's budget bounds the whole loop (504
+ * before the first byte (401/403/408/429/5xx, connect error, no response or first event within the first-byte
+ * limit, a stream below the probe's floor) or a fallback reason (context length, content filter, model
+ * unavailable: `UpstreamError.reason`) moves on to the next attempt at once, any other (a plain 400) ends the
+ * loop; outages are retried on the same candidate after a full-jitter backoff when `retries` allows
+ * (docs/operations.md, "Retries and fallback"). Each attempt and why it ended goes to `track.attemptsLog`. The request's budget bounds the whole loop (504
  * `timeout`); a credential cooling in the health memory (routing/health.ts: after a 429, for the provider's
  * `Retry-After` or a growing step) is skipped, and when every
  * candidate was rate limited the caller gets 429 with the wait; otherwise the error (502 upstream_failed) lists
