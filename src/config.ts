@@ -64,6 +64,21 @@ export interface ChatConfig {
    */
   maxAttempts: number;
   /**
+   * Retry rounds over the same candidates after an outage or timeout, each after a backoff with full jitter
+   * inside the request's budget (docs/operations.md, "Retries and fallback"): PORTICO_CHAT_RETRIES (0–5,
+   * default 0), PORTICO_CHAT_RETRY_BASE_MS (default 250) and PORTICO_CHAT_RETRY_MAX_MS (default 4000).
+   */
+  retries: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /**
+   * Streams: the bytes-per-second floor of the probe before the first byte is relayed
+   * (PORTICO_STREAM_MIN_BYTES_PER_SECOND, default 0 = no probe) and the probe's length
+   * (PORTICO_STREAM_PROBE_MS, default 2000).
+   */
+  streamFloorBytesPerSecond: number;
+  streamProbeMs: number;
+  /**
    * Chat completions (streams included) one API key may have in flight at once, counted across every process
    * that shares REDIS_URL, or across the workers of one `portico serve` without it
    * (PORTICO_CHAT_MAX_CONCURRENT_PER_KEY, 0–100000, default 64; 0 = no bound). One more answers 429 `rate_limited`
@@ -430,6 +445,11 @@ const Env = z
     PORTICO_LINK_LIVENESS_TIMEOUT_MS: intSetting(4_000, 200),
     PORTICO_INTERN_MAX_PAUSED_PER_KEY: intSetting(0, 0, 10_000),
     PORTICO_CHAT_MAX_ATTEMPTS: intSetting(10, 1, 100),
+    PORTICO_CHAT_RETRIES: intSetting(0, 0, 5),
+    PORTICO_CHAT_RETRY_BASE_MS: intSetting(250, 1, 60_000),
+    PORTICO_CHAT_RETRY_MAX_MS: intSetting(4_000, 1, 600_000),
+    PORTICO_STREAM_MIN_BYTES_PER_SECOND: intSetting(0, 0, 1_000_000),
+    PORTICO_STREAM_PROBE_MS: intSetting(2_000, 100, 60_000),
     PORTICO_CHAT_MAX_CONCURRENT_PER_KEY: intSetting(64, 0, 100_000),
     PORTICO_SPEND_RESERVATION_TTL_MS: intSetting(300_000, 100, 86_400_000),
     PORTICO_COOLDOWN_BASE_MS: intSetting(1_000, 10, 600_000),
@@ -523,6 +543,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       answerTimeoutMs: e.PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS,
       budgetMs: e.PORTICO_CHAT_BUDGET_MS,
       maxAttempts: e.PORTICO_CHAT_MAX_ATTEMPTS,
+      retries: e.PORTICO_CHAT_RETRIES,
+      retryBaseMs: e.PORTICO_CHAT_RETRY_BASE_MS,
+      retryMaxMs: e.PORTICO_CHAT_RETRY_MAX_MS,
+      streamFloorBytesPerSecond: e.PORTICO_STREAM_MIN_BYTES_PER_SECOND,
+      streamProbeMs: e.PORTICO_STREAM_PROBE_MS,
       maxConcurrentPerKey: e.PORTICO_CHAT_MAX_CONCURRENT_PER_KEY,
       spendReservationTtlMs: e.PORTICO_SPEND_RESERVATION_TTL_MS,
       cooldownBaseMs: e.PORTICO_COOLDOWN_BASE_MS,

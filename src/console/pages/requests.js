@@ -271,7 +271,7 @@ export async function renderRequest(main, params) {
     replace(area, errorText(e.status === 404 ? "No such request in this organization." : e.message));
     return;
   }
-  const named = new Set(SECTIONS.flatMap(([, fields]) => fields.map(([k]) => k)));
+  const named = new Set([...SECTIONS.flatMap(([, fields]) => fields.map(([k]) => k)), "attempts_log"]);
   const sections = SECTIONS.map(([title, fields]) => {
     const present = fields.filter(([k]) => k in g && !(title === "Cache and plugins" && g[k] === null));
     if (present.length === 0) return null;
@@ -287,6 +287,7 @@ export async function renderRequest(main, params) {
   replace(
     area,
     sections,
+    attemptsSection(g.attempts_log),
     body,
     more.length
       ? h(
@@ -321,5 +322,36 @@ export async function renderRequest(main, params) {
     json(c.request),
     h("h3", {}, "Response"),
     c.response === null ? h("p", {}, "The answer never completed.") : json(c.response),
+  );
+}
+
+/** Each upstream attempt in order and why it ended (docs/operations.md, "Retries and fallback"); none for a cache hit. */
+function attemptsSection(log) {
+  if (!Array.isArray(log) || log.length === 0) return null;
+  const wait = (v) => (typeof v === "number" ? ms(v) : "—");
+  return h(
+    "section",
+    { "aria-label": "Attempts" },
+    h("h2", {}, "Attempts"),
+    dataTable(
+      "Attempts",
+      "Each upstream attempt in order and why it ended",
+      ["#", "Provider", "Model", "Credential", "Status", "Reason", "Duration", "Retry-After", "Backoff before"],
+      log.map((a, i) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, String(i + 1)),
+          h("td", {}, a.provider ?? "—"),
+          h("td", {}, h("code", { class: "break" }, a.model ?? "—")),
+          h("td", {}, a.credential_source === "byok" ? "own key (BYOK)" : a.credential_source === "shared" ? "shared" : "—"),
+          h("td", {}, a.status === null || a.status === undefined ? "—" : String(a.status)),
+          h("td", {}, a.reason ?? "—"),
+          h("td", {}, wait(a.duration_ms)),
+          h("td", {}, wait(a.retry_after_ms)),
+          h("td", {}, wait(a.backoff_ms)),
+        ),
+      ),
+    ),
   );
 }

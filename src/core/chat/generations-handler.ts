@@ -115,6 +115,7 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     metadata: metadata && typeof metadata === "object" && !Array.isArray(metadata) ? (metadata as Record<string, string>) : {},
     plugins: pluginsOf(row.plugins),
     serverTools: opt(row.serverTools),
+    attemptsLog: opt(row.attemptsLog),
   };
 }
 

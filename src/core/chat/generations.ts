@@ -37,6 +37,7 @@ const COLUMNS = [
   "plugins",
   "cacheHit",
   "serverTools",
+  "attemptsLog",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -82,6 +83,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.plugins ?? null,
     sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true,
     r.serverTools ?? null,
+    r.attemptsLog ?? null,
   ];
 }
 

@@ -95,6 +95,8 @@ export interface GenerationRecord {
   cacheHit?: boolean;
   /** The server tools that ran, as JSON text (docs/plugins.md, "Server tools"); null or absent when none were offered. */
   serverTools?: string | null;
+  /** Each upstream attempt and why it ended, as JSON text (an array, docs/operations.md "Retries and fallback"); null when none was made. */
+  attemptsLog?: string | null;
 }
 
 export interface GenerationRecorder {

@@ -68,8 +68,37 @@ const generationSchema = {
         stopped_by: { type: ["string", "null"], description: "max_turns or a stop_server_tools_when condition type, when one stopped the loop." },
       },
     },
+    attempts_log: {
+      type: "array",
+      description:
+        "Each upstream attempt in order and why it ended (docs/operations.md, \"Retries and fallback\"): served, cooling (skipped), rate_limited, timeout, outage, auth_failed, context_length, content_filter, model_unavailable, slow_stream, client_error. Empty when no attempt was made (a cache hit).",
+      items: {
+        type: "object",
+        properties: {
+          provider: { type: "string" },
+          model: { type: "string" },
+          credential_source: { type: "string", enum: ["byok", "shared"] },
+          status: { type: ["integer", "null"], description: "The provider's HTTP status; null when it sent none (a timeout, a broken connection) or the attempt was skipped." },
+          reason: { type: "string" },
+          duration_ms: { type: "integer" },
+          retry_after_ms: { type: "integer", description: "The wait the provider asked for (Retry-After), or the cool-down left of a skipped credential." },
+          backoff_ms: { type: "integer", description: "The jittered backoff slept before this retry of the same candidate." },
+        },
+      },
+    },
   },
 } as const;
+
+/** The recorded attempts (JSON text) as the API shows them; a row written before the column: none. */
+function attemptsLogOf(text: string | undefined): unknown[] {
+  if (!text) return [];
+  try {
+    const v = JSON.parse(text) as unknown;
+    return Array.isArray(v) ? v : [];
+  } catch {
+    return [];
+  }
+}
 
 /** The recorded server tools (JSON text) as the API shows them. */
 function serverToolsOf(text: string | undefined): unknown {
@@ -247,5 +276,6 @@ function presentGeneration(g: Generation) {
     metadata: Object.keys(g.metadata).length > 0 ? g.metadata : null,
     plugins: g.plugins,
     server_tools: serverToolsOf(g.serverTools),
+    attempts_log: attemptsLogOf(g.attemptsLog),
   };
 }

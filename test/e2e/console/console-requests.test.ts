@@ -50,7 +50,11 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
         attempts: failed ? 3 : 1, createdAt: new Date(base - i * 60_000),
         costFemtoUsd: failed ? null : 2_200_000_000_000n, upstreamCostFemtoUsd: failed ? null : 2_200_000_000_000n,
         ...(i === 0
-          ? { user: "alice", sessionId: "sess-42", traceId: "trace-7", trace: JSON.stringify({ trace_id: "trace-7", trace_name: "nightly" }), metadata: JSON.stringify({ team: "search" }) }
+          ? { user: "alice", sessionId: "sess-42", traceId: "trace-7", trace: JSON.stringify({ trace_id: "trace-7", trace_name: "nightly" }), metadata: JSON.stringify({ team: "search" }),
+              attemptsLog: JSON.stringify([
+                { provider: "groq", model: "openai/gpt-4o-mini", credential_source: "byok", status: 429, reason: "rate_limited", duration_ms: 12, retry_after_ms: 30000 },
+                { provider: "openai", model: "openai/gpt-4o-mini", credential_source: "shared", status: 200, reason: "served", duration_ms: 80 },
+              ]) }
           : {}),
       };
     });
@@ -159,6 +163,14 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console request log i
       Metadata: '{"team":"search"}',
       Trace: '{"trace_id":"trace-7","trace_name":"nightly"}',
     });
+    // Each attempt and why it ended, in order.
+    const attempts = (await page.evaluate(
+      `[...document.querySelectorAll('main section[aria-label="Attempts"] tbody tr')].map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent))`,
+    )) as string[][];
+    expect(attempts).toEqual([
+      ["1", "groq", "openai/gpt-4o-mini", "own key (BYOK)", "429", "rate_limited", "12 ms", "30000 ms", "—"],
+      ["2", "openai", "openai/gpt-4o-mini", "shared", "200", "served", "80 ms", "—", "—"],
+    ]);
     expect(facts.User).toContain("alice");
     // The logged request and response bodies (the console signs in with a management key).
     await page.getByRole("heading", { level: 3, name: "Response" }).waitFor();

@@ -1,7 +1,10 @@
 /**
  * Stage "execute": the attempt loop. Calls the planned attempts in order until one answers; an upstream error
- * before the first byte (401/403/408/429/5xx, connect error, no response within the first-byte limit) moves on
- * to the next attempt, a non-retryable one ends the loop. The request's budget bounds the whole loop (504
+ * before the first byte (401/403/408/429/5xx, connect error, no response or first event within the first-byte
+ * limit, a stream below the probe's floor) or a fallback reason (context length, content filter, model
+ * unavailable: `UpstreamError.reason`) moves on to the next attempt at once, any other (a plain 400) ends the
+ * loop; outages are retried on the same candidate after a full-jitter backoff when `retries` allows
+ * (docs/operations.md, "Retries and fallback"). Each attempt and why it ended goes to `track.attemptsLog`. The request's budget bounds the whole loop (504
  * `timeout`); a credential cooling in the health memory (routing/health.ts: after a 429, for the provider's
  * `Retry-After` or a growing step) is skipped, and when every
  * candidate was rate limited the caller gets 429 with the wait; otherwise the error (502 upstream_failed) lists
@@ -18,7 +21,7 @@ import { createKeyGuard } from "../key-guard.js";
 import { credentialKey, noteFailure, noteSuccess, type HealthMemory } from "../routing/health.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
-import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
+import type { Attempt, AttemptLogEntry, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
 import { attemptSpan } from "./trace.js";
 import type { CanonicalRequest } from "../model.js";
 import { runServerToolLoop } from "../server-tools/loop.js";
@@ -31,10 +34,53 @@ export interface ChatTimeouts {
   answerMs: number;
   /** The request: its answer (a stream's first chunk, a whole non-streamed answer) must begin within this many ms, over every attempt. */
   budgetMs: number;
+  /**
+   * Rounds of retrying the same candidates after an outage or timeout (PORTICO_CHAT_RETRIES, default 0): once
+   * every candidate was tried, those that failed so are tried again after a backoff with full jitter.
+   */
+  retries?: number;
+  /** The backoff before retry round n (0-based) is random in [0, min(retryMaxMs, retryBaseMs · 2ⁿ)) ms. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /**
+   * Streams: the floor in bytes of generated text per second over the probe (PORTICO_STREAM_MIN_BYTES_PER_SECOND,
+   * default 0 = no probe). With a floor, the first events are held back until the stream has delivered
+   * floor × probeMs / 1000 bytes (or ended); a stream that has not within `probeMs` of its first event is
+   * abandoned for the next candidate before the caller saw any of it.
+   */
+  streamFloorBytesPerSecond?: number;
+  /** The probe's length in ms (PORTICO_STREAM_PROBE_MS, default 2000). */
+  streamProbeMs?: number;
 }
 
 /** The defaults of src/config.ts (PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS, PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS, PORTICO_CHAT_BUDGET_MS). */
 export const DEFAULT_CHAT_TIMEOUTS: ChatTimeouts = { firstByteMs: 60_000, answerMs: 300_000, budgetMs: 600_000 };
+
+/** Defaults of the retry backoff (docs/operations.md, "Retries and fallback"). */
+export const DEFAULT_RETRY_BASE_MS = 250;
+export const DEFAULT_RETRY_MAX_MS = 4_000;
+export const DEFAULT_STREAM_PROBE_MS = 2_000;
+
+/** Full jitter: a wait drawn uniformly from [0, min(max, base · 2^round)). */
+export function backoffMs(round: number, baseMs: number, maxMs: number, random: () => number): number {
+  return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** round));
+}
+
+/** Sleeps `ms`, ending early (rejecting with the reason) when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 export interface ExecuteDeps {
   logger: Logger;
@@ -42,6 +88,10 @@ export interface ExecuteDeps {
   timeouts?: ChatTimeouts;
   /** The health memory (cool-downs of credentials and endpoints). Default: one of this stage's own, in memory. */
   health?: HealthMemory;
+  /** The jitter's random source in [0, 1) (tests). Default Math.random. */
+  random?: () => number;
+  /** How the backoff waits (tests). Default a timer that the request's budget and the caller's leaving end. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** A candidate skipped because its credential is cooling (rate limited). */
@@ -53,16 +103,28 @@ interface Cooling {
 export function createExecuteStage(opts: ExecuteDeps): ChatStage {
   const log = opts.logger;
   const deps = { timeouts: opts.timeouts ?? DEFAULT_CHAT_TIMEOUTS, health: opts.health ?? createMemoryHealthMemory() };
+  const random = opts.random ?? Math.random;
+  const wait = opts.sleep ?? sleep;
+  const retries = Math.max(0, deps.timeouts.retries ?? 0);
+  const retryBaseMs = deps.timeouts.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
+  const retryMaxMs = deps.timeouts.retryMaxMs ?? DEFAULT_RETRY_MAX_MS;
+  const floor = deps.timeouts.streamFloorBytesPerSecond ?? 0;
+  const probeMs = deps.timeouts.streamProbeMs ?? DEFAULT_STREAM_PROBE_MS;
 
   const failedAttempt = (a: Attempt, err: UpstreamError) =>
     log.info({ provider: a.provider, model: a.requestedModel, status: err.status, ...(err.timedOut ? { timedOut: true } : {}) }, "upstream attempt failed");
 
   /**
-   * Calls the attempts in order through `one` until one answers. Each gets the request's budget signal and a
-   * first-byte limit (never beyond the budget left); a cooling credential is skipped; failures and the success
-   * are told to the health memory. Throws the request's error when none answered.
+   * Calls the attempts in order through `one` until one answers. Each gets the request's budget signal (through
+   * its own controller, which a stall or a slow probe aborts) and a first-byte limit (never beyond the budget
+   * left); a cooling credential is skipped; failures and the success are told to the health memory and written
+   * to the generation's attempts log. A failure the next candidate may get past (retryable, or a fallback
+   * reason: context length, content filter, model unavailable) moves on at once; any other ends the loop. Once
+   * every candidate was tried, those that failed with an outage or a timeout are tried again, up to `retries`
+   * rounds, each after a backoff with full jitter that must end inside the budget. Throws the request's error
+   * when none answered.
    */
-  async function attemptLoop<T>(call: ChatCall, one: (a: Attempt) => Promise<T>): Promise<T> {
+  async function attemptLoop<T>(call: ChatCall, one: (a: Attempt, started: number, signal: AbortController) => Promise<T>): Promise<T> {
     const { track } = call;
     const budgetMs = Math.min(deps.timeouts.budgetMs, call.budgetMs ?? Number.POSITIVE_INFINITY);
     const deadline = track.start + budgetMs;
@@ -75,40 +137,75 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     let last: UpstreamError | Cooling | undefined;
     const tried: TriedAttempt[] = [];
     let soonest: number | undefined;
-    const wait = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
+    const waitUntil = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
+    let candidates: Attempt[] = [...call.attempts];
+    let backoff: number | undefined;
     try {
-      for (const a of call.attempts) {
-        const left = deadline - performance.now();
-        if (left <= 0 || budget.signal.aborted) break;
-        const until = deps.health.coolingUntil(credentialKey(a.credentialId));
-        if (until !== undefined) {
-          last = { cooling: true, untilMs: until };
-          wait(until);
-          log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is cooling after a rate limit");
-          continue;
+      rounds: for (let round = 0; ; round++) {
+        const again: Attempt[] = [];
+        for (const a of candidates) {
+          const left = deadline - performance.now();
+          if (left <= 0 || budget.signal.aborted) break rounds;
+          const until = deps.health.coolingUntil(credentialKey(a.credentialId));
+          if (until !== undefined) {
+            last = { cooling: true, untilMs: until };
+            waitUntil(until);
+            log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is cooling after a rate limit");
+            track.attemptsLog.push({ ...entryOf(a), status: null, reason: "cooling", duration_ms: 0, retry_after_ms: Math.max(0, Math.round(until - Date.now())) });
+            continue;
+          }
+          track.attempts++;
+          const own = new AbortController();
+          if (budget.signal.aborted) own.abort(budget.signal.reason);
+          else budget.signal.addEventListener("abort", () => own.abort(budget.signal.reason), { once: true });
+          a.call = { ...a.call, signal: own.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
+          const sent = performance.now();
+          const span = attemptSpan(call, a, track.attempts);
+          const slept = backoff;
+          backoff = undefined;
+          try {
+            const answer = await one(a, sent, own);
+            track.upstreamMs += performance.now() - sent;
+            span?.served();
+            noteSuccess(deps.health, a);
+            track.attemptsLog.push({ ...entryOf(a), status: 200, reason: "served", duration_ms: Math.round(performance.now() - sent), ...(slept !== undefined ? { backoff_ms: slept } : {}) });
+            return answer;
+          } catch (err) {
+            track.upstreamMs += performance.now() - sent;
+            span?.failed(err);
+            if (budget.signal.aborted && !call.signal.aborted) {
+              track.attemptsLog.push({ ...entryOf(a), status: null, reason: "timeout", duration_ms: Math.round(performance.now() - sent) });
+              break rounds;
+            }
+            if (!(err instanceof UpstreamError)) throw err;
+            last = err;
+            tried.push(triedOf(a, err));
+            failedAttempt(a, err);
+            track.attemptsLog.push({
+              ...entryOf(a),
+              status: err.status > 0 ? err.status : null,
+              reason: err.reason,
+              duration_ms: Math.round(performance.now() - sent),
+              ...(err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
+              ...(slept !== undefined ? { backoff_ms: slept } : {}),
+            });
+            const limitedUntil = noteFailure(deps.health, a, err);
+            if (limitedUntil !== undefined) waitUntil(limitedUntil);
+            if (!err.fallback) break rounds;
+            if (err.reason === "outage" || err.reason === "timeout") again.push(a);
+          }
         }
-        track.attempts++;
-        a.call = { ...a.call, signal: budget.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
-        const sent = performance.now();
-        const span = attemptSpan(call, a, track.attempts);
+        if (round >= retries || again.length === 0) break;
+        // The same candidates again, after a backoff with full jitter that must end inside the budget.
+        const pause = backoffMs(round, retryBaseMs, retryMaxMs, random);
+        if (performance.now() + pause >= deadline) break;
         try {
-          const answer = await one(a);
-          track.upstreamMs += performance.now() - sent;
-          span?.served();
-          noteSuccess(deps.health, a);
-          return answer;
-        } catch (err) {
-          track.upstreamMs += performance.now() - sent;
-          span?.failed(err);
-          if (budget.signal.aborted && !call.signal.aborted) break;
-          if (!(err instanceof UpstreamError)) throw err;
-          last = err;
-          tried.push(triedOf(a, err));
-          failedAttempt(a, err);
-          const limitedUntil = noteFailure(deps.health, a, err);
-          if (limitedUntil !== undefined) wait(limitedUntil);
-          if (!err.retryable) break;
+          await wait(pause, budget.signal);
+        } catch {
+          break;
         }
+        backoff = pause;
+        candidates = again;
       }
       if (call.signal.aborted) throw call.signal.reason;
       if (budget.signal.aborted || deadline - performance.now() <= 0) throw budgetExceeded(budgetMs, track.attempts);
@@ -116,6 +213,37 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * The first event of a streamed attempt, which must arrive within the attempt's first-byte limit (counted from
+   * when it was sent: a provider that sent its headers and then stalls is abandoned too), and, with a floor,
+   * the events of the probe: held back until the stream has delivered floor × probe bytes of generated text or
+   * ended, else abandoned (`slow_stream`). Nothing was sent to the caller yet.
+   */
+  async function head(a: Attempt, iterator: AsyncIterator<ChatChunk>, started: number, own: AbortController): Promise<{ events: ChatChunk[]; done: boolean }> {
+    const limit = a.call.firstByteTimeoutMs ?? deps.timeouts.firstByteMs;
+    const first = await within(iterator, Math.max(1, limit - (performance.now() - started)), own, () => new UpstreamError(0, `upstream sent no event within ${duration(limit)}`, true, undefined, { timedOut: true }));
+    if (first.done) return { events: [], done: true };
+    const events = [first.value];
+    if (floor <= 0) return { events, done: false };
+    const need = (floor * probeMs) / 1000;
+    const probeStart = performance.now();
+    let bytes = textBytes(first.value);
+    while (bytes < need) {
+      const left = probeMs - (performance.now() - probeStart);
+      const slow = () => new UpstreamError(0, `upstream streamed ${bytes} bytes in ${duration(probeMs)}, below the floor of ${floor} bytes per second`, true, undefined, { reason: "slow_stream" });
+      if (left <= 0) {
+        const e = slow();
+        own.abort(e);
+        throw e;
+      }
+      const next = await within(iterator, left, own, slow);
+      if (next.done) return { events, done: true };
+      events.push(next.value);
+      bytes += textBytes(next.value);
+    }
+    return { events, done: false };
   }
 
   function complete(call: ChatCall): Promise<ChatOutcome> {
@@ -132,29 +260,41 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
 
   function stream(call: ChatCall): Promise<ChatOutcome> {
     const { track } = call;
-    return attemptLoop(call, async (a) => {
+    return attemptLoop(call, async (a, started, own) => {
       const iterator = a.adapter.stream(a.call)[Symbol.asyncIterator]();
-      const first = await iterator.next();
+      const first = await headOrClose(a, iterator, started, own);
       served(track, a);
       track.timeToFirstTokenMs = performance.now() - track.start;
       return { kind: "stream", events: relay(call, a, iterator, first) };
     });
   }
 
+  /** {@link head}, closing the attempt's stream when it fails. */
+  async function headOrClose(a: Attempt, iterator: AsyncIterator<ChatChunk>, started: number, own: AbortController) {
+    try {
+      return await head(a, iterator, started, own);
+    } catch (err) {
+      void Promise.resolve(iterator.return?.()).catch(() => undefined);
+      throw err;
+    }
+  }
+
   /** The served attempt's events, stamped with the generation id and provider (one shallow copy each). */
-  async function* relay(call: ChatCall, a: Attempt, iterator: AsyncIterator<ChatChunk>, first: IteratorResult<ChatChunk>): AsyncGenerator<StreamEvent> {
+  async function* relay(call: ChatCall, a: Attempt, iterator: AsyncIterator<ChatChunk>, first: { events: ChatChunk[]; done: boolean }): AsyncGenerator<StreamEvent> {
     const { track } = call;
     const meta = { id: track.id, created: Math.floor(Date.now() / 1000), model: a.requestedModel };
     try {
       if (isEcho(call.request)) {
         yield { ...meta, object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } };
       }
-      if (first.done) return;
       // A key spelled out over several chunks (each event was already scrubbed of the whole key).
       const guard = createKeyGuard(a.call.apiKey);
-      guard?.apply(first.value);
-      observe(track, first.value);
-      yield { ...first.value, id: track.id, provider: a.provider };
+      for (const event of first.events) {
+        guard?.apply(event);
+        observe(track, event);
+        yield { ...event, id: track.id, provider: a.provider };
+      }
+      if (first.done) return;
       for (;;) {
         let next: IteratorResult<ChatChunk>;
         try {
@@ -196,10 +336,10 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
         return { ...completion, id: call.track.id, provider: a.provider };
       }),
     stream: (body: CanonicalRequest) =>
-      attemptLoop(call, async (a) => {
+      attemptLoop(call, async (a, started, own) => {
         const turn = { ...a, call: { ...a.call, body } };
         const iterator = turn.adapter.stream(turn.call)[Symbol.asyncIterator]();
-        const first = await iterator.next();
+        const first = await headOrClose(turn, iterator, started, own);
         served(call.track, a);
         call.track.timeToFirstTokenMs ??= performance.now() - call.track.start;
         return relay(call, turn, iterator, first);
@@ -256,6 +396,44 @@ function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: nu
     attempts: tried,
     attemptsNotTried: notTried,
   });
+}
+
+/** The attempt as its log entry names it (never a credential id or key). */
+function entryOf(a: Attempt): Pick<AttemptLogEntry, "provider" | "model" | "credential_source"> {
+  return { provider: a.provider, model: a.requestedModel, credential_source: a.credentialSource };
+}
+
+/**
+ * The iterator's next event, or — when none arrives within `ms` — the attempt aborted with `error()` (which
+ * ends the adapter's pending read and closes its connection) and that error thrown.
+ */
+async function within(iterator: AsyncIterator<ChatChunk>, ms: number, own: AbortController, error: () => UpstreamError): Promise<IteratorResult<ChatChunk>> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const e = error();
+      own.abort(e);
+      reject(e);
+    }, ms);
+  });
+  try {
+    return await Promise.race([iterator.next(), expired]);
+  } finally {
+    clearTimeout(timer);
+    expired.catch(() => undefined);
+  }
+}
+
+/** Bytes of generated text in a chunk: content, reasoning and tool-call arguments (the probe's measure). */
+function textBytes(chunk: ChatChunk): number {
+  let n = 0;
+  for (const c of chunk.choices) {
+    const d = c.delta;
+    if (typeof d.content === "string") n += Buffer.byteLength(d.content);
+    if (typeof d.reasoning === "string") n += Buffer.byteLength(d.reasoning);
+    for (const t of d.tool_calls ?? []) n += Buffer.byteLength(t.function?.arguments ?? "") + Buffer.byteLength(t.function?.name ?? "");
+  }
+  return n;
 }
 
 function duration(ms: number): string {

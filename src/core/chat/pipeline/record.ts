@@ -93,5 +93,6 @@ function recordOf(track: Tracking, caller: Caller) {
     plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
     cacheHit: track.cache === "hit",
     serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
+    attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
   };
 }

@@ -69,6 +69,26 @@ export interface Tracking {
   cache: "hit" | "miss" | null;
   /** The server tools that ran (the server-tools stage and the execute stage's loop, docs/plugins.md); null when none were offered. */
   serverTools: ServerToolsRecord | null;
+  /** Each upstream attempt and why it ended, in order (the execute stage; docs/operations.md, "Retries and fallback"). */
+  attemptsLog: AttemptLogEntry[];
+}
+
+/**
+ * One upstream attempt as the generation records it (`attempts_log`, snake_case as on the wire): which
+ * provider, model and kind of credential (never its id or key), the provider's status (null when it sent none
+ * or the attempt was skipped), why it ended, how long it took, the wait the provider asked for, and the
+ * backoff slept before it when it retried the same candidate.
+ */
+export interface AttemptLogEntry {
+  provider: string;
+  model: string;
+  credential_source: "byok" | "shared";
+  status: number | null;
+  /** `served`, `cooling` (skipped: its credential was cooling) or a failure reason (providers/types.ts FailureReason). */
+  reason: string;
+  duration_ms: number;
+  retry_after_ms?: number;
+  backoff_ms?: number;
 }
 
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
@@ -168,5 +188,6 @@ function tracking(streamed: boolean): Tracking {
     plugins: [],
     cache: null,
     serverTools: null,
+    attemptsLog: [],
   };
 }

@@ -11,7 +11,7 @@ import { GeminiAdapter } from "./gemini.js";
 import { OpenAICompatibleAdapter } from "./openai-compatible.js";
 import type { ProviderAdapter } from "./types.js";
 
-export { UpstreamError, isRetryableStatus } from "./types.js";
+export { UpstreamError, isRetryableStatus, classifyFailure, FALLBACK_REASONS, type FailureReason } from "./types.js";
 export type * from "./types.js";
 
 export const openAICompatible = new OpenAICompatibleAdapter();

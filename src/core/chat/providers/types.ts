@@ -116,13 +116,28 @@ export class UpstreamError extends Error {
     readonly retryable: boolean,
     /** The provider's error body, parsed when it was JSON (for `metadata.raw`); never contains the key. */
     readonly providerBody?: unknown,
-    facts: { retryAfterMs?: number; timedOut?: boolean; sent?: boolean } = {},
+    facts: { retryAfterMs?: number; timedOut?: boolean; sent?: boolean; reason?: FailureReason } = {},
   ) {
     super(message);
     this.name = "UpstreamError";
+    this.#reason = facts.reason;
     this.retryAfterMs = facts.retryAfterMs;
     this.timedOut = facts.timedOut ?? false;
     this.sent = facts.sent ?? false;
+  }
+
+  /** Why the attempt failed, classified from the status and the provider's error body ({@link classifyFailure}). */
+  get reason(): FailureReason {
+    return (this.#reason ??= classifyFailure(this.status, this.providerBody, this.message, this.timedOut));
+  }
+  #reason: FailureReason | undefined;
+
+  /**
+   * Whether the next candidate may serve the request instead: a retryable failure, or one another provider or
+   * model can get past (context length, the provider's content filter, a model the provider does not serve).
+   */
+  get fallback(): boolean {
+    return this.retryable || FALLBACK_REASONS.has(this.reason);
   }
 
   /** The wait the provider asked for (`Retry-After` of a 429 or 503), in ms. */
@@ -131,6 +146,67 @@ export class UpstreamError extends Error {
   readonly timedOut: boolean;
   /** The connection broke after the request was written: the provider may have received it (never re-sent). */
   readonly sent: boolean;
+}
+
+/**
+ * Why an upstream attempt ended (the generation's `attempts_log`, docs/operations.md "Retries and fallback"):
+ * `rate_limited` 429; `timeout` no answer within a limit; `outage` no response, 408 or 5xx; `auth_failed`
+ * 401/403; `context_length`, `content_filter`, `model_unavailable` read from the provider's error; `slow_stream`
+ * streamed below the floor during the probe; `client_error` any other 4xx (the request itself is wrong).
+ */
+export type FailureReason =
+  | "rate_limited"
+  | "timeout"
+  | "outage"
+  | "auth_failed"
+  | "context_length"
+  | "content_filter"
+  | "model_unavailable"
+  | "slow_stream"
+  | "client_error";
+
+/** Failures the next candidate may get past although their status is not retryable (a 400 or 404). */
+export const FALLBACK_REASONS: ReadonlySet<FailureReason> = new Set(["context_length", "content_filter", "model_unavailable"]);
+
+/** The provider's error text (its codes, types and messages), lower case, for {@link classifyFailure}. */
+function errorText(body: unknown, message: string): string {
+  let text = message;
+  if (body !== undefined && body !== null) {
+    try {
+      text += " " + (typeof body === "string" ? body : JSON.stringify(body));
+    } catch {
+      /* not serialisable: the message alone */
+    }
+  }
+  return text.toLowerCase();
+}
+
+const CONTEXT_LENGTH =
+  /context_length_exceeded|context[ _-]length|context window|maximum context|prompt is too long|prompt too long|too many (input )?tokens|input token count.{0,40}exceeds|exceeds the maximum number of tokens|token limit|string_above_max_length|request_too_large|input is too long/;
+const CONTENT_FILTER = /content_filter|content_policy|content management policy|responsibleaipolicyviolation|safety system|flagged by|blocked by (the )?(safety|content)|violat\w* (our|the) (usage|content) polic/;
+const MODEL_UNAVAILABLE =
+  /model_not_found|not_found_error|"status":"not_found"|model .{0,80}(not found|does not exist|not available|unavailable|not supported|decommissioned|deprecated|no longer)|no such model|unknown model|invalid model|model_not_available|unsupported model/;
+
+/**
+ * Classifies an upstream failure from its status and error body in each adapter's wire shape (table in
+ * docs/operations.md, "Retries and fallback"): OpenAI-compatible `error.code` `context_length_exceeded` or
+ * its messages, Anthropic `invalid_request_error` "prompt is too long", Gemini `INVALID_ARGUMENT` "input token
+ * count … exceeds", 404 or `model_not_found` / `not_found_error` for a model the provider does not serve,
+ * `content_filter` / `content_policy_violation` for a refusal by the provider's filter.
+ */
+export function classifyFailure(status: number, body: unknown, message: string, timedOut = false): FailureReason {
+  if (timedOut) return "timeout";
+  if (status === 429) return "rate_limited";
+  if (status === 401 || status === 403) {
+    const text = errorText(body, message);
+    return CONTENT_FILTER.test(text) ? "content_filter" : "auth_failed";
+  }
+  if (status === 0 || status === 408 || status >= 500) return "outage";
+  const text = errorText(body, message);
+  if (status === 413 || CONTEXT_LENGTH.test(text)) return "context_length";
+  if (CONTENT_FILTER.test(text)) return "content_filter";
+  if (status === 404 || MODEL_UNAVAILABLE.test(text)) return "model_unavailable";
+  return "client_error";
 }
 
 /** True for statuses after which the router moves on to the next attempt. */

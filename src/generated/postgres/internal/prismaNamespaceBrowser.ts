@@ -192,7 +192,8 @@ export const GenerationScalarFieldEnum = {
   contextTerms: 'contextTerms',
   plugins: 'plugins',
   cacheHit: 'cacheHit',
-  serverTools: 'serverTools'
+  serverTools: 'serverTools',
+  attemptsLog: 'attemptsLog'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

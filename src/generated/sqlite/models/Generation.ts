@@ -97,6 +97,7 @@ export type GenerationMinAggregateOutputType = {
   plugins: string | null
   cacheHit: boolean | null
   serverTools: string | null
+  attemptsLog: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -137,6 +138,7 @@ export type GenerationMaxAggregateOutputType = {
   plugins: string | null
   cacheHit: boolean | null
   serverTools: string | null
+  attemptsLog: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -177,6 +179,7 @@ export type GenerationCountAggregateOutputType = {
   plugins: number
   cacheHit: number
   serverTools: number
+  attemptsLog: number
   _all: number
 }
 
@@ -251,6 +254,7 @@ export type GenerationMinAggregateInputType = {
   plugins?: true
   cacheHit?: true
   serverTools?: true
+  attemptsLog?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -291,6 +295,7 @@ export type GenerationMaxAggregateInputType = {
   plugins?: true
   cacheHit?: true
   serverTools?: true
+  attemptsLog?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -331,6 +336,7 @@ export type GenerationCountAggregateInputType = {
   plugins?: true
   cacheHit?: true
   serverTools?: true
+  attemptsLog?: true
   _all?: true
 }
 
@@ -458,6 +464,7 @@ export type GenerationGroupByOutputType = {
   plugins: string | null
   cacheHit: boolean
   serverTools: string | null
+  attemptsLog: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -521,6 +528,7 @@ export type GenerationWhereInput = {
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
+  attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -561,6 +569,7 @@ export type GenerationOrderByWithRelationInput = {
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
+  attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -604,6 +613,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   plugins?: Prisma.StringNullableFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
+  attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -644,6 +654,7 @@ export type GenerationOrderByWithAggregationInput = {
   plugins?: Prisma.SortOrderInput | Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
+  attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -692,6 +703,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   plugins?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   cacheHit?: Prisma.BoolWithAggregatesFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  attemptsLog?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -732,6 +744,7 @@ export type GenerationCreateInput = {
   plugins?: string | null
   cacheHit?: boolean
   serverTools?: string | null
+  attemptsLog?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -772,6 +785,7 @@ export type GenerationUncheckedCreateInput = {
   plugins?: string | null
   cacheHit?: boolean
   serverTools?: string | null
+  attemptsLog?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -812,6 +826,7 @@ export type GenerationUpdateInput = {
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -852,6 +867,7 @@ export type GenerationUncheckedUpdateInput = {
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -892,6 +908,7 @@ export type GenerationCreateManyInput = {
   plugins?: string | null
   cacheHit?: boolean
   serverTools?: string | null
+  attemptsLog?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -932,6 +949,7 @@ export type GenerationUpdateManyMutationInput = {
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -972,6 +990,7 @@ export type GenerationUncheckedUpdateManyInput = {
   plugins?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -1012,6 +1031,7 @@ export type GenerationCountOrderByAggregateInput = {
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
+  attemptsLog?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1068,6 +1088,7 @@ export type GenerationMaxOrderByAggregateInput = {
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
+  attemptsLog?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1108,6 +1129,7 @@ export type GenerationMinOrderByAggregateInput = {
   plugins?: Prisma.SortOrder
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
+  attemptsLog?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1174,6 +1196,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   plugins?: boolean
   cacheHit?: boolean
   serverTools?: boolean
+  attemptsLog?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1214,6 +1237,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   plugins?: boolean
   cacheHit?: boolean
   serverTools?: boolean
+  attemptsLog?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1254,6 +1278,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   plugins?: boolean
   cacheHit?: boolean
   serverTools?: boolean
+  attemptsLog?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1294,9 +1319,10 @@ export type GenerationSelectScalar = {
   plugins?: boolean
   cacheHit?: boolean
   serverTools?: boolean
+  attemptsLog?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools" | "attemptsLog", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1396,6 +1422,12 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * calls: [{type, name, ok, ms}], stoppedBy?}`; null when the request offered none. Never arguments or results.
      */
     serverTools: string | null
+    /**
+     * Each upstream attempt and why it ended (docs/operations.md, "Retries and fallback"), JSON text: an array
+     * of `{provider, model, credential_source, status, reason, duration_ms, retry_after_ms?, backoff_ms?}`; null
+     * when no attempt was made (a cache hit, a request refused before routing). Never a key or credential id.
+     */
+    attemptsLog: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1856,6 +1888,7 @@ export interface GenerationFieldRefs {
   readonly plugins: Prisma.FieldRef<"Generation", 'String'>
   readonly cacheHit: Prisma.FieldRef<"Generation", 'Boolean'>
   readonly serverTools: Prisma.FieldRef<"Generation", 'String'>
+  readonly attemptsLog: Prisma.FieldRef<"Generation", 'String'>
 }
     
 
