@@ -69,6 +69,19 @@ export interface Tracking {
   cache: "hit" | "miss" | null;
   /** The server tools that ran (the server-tools stage and the execute stage's loop, docs/plugins.md); null when none were offered. */
   serverTools: ServerToolsRecord | null;
+  /**
+   * Model calls made on behalf of this request besides its own answer (the fusion plugin's panel, docs/plugins.md):
+   * their usage and cost are added to the answer's (the cost stage) and the generation's (the record stage).
+   */
+  nested: NestedCall[];
+}
+
+/** One call made on behalf of a request (a fusion panel member that answered): its usage and cost. */
+export interface NestedCall {
+  usage: Usage;
+  /** Its cost at its endpoint's prices (femto-USD), split as the cost details are; null when uncatalogued. */
+  cost: { prompt: bigint; completion: bigint; total: bigint } | null;
+  paidBy: "byok" | "platform";
 }
 
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
@@ -88,6 +101,8 @@ export interface GenerationCost {
   /** The provider's price of the generation, in femto-dollars (1e-15 USD). */
   femtoUsd: bigint;
   paidBy: "byok" | "platform";
+  /** What the caller's account pays when it differs from the rule above (calls of mixed payers: fusion); absent: the rule. */
+  accountFemtoUsd?: bigint;
 }
 
 /** The state of one request as it moves through the chain. */
@@ -168,5 +183,6 @@ function tracking(streamed: boolean): Tracking {
     plugins: [],
     cache: null,
     serverTools: null,
+    nested: [],
   };
 }
