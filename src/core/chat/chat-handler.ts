@@ -158,7 +158,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     health: deps.health,
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
-    });
+  });
   const execute = createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health });
   // The fusion plugin's panel members run through these same stages, as nested calls (pipeline/plugins/fusion.ts).
   const fusion = {
