@@ -38,6 +38,7 @@ import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
+import { createFusionRunner, type FusionRunner } from "./pipeline/plugins/fusion.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
 import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
@@ -147,7 +148,9 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   // The server tools (docs/plugins.md): web_fetch's guarded HTTP client is one per handler.
   const serverTools = deps.serverTools ?? DEFAULT_SERVER_TOOLS;
   const fetcher = createGuardedFetcher({ ...serverTools.webFetch, ...(deps.webFetchLookup ? { lookup: deps.webFetchLookup } : {}) });
-  const serverToolsStage = createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher });
+  // The fusion server tool runs the fusion plugin's runner, whose nested calls go through this same stage (late-bound).
+  let fusionRunner: FusionRunner | undefined;
+  const serverToolsStage = createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher, fusion: () => fusionRunner! });
   const plan = createPlanStage({
     credentials: deps.credentials,
     shared: deps.shared,
@@ -167,6 +170,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     searchConfigured: serverTools.search.engine !== undefined,
     stages: { serverTools: serverToolsStage, plan, execute },
   };
+  fusionRunner = createFusionRunner(fusion);
   const stages = {
     outer: [
       ...(deps.tracing ? [createTraceStage()] : []),

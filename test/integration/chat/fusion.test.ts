@@ -235,4 +235,40 @@ describe("fusion plugin (sqlite)", () => {
     const gen = await recorded(res.id);
     expect(gen).toMatchObject({ model: "judge/j1", provider: "judge" });
   });
+
+  it("the fusion server tool: the model asks the panel, the judge's synthesis is the tool result, usage summed", async () => {
+    judge.scripts = [
+      { text: [], toolCalls: [{ id: "f1", name: "fusion", arguments: JSON.stringify({ question: "Capital of France?" }) }], finish: "tool_calls", usage: { input: 4, output: 1 } },
+      say(JUDGE, 100, 9),
+    ];
+    const res = await client.chat.completions.create({
+      model: "judge/j1",
+      messages,
+      tools: [{ type: "service:fusion", parameters: { analysis_models: ["alpha/a1"], model: "beta/b1" } }],
+    } as never);
+    expect(res.choices[0]!.message.content).toBe(JUDGE);
+    // The panel got the question alone; the tool's judge (beta) got alpha's answer; the model got beta's synthesis.
+    expect(lastBody(alpha).messages).toEqual([{ role: "user", content: "Capital of France?" }]);
+    expect(lastBody(beta).messages.at(-1)!.content).toContain(`<answer model="alpha/a1">\n${ALPHA}\n</answer>`);
+    const tool = lastBody(judge).messages.find((m) => m.role === "tool")!;
+    expect(JSON.parse(tool.content)).toEqual({ answer: BETA, panel: [{ model: "alpha/a1", ok: true }] });
+    expect(res.usage!.prompt_tokens).toBe(4 + 10 + 20 + 100);
+    expect((res.usage as unknown as { cost: number }).cost).toBeCloseTo(COST.alpha + COST.beta + 104 * 5e-6 + 10 * 6e-6, 12);
+  });
+
+  it("the fusion server tool's parameters are checked: 400 naming the field", async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ analysis_models: Array(9).fill("alpha/a1") }, "tools[0].parameters.analysis_models"],
+      [{ analysis_models: ["alpha/a1"], max_tool_calls: 17 }, "tools[0].parameters.max_tool_calls"],
+      [{ analysis_models: ["alpha/a1"], tools: [{ type: "service:fusion" }] }, "tools[0].parameters.tools[0].type"],
+      [{ analysis_models: ["alpha/a1"], cache_control: { type: "ephemeral" } }, "tools[0].parameters.cache_control"],
+    ];
+    for (const [parameters, field] of cases) {
+      const err = await client.chat.completions
+        .create({ model: "judge/j1", messages, tools: [{ type: "service:fusion", parameters }] } as never)
+        .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      expect(err?.status, field).toBe(400);
+      expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe(field);
+    }
+  });
 });

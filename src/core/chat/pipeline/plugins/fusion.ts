@@ -73,8 +73,33 @@ interface Member {
 
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : undefined);
 
-export function createFusionPlugin(deps: FusionDeps): Plugin {
-  const member = (call: ChatCall, maxToolCalls: number) => {
+/** The outcome of one panel run: the members' rows (for the report) and the answers that reached the judge. */
+export interface PanelResult {
+  members: Member[];
+  answers: Array<{ model: string; text: string }>;
+  panelCost: bigint;
+  lastError: unknown;
+}
+
+export interface PanelOptions {
+  models: readonly string[];
+  /** The request each member gets (its `model` set per member). */
+  base: CanonicalRequest;
+  maxToolCalls: number;
+  /** Where a member's refusal of its own request points: `<field>.analysis_models[<j>]` (or `<field>.preset`), `<field>.tools…`. */
+  field: string;
+  fromExplicit: boolean;
+}
+
+/** Runs panels and judges as nested calls through the request's own server-tools, plan and execute stages. */
+export interface FusionRunner {
+  panel(call: ChatCall, opts: PanelOptions): Promise<PanelResult>;
+  /** One non-streamed nested call of `model` on `base` (the server tool's judge); its usage and cost join the request's. */
+  ask(call: ChatCall, model: string, base: CanonicalRequest): Promise<{ text: string; member: Member }>;
+}
+
+export function createFusionRunner(deps: FusionDeps): FusionRunner {
+  const nested = (call: ChatCall, maxToolCalls: number) => {
     // The turn bound of the member's server-tool loop: its tool turns at most max_tool_calls, then an answer.
     const bound: ChatStage = {
       name: "fusion-bound",
@@ -85,6 +110,97 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
     };
     return compose([deps.stages.serverTools, bound, deps.stages.plan, deps.stages.execute])(call);
   };
+
+  /** A member's refusal of its own request (not a provider's failure) is the caller's to fix: 400 naming the plugin's field. */
+  const refusal = (err: unknown, opts: PanelOptions, index: number): ConnectError | undefined => {
+    if (!(err instanceof ConnectError)) return undefined;
+    const field = errorDetailOf(err)?.field;
+    // bad_request only: no credential (no_credential, also 400) is a member's failure, reported.
+    if (!field || errorDetailOf(err)?.reason !== ruleOf(Reason.BAD_REQUEST).wire) return undefined;
+    if (/^tools\[\d+\]/.test(field)) return invalidArgument(`${opts.field}.${field}`, `${opts.field}.${field}: ${err.rawMessage}`);
+    const at = opts.fromExplicit ? `${opts.field}.analysis_models[${index}]` : `${opts.field}.preset`;
+    return invalidArgument(at, `${at}: ${err.rawMessage}`);
+  };
+
+  /** One nested call; its usage and cost are added to the request's (`track.nested`). */
+  async function one(call: ChatCall, model: string, base: CanonicalRequest, maxToolCalls: number) {
+    const sub = newCall(call.caller, call.signal, false, { ...base, model } as CanonicalRequest, call.budgetMs);
+    sub.track.presetSlug = call.track.presetSlug;
+    let outcome;
+    try {
+      outcome = await nested(sub, maxToolCalls);
+    } finally {
+      call.track.attempts += sub.track.attempts;
+      call.track.upstreamMs += sub.track.upstreamMs;
+    }
+    if (outcome.kind !== "completion") throw new Error("a fusion nested call answered with a stream");
+    const completion = outcome.completion;
+    const text = contentOf(completion.choices[0]?.message?.content);
+    const usage = completion.usage ?? sub.track.usage ?? undefined;
+    let cost: NestedCall["cost"] = null;
+    if (usage) {
+      const parts = priceServed(deps.catalog, sub, usage);
+      cost = parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image, completion: parts.completion, total: parts.total } : null;
+      call.track.nested.push({ usage, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
+    }
+    const member: Member = {
+      model,
+      ok: text !== "",
+      ...(sub.track.provider ? { provider: sub.track.provider } : {}),
+      prompt_tokens: usage?.prompt_tokens ?? 0,
+      completion_tokens: usage?.completion_tokens ?? 0,
+      cost: cost ? usd(cost.total) : null,
+    };
+    if (text === "") member.error = { code: 502, message: "no text answer" };
+    return { text, member, cost };
+  }
+
+  return {
+    async panel(call, opts) {
+      const settled = await Promise.allSettled(opts.models.map((model) => one(call, model, opts.base, opts.maxToolCalls)));
+      const result: PanelResult = { members: [], answers: [], panelCost: 0n, lastError: undefined };
+      for (const [i, r] of settled.entries()) {
+        const model = opts.models[i]!;
+        if (r.status === "rejected") {
+          const refused = refusal(r.reason, opts, i);
+          if (refused) throw refused;
+          if (call.signal.aborted) throw call.signal.reason;
+          result.lastError = r.reason;
+          const err = r.reason instanceof ConnectError ? r.reason : undefined;
+          result.members.push({ model, ok: false, error: { code: err ? statusOf(err) : 500, message: err ? err.rawMessage.slice(0, 300) : "the panel member failed" } });
+          continue;
+        }
+        result.members.push(r.value.member);
+        if (r.value.cost) result.panelCost += r.value.cost.total;
+        if (r.value.text !== "") result.answers.push({ model, text: r.value.text });
+      }
+      return result;
+    },
+    async ask(call, model, base) {
+      const { text, member } = await one(call, model, base, 1);
+      return { text, member };
+    },
+  };
+}
+
+/** The request each panel member gets: the caller's, without what belongs to the outer request only. */
+export function panelRequest(request: CanonicalRequest, tools: ReadonlyArray<Record<string, unknown>>): CanonicalRequest {
+  const { plugins: _p, preset: _s, models: _m, stream: _st, stream_options: _so, tools: _t, tool_choice: _tc, debug: _d, ...rest } = request as Record<string, unknown>;
+  return { ...rest, ...(tools.length > 0 ? { tools } : {}) } as CanonicalRequest;
+}
+
+/** The 502 when no member answered (the last member's own error when it was not a provider's failure). */
+export function noAnswer(result: PanelResult): ConnectError {
+  const { lastError, members } = result;
+  if (lastError instanceof ConnectError && statusOf(lastError) !== 400) {
+    return serviceError(Reason.UPSTREAM_FAILED, `No fusion panel member answered (${members.length} tried); the last: ${lastError.rawMessage}`, { retryable: true });
+  }
+  if (lastError instanceof ConnectError) return lastError;
+  return serviceError(Reason.UPSTREAM_FAILED, `No fusion panel member gave a text answer (${members.length} tried)`, { retryable: true });
+}
+
+export function createFusionPlugin(deps: FusionDeps): Plugin {
+  const runner = createFusionRunner(deps);
 
   const panelOf = (run: PluginRun) => {
     const preset = typeof run.options.preset === "string" ? run.options.preset : undefined;
@@ -101,18 +217,6 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
   const toolsOf = (run: PluginRun): Array<Record<string, unknown>> => {
     if (Array.isArray(run.options.tools)) return run.options.tools as Array<Record<string, unknown>>;
     return [...(deps.searchConfigured ? [{ type: `${deps.brand}:web_search` }] : []), { type: `${deps.brand}:web_fetch` }];
-  };
-
-  /** A member's refusal of its own request (not a provider's failure) is the caller's to fix: 400 naming the plugin's field. */
-  const refusal = (err: unknown, run: PluginRun, index: number, fromExplicit: boolean): ConnectError | undefined => {
-    if (!(err instanceof ConnectError)) return undefined;
-    const field = errorDetailOf(err)?.field;
-    // bad_request only: no credential (no_credential, also 400) is a member's failure, reported.
-    if (!field || errorDetailOf(err)?.reason !== ruleOf(Reason.BAD_REQUEST).wire) return undefined;
-    const tools = /^tools\[\d+\]/.exec(field);
-    if (tools) return invalidArgument(`${run.field}.${field}`, `${run.field}.${field}: ${err.rawMessage}`);
-    const at = fromExplicit ? `${run.field}.analysis_models[${index}]` : `${run.field}.preset`;
-    return invalidArgument(at, `${at}: ${err.rawMessage}`);
   };
 
   return {
@@ -134,62 +238,17 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
       if (!(Number.isInteger(maxToolCalls) && maxToolCalls >= 1 && maxToolCalls <= 16)) {
         throw invalidArgument(`${run.field}.max_tool_calls`, `${run.field}.max_tool_calls must be an integer from 1 to 16`);
       }
+      refuseNestedFusion(tools, `${run.field}.tools`, deps.brand);
 
-      const { plugins: _p, preset: _s, models: _m, stream: _st, stream_options: _so, tools: _t, tool_choice: _tc, debug: _d, ...rest } = call.request as Record<string, unknown>;
-      const base = { ...rest, ...(tools.length > 0 ? { tools } : {}) } as CanonicalRequest;
-      const settled = await Promise.allSettled(
-        panel.models.map(async (model) => {
-          const sub = newCall(call.caller, call.signal, false, { ...base, model } as CanonicalRequest, call.budgetMs);
-          sub.track.presetSlug = call.track.presetSlug;
-          const outcome = await member(sub, maxToolCalls);
-          if (outcome.kind !== "completion") throw new Error("a fusion panel member answered with a stream");
-          return { sub, completion: outcome.completion };
-        }),
-      );
-
-      const members: Member[] = [];
-      const answers: Array<{ model: string; text: string }> = [];
-      let lastError: unknown;
-      let panelCost = 0n;
-      for (const [i, result] of settled.entries()) {
-        const model = panel.models[i]!;
-        if (result.status === "rejected") {
-          const refused = refusal(result.reason, run, i, panel.fromExplicit);
-          if (refused) throw refused;
-          if (call.signal.aborted) throw call.signal.reason;
-          lastError = result.reason;
-          const err = result.reason instanceof ConnectError ? result.reason : undefined;
-          members.push({ model, ok: false, error: { code: err ? statusOf(err) : 500, message: err ? err.rawMessage.slice(0, 300) : "the panel member failed" } });
-          continue;
-        }
-        const { sub, completion } = result.value;
-        const text = contentOf(completion.choices[0]?.message?.content);
-        const usage = completion.usage ?? sub.track.usage ?? undefined;
-        let nested: NestedCall | undefined;
-        if (usage) {
-          const parts = priceServed(deps.catalog, sub, usage);
-          const paidBy = sub.track.credentialSource === "byok" ? "byok" : "platform";
-          nested = { usage, cost: parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image, completion: parts.completion, total: parts.total } : null, paidBy };
-          call.track.nested.push(nested);
-          if (parts) panelCost += parts.total;
-        }
-        call.track.attempts += sub.track.attempts;
-        call.track.upstreamMs += sub.track.upstreamMs;
-        const row: Member = {
-          model,
-          ok: text !== "",
-          ...(sub.track.provider ? { provider: sub.track.provider } : {}),
-          prompt_tokens: usage?.prompt_tokens ?? 0,
-          completion_tokens: usage?.completion_tokens ?? 0,
-          cost: nested?.cost ? usd(nested.cost.total) : null,
-        };
-        if (text === "") row.error = { code: 502, message: "the panel member gave no text answer" };
-        else answers.push({ model, text });
-        members.push(row);
-      }
-
-      const report = run.report as PluginReport;
-      Object.assign(report, {
+      const result = await runner.panel(call, {
+        models: panel.models,
+        base: panelRequest(call.request, tools),
+        maxToolCalls,
+        field: run.field,
+        fromExplicit: panel.fromExplicit,
+      });
+      const { members, answers } = result;
+      Object.assign(run.report as PluginReport, {
         preset: panel.preset,
         judge: typeof call.request.model === "string" ? call.request.model : null,
         tools: tools.map((t) => t.type),
@@ -197,15 +256,9 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
         panel: members,
         succeeded: answers.length,
         failed: members.length - answers.length,
-        panel_cost: usd(panelCost),
+        panel_cost: usd(result.panelCost),
       });
-      if (answers.length === 0) {
-        if (lastError instanceof ConnectError && statusOf(lastError) !== 400) {
-          throw serviceError(Reason.UPSTREAM_FAILED, `No fusion panel member answered (${members.length} tried); the last: ${lastError.rawMessage}`, { retryable: true });
-        }
-        if (lastError instanceof ConnectError) throw lastError;
-        throw serviceError(Reason.UPSTREAM_FAILED, `No fusion panel member gave a text answer (${members.length} tried)`, { retryable: true });
-      }
+      if (answers.length === 0) throw noAnswer(result);
 
       // The judge: the conversation, then the panel's answers and the instructions as the last user message.
       const judged = { role: "user", content: judgePrompt(answers) };
@@ -221,6 +274,13 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
       call.request = withJudge(call.request);
     },
   };
+}
+
+/** A fusion panel's tools cannot include the fusion server tool itself (no fusion inside fusion). */
+export function refuseNestedFusion(tools: ReadonlyArray<Record<string, unknown>>, field: string, brand: string): void {
+  tools.forEach((t, j) => {
+    if (t.type === `${brand}:fusion`) throw invalidArgument(`${field}[${j}].type`, `${field}[${j}].type: a fusion panel cannot call the fusion server tool itself`);
+  });
 }
 
 function contentOf(content: unknown): string {
