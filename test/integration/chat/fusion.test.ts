@@ -53,8 +53,12 @@ describe("fusion plugin (sqlite)", () => {
         PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `alpha=${alpha.url}/v1,beta=${beta.url}/v1,judge=${judge.url}/v1`,
         PORTICO_KEYLESS_PROVIDERS: "alpha,beta,judge",
         PORTICO_CATALOG_FILE: catalogFile,
+        // The built-in panels name catalog models of OpenAI, Anthropic, Google: OpenAI is played by the alpha fake.
+        PORTICO_PROVIDER_OPENAI_BASE_URL: `${alpha.url}/v1`,
       },
     });
+    const byok = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "openai", key: "sk-test" } });
+    expect(byok.status, byok.text).toBe(200);
     client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
   });
   afterAll(async () => {
@@ -270,5 +274,32 @@ describe("fusion plugin (sqlite)", () => {
       expect(err?.status, field).toBe(400);
       expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe(field);
     }
+  });
+
+  it("a named preset panel (general-fast): its judge serves; members without a credential fail and are reported", async () => {
+    const before = alpha.requests.length;
+    const res = await client.chat.completions.create({ model: "judge/j1", messages, plugins: [{ id: "fusion", preset: "general-fast", tools: [] }] } as never);
+    // The alpha fake plays OpenAI: it answered as the panel member openai/gpt-4.1-mini and as the judge.
+    expect(res.choices[0]!.message.content).toBe(ALPHA);
+    expect(alpha.requests.length).toBe(before + 2);
+    expect(alpha.requests.at(-1)!.body.model).toBe("gpt-4.1-mini");
+    const report = (res as unknown as { plugins: Array<Record<string, unknown>> }).plugins[0]!;
+    expect(report).toMatchObject({ preset: "general-fast", judge: "openai/gpt-4.1-mini", succeeded: 1, failed: 2 });
+    const panel = report.panel as Array<Record<string, unknown>>;
+    expect(panel.map((m) => [m.model, m.ok])).toEqual([
+      ["openai/gpt-4.1-mini", true],
+      ["google/gemini-2.5-flash-lite", false],
+      ["anthropic/claude-haiku-4.5", false],
+    ]);
+    expect(panel[1]!.error).toMatchObject({ code: 400 });
+    expect(JSON.stringify(report)).not.toContain("sk-test");
+  });
+
+  it("a router plugin and a fusion judge in one request: 400 naming the fusion entry's model", async () => {
+    const err = await client.chat.completions
+      .create({ model: "judge/j1", messages, plugins: [{ id: "auto-router", allowed_models: ["alpha/*"] }, fusion()] } as never)
+      .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(err?.status).toBe(400);
+    expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[1].model");
   });
 });

@@ -83,11 +83,10 @@ export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
         const plugin = byId.get("auto-router");
         if (plugin) routed = { plugin, run: { options: { id: "auto-router" }, field: "model", report: { id: "auto-router", trigger: auto } } };
       }
-      if (routed) {
-        call.track.plugins.push(routed.run.report);
-        await routed.plugin.route!(call, routed.run);
-      }
-      // Plugins that set up the request before plan without choosing among models (fusion's judge).
+      // Plugins that set up the request before plan without choosing among models (fusion's judge); a judge
+      // named beside a router is refused before either runs.
+      const prepares: PluginRun[] = [];
+      const preparers: Plugin[] = [];
       for (const [i, raw] of entries.entries()) {
         const options = raw as Record<string, unknown>;
         const plugin = preparing.get(String(options.id));
@@ -97,8 +96,14 @@ export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
         if (routed && names) {
           throw invalidArgument(`${field}.${names}`, `${field}.${names} names the ${plugin.id} judge, but ${routed.run.field} ("${routed.plugin.id}") already chooses the model: give one or the other`);
         }
-        await plugin.prepare!(call, { options, field, report: { id: plugin.id } });
+        prepares.push({ options, field, report: { id: plugin.id } });
+        preparers.push(plugin);
       }
+      if (routed) {
+        call.track.plugins.push(routed.run.report);
+        await routed.plugin.route!(call, routed.run);
+      }
+      for (const [i, plugin] of preparers.entries()) await plugin.prepare!(call, prepares[i]!);
       return next();
     },
   };
