@@ -72,7 +72,7 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
           throw invalidArgument(`plugins[${index}].id`, `plugins[${index}] (web-fetch) and tools[${seen.get("web_fetch")}] both enable the web_fetch server tool: give one of them`);
         }
         const { id: _id, ...params } = options;
-        const one = activate("web_fetch", `${deps.brand}:web_fetch`, params, `plugins[${index}]`, deps);
+        const one = activate("web_fetch", `${deps.brand}:web_fetch`, params, `plugins[${index}]`, { catalog: deps.catalog, config: deps.config, fetcher: deps.fetcher });
         seen.set("web_fetch", -1);
         active.push(one);
       }
