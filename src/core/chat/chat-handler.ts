@@ -38,6 +38,7 @@ import { createPlanStage } from "./pipeline/plan.js";
 import { createExecuteStage, type ChatTimeouts } from "./pipeline/execute.js";
 import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
+import { createFusionRunner, type FusionRunner } from "./pipeline/plugins/fusion.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
 import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
@@ -147,6 +148,29 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   // The server tools (docs/plugins.md): web_fetch's guarded HTTP client is one per handler.
   const serverTools = deps.serverTools ?? DEFAULT_SERVER_TOOLS;
   const fetcher = createGuardedFetcher({ ...serverTools.webFetch, ...(deps.webFetchLookup ? { lookup: deps.webFetchLookup } : {}) });
+  // The fusion server tool runs the fusion plugin's runner, whose nested calls go through this same stage (late-bound).
+  let fusionRunner: FusionRunner | undefined;
+  const serverToolsStage = createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher, fusion: () => fusionRunner! });
+  const plan = createPlanStage({
+    credentials: deps.credentials,
+    shared: deps.shared,
+    providers: deps.providers,
+    maxAttempts: deps.limits.maxAttempts,
+    catalog: deps.catalog,
+    stats,
+    health: deps.health,
+    ...(deps.random ? { random: deps.random } : {}),
+    ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
+  });
+  const execute = createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health });
+  // The fusion plugin's panel members run through these same stages, as nested calls (pipeline/plugins/fusion.ts).
+  const fusion = {
+    brand: deps.brand,
+    catalog: deps.catalog,
+    searchConfigured: serverTools.search.engine !== undefined,
+    stages: { serverTools: serverToolsStage, plan, execute },
+  };
+  fusionRunner = createFusionRunner(fusion);
   const stages = {
     outer: [
       ...(deps.tracing ? [createTraceStage()] : []),
@@ -158,27 +182,17 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     validate: createValidateStage({ brand: deps.brand }),
     content: createContentStage({ log: deps.contentLog }),
     preset: createPresetStage({ presets: deps.presets }),
-    serverTools: createServerToolsStage({ brand: deps.brand, catalog: deps.catalog, config: serverTools, fetcher }),
+    serverTools: serverToolsStage,
     serverToolsRefusal: {
       messages: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/messages" }),
       responses: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/responses" }),
     },
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
-    plan: createPlanStage({
-      credentials: deps.credentials,
-      shared: deps.shared,
-      providers: deps.providers,
-      maxAttempts: deps.limits.maxAttempts,
-      catalog: deps.catalog,
-      stats,
-      health: deps.health,
-      ...(deps.random ? { random: deps.random } : {}),
-      ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
-    }),
-    route: createPluginRoutingStage({ config: deps.plugins, routing }),
-    plugins: createPluginsStage({ config: deps.plugins, routing, search: serverTools.search }),
+    plan,
+    route: createPluginRoutingStage({ config: deps.plugins, routing, fusion }),
+    plugins: createPluginsStage({ config: deps.plugins, routing, search: serverTools.search, fusion }),
     spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
-    execute: createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health }),
+    execute,
   };
   const pipeline = chatChain(stages);
 

@@ -93,7 +93,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
     it("from a preset: refused the same way, the message says the preset set it", async () => {
       const created = await api(h, "POST", "/presets/with-fusion/chat/completions", {
         key: h.tenant.managementKey,
-        body: { model: "openai/gpt-4o", messages, plugins: [{ id: "fusion", analysis_models: ["openai/gpt-4o"] }] },
+        body: { model: "openai/gpt-4o", messages, plugins: [{ id: "switchyard-router" }] },
       });
       expect(created.status, created.text).toBe(200);
       const before = upstream.requests.length;

@@ -35,10 +35,11 @@ describe("server-tools stage: refusals", () => {
     expect(await run({ tools: [{ type: "function", function: { name: "f" } }] })).toBeNull();
   });
 
-  it("fusion is not implemented; the message lists the supported types", async () => {
-    const err = await run({ tools: [{ type: "service:fusion" }] });
-    expect(err!.rawMessage).toContain('"service:fusion" is not implemented');
-    expect(err!.rawMessage).toContain("service:datetime, service:experimental__search_models, service:web_fetch, service:web_search");
+  it("fusion without the chat handler's runner (this stage alone): 400 saying where it runs; the supported list has it", async () => {
+    const err = await run({ tools: [{ type: "service:fusion", parameters: { analysis_models: ["openai/gpt-4o"] } }] });
+    expect(err!.rawMessage).toContain("the fusion server tool runs in POST /api/v1/chat/completions");
+    const other = await run({ tools: [{ type: "service:bash" }] });
+    expect(other!.rawMessage).toContain("service:datetime, service:experimental__search_models, service:fusion, service:web_fetch, service:web_search");
   });
 
   it("web_search without a configured engine: 400 saying what is missing", async () => {

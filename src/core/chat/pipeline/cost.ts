@@ -54,8 +54,44 @@ export function priceServed(catalog: Catalog, call: ChatCall, usage: Usage): Cos
   }
   const parts = costOf(match.endpoint.pricing, usage, imagesOf(call.request));
   track.catalogModel = match.model.slug;
-  track.cost = { femtoUsd: parts.total, paidBy: track.credentialSource === "byok" ? "byok" : "platform" };
+  const paidBy = track.credentialSource === "byok" ? "byok" : "platform";
+  track.cost = { femtoUsd: parts.total, paidBy };
+  if (track.nested.length > 0) {
+    // Calls made on the request's behalf (the fusion panel) are part of its cost, each paid by its own credential.
+    let upstream = parts.total;
+    let account = paidBy === "byok" ? 0n : parts.total;
+    for (const n of track.nested) {
+      if (!n.cost) continue;
+      upstream += n.cost.total;
+      if (n.paidBy === "platform") account += n.cost.total;
+    }
+    track.cost = { femtoUsd: upstream, paidBy, accountFemtoUsd: account };
+  }
   return parts;
+}
+
+/** What the caller's account pays for the priced request (`track.cost`): 0 for a BYOK-served one. */
+export function accountCostOf(track: ChatCall["track"]): bigint {
+  if (!track.cost) return 0n;
+  return track.cost.accountFemtoUsd ?? (track.cost.paidBy === "byok" ? 0n : track.cost.femtoUsd);
+}
+
+const add = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
+
+/** The request's usage with that of the calls made on its behalf (`track.nested`, the fusion panel) added. */
+export function withNestedUsage(track: ChatCall["track"], usage: Usage): Usage {
+  if (track.nested.length === 0) return usage;
+  const out: Usage = { ...usage };
+  for (const { usage: n } of track.nested) {
+    out.prompt_tokens = (out.prompt_tokens ?? 0) + (n.prompt_tokens ?? 0);
+    out.completion_tokens = (out.completion_tokens ?? 0) + (n.completion_tokens ?? 0);
+    out.total_tokens = (out.total_tokens ?? 0) + (n.total_tokens ?? (n.prompt_tokens ?? 0) + (n.completion_tokens ?? 0));
+    const cached = add(out.prompt_tokens_details?.cached_tokens, n.prompt_tokens_details?.cached_tokens);
+    if (cached !== undefined) out.prompt_tokens_details = { ...out.prompt_tokens_details, cached_tokens: cached };
+    const reasoning = add(out.completion_tokens_details?.reasoning_tokens, n.completion_tokens_details?.reasoning_tokens);
+    if (reasoning !== undefined) out.completion_tokens_details = { ...out.completion_tokens_details, reasoning_tokens: reasoning };
+  }
+  return out;
 }
 
 export function createCostStage(deps: { catalog: Catalog }): ChatStage {
@@ -67,16 +103,24 @@ export function createCostStage(deps: { catalog: Catalog }): ChatStage {
       return { ...usage, cost: 0, is_byok: false, cost_details: { upstream_inference_cost: 0, upstream_inference_prompt_cost: 0, upstream_inference_completions_cost: 0 } };
     }
     const parts = priceServed(deps.catalog, call, usage);
-    if (!parts) return { ...usage, cost: null };
+    // The fusion panel's calls (track.nested) count in the usage and the cost the caller sees.
+    const summed = withNestedUsage(track, usage);
+    if (!parts) return { ...summed, cost: null };
     const byok = track.credentialSource === "byok";
+    let prompt = parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image;
+    let completion = parts.completion;
+    for (const n of track.nested) {
+      prompt += n.cost?.prompt ?? 0n;
+      completion += n.cost?.completion ?? 0n;
+    }
     return {
-      ...usage,
-      cost: byok ? 0 : usd(parts.total),
+      ...summed,
+      cost: usd(accountCostOf(track)),
       is_byok: byok,
       cost_details: {
-        upstream_inference_cost: usd(parts.total),
-        upstream_inference_prompt_cost: usd(parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image),
-        upstream_inference_completions_cost: usd(parts.completion),
+        upstream_inference_cost: usd(track.cost!.femtoUsd),
+        upstream_inference_prompt_cost: usd(prompt),
+        upstream_inference_completions_cost: usd(completion),
       },
     };
   }

@@ -11,6 +11,7 @@ import type { GenerationRecorder } from "../seams.js";
 import type { StreamEvent } from "../model.js";
 import type { ChatCall, ChatStage, Tracking } from "./stage.js";
 import { tapEvents } from "./tap.js";
+import { accountCostOf, withNestedUsage } from "./cost.js";
 
 export function createRecordStage(deps: { generations: GenerationRecorder }): ChatStage {
   const record = (track: Tracking, caller: Caller) => deps.generations.record(recordOf(track, caller));
@@ -60,6 +61,8 @@ function failed(track: Tracking, err: unknown, signal: AbortSignal): void {
 const tokenCount = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 
 function recordOf(track: Tracking, caller: Caller) {
+  // The fusion panel's calls (track.nested) count in the generation's tokens and cost.
+  const usage = track.usage && track.nested.length > 0 ? withNestedUsage(track, track.usage) : track.usage;
   return {
     id: track.id,
     organizationId: caller.organizationId,
@@ -73,9 +76,9 @@ function recordOf(track: Tracking, caller: Caller) {
     presetSlug: track.presetSlug,
     presetVersion: track.presetVersion,
     streamed: track.streamed,
-    promptTokens: track.usage?.prompt_tokens ?? null,
-    completionTokens: track.usage?.completion_tokens ?? null,
-    totalTokens: track.usage?.total_tokens ?? null,
+    promptTokens: usage?.prompt_tokens ?? null,
+    completionTokens: usage?.completion_tokens ?? null,
+    totalTokens: usage?.total_tokens ?? null,
     latencyMs: performance.now() - track.start,
     timeToFirstTokenMs: track.timeToFirstTokenMs,
     status: track.status === "pending" ? ("error" as const) : track.status,
@@ -83,10 +86,10 @@ function recordOf(track: Tracking, caller: Caller) {
     errorCode: track.errorCode,
     attempts: track.attempts,
     createdAt: new Date(track.startedAt),
-    cachedTokens: tokenCount(track.usage?.prompt_tokens_details?.cached_tokens),
-    cacheWriteTokens: tokenCount(track.usage?.prompt_tokens_details?.cache_write_tokens),
-    reasoningTokens: tokenCount(track.usage?.completion_tokens_details?.reasoning_tokens),
-    costFemtoUsd: track.cost === null ? null : track.cost.paidBy === "byok" ? 0n : track.cost.femtoUsd,
+    cachedTokens: tokenCount(usage?.prompt_tokens_details?.cached_tokens),
+    cacheWriteTokens: tokenCount(usage?.prompt_tokens_details?.cache_write_tokens),
+    reasoningTokens: tokenCount(usage?.completion_tokens_details?.reasoning_tokens),
+    costFemtoUsd: track.cost === null ? null : accountCostOf(track),
     upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
     catalogModel: track.provider === null ? null : track.catalogModel,
     ...track.context,

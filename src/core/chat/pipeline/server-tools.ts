@@ -17,12 +17,15 @@ import { activate, type ActiveTool } from "../server-tools/tools.js";
 import type { GuardedFetcher } from "../server-tools/guarded-fetch.js";
 import type { ServerToolSession, StopCondition } from "../server-tools/session.js";
 import type { ChatStage } from "./stage.js";
+import type { FusionRunner } from "./plugins/fusion.js";
 
 export interface ServerToolsDeps {
   brand: string;
   catalog: Catalog;
   config: ServerToolsConfig;
   fetcher: GuardedFetcher;
+  /** The fusion runner (late-bound: its nested calls run through this very stage); absent: the fusion tool is refused. */
+  fusion?: () => FusionRunner;
 }
 
 export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
@@ -49,7 +52,13 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
           }
         }
         const params = (tool.parameters ?? {}) as Record<string, unknown>;
-        const one = activate(kind, type as string, params, `tools[${i}].parameters`, deps);
+        const one = activate(kind, type as string, params, `tools[${i}].parameters`, {
+          catalog: deps.catalog,
+          config: deps.config,
+          fetcher: deps.fetcher,
+          brand: deps.brand,
+          ...(kind === "fusion" && deps.fusion ? { fusion: deps.fusion(), call } : {}),
+        });
         // cache_control travels with the function tool offered in its place (Anthropic caches the tools up to it).
         if (tool.cache_control !== undefined) one.definition = { ...one.definition, cache_control: tool.cache_control } as typeof one.definition;
         active.push(one);
@@ -63,7 +72,7 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
           throw invalidArgument(`plugins[${index}].id`, `plugins[${index}] (web-fetch) and tools[${seen.get("web_fetch")}] both enable the web_fetch server tool: give one of them`);
         }
         const { id: _id, ...params } = options;
-        const one = activate("web_fetch", `${deps.brand}:web_fetch`, params, `plugins[${index}]`, deps);
+        const one = activate("web_fetch", `${deps.brand}:web_fetch`, params, `plugins[${index}]`, { catalog: deps.catalog, config: deps.config, fetcher: deps.fetcher });
         seen.set("web_fetch", -1);
         active.push(one);
       }

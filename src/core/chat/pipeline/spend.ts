@@ -22,7 +22,7 @@ import { usd } from "../../catalog/cost.js";
 import { maxCostOf, promptTokenBound } from "../../spend/max-cost.js";
 import { keyCounterId, workspaceCounterId, type SpendStore } from "../../spend/spend-store.js";
 import type { StreamEvent, Usage } from "../model.js";
-import { priceServed } from "./cost.js";
+import { accountCostOf, priceServed } from "./cost.js";
 import type { ChatCall, ChatStage } from "./stage.js";
 
 export interface SpendDeps {
@@ -73,8 +73,8 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
     }
     if (!usage) return 0n;
     const parts = priceServed(catalog, call, usage);
-    if (!parts || call.track.credentialSource === "byok") return 0n;
-    return parts.total;
+    // accountCostOf: 0 when BYOK served it; with a fusion panel, the platform-paid calls of it too.
+    return parts ? accountCostOf(call.track) : 0n;
   }
 
   return {

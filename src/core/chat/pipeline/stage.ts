@@ -71,6 +71,11 @@ export interface Tracking {
   serverTools: ServerToolsRecord | null;
   /** Each upstream attempt and why it ended, in order (the execute stage; docs/operations.md, "Retries and fallback"). */
   attemptsLog: AttemptLogEntry[];
+  /**
+   * Model calls made on behalf of this request besides its own answer (the fusion plugin's panel, docs/plugins.md):
+   * their usage and cost are added to the answer's (the cost stage) and the generation's (the record stage).
+   */
+  nested: NestedCall[];
 }
 
 /**
@@ -91,6 +96,14 @@ export interface AttemptLogEntry {
   backoff_ms?: number;
 }
 
+/** One call made on behalf of a request (a fusion panel member that answered): its usage and cost. */
+export interface NestedCall {
+  usage: Usage;
+  /** Its cost at its endpoint's prices (femto-USD), split as the cost details are; null when uncatalogued. */
+  cost: { prompt: bigint; completion: bigint; total: bigint } | null;
+  paidBy: "byok" | "platform";
+}
+
 /** The request's `user`, session, `trace` and `metadata`, as the generation records them (JSON text for the objects). */
 export interface RequestContext {
   user: string | null;
@@ -108,6 +121,8 @@ export interface GenerationCost {
   /** The provider's price of the generation, in femto-dollars (1e-15 USD). */
   femtoUsd: bigint;
   paidBy: "byok" | "platform";
+  /** What the caller's account pays when it differs from the rule above (calls of mixed payers: fusion); absent: the rule. */
+  accountFemtoUsd?: bigint;
 }
 
 /** The state of one request as it moves through the chain. */
@@ -189,5 +204,6 @@ function tracking(streamed: boolean): Tracking {
     cache: null,
     serverTools: null,
     attemptsLog: [],
+    nested: [],
   };
 }

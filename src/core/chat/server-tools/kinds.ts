@@ -10,7 +10,7 @@ import { invalidArgument } from "../../errors.js";
 export type ServerToolKind = (typeof SERVER_TOOL_KINDS)[number];
 
 /** The kinds Portico runs, in the order the refusal lists them. */
-export const SUPPORTED_SERVER_TOOL_KINDS: readonly ServerToolKind[] = ["datetime", "experimental__search_models", "web_fetch", "web_search"];
+export const SUPPORTED_SERVER_TOOL_KINDS: readonly ServerToolKind[] = ["datetime", "experimental__search_models", "fusion", "web_fetch", "web_search"];
 
 /**
  * Kinds refused by decision (docs/plugins.md): `bash` and `files` need a sandboxed place to run, which is the

@@ -13,12 +13,20 @@ import { pageText } from "./page-text.js";
 import { configuredEngine, SearchFailed, type SearchEngine } from "./search-engines.js";
 import { hostMatches } from "./guarded-fetch.js";
 import type { ServerToolKind } from "./kinds.js";
+import type { ChatCall } from "../pipeline/stage.js";
+import type { CanonicalRequest } from "../model.js";
+import { judgePrompt, noAnswer, refuseNestedFusion, type FusionRunner } from "../pipeline/plugins/fusion.js";
 
 /** What a tool needs to run. */
 export interface ToolDeps {
   catalog: Catalog;
   config: ServerToolsConfig;
   fetcher: GuardedFetcher;
+  /** The fusion plugin's runner (the fusion server tool runs the same panel and judge); absent: fusion is not offered. */
+  fusion?: FusionRunner;
+  brand?: string;
+  /** The request the tool serves (the fusion tool's nested calls are made on its behalf). */
+  call?: ChatCall;
 }
 
 /** One server tool of a request, ready to offer and run. */
@@ -48,6 +56,7 @@ export const FUNCTION_NAMES: Readonly<Partial<Record<ServerToolKind, string>>> =
   datetime: "datetime",
   web_search: "web_search",
   web_fetch: "web_fetch",
+  fusion: "fusion",
   experimental__search_models: "search_models",
 };
 
@@ -209,9 +218,68 @@ export function activate(kind: ServerToolKind, type: string, params: Params, fie
         },
       };
     }
+    case "fusion":
+      return fusionTool(type, name, params, field, deps);
     default:
       throw new Error(`no runner for server tool kind ${kind}`);
   }
+}
+
+/**
+ * The fusion server tool (docs/plugins.md, "The fusion server tool"): the model asks a question, a panel answers it
+ * in parallel and a judge writes one answer, which is the tool's result. The same runner as the fusion plugin
+ * (nested calls through the request's own server-tools, plan and execute stages); usage and cost join the request's.
+ */
+function fusionTool(type: string, name: string, params: Params, field: string, deps: ToolDeps): ActiveTool {
+  const { fusion, call } = deps;
+  if (!fusion || !call) throw fail(`${field.replace(/\.parameters$/, "")}.type`, "is not available here: the fusion server tool runs in POST /api/v1/chat/completions");
+  checkKeys(params, ["analysis_models", "model", "max_tool_calls", "max_completion_tokens", "temperature", "reasoning", "tools"], field, "fusion");
+  const raw = params.analysis_models;
+  const models = Array.isArray(raw) ? (raw as unknown[]) : undefined;
+  if (!models || models.length < 1 || models.length > 8) throw fail(`${field}.analysis_models`, "must list 1 to 8 model ids (the fusion server tool has no built-in panel)");
+  models.forEach((m, j) => {
+    if (typeof m !== "string" || !/^[^/\s]+\/[^\s]+$/.test(m)) throw fail(`${field}.analysis_models[${j}]`, "must be a model id such as openai/gpt-4o");
+  });
+  const judge = params.model ?? call.request.model;
+  if (typeof judge !== "string" || !/^[^/\s]+\/[^\s]+$/.test(judge)) throw fail(`${field}.model`, "must be a model id such as openai/gpt-4o");
+  const maxToolCalls = optInt(params, "max_tool_calls", field, 1, 16) ?? 8;
+  const maxTokens = optInt(params, "max_completion_tokens", field, 1, 1_000_000);
+  const temperature = params.temperature;
+  if (temperature !== undefined && (typeof temperature !== "number" || temperature < 0 || temperature > 2)) throw fail(`${field}.temperature`, "must be a number from 0 to 2");
+  const reasoning = params.reasoning;
+  if (reasoning !== undefined && (typeof reasoning !== "object" || reasoning === null || Array.isArray(reasoning))) throw fail(`${field}.reasoning`, "must be an object");
+  const tools = params.tools === undefined ? [] : (params.tools as Array<Record<string, unknown>>);
+  if (!Array.isArray(tools) || tools.length > 8) throw fail(`${field}.tools`, "must be an array of at most 8 server tools");
+  refuseNestedFusion(tools, `${field}.tools`, deps.brand ?? "service");
+  const sampling = {
+    ...(maxTokens !== undefined ? { max_completion_tokens: maxTokens } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(reasoning !== undefined ? { reasoning } : {}),
+  };
+  return {
+    kind: "fusion", type, name,
+    definition: fn(name, "Ask a panel of models the same question in parallel and get one answer a judge model synthesised from theirs. Use for hard questions where several independent opinions help.", {
+      question: { type: "string", description: "The question, self-contained: the panel does not see this conversation" },
+    }, ["question"]),
+    async run(args) {
+      const question = typeof args.question === "string" ? args.question.trim() : "";
+      if (question === "") return errorResult("question is required");
+      const messages = [{ role: "user", content: question }];
+      const base = { model: judge, messages, ...sampling, ...(tools.length > 0 ? { tools } : {}) } as CanonicalRequest;
+      try {
+        const result = await fusion.panel(call, { models: models as string[], base, maxToolCalls, field, fromExplicit: true });
+        const panel = result.members.map((m) => ({ model: m.model, ok: m.ok }));
+        if (result.answers.length === 0) return { ...errorResult(noAnswer(result).rawMessage), content: json({ error: noAnswer(result).rawMessage, panel }) };
+        const answer = await fusion.ask(call, judge, { model: judge, messages: [...messages, { role: "user", content: judgePrompt(result.answers) }], ...sampling } as CanonicalRequest);
+        if (answer.text === "") return errorResult("the judge gave no text answer");
+        return { ok: true, content: json({ answer: answer.text, panel }), summary: `${result.answers.length} of ${models.length} panel models answered; judge ${judge}` };
+      } catch (err) {
+        if (call.signal.aborted) throw err;
+        const message = err instanceof Error ? err.message : "the fusion panel failed";
+        return errorResult(message.slice(0, 300));
+      }
+    },
+  };
 }
 
 async function searchOnce(engine: SearchEngine, query: string, count: number, allowed: string[] | undefined, excluded: string[] | undefined, signal: AbortSignal) {

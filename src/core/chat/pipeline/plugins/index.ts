@@ -22,6 +22,7 @@ import { routerPlugins, type RouterDeps } from "./routers.js";
 import { createFileParserPlugin, refuseUnreadableFiles } from "./file-parser.js";
 import { createWebPlugin } from "./web.js";
 import { createWebFetchPlugin } from "./web-fetch.js";
+import { createFusionPlugin, type FusionDeps } from "./fusion.js";
 
 export type { Plugin, PluginReport, PluginRun } from "./types.js";
 
@@ -34,11 +35,14 @@ export interface PluginsDeps {
   routing?: RouterDeps;
   /** The search engines (the server tools' settings) the web plugin searches with; absent: the web plugin is refused as not configured. */
   search?: ServerToolsConfig["search"];
+  /** What the fusion plugin runs its panel through; absent: fusion is not offered (refused as unsupported). */
+  fusion?: FusionDeps;
 }
 
 /** The plugins Portico implements (docs/plugins.md). */
-export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps, search?: ServerToolsConfig["search"]): Plugin[] {
+export function builtinPlugins(config: PluginsConfig | undefined, routing?: RouterDeps, search?: ServerToolsConfig["search"], fusion?: FusionDeps): Plugin[] {
   return [
+    ...(fusion ? [createFusionPlugin(fusion)] : []),
     createModerationPlugin(config?.moderation),
     createWebPlugin(search),
     createWebFetchPlugin(),
@@ -57,7 +61,9 @@ export function builtinPlugins(config: PluginsConfig | undefined, routing?: Rout
  * does not know are left to the plugins stage (which refuses them after plan, before anything is sent).
  */
 export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
-  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing)).filter((p) => p.route).map((p) => [p.id, p]));
+  const all = deps.plugins ?? builtinPlugins(deps.config, deps.routing, deps.search, deps.fusion);
+  const byId = new Map(all.filter((p) => p.route).map((p) => [p.id, p]));
+  const preparing = new Map(all.filter((p) => p.prepare && !p.route).map((p) => [p.id, p]));
   const auto = deps.routing ? `${deps.routing.brand}/auto` : undefined;
   return {
     name: "route",
@@ -77,17 +83,34 @@ export function createPluginRoutingStage(deps: PluginsDeps = {}): ChatStage {
         const plugin = byId.get("auto-router");
         if (plugin) routed = { plugin, run: { options: { id: "auto-router" }, field: "model", report: { id: "auto-router", trigger: auto } } };
       }
+      // Plugins that set up the request before plan without choosing among models (fusion's judge); a judge
+      // named beside a router is refused before either runs.
+      const prepares: PluginRun[] = [];
+      const preparers: Plugin[] = [];
+      for (const [i, raw] of entries.entries()) {
+        const options = raw as Record<string, unknown>;
+        const plugin = preparing.get(String(options.id));
+        if (!plugin || options.enabled === false) continue;
+        const field = `plugins[${i}]`;
+        const names = options.model !== undefined ? "model" : options.preset !== undefined ? "preset" : undefined;
+        if (routed && names) {
+          throw invalidArgument(`${field}.${names}`, `${field}.${names} names the ${plugin.id} judge, but ${routed.run.field} ("${routed.plugin.id}") already chooses the model: give one or the other`);
+        }
+        prepares.push({ options, field, report: { id: plugin.id } });
+        preparers.push(plugin);
+      }
       if (routed) {
         call.track.plugins.push(routed.run.report);
         await routed.plugin.route!(call, routed.run);
       }
+      for (const [i, plugin] of preparers.entries()) await plugin.prepare!(call, prepares[i]!);
       return next();
     },
   };
 }
 
 export function createPluginsStage(deps: PluginsDeps = {}): ChatStage {
-  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing, deps.search)).map((p) => [p.id, p]));
+  const byId = new Map((deps.plugins ?? builtinPlugins(deps.config, deps.routing, deps.search, deps.fusion)).map((p) => [p.id, p]));
   const supported = [...byId.keys()].sort();
   return {
     name: "plugins",

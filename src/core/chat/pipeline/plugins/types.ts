@@ -28,6 +28,11 @@ export interface Plugin {
    * A plugin with this hook is run by that stage only; its report is recorded there.
    */
   route?(call: ChatCall, run: PluginRun): Promise<void> | void;
+  /**
+   * Before plan too (the routing stage, after the router), for a plugin that is not a router: fusion names its
+   * judge as the request's model here. Its report is recorded by the plugins stage, which runs `before` later.
+   */
+  prepare?(call: ChatCall, run: PluginRun): Promise<void> | void;
   /** Before the model call (after plan): may change the request or the attempts, or throw a refusal. */
   before?(call: ChatCall, run: PluginRun): Promise<void> | void;
   /** After the model call: may change or wrap the outcome (a stream by wrapping `events`). */
