@@ -98,6 +98,15 @@ export interface ChatConfig {
    */
   cooldownBaseMs: number;
   cooldownMaxMs: number;
+  /**
+   * Credentials of one tier (docs/routing.md, "Load balancing"): "balanced" draws them by weight, "ordered" keeps
+   * `sort_order` as a strict order (weights split only equal ones) (PORTICO_CREDENTIAL_ORDER, default balanced).
+   */
+  credentialOrder: "balanced" | "ordered";
+  /** Sticky sessions (docs/routing.md): a pin lives this long after its last use (PORTICO_STICKY_TTL_MS, 0 = off, default 3600000). */
+  stickyTtlMs: number;
+  /** Pins kept in memory without Redis (PORTICO_STICKY_MAX_SESSIONS, default 10000). */
+  stickyMaxSessions: number;
 }
 
 /** The bounds on one chat request and one key. */
@@ -457,6 +466,9 @@ const Env = z
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
+    PORTICO_CREDENTIAL_ORDER: z.preprocess(emptyAsAbsent, z.enum(["balanced", "ordered"]).default("balanced")),
+    PORTICO_STICKY_TTL_MS: intSetting(3_600_000, 0, 86_400_000),
+    PORTICO_STICKY_MAX_SESSIONS: intSetting(10_000, 1, 10_000_000),
     PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS: intSetting(300_000, 100, 3_600_000),
     PORTICO_CHAT_BUDGET_MS: intSetting(600_000, 100, 3_600_000),
     PORTICO_MASTER_KEY: textSetting(),
@@ -552,6 +564,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       spendReservationTtlMs: e.PORTICO_SPEND_RESERVATION_TTL_MS,
       cooldownBaseMs: e.PORTICO_COOLDOWN_BASE_MS,
       cooldownMaxMs: e.PORTICO_COOLDOWN_MAX_MS,
+      credentialOrder: e.PORTICO_CREDENTIAL_ORDER,
+      stickyTtlMs: e.PORTICO_STICKY_TTL_MS,
+      stickyMaxSessions: e.PORTICO_STICKY_MAX_SESSIONS,
     },
     providers: providerEndpoints(env),
     byok: {
