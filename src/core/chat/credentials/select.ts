@@ -132,7 +132,8 @@ export function selectCredentials(
   draw: DrawOptions = {},
 ): SelectedCredential[] {
   const random = draw.random ?? Math.random;
-  const ordered = draw.order === "ordered";
+  // Absent: "ordered" (the strict order callers without options had); the core passes PORTICO_CREDENTIAL_ORDER.
+  const ordered = draw.order !== "balanced";
   const weightOf = (c: { weight?: number }) => c.weight;
   const tier = <T extends { sortOrder?: number; weight?: number }>(stable: T[]) =>
     ordered ? drawnByGroups(stable, (c) => c.sortOrder ?? 0, weightOf, random) : weightedOrder(stable, weightOf, random);

@@ -49,7 +49,10 @@ export interface PlanDeps {
   random?: () => number;
   /** The account's routing settings for a caller, as filters applied before the request's own (docs/routing.md). */
   accountFilters?: (call: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
-  /** How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER); default "balanced" (a draw by weight). */
+  /**
+   * How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER, whose default is "balanced": the core passes
+   * it); absent here: "ordered", the strict sort_order (stage tests that build the plan themselves rely on it).
+   */
   credentialOrder?: CredentialOrder;
   /** Sticky sessions' memory; none: no stickiness. */
   affinity?: SessionAffinity;
@@ -153,7 +156,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
           creds,
           shared,
           { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId },
-          { random, ...(deps.credentialOrder ? { order: deps.credentialOrder } : {}) },
+          { random, order: deps.credentialOrder ?? "ordered" },
         );
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
