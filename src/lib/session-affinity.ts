@@ -84,11 +84,13 @@ export function createMemorySessionAffinity(opts: SessionAffinityOptions): Sessi
 export function createRedisSessionAffinity(opts: SessionAffinityOptions & { redisUrl: string; prefix: string }): SessionAffinity {
   const redis: Redis = createRedisClient(opts.redisUrl, {
     maxRetriesPerRequest: 0,
-    connectTimeout: 1_000,
+    connectTimeout: 2_000,
     commandTimeout: 250,
     enableOfflineQueue: false,
     retryStrategy: (n: number) => Math.min(100 * n, 2_000),
   });
+  // Unreachable, pins are simply not found (requests are routed afresh); the error is not worth an unhandled event.
+  redis.on("error", () => undefined);
   const prefix = `${opts.prefix}sticky:`;
   return {
     async get(scope, session) {
