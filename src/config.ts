@@ -100,7 +100,7 @@ export interface ChatConfig {
   cooldownMaxMs: number;
   /**
    * Credentials of one tier (docs/routing.md, "Load balancing"): "balanced" draws them by weight, "ordered" keeps
-   * `sort_order` as a strict order (weights split only equal ones) (PORTICO_CREDENTIAL_ORDER, default balanced).
+   * `sort_order` as a strict order (PORTICO_CREDENTIAL_ORDER, default balanced).
    */
   credentialOrder: "balanced" | "ordered";
   /** Sticky sessions (docs/routing.md): a pin lives this long after its last use (PORTICO_STICKY_TTL_MS, 0 = off, default 3600000). */

@@ -11,8 +11,8 @@
  *    `is_fallback` credentials. Within a tier ({@link CredentialOrder}, docs/routing.md "Load balancing"):
  *    - "balanced" (the default): a draw by `weight` (the first ∝ weight, the next ∝ weight among the rest, …);
  *      `sort_order` plays no part;
- *    - "ordered": `sort_order` is a strict order (then creation time, then id); credentials of equal
- *      `sort_order` are drawn by weight.
+ *    - "ordered": `sort_order` is a strict order (then creation time, then id; shared keys in the operator's
+ *      order); weights play no part.
  * 3. Shared credentials are removed when a credential that admits the caller (key and user) is
  *    `is_required` (for every model of its provider, inside or outside its `allowed_models`), or
  *    `is_byok_only` and applies to the model (its `allowed_models`, or every model when null).
@@ -51,7 +51,7 @@ export interface SharedCredentialRecord {
 
 /**
  * How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER): "balanced" draws them by weight,
- * "ordered" keeps `sort_order` as a strict order (weights only split equal `sort_order`s).
+ * "ordered" keeps `sort_order` as a strict order (weights play no part).
  */
 export type CredentialOrder = "balanced" | "ordered";
 
@@ -82,17 +82,7 @@ export function weightedOrder<T>(items: readonly T[], weightOf: (item: T) => num
   return out;
 }
 
-/** Orders `items` (already in their stable order) by `sortOrder` groups, each group drawn by weight. */
-function drawnByGroups<T>(items: readonly T[], sortOf: (item: T) => number, weightOf: (item: T) => number | undefined, random: () => number): T[] {
-  const groups = new Map<number, T[]>();
-  for (const item of items) {
-    const k = sortOf(item);
-    const g = groups.get(k);
-    if (g) g.push(item);
-    else groups.set(k, [item]);
-  }
-  return [...groups.keys()].sort((a, b) => a - b).flatMap((k) => weightedOrder(groups.get(k)!, weightOf, random));
-}
+
 
 export interface SelectionRequest {
   provider: string;
@@ -135,8 +125,7 @@ export function selectCredentials(
   // Absent: "ordered" (the strict order callers without options had); the core passes PORTICO_CREDENTIAL_ORDER.
   const ordered = draw.order !== "balanced";
   const weightOf = (c: { weight?: number }) => c.weight;
-  const tier = <T extends { sortOrder?: number; weight?: number }>(stable: T[]) =>
-    ordered ? drawnByGroups(stable, (c) => c.sortOrder ?? 0, weightOf, random) : weightedOrder(stable, weightOf, random);
+  const tier = <T extends { weight?: number }>(stable: T[]) => (ordered ? stable : weightedOrder(stable, weightOf, random));
   const sharedOf = shared.filter((s) => s.provider === req.provider);
   const governing = byok.filter((c) => c.provider === req.provider && !c.disabled && admitsCaller(c, req));
   const usable = governing.filter((c) => admitsModel(c, req.model, req.aliases));

@@ -51,7 +51,7 @@ export interface PlanDeps {
   accountFilters?: (call: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
   /**
    * How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER, whose default is "balanced": the core passes
-   * it); absent here: "ordered", the strict sort_order (stage tests that build the plan themselves rely on it).
+   * it); absent here: "ordered", the strict sort_order (the order before load balancing existed).
    */
   credentialOrder?: CredentialOrder;
   /** Sticky sessions' memory; none: no stickiness. */
