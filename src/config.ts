@@ -134,6 +134,11 @@ export interface ProviderEndpointConfig {
   /** Operator-added OpenAI-compatible providers, slug → base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS). */
   extraOpenAICompatible: Record<string, string>;
   /**
+   * Time limits per provider, keyed like `baseUrls` (docs/operations.md, "Upstream time limits per provider"):
+   * PORTICO_PROVIDER_<SLUG>_CONNECT_TIMEOUT_MS, _FIRST_BYTE_TIMEOUT_MS (streamed attempts), _IDLE_TIMEOUT_MS.
+   */
+  limits?: Record<string, { connectMs?: number; firstByteMs?: number; idleMs?: number }>;
+  /**
    * Operator-added providers whose server needs no key, e.g. a local Ollama or vLLM
    * (PORTICO_KEYLESS_PROVIDERS, a comma-separated list of slugs of PORTICO_OPENAI_COMPATIBLE_PROVIDERS):
    * requests are routed to them without a credential, and without an `Authorization` header.
@@ -353,6 +358,23 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     const match = /^PORTICO_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
     if (match && raw) baseUrls[match[1]!] = httpUrl(name, raw);
   }
+  // Time limits: per provider, else the operator's defaults for every provider (connect 10 s, idle 300 s).
+  const limits: Record<string, { connectMs?: number; firstByteMs?: number; idleMs?: number }> = {};
+  const ms = (name: string, raw: string) => {
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || n < 100 || n > 3_600_000) throw new ConfigError(`${name} must be an integer from 100 to 3600000 (milliseconds)`);
+    return n;
+  };
+  const field = { CONNECT: "connectMs", FIRST_BYTE: "firstByteMs", IDLE: "idleMs" } as const;
+  for (const [name, raw] of Object.entries(env)) {
+    const match = /^PORTICO_PROVIDER_([A-Z0-9_]+?)_(CONNECT|FIRST_BYTE|IDLE)_TIMEOUT_MS$/.exec(name);
+    if (match && raw) (limits[match[1]!] ??= {})[field[match[2] as keyof typeof field]] = ms(name, raw);
+  }
+  const defaults = {
+    ...(env.PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS ? { connectMs: ms("PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS", env.PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS) } : {}),
+    ...(env.PORTICO_UPSTREAM_IDLE_TIMEOUT_MS ? { idleMs: ms("PORTICO_UPSTREAM_IDLE_TIMEOUT_MS", env.PORTICO_UPSTREAM_IDLE_TIMEOUT_MS) } : {}),
+  };
+  if (Object.keys(defaults).length > 0) limits["*"] = defaults;
   const extraOpenAICompatible: Record<string, string> = {};
   const list = env.PORTICO_OPENAI_COMPATIBLE_PROVIDERS || undefined;
   for (const entry of list ? list.split(",") : []) {
@@ -374,7 +396,7 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     }
     if (!keyless.includes(slug)) keyless.push(slug);
   }
-  return { baseUrls, extraOpenAICompatible, keyless };
+  return { baseUrls, extraOpenAICompatible, keyless, limits };
 }
 
 /** `k=v,k2=v2` (values URL-encoded), the OTLP headers format; a malformed entry names the variable. */

@@ -180,7 +180,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
             credentialId: cred.id,
             credentialSource: sel.source,
             adapter: provider.adapter,
-            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal },
+            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal, ...(provider.limits ? { limits: provider.limits } : {}) },
             catalogModel: plan.model?.slug ?? null,
             ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
             healthKey: endpointKey(plan.provider, plan.upstreamModel),
