@@ -98,6 +98,15 @@ export interface ChatConfig {
    */
   cooldownBaseMs: number;
   cooldownMaxMs: number;
+  /**
+   * Credentials of one tier (docs/routing.md, "Load balancing"): "balanced" draws them by weight, "ordered" keeps
+   * `sort_order` as a strict order (PORTICO_CREDENTIAL_ORDER, default balanced).
+   */
+  credentialOrder: "balanced" | "ordered";
+  /** Sticky sessions (docs/routing.md): a pin lives this long after its last use (PORTICO_STICKY_TTL_MS, 0 = off, default 3600000). */
+  stickyTtlMs: number;
+  /** Pins kept in memory without Redis (PORTICO_STICKY_MAX_SESSIONS, default 10000). */
+  stickyMaxSessions: number;
 }
 
 /** The bounds on one chat request and one key. */
@@ -124,6 +133,11 @@ export interface ProviderEndpointConfig {
   baseUrls: Record<string, string>;
   /** Operator-added OpenAI-compatible providers, slug → base URL (PORTICO_OPENAI_COMPATIBLE_PROVIDERS). */
   extraOpenAICompatible: Record<string, string>;
+  /**
+   * Time limits per provider, keyed like `baseUrls` (docs/operations.md, "Upstream time limits per provider"):
+   * PORTICO_PROVIDER_<SLUG>_CONNECT_TIMEOUT_MS, _FIRST_BYTE_TIMEOUT_MS (streamed attempts), _IDLE_TIMEOUT_MS.
+   */
+  limits?: Record<string, { connectMs?: number; firstByteMs?: number; idleMs?: number }>;
   /**
    * Operator-added providers whose server needs no key, e.g. a local Ollama or vLLM
    * (PORTICO_KEYLESS_PROVIDERS, a comma-separated list of slugs of PORTICO_OPENAI_COMPATIBLE_PROVIDERS):
@@ -344,6 +358,23 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     const match = /^PORTICO_PROVIDER_([A-Z0-9_]+)_BASE_URL$/.exec(name);
     if (match && raw) baseUrls[match[1]!] = httpUrl(name, raw);
   }
+  // Time limits: per provider, else the operator's defaults for every provider (connect 10 s, idle 300 s).
+  const limits: Record<string, { connectMs?: number; firstByteMs?: number; idleMs?: number }> = {};
+  const ms = (name: string, raw: string) => {
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || n < 100 || n > 3_600_000) throw new ConfigError(`${name} must be an integer from 100 to 3600000 (milliseconds)`);
+    return n;
+  };
+  const field = { CONNECT: "connectMs", FIRST_BYTE: "firstByteMs", IDLE: "idleMs" } as const;
+  for (const [name, raw] of Object.entries(env)) {
+    const match = /^PORTICO_PROVIDER_([A-Z0-9_]+?)_(CONNECT|FIRST_BYTE|IDLE)_TIMEOUT_MS$/.exec(name);
+    if (match && raw) (limits[match[1]!] ??= {})[field[match[2] as keyof typeof field]] = ms(name, raw);
+  }
+  const defaults = {
+    ...(env.PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS ? { connectMs: ms("PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS", env.PORTICO_UPSTREAM_CONNECT_TIMEOUT_MS) } : {}),
+    ...(env.PORTICO_UPSTREAM_IDLE_TIMEOUT_MS ? { idleMs: ms("PORTICO_UPSTREAM_IDLE_TIMEOUT_MS", env.PORTICO_UPSTREAM_IDLE_TIMEOUT_MS) } : {}),
+  };
+  if (Object.keys(defaults).length > 0) limits["*"] = defaults;
   const extraOpenAICompatible: Record<string, string> = {};
   const list = env.PORTICO_OPENAI_COMPATIBLE_PROVIDERS || undefined;
   for (const entry of list ? list.split(",") : []) {
@@ -365,7 +396,7 @@ function providerEndpoints(env: NodeJS.ProcessEnv): ProviderEndpointConfig {
     }
     if (!keyless.includes(slug)) keyless.push(slug);
   }
-  return { baseUrls, extraOpenAICompatible, keyless };
+  return { baseUrls, extraOpenAICompatible, keyless, limits };
 }
 
 /** `k=v,k2=v2` (values URL-encoded), the OTLP headers format; a malformed entry names the variable. */
@@ -457,6 +488,9 @@ const Env = z
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
+    PORTICO_CREDENTIAL_ORDER: z.preprocess(emptyAsAbsent, z.enum(["balanced", "ordered"]).default("balanced")),
+    PORTICO_STICKY_TTL_MS: intSetting(3_600_000, 0, 86_400_000),
+    PORTICO_STICKY_MAX_SESSIONS: intSetting(10_000, 1, 10_000_000),
     PORTICO_UPSTREAM_ANSWER_TIMEOUT_MS: intSetting(300_000, 100, 3_600_000),
     PORTICO_CHAT_BUDGET_MS: intSetting(600_000, 100, 3_600_000),
     PORTICO_MASTER_KEY: textSetting(),
@@ -552,6 +586,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       spendReservationTtlMs: e.PORTICO_SPEND_RESERVATION_TTL_MS,
       cooldownBaseMs: e.PORTICO_COOLDOWN_BASE_MS,
       cooldownMaxMs: e.PORTICO_COOLDOWN_MAX_MS,
+      credentialOrder: e.PORTICO_CREDENTIAL_ORDER,
+      stickyTtlMs: e.PORTICO_STICKY_TTL_MS,
+      stickyMaxSessions: e.PORTICO_STICKY_MAX_SESSIONS,
     },
     providers: providerEndpoints(env),
     byok: {

@@ -49,11 +49,12 @@ const json = (k: ProviderKeyInfo) => ({
   label: k.label,
   disabled: k.disabled,
   sort_order: k.sortOrder,
+  weight: k.weight,
   key_id: k.keyId,
   created_at: k.createdAt.toISOString(),
 });
 
-const line = (k: ProviderKeyInfo) => `${k.id} ${k.provider} ${k.label} order=${k.sortOrder}${k.disabled ? " (disabled)" : ""}`;
+const line = (k: ProviderKeyInfo) => `${k.id} ${k.provider} ${k.label} order=${k.sortOrder} weight=${k.weight}${k.disabled ? " (disabled)" : ""}`;
 
 export const registerProviderKeyAdminCommands: AdminCommandRegistrar = (admin: Command, config: () => Config) => {
   const pk = admin.command("provider-key").description("the operator's shared provider keys, used by every workspace (BYOK flags permitting)");
@@ -62,18 +63,21 @@ export const registerProviderKeyAdminCommands: AdminCommandRegistrar = (admin: C
     .description("add a shared provider key, read from standard input (or --key-env)")
     .requiredOption("--provider <slug>", "provider slug, e.g. openai, anthropic, google-ai-studio, or one of PORTICO_OPENAI_COMPATIBLE_PROVIDERS")
     .option("--sort-order <n>", "order among this provider's shared keys (lower first)", "0")
+    .option("--weight <n>", "load-balancing weight among this provider's shared keys of equal sort order (1-1000)", "1")
     .option("--key-env <name>", "read the key from this environment variable instead of standard input")
     .option("--json", "print JSON")
-    .action(async (opts: { provider: string; sortOrder: string; keyEnv?: string; json?: boolean }) => {
+    .action(async (opts: { provider: string; sortOrder: string; weight: string; keyEnv?: string; json?: boolean }) => {
       const sortOrder = Number(opts.sortOrder);
       if (!Number.isSafeInteger(sortOrder)) throw new CliError("--sort-order must be an integer");
+      const weight = Number(opts.weight);
+      if (!Number.isSafeInteger(weight) || weight < 1 || weight > 1000) throw new CliError("--weight must be an integer from 1 to 1000");
       let key: string;
       if (opts.keyEnv) {
         const v = process.env[opts.keyEnv];
         if (!v) throw new CliError(`environment variable ${opts.keyEnv} is not set`);
         key = v;
       } else key = await readStdin();
-      const added = await withProviderKeys(config(), (a) => a.add({ provider: opts.provider, key, sortOrder }));
+      const added = await withProviderKeys(config(), (a) => a.add({ provider: opts.provider, key, sortOrder, weight }));
       if (opts.json) printJson(json(added));
       else process.stdout.write(`provider key ${added.id} added (${added.provider} ${added.label})\n`);
     });

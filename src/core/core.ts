@@ -44,6 +44,7 @@ import { createDatabaseResponseCache, createRedisResponseCache } from "./chat/re
 import { createEmbeddingsHandler } from "./chat/embeddings-handler.js";
 import { createEndpointStats } from "./chat/routing/endpoint-stats.js";
 import { createBusHealthMemory, createMemoryHealthMemory, createRedisHealthMemory } from "../lib/health-memory.js";
+import { createMemorySessionAffinity, createRedisSessionAffinity } from "../lib/session-affinity.js";
 import { createGenerationStore } from "./chat/generations.js";
 import { CONTENT_SWEEP_INTERVAL_MS, createContentLog } from "./chat/content-log.js";
 import { createGenerationsHandler } from "./chat/generations-handler.js";
@@ -192,6 +193,15 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       ? createBusHealthMemory({ ...healthOptions, bus })
       : createMemoryHealthMemory(healthOptions);
   closers.push(() => health.close());
+  // Sticky sessions (docs/routing.md): pins in Redis when configured (every instance sees them), else in memory.
+  const stickyOptions = { ttlMs: config.chat.stickyTtlMs, maxEntries: config.chat.stickyMaxSessions };
+  const affinity =
+    config.chat.stickyTtlMs <= 0
+      ? undefined
+      : config.redisUrl
+        ? createRedisSessionAffinity({ ...stickyOptions, redisUrl: config.redisUrl, prefix: config.interns.redisPrefix })
+        : createMemorySessionAffinity(stickyOptions);
+  if (affinity) closers.push(() => affinity.close());
   // One memory of the endpoints' live figures: routing reads and feeds it, the endpoints list shows it.
   const endpointStats = createEndpointStats();
   // Account-wide routing settings: written audited, read by the plan stage through a bounded cache (docs/routing.md).
@@ -233,6 +243,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       streamProbeMs: config.chat.streamProbeMs,
     },
     health,
+    credentialOrder: config.chat.credentialOrder,
+    ...(affinity ? { affinity } : {}),
     keepaliveMs: config.interns.heartbeatIntervalMs,
     plugins: config.plugins,
     responseCache,

@@ -8,7 +8,10 @@ import type { CallOptions, Transport } from "@connectrpc/connect";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
-const FORWARDED_HEADERS = ["authorization", "x-session-id", "x-request-timeout-ms"] as const;
+import { SESSION_HEADERS } from "../contract/session-headers.js";
+
+/** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
+const FORWARDED_HEADERS = ["authorization", ...SESSION_HEADERS, "x-request-timeout-ms"] as const;
 
 /** What @fastify/otel decorates a request with when tracing is on (src/lib/tracing.ts); absent otherwise. */
 type TracedRequest = { opentelemetry?: () => { instrumented: boolean; inject(carrier: Record<string, string>): void } };

@@ -6,7 +6,7 @@
  * Rules that need the database (workspace, hash ownership) or the merged state of an update
  * (is_fallback with is_byok_only / is_required) live in the core.
  */
-import { array, boolean, nullable, object, string } from "./kit.js";
+import { array, boolean, integer, nullable, object, string } from "./kit.js";
 
 /** Longest accepted provider key, in UTF-8 bytes. */
 export const MAX_KEY_BYTES = 32 * 1024;
@@ -111,6 +111,9 @@ export const ByokFields = {
   }),
   is_byok_only: boolean().meta({ description: "The models the credential applies to run only on your keys. Default false." }),
   declared_zdr: nullable(boolean()).meta({ description: "Self-declared zero data retention; null inherits the platform policy." }),
+  weight: integer({ min: 1, max: 1000 }).meta({
+    description: "Load-balancing weight among the provider's credentials of equal sort_order, 1 to 1000 (docs/routing.md, \"Load balancing\"). Default 1.",
+  }),
 };
 
 const { key: _key, provider: _provider, workspace_id: _workspace, ...settings } = ByokFields;

@@ -30,6 +30,7 @@ const MASK_PATHS = new Set([
   "is_fallback",
   "is_byok_only",
   "declared_zdr",
+  "weight",
 ]);
 
 function snake(path: string): string {
@@ -61,6 +62,7 @@ export function credentialToProto(row: ByokRow): ByokCredential {
     isFallback: row.isFallback,
     isByokOnly: row.isByokOnly,
     sortOrder: row.sortOrder,
+    weight: row.weight,
     createdAt: timestampFromDate(row.createdAt),
   });
 }
@@ -82,6 +84,7 @@ export function createByokHandler(deps: { service: ByokDomain }): ServiceImpl<ty
         isFallback: req.isFallback,
         isByokOnly: req.isByokOnly,
         declaredZdr: req.declaredZdr ?? null,
+        ...(req.weight !== undefined ? { weight: req.weight } : {}),
       });
       return { credential: credentialToProto(row) };
     },
@@ -121,6 +124,7 @@ export function createByokHandler(deps: { service: ByokDomain }): ServiceImpl<ty
       if (paths.has("is_fallback")) input.isFallback = req.isFallback;
       if (paths.has("is_byok_only")) input.isByokOnly = req.isByokOnly;
       if (paths.has("declared_zdr")) input.declaredZdr = req.declaredZdr ?? null;
+      if (paths.has("weight")) input.weight = req.weight;
       return { credential: credentialToProto(await service.update(caller, input)) };
     },
 

@@ -20,6 +20,8 @@ export interface CredentialData {
   isRequired: boolean;
   isFallback: boolean;
   isByokOnly: boolean;
+  /** Load-balancing weight among credentials of equal sort_order (docs/routing.md); absent: 1. */
+  weight?: number | undefined;
 }
 
 export interface NewCredential extends CredentialData {
@@ -123,6 +125,7 @@ export function createByokRepository(db: Db, provider: DbProvider) {
             isRequired: input.isRequired,
             isFallback: input.isFallback,
             isByokOnly: input.isByokOnly,
+            weight: input.weight ?? 1,
             sortOrder,
             createdAt: now,
             updatedAt: now,
@@ -175,6 +178,7 @@ export function createByokRepository(db: Db, provider: DbProvider) {
             ...(p.isRequired !== undefined ? { isRequired: p.isRequired } : {}),
             ...(p.isFallback !== undefined ? { isFallback: p.isFallback } : {}),
             ...(p.isByokOnly !== undefined ? { isByokOnly: p.isByokOnly } : {}),
+            ...(p.weight !== undefined ? { weight: p.weight } : {}),
             ...(p.ciphertext !== undefined ? { ciphertext: Buffer.from(p.ciphertext), keyId: p.keyId!, label: p.label! } : {}),
             updatedAt: new Date(),
           },

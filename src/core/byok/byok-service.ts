@@ -37,6 +37,8 @@ export interface CreateCredentialInput {
   isFallback: boolean;
   isByokOnly: boolean;
   declaredZdr: boolean | null;
+  /** Load-balancing weight, 1 to {@link MAX_CREDENTIAL_WEIGHT}; absent: 1. */
+  weight?: number | undefined;
 }
 
 /** Undefined = unchanged; null clears a nullable field. */
@@ -52,6 +54,7 @@ export interface UpdateCredentialInput {
   isFallback?: boolean | undefined;
   isByokOnly?: boolean | undefined;
   declaredZdr?: boolean | null | undefined;
+  weight?: number | undefined;
 }
 
 export interface ListCredentialsInput extends PageInput {
@@ -78,7 +81,19 @@ function auditDetails(row: ByokRow): Record<string, unknown> {
     is_required: row.isRequired,
     is_fallback: row.isFallback,
     is_byok_only: row.isByokOnly,
+    weight: row.weight,
   };
+}
+
+/** The largest load-balancing weight of a credential (docs/routing.md, "Load balancing"). */
+export const MAX_CREDENTIAL_WEIGHT = 1000;
+
+/** A weight as given: an integer from 1 to {@link MAX_CREDENTIAL_WEIGHT}, else 400 naming `weight`. */
+export function validateWeight(weight: number): number {
+  if (!Number.isSafeInteger(weight) || weight < 1 || weight > MAX_CREDENTIAL_WEIGHT) {
+    throw invalidArgument("weight", `weight must be an integer from 1 to ${MAX_CREDENTIAL_WEIGHT}`);
+  }
+  return weight;
 }
 
 export const CREDENTIAL_NOT_FOUND = "BYOK credential not found";
@@ -142,6 +157,7 @@ export function createByokService(deps: ByokServiceDeps) {
         isRequired: input.isRequired,
         isFallback: input.isFallback,
         isByokOnly: input.isByokOnly,
+        weight: input.weight === undefined ? 1 : validateWeight(input.weight),
       });
       await audit(caller, "byok.create", created);
       return created;
@@ -176,6 +192,7 @@ export function createByokService(deps: ByokServiceDeps) {
       if (input.isRequired !== undefined) patch.isRequired = input.isRequired;
       if (input.isFallback !== undefined) patch.isFallback = input.isFallback;
       if (input.isByokOnly !== undefined) patch.isByokOnly = input.isByokOnly;
+      if (input.weight !== undefined) patch.weight = validateWeight(input.weight);
       if (isLookupId(input.id)) await checkHashesOwned(caller, patch.allowedApiKeyHashes ?? null);
       const row = isLookupId(input.id)
         ? await repo.update(caller.organizationId, input.id, async (current) => {

@@ -41,22 +41,25 @@ export interface ProviderKeyInfo {
   label: string;
   disabled: boolean;
   sortOrder: number;
+  /** Load-balancing weight among the provider's shared keys of equal sort_order (docs/routing.md). */
+  weight: number;
   keyId: string;
   createdAt: Date;
 }
 
-const info = (r: { id: string; provider: string; label: string; disabled: boolean; sortOrder: number; keyId: string; createdAt: Date }): ProviderKeyInfo => ({
+const info = (r: { id: string; provider: string; label: string; disabled: boolean; sortOrder: number; weight: number; keyId: string; createdAt: Date }): ProviderKeyInfo => ({
   id: r.id,
   provider: r.provider,
   label: r.label,
   disabled: r.disabled,
   sortOrder: r.sortOrder,
+  weight: r.weight,
   keyId: r.keyId,
   createdAt: r.createdAt,
 });
 
 export interface ProviderKeyAdmin {
-  add(input: { provider: string; key: string; sortOrder?: number }): Promise<ProviderKeyInfo>;
+  add(input: { provider: string; key: string; sortOrder?: number; weight?: number }): Promise<ProviderKeyInfo>;
   list(provider?: string): Promise<ProviderKeyInfo[]>;
   setDisabled(id: string, disabled: boolean): Promise<ProviderKeyInfo>;
   remove(id: string): Promise<void>;
@@ -76,10 +79,12 @@ export function createProviderKeyAdmin(deps: { db: Db; keyring: Keyring; servesP
       const key = validateKey(input.key);
       const sortOrder = input.sortOrder ?? 0;
       if (!Number.isSafeInteger(sortOrder)) throw invalidArgument("sort_order", "sort_order must be an integer");
+      const weight = input.weight ?? 1;
+      if (!Number.isSafeInteger(weight) || weight < 1 || weight > 1000) throw invalidArgument("weight", "weight must be an integer from 1 to 1000");
       const id = crypto.randomUUID();
       const sealed = sealCredentialKey(deps.keyring, providerKeyBinding({ id, provider }), key);
       const row = await db.providerKey.create({
-        data: { id, provider, label: byokLabel(key), keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext), sortOrder },
+        data: { id, provider, label: byokLabel(key), keyId: sealed.keyId, ciphertext: new Uint8Array(sealed.ciphertext), sortOrder, weight },
       });
       changed();
       return info(row);
@@ -111,6 +116,9 @@ export interface SharedCredential {
   id: string;
   provider: string;
   apiKey: string;
+  /** Its sort_order and load-balancing weight (docs/routing.md, "Load balancing"). */
+  sortOrder: number;
+  weight: number;
 }
 
 export interface SharedCredentialStore {
@@ -141,7 +149,7 @@ export function createSharedCredentialStore(deps: {
     const out: SharedCredential[] = [];
     for (const row of rows) {
       try {
-        out.push({ id: row.id, provider: row.provider, apiKey: decryptCredentialKey(deps.keyring, providerKeySealedRow(row)) });
+        out.push({ id: row.id, provider: row.provider, sortOrder: row.sortOrder, weight: row.weight, apiKey: decryptCredentialKey(deps.keyring, providerKeySealedRow(row)) });
       } catch (err) {
         deps.onUnusable?.(row.id, err);
       }
@@ -172,7 +180,7 @@ export function withKeylessProviders(store: SharedCredentialStore, keyless: read
   return {
     async forProvider(provider) {
       const keys = await store.forProvider(provider);
-      return keyless.includes(provider) ? [...keys, { id: KEYLESS_CREDENTIAL_ID, provider, apiKey: "" }] : keys;
+      return keyless.includes(provider) ? [...keys, { id: KEYLESS_CREDENTIAL_ID, provider, apiKey: "", sortOrder: Number.MAX_SAFE_INTEGER, weight: 1 }] : keys;
     },
     async providers() {
       const listed = await store.providers();

@@ -49,6 +49,7 @@ import type { ResponseCacheStore } from "./response-cache.js";
 import type { SpendStore } from "../spend/spend-store.js";
 import type { ChatRateLimiter } from "../../lib/chat-rate-limiter.js";
 import type { HealthMemory } from "./routing/health.js";
+import type { SessionAffinity } from "../../lib/session-affinity.js";
 import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
@@ -86,6 +87,10 @@ export interface ChatHandlerDeps {
   tracing?: boolean;
   /** The load balancing draw (tests inject it); default Math.random. */
   random?: () => number;
+  /** How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER); default balanced. */
+  credentialOrder?: "balanced" | "ordered";
+  /** Sticky sessions' memory (docs/routing.md); none: no stickiness. */
+  affinity?: SessionAffinity;
   /** The account's routing settings of a caller, as filters (docs/routing.md); none: no account settings. */
   accountRouting?: (caller: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
   /** The chat plugins' settings (docs/plugins.md); default: none configured. */
@@ -161,6 +166,8 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     health: deps.health,
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.accountRouting ? { accountFilters: deps.accountRouting } : {}),
+    ...(deps.credentialOrder ? { credentialOrder: deps.credentialOrder } : {}),
+    ...(deps.affinity ? { affinity: deps.affinity } : {}),
   });
   const execute = createExecuteStage({ logger: log, timeouts: deps.timeouts, health: deps.health });
   // The fusion plugin's panel members run through these same stages, as nested calls (pipeline/plugins/fusion.ts).

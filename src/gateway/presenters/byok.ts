@@ -21,6 +21,7 @@ export interface PublicByokCredential {
   is_fallback: boolean;
   is_byok_only: boolean;
   sort_order: number;
+  weight: number;
   created_at: string;
 }
 
@@ -44,6 +45,7 @@ export function presentByokCredential(c: ByokCredential): PublicByokCredential {
     is_fallback: c.isFallback,
     is_byok_only: c.isByokOnly,
     sort_order: c.sortOrder,
+    weight: c.weight,
     created_at: c.createdAt ? timestampDate(c.createdAt).toISOString() : new Date(0).toISOString(),
   };
 }
@@ -67,6 +69,7 @@ export const byokCredentialSchema = {
     "is_fallback",
     "is_byok_only",
     "sort_order",
+    "weight",
     "created_at",
   ],
   properties: {
@@ -84,6 +87,7 @@ export const byokCredentialSchema = {
     is_fallback: { type: "boolean" },
     is_byok_only: { type: "boolean" },
     sort_order: { type: "integer" },
+    weight: { type: "integer", minimum: 1 },
     created_at: { type: "string", format: "date-time" },
   },
 } as const;

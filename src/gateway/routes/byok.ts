@@ -35,6 +35,7 @@ function settingsInit(b: Body) {
     isFallback: b.is_fallback === true,
     isByokOnly: b.is_byok_only === true,
     ...(typeof b.declared_zdr === "boolean" ? { declaredZdr: b.declared_zdr } : {}),
+    ...(typeof b.weight === "number" ? { weight: b.weight } : {}),
   };
 }
 

@@ -38,6 +38,8 @@ export interface Knobs {
   failAfterChunks?: number;
   /** Streams only: after this many content events, destroy the socket without a goodbye. */
   dropAfterChunks?: number;
+  /** Streams only: after this many events, send nothing more until the client goes away (a stalled stream). */
+  stallAfterChunks?: number;
   /** Streams only: after this many content events, end the response cleanly (no end-of-stream marker). */
   endAfterChunks?: number;
   /** Hold the response this long before the status line (a slow provider); a client abort ends the wait. */
@@ -189,6 +191,10 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       if (k.endAfterChunks !== undefined && sent === k.endAfterChunks) {
         ended = true;
         res.end();
+        return;
+      }
+      if (k.stallAfterChunks !== undefined && sent === k.stallAfterChunks) {
+        await new Promise((r) => res.once("close", r));
         return;
       }
       if (k.dropAfterChunks !== undefined && sent === k.dropAfterChunks) {

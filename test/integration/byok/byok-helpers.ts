@@ -19,6 +19,7 @@ export const CREDENTIAL_KEYS = [
   "is_fallback",
   "is_byok_only",
   "sort_order",
+  "weight",
   "created_at",
 ].sort();
 

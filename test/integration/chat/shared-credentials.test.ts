@@ -65,7 +65,8 @@ describe.each(["sqlite", "postgresql"] as const)("shared provider keys and the B
     const keyFile = join(mkdtempSync(join(tmpdir(), "portico-pk-")), "keyring.json");
     writeKeyringFile(keyFile, { primaryId: "k1", keys: new Map([["k1", randomBytes(32)]]) });
     const shared = { REDIS_URL, PORTICO_REDIS_PREFIX: `test-${randomUUID()}:`, PORTICO_MASTER_KEY_FILE: keyFile };
-    h = await startHarness({ provider, env: { ...shared, PORTICO_PROVIDER_GROQ_BASE_URL: `${up.url}/v1` } });
+    // The strict order these tests check (the default draws credentials of one tier by weight: docs/routing.md).
+    h = await startHarness({ provider, env: { ...shared, PORTICO_CREDENTIAL_ORDER: "ordered", PORTICO_PROVIDER_GROQ_BASE_URL: `${up.url}/v1` } });
     env = { ...shared, PORTICO_DATA_DIR: h.config.dataDir, DATABASE_URL: h.database.url, PORTICO_LOG_LEVEL: "error" };
     client = new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
   });

@@ -19,6 +19,7 @@ import type { CanonicalRequest, StreamEvent } from "../../../src/core/chat/model
 import { errorDetailOf } from "../../../src/lib/service-error.js";
 import { createMemoryHealthMemory } from "../../../src/lib/health-memory.js";
 import { credentialKey } from "../../../src/core/chat/routing/health.js";
+import { createMemorySessionAffinity } from "../../../src/lib/session-affinity.js";
 
 const caller: Caller = {
   keyId: "k1", keyHash: "h".repeat(64), keyLabel: "k", organizationId: "o1", workspaceId: "w1", userId: "u1",
@@ -260,5 +261,54 @@ describe("plan", () => {
     const plan = createPlanStage({ credentials: store({}), providers: new ProviderRegistry(), maxAttempts: 10, catalog: createCatalog(BUILTIN_CATALOG) });
     const err = await plan.run(newCall(caller, new AbortController().signal, false, request()), async () => ({ kind: "stream", events: none() })).catch((e: unknown) => e);
     expect(errorDetailOf(err as ConnectError)?.reason).toBe("no_credential");
+  });
+});
+
+describe("plan: sticky sessions", () => {
+  const store = (keys: string[]) => ({
+    forProvider: async (_w: string, provider: string) =>
+      keys.map((apiKey, i) => ({
+        id: `${provider}-${i}`, provider, disabled: false, allowedModels: null, allowedApiKeyHashes: null, allowedUserIds: null,
+        isRequired: false, isFallback: false, isByokOnly: false, sortOrder: i, createdAt: new Date(2026, 0, 1), apiKey,
+      })),
+    listAll: async () => [],
+  });
+
+  it("a session's pin goes first while healthy; a cooling endpoint breaks it and what serves is pinned", async () => {
+    const health = createMemoryHealthMemory();
+    const affinity = createMemorySessionAffinity({ ttlMs: 60_000 });
+    const plan = createPlanStage({ credentials: store(["o1", "o2", "o3"]), providers: new ProviderRegistry(), maxAttempts: 2, catalog: createCatalog(BUILTIN_CATALOG), health, affinity });
+    const serve = (call: ChatCall, index: number) => async () => {
+      const a = call.attempts[index]!;
+      Object.assign(call.track, { provider: a.provider, model: a.requestedModel, credentialId: a.credentialId });
+      return { kind: "stream", events: none() } as ChatOutcome;
+    };
+    const session = (id: string) => newCall(caller, new AbortController().signal, false, request({ model: "openai/gpt-4o" }), undefined, id);
+    // First request: served by its second attempt (o2), which is pinned.
+    const first = session("s-1");
+    await plan.run(first, serve(first, 1));
+    expect(first.attempts.map((a) => a.call.apiKey)).toEqual(["o1", "o2"]);
+    const again = session("s-1");
+    await plan.run(again, serve(again, 0));
+    expect(again.attempts.map((a) => a.call.apiKey)).toEqual(["o2", "o1"]);
+    // The pin beyond maxAttempts still goes first: pin o3 through a session whose pin is set directly.
+    affinity.set(`${caller.organizationId}\u0000openai/gpt-4o`, "s-2", { provider: "openai", model: "gpt-4o", credentialId: "openai-2" });
+    const far = session("s-2");
+    await plan.run(far, serve(far, 0));
+    expect(far.attempts.map((a) => a.call.apiKey)).toEqual(["o3", "o1"]);
+    expect(far.attemptsNotTried).toBe(1);
+    // Another session and another organization's same session id are not pinned.
+    const fresh = session("s-3");
+    await plan.run(fresh, serve(fresh, 0));
+    expect(fresh.attempts[0]!.call.apiKey).toBe("o1");
+    // The endpoint cools: the pin no longer holds; the request is routed afresh and what serves is pinned.
+    health.failed("endpoint:openai:gpt-4o");
+    const cooled = session("s-1");
+    await plan.run(cooled, serve(cooled, 0));
+    expect(cooled.attempts.map((a) => a.call.apiKey)).toEqual(["o1", "o2"]);
+    health.succeeded("endpoint:openai:gpt-4o");
+    const after = session("s-1");
+    await plan.run(after, serve(after, 1));
+    expect(after.attempts.map((a) => a.call.apiKey)).toEqual(["o1", "o2"]);
   });
 });

@@ -43,6 +43,7 @@ function recordOf(row: CredentialRow): CredentialRecord {
     sortOrder: row.sortOrder,
     createdAt: row.createdAt,
     declaredZdr: row.declaredZdr,
+    weight: row.weight,
   };
 }
 

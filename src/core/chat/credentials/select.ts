@@ -7,8 +7,12 @@
  *    `allowed_models` (exact model slug, or `<vendor>/*`), `allowed_api_key_hashes` (the calling key),
  *    `allowed_user_ids` (the calling key's user). null = no restriction. A skipped credential has no
  *    effect at all, its flags included (a key it is not granted to does not see it).
- * 2. Order: non-fallback credentials by `sort_order` (then creation time, then id), then the shared
- *    credentials (the operator's, in their order), then `is_fallback` credentials by `sort_order`.
+ * 2. Order: three tiers, non-fallback credentials, then the shared credentials (the operator's), then
+ *    `is_fallback` credentials. Within a tier ({@link CredentialOrder}, docs/routing.md "Load balancing"):
+ *    - "balanced" (the default): a draw by `weight` (the first ∝ weight, the next ∝ weight among the rest, …);
+ *      `sort_order` plays no part;
+ *    - "ordered": `sort_order` is a strict order (then creation time, then id; shared keys in the operator's
+ *      order); weights play no part.
  * 3. Shared credentials are removed when a credential that admits the caller (key and user) is
  *    `is_required` (for every model of its provider, inside or outside its `allowed_models`), or
  *    `is_byok_only` and applies to the model (its `allowed_models`, or every model when null).
@@ -32,12 +36,53 @@ export interface CredentialRecord {
    * absent = the endpoint's own terms decide (docs/routing.md).
    */
   declaredZdr?: boolean | null;
+  /** Load-balancing weight (1 to 1000); absent: 1. */
+  weight?: number;
 }
 
 export interface SharedCredentialRecord {
   id: string;
   provider: string;
+  /** The operator's order; absent: 0. */
+  sortOrder?: number;
+  /** Load-balancing weight; absent: 1. */
+  weight?: number;
 }
+
+/**
+ * How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER): "balanced" draws them by weight,
+ * "ordered" keeps `sort_order` as a strict order (weights play no part).
+ */
+export type CredentialOrder = "balanced" | "ordered";
+
+export interface DrawOptions {
+  order?: CredentialOrder;
+  /** The draw, in [0, 1); default Math.random (tests inject it). */
+  random?: () => number;
+}
+
+/**
+ * A weighted draw without replacement: the first item with probability weight / total, the next among the
+ * rest likewise, and so on. Weights below 1 (or not numbers) count as 1. Stable for a single item (no draw).
+ */
+export function weightedOrder<T>(items: readonly T[], weightOf: (item: T) => number | undefined, random: () => number = Math.random): T[] {
+  if (items.length < 2) return [...items];
+  const rest = items.map((item) => ({ item, w: Math.max(1, Math.floor(Number(weightOf(item)) || 1)) }));
+  const out: T[] = [];
+  let total = rest.reduce((s, r) => s + r.w, 0);
+  while (rest.length > 1) {
+    let pick = Math.min(Math.max(random(), 0), 0.999999999) * total;
+    let i = 0;
+    while (i < rest.length - 1 && pick >= rest[i]!.w) pick -= rest[i++]!.w;
+    const [chosen] = rest.splice(i, 1);
+    total -= chosen!.w;
+    out.push(chosen!.item);
+  }
+  out.push(rest[0]!.item);
+  return out;
+}
+
+
 
 export interface SelectionRequest {
   provider: string;
@@ -74,14 +119,22 @@ export function selectCredentials(
   byok: readonly CredentialRecord[],
   shared: readonly SharedCredentialRecord[],
   req: SelectionRequest,
+  draw: DrawOptions = {},
 ): SelectedCredential[] {
+  const random = draw.random ?? Math.random;
+  // Absent: "ordered" (the strict order callers without options had); the core passes PORTICO_CREDENTIAL_ORDER.
+  const ordered = draw.order !== "balanced";
+  const weightOf = (c: { weight?: number }) => c.weight;
+  const tier = <T extends { weight?: number }>(stable: T[]) => (ordered ? stable : weightedOrder(stable, weightOf, random));
+  const sharedOf = shared.filter((s) => s.provider === req.provider);
   const governing = byok.filter((c) => c.provider === req.provider && !c.disabled && admitsCaller(c, req));
   const usable = governing.filter((c) => admitsModel(c, req.model, req.aliases));
   const sharedRemoved = governing.some((c) => c.isRequired || (c.isByokOnly && admitsModel(c, req.model, req.aliases)));
   const own = (c: CredentialRecord): SelectedCredential => ({ id: c.id, source: "byok" });
   return [
-    ...usable.filter((c) => !c.isFallback).sort(byOrder).map(own),
-    ...(sharedRemoved ? [] : shared.filter((s) => s.provider === req.provider).map((s): SelectedCredential => ({ id: s.id, source: "shared" }))),
-    ...usable.filter((c) => c.isFallback).sort(byOrder).map(own),
+    ...tier(usable.filter((c) => !c.isFallback).sort(byOrder)).map(own),
+    // Shared keys arrive in the operator's order (sort_order, then age, then id).
+    ...(sharedRemoved ? [] : tier(sharedOf).map((s): SelectedCredential => ({ id: s.id, source: "shared" }))),
+    ...tier(usable.filter((c) => c.isFallback).sort(byOrder)).map(own),
   ];
 }

@@ -7,21 +7,28 @@
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import { MAX_SESSION_ID_CHARS } from "../../../contract/requests/chat-request.js";
+import { SESSION_HEADERS } from "../../../contract/session-headers.js";
 import { invalidArgument } from "../../errors.js";
 import type { CanonicalRequest } from "../model.js";
 import type { ChatCall } from "./stage.js";
 
-/** The header a caller (or a coding agent) may name its session with; the body's `session_id` wins. */
+/** The header a caller may name its session with; the body's `session_id` wins. */
 export const SESSION_HEADER = "x-session-id";
 
-/** The `x-session-id` header of a call (undefined when absent or empty); longer than the body's bound → 400 naming it. */
+/**
+ * The session a call's headers name: `x-session-id`, else the first of the coding agents' own session headers
+ * (src/contract/session-headers.ts) present and not empty; one longer than the body's bound → 400 naming it.
+ */
 export function sessionHeaderOf(ctx: HandlerContext): string | undefined {
-  const raw = ctx.requestHeader.get(SESSION_HEADER)?.trim();
-  if (!raw) return undefined;
-  if (raw.length > MAX_SESSION_ID_CHARS) {
-    throw invalidArgument(SESSION_HEADER, `${SESSION_HEADER} must be at most ${MAX_SESSION_ID_CHARS} characters long`);
+  for (const name of SESSION_HEADERS) {
+    const raw = ctx.requestHeader.get(name)?.trim();
+    if (!raw) continue;
+    if (raw.length > MAX_SESSION_ID_CHARS) {
+      throw invalidArgument(name, `${name} must be at most ${MAX_SESSION_ID_CHARS} characters long`);
+    }
+    return raw;
   }
-  return raw;
+  return undefined;
 }
 
 /** The known `trace` keys the request log filters by besides `trace_id` (which has a column of its own). */

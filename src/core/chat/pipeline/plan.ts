@@ -7,6 +7,12 @@
  * At most `maxAttempts` (PORTICO_CHAT_MAX_ATTEMPTS) are kept, in plan order; the rest are counted in
  * `call.attemptsNotTried` (the error of a request whose kept attempts all fail says so). Credentials are read
  * once per provider, so planning is linear in the (capped) lists of the request.
+ *
+ * Credentials of one tier are drawn by weight unless PORTICO_CREDENTIAL_ORDER=ordered (../credentials/select.ts).
+ * Sticky sessions (docs/routing.md): a request naming a session (`session_id`, `x-session-id` or a coding agent's
+ * own session header) is tried first on the endpoint and credential that last served the same session of the
+ * organization for the same requested model, while neither is cooling in the health memory; what served is
+ * remembered for the next request.
  */
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf, Reason, serviceError } from "../../errors.js";
@@ -20,6 +26,9 @@ import { routingPreferencesOf, splitSuffix } from "../routing/preferences.js";
 import { endpointKey, type HealthMemory } from "../routing/health.js";
 import { filterCandidates, orderCandidates, resolveCandidates, type RoutingFilter } from "../routing/route.js";
 import type { EndpointStats } from "../routing/endpoint-stats.js";
+import type { CredentialOrder } from "../credentials/select.js";
+import type { SessionAffinity, SessionPin } from "../../../lib/session-affinity.js";
+import { credentialKey } from "../routing/health.js";
 import { invalidArgument } from "../../errors.js";
 import type { ChatStage } from "./stage.js";
 
@@ -40,6 +49,13 @@ export interface PlanDeps {
   random?: () => number;
   /** The account's routing settings for a caller, as filters applied before the request's own (docs/routing.md). */
   accountFilters?: (call: { organizationId: string; workspaceId: string }) => Promise<readonly RoutingFilter[]>;
+  /**
+   * How credentials of one tier are ordered (PORTICO_CREDENTIAL_ORDER, whose default is "balanced": the core passes
+   * it); absent here: "ordered", the strict sort_order (the order before load balancing existed).
+   */
+  credentialOrder?: CredentialOrder;
+  /** Sticky sessions' memory; none: no stickiness. */
+  affinity?: SessionAffinity;
 }
 
 /**
@@ -87,7 +103,19 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       if (models.length === 0) throw invalidArgument("model", "model is required (a model id such as openai/gpt-4o, or @preset/<slug>)");
       const prefs = routingPreferencesOf(body, names);
       checkModelIds(body, known, deps.catalog, prefs.order ?? [], call.track.presetSlug);
+      const session = call.track.context.sessionId ?? call.sessionHeader ?? null;
+      const scope = session && deps.affinity ? `${caller.organizationId}\u0000${models[0]}` : undefined;
+      const pinning = scope !== undefined ? deps.affinity!.get(scope, session!) : undefined;
       const account = deps.accountFilters ? await deps.accountFilters(caller) : [];
+      let pin: SessionPin | undefined = pinning ? await pinning : undefined;
+      if (pin && deps.health) {
+        // A pin holds while its endpoint and credential are healthy; cooling, the request is routed afresh.
+        const now = Date.now();
+        if (deps.health.coolingUntil(endpointKey(pin.provider, pin.model), now) !== undefined || deps.health.coolingUntil(credentialKey(pin.credentialId), now) !== undefined) {
+          pin = undefined;
+        }
+      }
+      let pinned = false;
       const credentialsOf = (slug: string) =>
         Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
       const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
@@ -124,7 +152,12 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         // A credential restricted to models is matched on the model as named and, for a catalog model, on
         // `<provider>/<provider model id>` too.
         const aliases = plan.endpoint ? [`${plan.provider}/${plan.upstreamModel}`] : [];
-        const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId });
+        const order = selectCredentials(
+          creds,
+          shared,
+          { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId },
+          { random, order: deps.credentialOrder ?? "ordered" },
+        );
         for (const sel of order) {
           const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
           if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
@@ -134,17 +167,20 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
             const declared = sel.source === "byok" ? (cred as { declaredZdr?: boolean | null }).declaredZdr : undefined;
             if (declared === false || (plan.endpoint?.zdr !== true && declared !== true)) continue;
           }
+          const isPin = !pinned && pin !== undefined && pin.provider === plan.provider && pin.model === plan.upstreamModel && pin.credentialId === cred.id;
           if (call.attempts.length >= deps.maxAttempts) {
             call.attemptsNotTried++;
-            continue;
+            if (!isPin) continue;
+            call.attempts.pop(); // the session's pin goes first; the last kept attempt makes room
           }
-          call.attempts.push({
+          if (isPin) pinned = true;
+          call.attempts[isPin ? "unshift" : "push"]({
             provider: plan.provider,
             requestedModel: plan.requestedModel,
             credentialId: cred.id,
             credentialSource: sel.source,
             adapter: provider.adapter,
-            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal },
+            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal, ...(provider.limits ? { limits: provider.limits } : {}) },
             catalogModel: plan.model?.slug ?? null,
             ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
             healthKey: endpointKey(plan.provider, plan.upstreamModel),
@@ -160,6 +196,7 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
       // The served attempt says whether the catalog knew what served (the generation's catalog model; null: uncatalogued).
       const served = call.attempts.find((a) => a.provider === track.provider && a.credentialId === track.credentialId && a.requestedModel === track.model);
       if (served) track.catalogModel = served.catalogModel ?? null;
+      if (served && scope !== undefined) deps.affinity!.set(scope, session!, { provider: served.provider, model: served.call.model, credentialId: served.credentialId });
       return outcome;
     },
   };

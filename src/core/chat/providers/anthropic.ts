@@ -15,7 +15,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
@@ -182,7 +182,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: anthropicErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
+      ...upstreamTimeouts(call, stream),
     });
   }
 
@@ -198,7 +198,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       signal: call.signal,
       apiKey: call.apiKey,
       errorMessage: anthropicErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
+      ...upstreamTimeouts(call, false),
     });
     const answer = redact(await readJson(response), call.apiKey) as { input_tokens?: unknown };
     if (typeof answer?.input_tokens !== "number") throw new UpstreamError(0, "upstream returned no input_tokens count", true, answer);

@@ -14,7 +14,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 
 type Part = Record<string, unknown>;
@@ -192,7 +192,7 @@ export class GeminiAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: geminiErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
+      ...upstreamTimeouts(call, stream),
     });
   }
 
@@ -210,7 +210,7 @@ export class GeminiAdapter implements ProviderAdapter {
       signal: call.signal,
       apiKey: call.apiKey,
       errorMessage: geminiErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
+      ...upstreamTimeouts(call, false),
     });
     const answer = redact(await readJson(response), call.apiKey) as { totalTokens?: unknown };
     if (typeof answer?.totalTokens !== "number") throw new UpstreamError(0, "upstream returned no totalTokens count", true, answer);

@@ -7,7 +7,7 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { UpstreamError, isRetryableStatus } from "./types.js";
+import { UpstreamError, isRetryableStatus, type UpstreamCall } from "./types.js";
 
 export interface PostOptions {
   url: string;
@@ -24,6 +24,26 @@ export interface PostOptions {
    * with a retryable `UpstreamError` whose `timedOut` is true; unset: only the idle limit applies.
    */
   firstByteTimeoutMs?: number;
+  /** The TCP connection must be established this long after the request began; default {@link UPSTREAM_CONNECT_TIMEOUT_MS}. */
+  connectTimeoutMs?: number;
+}
+
+/** A provider that does not accept the connection within this is abandoned (a retryable timeout). */
+export const UPSTREAM_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The time limits of one call (docs/operations.md): the operator's per-provider limits (`call.limits`) where set,
+ * else the attempt's (the execute stage's first-byte limit, the default idle and connect limits). A provider's
+ * first-byte limit applies to streamed calls only (a non-streamed answer begins when it is whole).
+ */
+export function upstreamTimeouts(call: Pick<UpstreamCall, "firstByteTimeoutMs" | "limits">, streamed: boolean): Pick<PostOptions, "firstByteTimeoutMs" | "idleTimeoutMs" | "connectTimeoutMs"> {
+  const l = call.limits;
+  if (l === undefined) return { firstByteTimeoutMs: call.firstByteTimeoutMs };
+  return {
+    firstByteTimeoutMs: streamed && l.firstByteMs !== undefined ? l.firstByteMs : call.firstByteTimeoutMs,
+    ...(l.idleMs !== undefined ? { idleTimeoutMs: l.idleMs } : {}),
+    ...(l.connectMs !== undefined ? { connectTimeoutMs: l.connectMs } : {}),
+  };
 }
 
 /** Like undici's headers and body timeouts (which `fetch` applied before): 300 s without a byte fails the call. */
@@ -143,6 +163,7 @@ function send(
   signal: AbortSignal,
   idleMs: number,
   firstByteMs: number | undefined,
+  connectMs: number,
   retried = false,
 ): Promise<IncomingMessage> {
   const secure = url.secure;
@@ -178,6 +199,14 @@ function send(
     let writtenBefore: number | undefined;
     req.once("socket", (socket) => {
       writtenBefore = socket.bytesWritten;
+      if (!socket.connecting) return; // a kept-alive connection
+      const timer = setTimeout(
+        () => req.destroy(new UpstreamError(0, `upstream did not accept the connection within ${seconds(connectMs)}`, true, undefined, { timedOut: true })),
+        connectMs,
+      );
+      const clear = () => clearTimeout(timer);
+      socket.once("connect", clear);
+      socket.once("close", clear);
     });
     req.once("response", (res) => {
       response = res;
@@ -191,7 +220,7 @@ function send(
       detach();
       const unsent = req.reusedSocket && writtenBefore !== undefined && req.socket !== null && req.socket.bytesWritten === writtenBefore;
       if (!retried && unsent && !signal.aborted && !(err instanceof UpstreamError)) {
-        resolve(send(url, headers, payload, signal, idleMs, firstByteMs, true));
+        resolve(send(url, headers, payload, signal, idleMs, firstByteMs, connectMs, true));
       } else if (req.reusedSocket && !unsent && !(err instanceof UpstreamError) && !signal.aborted) {
         reject(new UpstreamError(0, `upstream connection broke after the request was sent (${err.code ?? err.message}); not re-sent`, true, undefined, { sent: true }));
       } else reject(err);
@@ -260,7 +289,7 @@ export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
   let response: UpstreamResponse;
   try {
     const headers = { "content-type": "application/json", ...opts.headers };
-    response = wrap(await send(targetOf(opts.url), headers, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS, opts.firstByteTimeoutMs));
+    response = wrap(await send(targetOf(opts.url), headers, JSON.stringify(opts.body), opts.signal, opts.idleTimeoutMs ?? UPSTREAM_IDLE_TIMEOUT_MS, opts.firstByteTimeoutMs, opts.connectTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS));
   } catch (err) {
     if (opts.signal.aborted) throw opts.signal.reason ?? err;
     if (err instanceof UpstreamError) throw err;

@@ -6,6 +6,7 @@
  * shared provider keys may name, and what GET /api/v1/providers lists.
  */
 import type { ProviderEndpointConfig } from "../../../config.js";
+import type { UpstreamLimits } from "./types.js";
 import { AnthropicAdapter } from "./anthropic.js";
 import { GeminiAdapter } from "./gemini.js";
 import { OpenAICompatibleAdapter } from "./openai-compatible.js";
@@ -49,6 +50,8 @@ export interface ResolvedProvider {
   operatorAdded: boolean;
   /** Served without a credential (PORTICO_KEYLESS_PROVIDERS): no key, no Authorization header. */
   keyless: boolean;
+  /** The operator's time limits for this provider (PORTICO_PROVIDER_<SLUG>_*_TIMEOUT_MS); absent: the defaults. */
+  limits?: UpstreamLimits;
 }
 
 /** The slug's form inside an environment variable name: `anthropic/2` → `ANTHROPIC_2`. */
@@ -60,9 +63,16 @@ export class ProviderRegistry {
   private readonly entries = new Map<string, ResolvedProvider>();
 
   constructor(config: ProviderEndpointConfig = { baseUrls: {}, extraOpenAICompatible: {}, keyless: [] }) {
+    // A provider's own limits over the operator's defaults for every provider ("*").
+    const limitsOf = (slug: string): UpstreamLimits | undefined => {
+      const all = config.limits?.["*"];
+      const own = config.limits?.[slugEnvName(slug)];
+      return all || own ? { ...all, ...own } : undefined;
+    };
     for (const [slug, builtin] of Object.entries(builtins)) {
       const baseUrl = config.baseUrls[slugEnvName(slug)] ?? builtin.baseUrl;
-      this.entries.set(slug, { slug, name: builtin.name, adapter: builtin.adapter, baseUrl, operatorAdded: false, keyless: false });
+      const limits = limitsOf(slug);
+      this.entries.set(slug, { slug, name: builtin.name, adapter: builtin.adapter, baseUrl, operatorAdded: false, keyless: false, ...(limits ? { limits } : {}) });
     }
     for (const [slug, baseUrl] of Object.entries(config.extraOpenAICompatible)) {
       this.entries.set(slug, {
@@ -72,6 +82,7 @@ export class ProviderRegistry {
         baseUrl: config.baseUrls[slugEnvName(slug)] ?? baseUrl,
         operatorAdded: true,
         keyless: config.keyless.includes(slug),
+        ...(limitsOf(slug) ? { limits: limitsOf(slug)! } : {}),
       });
     }
   }

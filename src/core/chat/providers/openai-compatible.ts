@@ -5,7 +5,7 @@
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "./types.js";
-import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, type UpstreamResponse } from "./http.js";
+import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -88,7 +88,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       signal,
       apiKey: call.apiKey,
       errorMessage: openAiErrorMessage,
-      firstByteTimeoutMs: call.firstByteTimeoutMs,
+      ...upstreamTimeouts(call, stream),
     });
   }
 

@@ -37,6 +37,18 @@ export interface UpstreamCall {
   firstByteTimeoutMs?: number;
   /** Extra provider-specific settings (e.g. an API version header), from operator configuration. */
   options?: Readonly<Record<string, string>>;
+  /** The operator's time limits for this provider (docs/operations.md, "Upstream time limits per provider"). */
+  limits?: UpstreamLimits;
+}
+
+/** Time limits of one provider's calls, ms; absent: the defaults. */
+export interface UpstreamLimits {
+  /** The TCP connection must be established within this (PORTICO_PROVIDER_<SLUG>_CONNECT_TIMEOUT_MS). */
+  connectMs?: number;
+  /** Streamed attempts: the response must begin within this, replacing the global limit (…_FIRST_BYTE_TIMEOUT_MS). */
+  firstByteMs?: number;
+  /** The longest silence, before the response or between chunks (…_IDLE_TIMEOUT_MS). */
+  idleMs?: number;
 }
 
 /** Token usage (see Usage in ../model.ts for the canonical meaning of each field). */

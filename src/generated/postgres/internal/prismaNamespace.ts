@@ -2421,6 +2421,7 @@ export const ByokCredentialScalarFieldEnum = {
   isFallback: 'isFallback',
   isByokOnly: 'isByokOnly',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   deletedAt: 'deletedAt'
@@ -2437,6 +2438,7 @@ export const ProviderKeyScalarFieldEnum = {
   keyId: 'keyId',
   disabled: 'disabled',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

@@ -338,6 +338,7 @@ export const ByokCredentialScalarFieldEnum = {
   isFallback: 'isFallback',
   isByokOnly: 'isByokOnly',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   deletedAt: 'deletedAt'
@@ -354,6 +355,7 @@ export const ProviderKeyScalarFieldEnum = {
   keyId: 'keyId',
   disabled: 'disabled',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

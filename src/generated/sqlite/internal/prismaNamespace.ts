@@ -2418,6 +2418,7 @@ export const ByokCredentialScalarFieldEnum = {
   isFallback: 'isFallback',
   isByokOnly: 'isByokOnly',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   deletedAt: 'deletedAt'
@@ -2434,6 +2435,7 @@ export const ProviderKeyScalarFieldEnum = {
   keyId: 'keyId',
   disabled: 'disabled',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

@@ -335,6 +335,7 @@ export const ByokCredentialScalarFieldEnum = {
   isFallback: 'isFallback',
   isByokOnly: 'isByokOnly',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt',
   deletedAt: 'deletedAt'
@@ -351,6 +352,7 @@ export const ProviderKeyScalarFieldEnum = {
   keyId: 'keyId',
   disabled: 'disabled',
   sortOrder: 'sortOrder',
+  weight: 'weight',
   createdAt: 'createdAt',
   updatedAt: 'updatedAt'
 } as const

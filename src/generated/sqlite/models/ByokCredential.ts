@@ -28,10 +28,12 @@ export type AggregateByokCredential = {
 
 export type ByokCredentialAvgAggregateOutputType = {
   sortOrder: number | null
+  weight: number | null
 }
 
 export type ByokCredentialSumAggregateOutputType = {
   sortOrder: number | null
+  weight: number | null
 }
 
 export type ByokCredentialMinAggregateOutputType = {
@@ -49,6 +51,7 @@ export type ByokCredentialMinAggregateOutputType = {
   isFallback: boolean | null
   isByokOnly: boolean | null
   sortOrder: number | null
+  weight: number | null
   createdAt: Date | null
   updatedAt: Date | null
   deletedAt: Date | null
@@ -69,6 +72,7 @@ export type ByokCredentialMaxAggregateOutputType = {
   isFallback: boolean | null
   isByokOnly: boolean | null
   sortOrder: number | null
+  weight: number | null
   createdAt: Date | null
   updatedAt: Date | null
   deletedAt: Date | null
@@ -92,6 +96,7 @@ export type ByokCredentialCountAggregateOutputType = {
   isFallback: number
   isByokOnly: number
   sortOrder: number
+  weight: number
   createdAt: number
   updatedAt: number
   deletedAt: number
@@ -101,10 +106,12 @@ export type ByokCredentialCountAggregateOutputType = {
 
 export type ByokCredentialAvgAggregateInputType = {
   sortOrder?: true
+  weight?: true
 }
 
 export type ByokCredentialSumAggregateInputType = {
   sortOrder?: true
+  weight?: true
 }
 
 export type ByokCredentialMinAggregateInputType = {
@@ -122,6 +129,7 @@ export type ByokCredentialMinAggregateInputType = {
   isFallback?: true
   isByokOnly?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
@@ -142,6 +150,7 @@ export type ByokCredentialMaxAggregateInputType = {
   isFallback?: true
   isByokOnly?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
@@ -165,6 +174,7 @@ export type ByokCredentialCountAggregateInputType = {
   isFallback?: true
   isByokOnly?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
   deletedAt?: true
@@ -275,6 +285,7 @@ export type ByokCredentialGroupByOutputType = {
   isFallback: boolean
   isByokOnly: boolean
   sortOrder: number
+  weight: number
   createdAt: Date
   updatedAt: Date
   deletedAt: Date | null
@@ -321,6 +332,7 @@ export type ByokCredentialWhereInput = {
   isFallback?: Prisma.BoolFilter<"ByokCredential"> | boolean
   isByokOnly?: Prisma.BoolFilter<"ByokCredential"> | boolean
   sortOrder?: Prisma.IntFilter<"ByokCredential"> | number
+  weight?: Prisma.IntFilter<"ByokCredential"> | number
   createdAt?: Prisma.DateTimeFilter<"ByokCredential"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ByokCredential"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"ByokCredential"> | Date | string | null
@@ -344,6 +356,7 @@ export type ByokCredentialOrderByWithRelationInput = {
   isFallback?: Prisma.SortOrder
   isByokOnly?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -370,6 +383,7 @@ export type ByokCredentialWhereUniqueInput = Prisma.AtLeast<{
   isFallback?: Prisma.BoolFilter<"ByokCredential"> | boolean
   isByokOnly?: Prisma.BoolFilter<"ByokCredential"> | boolean
   sortOrder?: Prisma.IntFilter<"ByokCredential"> | number
+  weight?: Prisma.IntFilter<"ByokCredential"> | number
   createdAt?: Prisma.DateTimeFilter<"ByokCredential"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ByokCredential"> | Date | string
   deletedAt?: Prisma.DateTimeNullableFilter<"ByokCredential"> | Date | string | null
@@ -393,6 +407,7 @@ export type ByokCredentialOrderByWithAggregationInput = {
   isFallback?: Prisma.SortOrder
   isByokOnly?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrderInput | Prisma.SortOrder
@@ -424,6 +439,7 @@ export type ByokCredentialScalarWhereWithAggregatesInput = {
   isFallback?: Prisma.BoolWithAggregatesFilter<"ByokCredential"> | boolean
   isByokOnly?: Prisma.BoolWithAggregatesFilter<"ByokCredential"> | boolean
   sortOrder?: Prisma.IntWithAggregatesFilter<"ByokCredential"> | number
+  weight?: Prisma.IntWithAggregatesFilter<"ByokCredential"> | number
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"ByokCredential"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"ByokCredential"> | Date | string
   deletedAt?: Prisma.DateTimeNullableWithAggregatesFilter<"ByokCredential"> | Date | string | null
@@ -447,6 +463,7 @@ export type ByokCredentialCreateInput = {
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
@@ -470,6 +487,7 @@ export type ByokCredentialUncheckedCreateInput = {
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
@@ -493,6 +511,7 @@ export type ByokCredentialUpdateInput = {
   isFallback?: Prisma.BoolFieldUpdateOperationsInput | boolean
   isByokOnly?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -516,6 +535,7 @@ export type ByokCredentialUncheckedUpdateInput = {
   isFallback?: Prisma.BoolFieldUpdateOperationsInput | boolean
   isByokOnly?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -539,6 +559,7 @@ export type ByokCredentialCreateManyInput = {
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
   deletedAt?: Date | string | null
@@ -562,6 +583,7 @@ export type ByokCredentialUpdateManyMutationInput = {
   isFallback?: Prisma.BoolFieldUpdateOperationsInput | boolean
   isByokOnly?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -585,6 +607,7 @@ export type ByokCredentialUncheckedUpdateManyInput = {
   isFallback?: Prisma.BoolFieldUpdateOperationsInput | boolean
   isByokOnly?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   deletedAt?: Prisma.NullableDateTimeFieldUpdateOperationsInput | Date | string | null
@@ -608,6 +631,7 @@ export type ByokCredentialCountOrderByAggregateInput = {
   isFallback?: Prisma.SortOrder
   isByokOnly?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
@@ -615,6 +639,7 @@ export type ByokCredentialCountOrderByAggregateInput = {
 
 export type ByokCredentialAvgOrderByAggregateInput = {
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
 }
 
 export type ByokCredentialMaxOrderByAggregateInput = {
@@ -632,6 +657,7 @@ export type ByokCredentialMaxOrderByAggregateInput = {
   isFallback?: Prisma.SortOrder
   isByokOnly?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
@@ -652,6 +678,7 @@ export type ByokCredentialMinOrderByAggregateInput = {
   isFallback?: Prisma.SortOrder
   isByokOnly?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   deletedAt?: Prisma.SortOrder
@@ -659,6 +686,7 @@ export type ByokCredentialMinOrderByAggregateInput = {
 
 export type ByokCredentialSumOrderByAggregateInput = {
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
 }
 
 export type NullableBytesFieldUpdateOperationsInput = {
@@ -689,6 +717,7 @@ export type ByokCredentialSelect<ExtArgs extends runtime.Types.Extensions.Intern
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
@@ -712,6 +741,7 @@ export type ByokCredentialSelectCreateManyAndReturn<ExtArgs extends runtime.Type
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
@@ -735,6 +765,7 @@ export type ByokCredentialSelectUpdateManyAndReturn<ExtArgs extends runtime.Type
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
@@ -758,12 +789,13 @@ export type ByokCredentialSelectScalar = {
   isFallback?: boolean
   isByokOnly?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
   deletedAt?: boolean
 }
 
-export type ByokCredentialOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "provider" | "name" | "label" | "ciphertext" | "keyId" | "allowedApiKeyHashes" | "allowedModels" | "allowedUserIds" | "declaredZdr" | "disabled" | "isRequired" | "isFallback" | "isByokOnly" | "sortOrder" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["byokCredential"]>
+export type ByokCredentialOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "provider" | "name" | "label" | "ciphertext" | "keyId" | "allowedApiKeyHashes" | "allowedModels" | "allowedUserIds" | "declaredZdr" | "disabled" | "isRequired" | "isFallback" | "isByokOnly" | "sortOrder" | "weight" | "createdAt" | "updatedAt" | "deletedAt", ExtArgs["result"]["byokCredential"]>
 
 export type $ByokCredentialPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ByokCredential"
@@ -792,6 +824,10 @@ export type $ByokCredentialPayload<ExtArgs extends runtime.Types.Extensions.Inte
     isFallback: boolean
     isByokOnly: boolean
     sortOrder: number
+    /**
+     * Load-balancing weight among the credentials of equal sort_order (docs/routing.md); at least 1.
+     */
+    weight: number
     createdAt: Date
     updatedAt: Date
     deletedAt: Date | null
@@ -1235,6 +1271,7 @@ export interface ByokCredentialFieldRefs {
   readonly isFallback: Prisma.FieldRef<"ByokCredential", 'Boolean'>
   readonly isByokOnly: Prisma.FieldRef<"ByokCredential", 'Boolean'>
   readonly sortOrder: Prisma.FieldRef<"ByokCredential", 'Int'>
+  readonly weight: Prisma.FieldRef<"ByokCredential", 'Int'>
   readonly createdAt: Prisma.FieldRef<"ByokCredential", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"ByokCredential", 'DateTime'>
   readonly deletedAt: Prisma.FieldRef<"ByokCredential", 'DateTime'>

@@ -30,10 +30,12 @@ export type AggregateProviderKey = {
 
 export type ProviderKeyAvgAggregateOutputType = {
   sortOrder: number | null
+  weight: number | null
 }
 
 export type ProviderKeySumAggregateOutputType = {
   sortOrder: number | null
+  weight: number | null
 }
 
 export type ProviderKeyMinAggregateOutputType = {
@@ -44,6 +46,7 @@ export type ProviderKeyMinAggregateOutputType = {
   keyId: string | null
   disabled: boolean | null
   sortOrder: number | null
+  weight: number | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -56,6 +59,7 @@ export type ProviderKeyMaxAggregateOutputType = {
   keyId: string | null
   disabled: boolean | null
   sortOrder: number | null
+  weight: number | null
   createdAt: Date | null
   updatedAt: Date | null
 }
@@ -68,6 +72,7 @@ export type ProviderKeyCountAggregateOutputType = {
   keyId: number
   disabled: number
   sortOrder: number
+  weight: number
   createdAt: number
   updatedAt: number
   _all: number
@@ -76,10 +81,12 @@ export type ProviderKeyCountAggregateOutputType = {
 
 export type ProviderKeyAvgAggregateInputType = {
   sortOrder?: true
+  weight?: true
 }
 
 export type ProviderKeySumAggregateInputType = {
   sortOrder?: true
+  weight?: true
 }
 
 export type ProviderKeyMinAggregateInputType = {
@@ -90,6 +97,7 @@ export type ProviderKeyMinAggregateInputType = {
   keyId?: true
   disabled?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -102,6 +110,7 @@ export type ProviderKeyMaxAggregateInputType = {
   keyId?: true
   disabled?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
 }
@@ -114,6 +123,7 @@ export type ProviderKeyCountAggregateInputType = {
   keyId?: true
   disabled?: true
   sortOrder?: true
+  weight?: true
   createdAt?: true
   updatedAt?: true
   _all?: true
@@ -213,6 +223,7 @@ export type ProviderKeyGroupByOutputType = {
   keyId: string
   disabled: boolean
   sortOrder: number
+  weight: number
   createdAt: Date
   updatedAt: Date
   _count: ProviderKeyCountAggregateOutputType | null
@@ -248,6 +259,7 @@ export type ProviderKeyWhereInput = {
   keyId?: Prisma.StringFilter<"ProviderKey"> | string
   disabled?: Prisma.BoolFilter<"ProviderKey"> | boolean
   sortOrder?: Prisma.IntFilter<"ProviderKey"> | number
+  weight?: Prisma.IntFilter<"ProviderKey"> | number
   createdAt?: Prisma.DateTimeFilter<"ProviderKey"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ProviderKey"> | Date | string
 }
@@ -260,6 +272,7 @@ export type ProviderKeyOrderByWithRelationInput = {
   keyId?: Prisma.SortOrder
   disabled?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -275,6 +288,7 @@ export type ProviderKeyWhereUniqueInput = Prisma.AtLeast<{
   keyId?: Prisma.StringFilter<"ProviderKey"> | string
   disabled?: Prisma.BoolFilter<"ProviderKey"> | boolean
   sortOrder?: Prisma.IntFilter<"ProviderKey"> | number
+  weight?: Prisma.IntFilter<"ProviderKey"> | number
   createdAt?: Prisma.DateTimeFilter<"ProviderKey"> | Date | string
   updatedAt?: Prisma.DateTimeFilter<"ProviderKey"> | Date | string
 }, "id">
@@ -287,6 +301,7 @@ export type ProviderKeyOrderByWithAggregationInput = {
   keyId?: Prisma.SortOrder
   disabled?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
   _count?: Prisma.ProviderKeyCountOrderByAggregateInput
@@ -307,6 +322,7 @@ export type ProviderKeyScalarWhereWithAggregatesInput = {
   keyId?: Prisma.StringWithAggregatesFilter<"ProviderKey"> | string
   disabled?: Prisma.BoolWithAggregatesFilter<"ProviderKey"> | boolean
   sortOrder?: Prisma.IntWithAggregatesFilter<"ProviderKey"> | number
+  weight?: Prisma.IntWithAggregatesFilter<"ProviderKey"> | number
   createdAt?: Prisma.DateTimeWithAggregatesFilter<"ProviderKey"> | Date | string
   updatedAt?: Prisma.DateTimeWithAggregatesFilter<"ProviderKey"> | Date | string
 }
@@ -319,6 +335,7 @@ export type ProviderKeyCreateInput = {
   keyId: string
   disabled?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -331,6 +348,7 @@ export type ProviderKeyUncheckedCreateInput = {
   keyId: string
   disabled?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -343,6 +361,7 @@ export type ProviderKeyUpdateInput = {
   keyId?: Prisma.StringFieldUpdateOperationsInput | string
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -355,6 +374,7 @@ export type ProviderKeyUncheckedUpdateInput = {
   keyId?: Prisma.StringFieldUpdateOperationsInput | string
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -367,6 +387,7 @@ export type ProviderKeyCreateManyInput = {
   keyId: string
   disabled?: boolean
   sortOrder?: number
+  weight?: number
   createdAt?: Date | string
   updatedAt?: Date | string
 }
@@ -379,6 +400,7 @@ export type ProviderKeyUpdateManyMutationInput = {
   keyId?: Prisma.StringFieldUpdateOperationsInput | string
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -391,6 +413,7 @@ export type ProviderKeyUncheckedUpdateManyInput = {
   keyId?: Prisma.StringFieldUpdateOperationsInput | string
   disabled?: Prisma.BoolFieldUpdateOperationsInput | boolean
   sortOrder?: Prisma.IntFieldUpdateOperationsInput | number
+  weight?: Prisma.IntFieldUpdateOperationsInput | number
   createdAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
   updatedAt?: Prisma.DateTimeFieldUpdateOperationsInput | Date | string
 }
@@ -403,12 +426,14 @@ export type ProviderKeyCountOrderByAggregateInput = {
   keyId?: Prisma.SortOrder
   disabled?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
 
 export type ProviderKeyAvgOrderByAggregateInput = {
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
 }
 
 export type ProviderKeyMaxOrderByAggregateInput = {
@@ -419,6 +444,7 @@ export type ProviderKeyMaxOrderByAggregateInput = {
   keyId?: Prisma.SortOrder
   disabled?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
@@ -431,12 +457,14 @@ export type ProviderKeyMinOrderByAggregateInput = {
   keyId?: Prisma.SortOrder
   disabled?: Prisma.SortOrder
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
   createdAt?: Prisma.SortOrder
   updatedAt?: Prisma.SortOrder
 }
 
 export type ProviderKeySumOrderByAggregateInput = {
   sortOrder?: Prisma.SortOrder
+  weight?: Prisma.SortOrder
 }
 
 
@@ -449,6 +477,7 @@ export type ProviderKeySelect<ExtArgs extends runtime.Types.Extensions.InternalA
   keyId?: boolean
   disabled?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["providerKey"]>
@@ -461,6 +490,7 @@ export type ProviderKeySelectCreateManyAndReturn<ExtArgs extends runtime.Types.E
   keyId?: boolean
   disabled?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["providerKey"]>
@@ -473,6 +503,7 @@ export type ProviderKeySelectUpdateManyAndReturn<ExtArgs extends runtime.Types.E
   keyId?: boolean
   disabled?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }, ExtArgs["result"]["providerKey"]>
@@ -485,11 +516,12 @@ export type ProviderKeySelectScalar = {
   keyId?: boolean
   disabled?: boolean
   sortOrder?: boolean
+  weight?: boolean
   createdAt?: boolean
   updatedAt?: boolean
 }
 
-export type ProviderKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "provider" | "label" | "ciphertext" | "keyId" | "disabled" | "sortOrder" | "createdAt" | "updatedAt", ExtArgs["result"]["providerKey"]>
+export type ProviderKeyOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "provider" | "label" | "ciphertext" | "keyId" | "disabled" | "sortOrder" | "weight" | "createdAt" | "updatedAt", ExtArgs["result"]["providerKey"]>
 
 export type $ProviderKeyPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "ProviderKey"
@@ -508,6 +540,10 @@ export type $ProviderKeyPayload<ExtArgs extends runtime.Types.Extensions.Interna
     keyId: string
     disabled: boolean
     sortOrder: number
+    /**
+     * Load-balancing weight among the provider keys of equal sort_order (docs/routing.md); at least 1.
+     */
+    weight: number
     createdAt: Date
     updatedAt: Date
   }, ExtArgs["result"]["providerKey"]>
@@ -940,6 +976,7 @@ export interface ProviderKeyFieldRefs {
   readonly keyId: Prisma.FieldRef<"ProviderKey", 'String'>
   readonly disabled: Prisma.FieldRef<"ProviderKey", 'Boolean'>
   readonly sortOrder: Prisma.FieldRef<"ProviderKey", 'Int'>
+  readonly weight: Prisma.FieldRef<"ProviderKey", 'Int'>
   readonly createdAt: Prisma.FieldRef<"ProviderKey", 'DateTime'>
   readonly updatedAt: Prisma.FieldRef<"ProviderKey", 'DateTime'>
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/byok/v1/byok_credential.proto.
  */
 export const file_portico_byok_v1_byok_credential: GenFile = /*@__PURE__*/
-  fileDesc("CiVwb3J0aWNvL2J5b2svdjEvYnlva19jcmVkZW50aWFsLnByb3RvEg9wb3J0aWNvLmJ5b2sudjEi2gMKDkJ5b2tDcmVkZW50aWFsEgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIQCghwcm92aWRlchgDIAEoCRINCgVsYWJlbBgEIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBSABKAkSOwoWYWxsb3dlZF9hcGlfa2V5X2hhc2hlcxgGIAEoCzIbLnBvcnRpY28uYnlvay52MS5TdHJpbmdMaXN0EjMKDmFsbG93ZWRfbW9kZWxzGAcgASgLMhsucG9ydGljby5ieW9rLnYxLlN0cmluZ0xpc3QSNQoQYWxsb3dlZF91c2VyX2lkcxgIIAEoCzIbLnBvcnRpY28uYnlvay52MS5TdHJpbmdMaXN0EhkKDGRlY2xhcmVkX3pkchgJIAEoCEgBiAEBEhAKCGRpc2FibGVkGAogASgIEhMKC2lzX3JlcXVpcmVkGAsgASgIEhMKC2lzX2ZhbGxiYWNrGAwgASgIEhQKDGlzX2J5b2tfb25seRgNIAEoCBISCgpzb3J0X29yZGVyGA4gASgFEi4KCmNyZWF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9uYW1lQg8KDV9kZWNsYXJlZF96ZHIiHAoKU3RyaW5nTGlzdBIOCgZ2YWx1ZXMYASADKAliBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiVwb3J0aWNvL2J5b2svdjEvYnlva19jcmVkZW50aWFsLnByb3RvEg9wb3J0aWNvLmJ5b2sudjEi6gMKDkJ5b2tDcmVkZW50aWFsEgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIQCghwcm92aWRlchgDIAEoCRINCgVsYWJlbBgEIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBSABKAkSOwoWYWxsb3dlZF9hcGlfa2V5X2hhc2hlcxgGIAEoCzIbLnBvcnRpY28uYnlvay52MS5TdHJpbmdMaXN0EjMKDmFsbG93ZWRfbW9kZWxzGAcgASgLMhsucG9ydGljby5ieW9rLnYxLlN0cmluZ0xpc3QSNQoQYWxsb3dlZF91c2VyX2lkcxgIIAEoCzIbLnBvcnRpY28uYnlvay52MS5TdHJpbmdMaXN0EhkKDGRlY2xhcmVkX3pkchgJIAEoCEgBiAEBEhAKCGRpc2FibGVkGAogASgIEhMKC2lzX3JlcXVpcmVkGAsgASgIEhMKC2lzX2ZhbGxiYWNrGAwgASgIEhQKDGlzX2J5b2tfb25seRgNIAEoCBISCgpzb3J0X29yZGVyGA4gASgFEi4KCmNyZWF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBndlaWdodBgQIAEoBUIHCgVfbmFtZUIPCg1fZGVjbGFyZWRfemRyIhwKClN0cmluZ0xpc3QSDgoGdmFsdWVzGAEgAygJYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * ByokCredential is an upstream provider credential as callers see it. It never carries the raw key:
@@ -125,6 +125,13 @@ export type ByokCredential = Message<"portico.byok.v1.ByokCredential"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 15;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * Load-balancing weight among the credentials of equal sort_order (1 to 1000; default 1).
+   *
+   * @generated from field: int32 weight = 16;
+   */
+  weight: number;
 };
 
 /**
