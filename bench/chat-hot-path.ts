@@ -30,16 +30,16 @@
  * does not list; `groq/llama-3.3-70b-versatile` and `together/meta-llama/Llama-3.3-70B-Instruct-Turbo` are catalog
  * endpoints, so the request is routed through the catalog and priced).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, openSync, closeSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { runInWorker } from "./lib/worker.js";
 import { percentile } from "./lib/closed-loop.js";
+import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, stop } from "./lib/processes.js";
 
 const argOf = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,78 +48,6 @@ const argOf = (name: string) => {
 const numArg = (name: string, fallback: number) => Number(argOf(name) ?? fallback);
 const root = resolve(import.meta.dirname, "..");
 const LONG_TEXT = Array.from({ length: 100 }, (_, i) => `w${i} `);
-const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-
-/** utime + stime of whole processes (all threads), ms. */
-export function processCpuMs(pids: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone
-    }
-  }
-  return (ticks * 1000) / CLOCK_TICKS;
-}
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
-/** The pid and its descendants (scan of /proc). */
-function processTree(pid: number): number[] {
-  const parent = new Map<number, number>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // gone
-    }
-  }
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) for (const [child, p] of parent) if (p === out[i]) out.push(child);
-  return out;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-/** Spawns `node args…` with its output in a file; resolves once `ready(output)` returns a value. */
-async function spawnUntil<T>(args: string[], env: NodeJS.ProcessEnv, logFile: string, ready: (out: string) => T | undefined, timeoutMs = 60_000, cwd = root): Promise<{ child: ChildProcess; value: T }> {
-  const fd = openSync(logFile, "w");
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] });
-  closeSync(fd);
-  const started = Date.now();
-  let exited: number | null | undefined;
-  child.once("exit", (code) => (exited = code));
-  for (;;) {
-    const out = readFileSync(logFile, "utf8");
-    const value = ready(out);
-    if (value !== undefined) return { child, value };
-    if (exited !== undefined) throw new Error(`${args.join(" ")} exited ${exited}\n${out.slice(-3000)}`);
-    if (Date.now() - started > timeoutMs) throw new Error(`${args.join(" ")} not ready\n${out.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await gone;
-}
-
 interface Target {
   name: string;
   url: string;
@@ -207,14 +135,7 @@ async function main(): Promise<void> {
       const isBase = checkout !== root;
       const args = [...(profileDir && workers === 1 && !isBase ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "bin/portico.mjs", "serve"];
       const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}), PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) };
-      const s = await spawnUntil(args, env, join(dir, `${name}.log`), (out) => {
-        const api = /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1];
-        const ready = workers > 1 ? out.includes("serving with worker processes") : /"msg":"serving"/.test(out);
-        if (!api || !ready) return undefined;
-        const mk = /management key:\s+(pk-v1-[0-9a-f]+)/.exec(out)?.[1];
-        const ak = /api key:\s+(pk-v1-[0-9a-f]+)/.exec(out)?.[1];
-        return { api, mk, ak };
-      }, 60_000, checkout);
+      const s = await spawnUntil(args, env, join(dir, `${name}.log`), serveReady(workers), 60_000, checkout);
       let own = isBase ? baseKeys : keys;
       if (!own) {
         if (!s.value.mk || !s.value.ak) throw new Error("serve printed no keys");

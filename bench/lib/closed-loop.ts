@@ -23,6 +23,8 @@ export async function closedLoop(opts: {
   seconds: number;
   /** Sends one request on loop `conn`; resolves true when it succeeded. */
   send: (conn: number) => Promise<boolean>;
+  /** Called as the measured window opens and closes (e.g. to read a process's CPU). */
+  onWindow?: (edge: "start" | "end") => void;
 }): Promise<LoadFigures> {
   const latencies: number[] = [];
   let errors = 0;
@@ -40,9 +42,11 @@ export async function closedLoop(opts: {
   });
   await new Promise((r) => setTimeout(r, opts.warmupSeconds * 1000));
   measuring = true;
+  opts.onWindow?.("start");
   const t0 = process.hrtime.bigint();
   await new Promise((r) => setTimeout(r, opts.seconds * 1000));
   measuring = false;
+  opts.onWindow?.("end");
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   stop = true;
   await Promise.all(loops);
