@@ -25,6 +25,7 @@ import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
+import { untilOutcome } from "./pipeline/keepalive.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createTraceStage } from "./pipeline/trace.js";
@@ -113,9 +114,6 @@ const DEFAULT_SERVER_TOOLS: ServerToolsConfig = {
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
 export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
-
-/** The first keepalive of a stream that has no chunk yet goes out after at most this long (as the gateway opens its SSE response). */
-const FIRST_KEEPALIVE_MS = 1_000;
 
 /** A chat error carries the milliseconds spent waiting on providers before it (the gateway's overhead header). */
 export function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
@@ -270,26 +268,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     async *streamChatCompletion(req, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
       const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
-      let outcome: Awaited<typeof pending> | undefined;
-      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
-      try {
-        while (outcome === undefined) {
-          let timer: NodeJS.Timeout | undefined;
-          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
-          try {
-            outcome = await Promise.race([pending, tick]);
-          } finally {
-            clearTimeout(timer);
-          }
-          if (outcome === undefined) {
-            yield {};
-            waitMs = deps.keepaliveMs;
-          }
-        }
-      } finally {
-        // The consumer left during a keepalive: a stream that opens later is closed unread.
-        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
-      }
+      const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       // The first message carries the wait on providers until the first chunk and the provider (the overhead
       // header at stream open); the others carry only their chunk.
@@ -317,16 +296,4 @@ export function requestBudgetOf(ctx: HandlerContext, budgetMs: number): number |
   const deadline = ctx.timeoutMs();
   if (deadline !== undefined) budget = Math.min(budget ?? deadline, deadline);
   return budget !== undefined && budget < budgetMs ? budget : undefined;
-}
-
-/** Reads a stream nobody will consume to its end of life: starting and returning it runs its cleanup (record, upstream close). */
-async function drop(events: AsyncIterable<unknown>): Promise<void> {
-  const it = events[Symbol.asyncIterator]();
-  try {
-    await it.next();
-  } catch {
-    /* nobody to tell */
-  } finally {
-    await it.return?.(undefined);
-  }
 }

@@ -15,14 +15,14 @@ import type { Logger } from "pino";
 import { callerOf } from "../auth.js";
 import { CountTokensRequest, MessagesRequest } from "../../contract/requests/messages-request.js";
 import { checkRules, Reason, serviceError } from "../errors.js";
-import { compose, newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { compose, newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
 import { chatChain, type ChainStages } from "./pipeline/chain.js";
+import { untilOutcome } from "./pipeline/keepalive.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { decodeRequest, encodeResponse, estimateInputTokens, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import { UpstreamError } from "./providers/types.js";
 import { tokenCounter } from "../../lib/token-count.js";
 import type { CanonicalRequest } from "./model.js";
-
 
 interface Headers {
   anthropicBeta: string;
@@ -69,8 +69,6 @@ function headersStage(h: Headers): ChatStage {
   };
 }
 
-const FIRST_KEEPALIVE_MS = 1_000;
-
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
   const pipelineFor = (h: Headers) =>
@@ -91,25 +89,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
     async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       const pending = run(call, req);
-      let outcome: ChatOutcome | undefined;
-      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
-      try {
-        while (outcome === undefined) {
-          let timer: NodeJS.Timeout | undefined;
-          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
-          try {
-            outcome = await Promise.race([pending, tick]);
-          } finally {
-            clearTimeout(timer);
-          }
-          if (outcome === undefined) {
-            yield { events: [] };
-            waitMs = deps.keepaliveMs;
-          }
-        }
-      } finally {
-        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
-      }
+      const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new MessagesStreamEncoder(String(call.request.model ?? ""));
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
@@ -150,14 +130,3 @@ const planOnly: ChatStage = {
   name: "plan-only",
   run: () => Promise.resolve({ kind: "stream", events: (async function* () {})() }),
 };
-
-async function drop(events: AsyncIterable<unknown>): Promise<void> {
-  const it = events[Symbol.asyncIterator]();
-  try {
-    await it.next();
-  } catch {
-    /* nobody to tell */
-  } finally {
-    await it.return?.(undefined);
-  }
-}

@@ -13,11 +13,11 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { callerOf } from "../auth.js";
 import { ResponsesRequest } from "../../contract/requests/responses-request.js";
 import { checkRules } from "../errors.js";
-import { newCall, type ChatCall, type ChatOutcome, type ChatStage } from "./pipeline/stage.js";
+import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
 import { chatChain, type ChainStages } from "./pipeline/chain.js";
+import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
 import type { CanonicalRequest } from "./model.js";
-
 
 export interface ResponsesDeps {
   stages: ChainStages;
@@ -38,8 +38,6 @@ function decodeStage(keep: { body?: ResponsesRequest }): ChatStage {
     },
   };
 }
-
-const FIRST_KEEPALIVE_MS = 1_000;
 
 export function createResponsesMethods(deps: ResponsesDeps) {
   const { stages } = deps;
@@ -62,25 +60,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
       const keep: { body?: ResponsesRequest } = {};
       const pending = run(call, keep);
-      let outcome: ChatOutcome | undefined;
-      let waitMs = Math.min(FIRST_KEEPALIVE_MS, deps.keepaliveMs);
-      try {
-        while (outcome === undefined) {
-          let timer: NodeJS.Timeout | undefined;
-          const tick = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, waitMs, undefined)));
-          try {
-            outcome = await Promise.race([pending, tick]);
-          } finally {
-            clearTimeout(timer);
-          }
-          if (outcome === undefined) {
-            yield { events: [] };
-            waitMs = deps.keepaliveMs;
-          }
-        }
-      } finally {
-        if (outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
-      }
+      const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new ResponsesStreamEncoder(String(call.request.model ?? ""), echoOf(keep.body));
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
@@ -95,15 +75,4 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       if (closing.length > 0) yield { events: wire(closing), ...timing };
     },
   };
-}
-
-async function drop(events: AsyncIterable<unknown>): Promise<void> {
-  const it = events[Symbol.asyncIterator]();
-  try {
-    await it.next();
-  } catch {
-    /* nobody to tell */
-  } finally {
-    await it.return?.(undefined);
-  }
 }
