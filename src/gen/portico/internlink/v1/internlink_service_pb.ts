@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/internlink/v1/internlink_service.proto.
  */
 export const file_portico_internlink_v1_internlink_service: GenFile = /*@__PURE__*/
-  fileDesc("Ci5wb3J0aWNvL2ludGVybmxpbmsvdjEvaW50ZXJubGlua19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLmludGVybmxpbmsudjEizAIKDUF0dGFjaFJlcXVlc3QSLQoFaGVsbG8YASABKAsyHC5wb3J0aWNvLmludGVybmxpbmsudjEuSGVsbG9IABI0CglydW5fZXZlbnQYAiABKAsyHy5wb3J0aWNvLmludGVybmxpbmsudjEuUnVuRXZlbnRIABI8Cg1hbnN3ZXJfcmVzdWx0GAMgASgLMiMucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlclJlc3VsdEgAEjMKCGNhcGFjaXR5GAQgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLkNhcGFjaXR5SAASKwoEcGluZxgFIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5QaW5nSAASKwoEcG9uZxgGIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5Qb25nSABCCQoHbWVzc2FnZSLHAgoOQXR0YWNoUmVzcG9uc2USMQoHd2VsY29tZRgBIAEoCzIeLnBvcnRpY28uaW50ZXJubGluay52MS5XZWxjb21lSAASNAoJc3RhcnRfcnVuGAIgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLlN0YXJ0UnVuSAASLwoGYW5zd2VyGAMgASgLMh0ucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlckgAEjYKCmNhbmNlbF9ydW4YBCABKAsyIC5wb3J0aWNvLmludGVybmxpbmsudjEuQ2FuY2VsUnVuSAASKwoEcGluZxgFIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5QaW5nSAASKwoEcG9uZxgGIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5Qb25nSABCCQoHbWVzc2FnZSKaAQoFSGVsbG8SFAoMaG9zdF92ZXJzaW9uGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSGwoTbWF4X2NvbmN1cnJlbnRfcnVucxgDIAEoBRIXCg9tYXhfcGF1c2VkX3J1bnMYBCABKAUSMQoJaGVsZF9ydW5zGAUgAygLMh4ucG9ydGljby5pbnRlcm5saW5rLnYxLkhlbGRSdW4iSwoHSGVsZFJ1bhIOCgZydW5faWQYASABKAkSEAoIbGFzdF9zZXEYAiABKAQSHgoWcGVuZGluZ19pbnRlcmFjdGlvbl9pZBgDIAEoCSJrCgdXZWxjb21lEhEKCWludGVybl9pZBgBIAEoCRIYChBwaW5nX2ludGVydmFsX21zGAIgASgFEhsKE2xpdmVuZXNzX3RpbWVvdXRfbXMYAyABKAUSFgoOY2FuY2VsX3J1bl9pZHMYBCADKAkimwEKCFN0YXJ0UnVuEg4KBnJ1bl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg4KBnByb21wdBgDIAEoCRI6Cg1hcHByb3ZhbF9tb2RlGAQgASgOMiMucG9ydGljby5pbnRlcm5saW5rLnYxLkFwcHJvdmFsTW9kZRIfChdpbnRlcmFjdGlvbl9kZWFkbGluZV9tcxgFIAEoAyJACgZBbnN3ZXISDgoGcnVuX2lkGAEgASgJEhYKDmludGVyYWN0aW9uX2lkGAIgASgJEg4KBmFuc3dlchgDIAEoCSJQCglDYW5jZWxSdW4SDgoGcnVuX2lkGAEgASgJEjMKBnJlYXNvbhgCIAEoDjIjLnBvcnRpY28uaW50ZXJubGluay52MS5DYW5jZWxSZWFzb24i1QQKCFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRILCgNzZXEYAiABKAQSNAoHc3RhcnRlZBgDIAEoCzIhLnBvcnRpY28uaW50ZXJubGluay52MS5SdW5TdGFydGVkSAASNgoIcmVqZWN0ZWQYBCABKAsyIi5wb3J0aWNvLmludGVybmxpbmsudjEuUnVuUmVqZWN0ZWRIABI1CgVtb2RlbBgFIAEoCzIkLnBvcnRpY28uaW50ZXJubGluay52MS5Nb2RlbFJlcG9ydGVkSAASNgoHY29udGVudBgGIAEoCzIjLnBvcnRpY28uaW50ZXJubGluay52MS5Db250ZW50RGVsdGFIABI6CglyZWFzb25pbmcYByABKAsyJS5wb3J0aWNvLmludGVybmxpbmsudjEuUmVhc29uaW5nRGVsdGFIABIzCghxdWVzdGlvbhgIIAEoCzIfLnBvcnRpY28uaW50ZXJubGluay52MS5RdWVzdGlvbkgAEi0KBXVzYWdlGAkgASgLMhwucG9ydGljby5pbnRlcm5saW5rLnYxLlVzYWdlSAASNgoKdHVybl9lbmRlZBgKIAEoCzIgLnBvcnRpY28uaW50ZXJubGluay52MS5UdXJuRW5kZWRIABI4Cgt0dXJuX2ZhaWxlZBgLIAEoCzIhLnBvcnRpY28uaW50ZXJubGluay52MS5UdXJuRmFpbGVkSAASNAoJcnVuX2VuZGVkGAwgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLlJ1bkVuZGVkSABCBwoFZXZlbnQiDAoKUnVuU3RhcnRlZCJfCgtSdW5SZWplY3RlZBIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIvCgxyZWFzb25fdmFsdWUYAyABKA4yGS5wb3J0aWNvLmVycm9ycy52MS5SZWFzb24iHgoNTW9kZWxSZXBvcnRlZBINCgVtb2RlbBgBIAEoCSIcCgxDb250ZW50RGVsdGESDAoEdGV4dBgBIAEoCSIeCg5SZWFzb25pbmdEZWx0YRIMCgR0ZXh0GAEgASgJIpMBCghRdWVzdGlvbhIWCg5pbnRlcmFjdGlvbl9pZBgBIAEoCRIMCgRraW5kGAIgASgJEhYKCW9wZXJhdGlvbhgDIAEoCUgAiAEBEg8KB29wdGlvbnMYBCADKAkSKgoJYXJndW1lbnRzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIMCgpfb3BlcmF0aW9uIpkBCgVVc2FnZRIVCg1wcm9tcHRfdG9rZW5zGAEgASgDEhkKEWNvbXBsZXRpb25fdG9rZW5zGAIgASgDEhQKDHRvdGFsX3Rva2VucxgDIAEoAxIRCgRjb3N0GAQgASgBSACIAQESGgoNY2FjaGVkX3Rva2VucxgFIAEoA0gBiAEBQgcKBV9jb3N0QhAKDl9jYWNoZWRfdG9rZW5zIiAKCVR1cm5FbmRlZBITCgtzdG9wX3JlYXNvbhgBIAEoCSJ/CgpUdXJuRmFpbGVkEgwKBGNvZGUYASABKAUSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEQoJcmV0cnlhYmxlGAQgASgIEi8KDHJlYXNvbl92YWx1ZRgFIAEoDjIZLnBvcnRpY28uZXJyb3JzLnYxLlJlYXNvbiIvCghSdW5FbmRlZBIRCgljYW5jZWxsZWQYASABKAgSEAoIZGVhZGxpbmUYAiABKAgibQoMQW5zd2VyUmVzdWx0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5pbnRlcmFjdGlvbl9pZBgCIAEoCRI1CgdvdXRjb21lGAMgASgOMiQucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlck91dGNvbWUiQwoIQ2FwYWNpdHkSFAoMcnVubmluZ19ydW5zGAEgASgFEhMKC3BhdXNlZF9ydW5zGAIgASgFEgwKBGJ1c3kYAyABKAgiFQoEUGluZxINCgVub25jZRgBIAEoBCIVCgRQb25nEg0KBW5vbmNlGAEgASgEKmUKDEFwcHJvdmFsTW9kZRIdChlBUFBST1ZBTF9NT0RFX1VOU1BFQ0lGSUVEEAASHAoYQVBQUk9WQUxfTU9ERV9TRUxGX0RSSVZFEAESGAoUQVBQUk9WQUxfTU9ERV9NQU5VQUwQAiqmAQoMQ2FuY2VsUmVhc29uEh0KGUNBTkNFTF9SRUFTT05fVU5TUEVDSUZJRUQQABIlCiFDQU5DRUxfUkVBU09OX0NMSUVOVF9ESVNDT05ORUNURUQQARIaChZDQU5DRUxfUkVBU09OX0RFQURMSU5FEAISGAoUQ0FOQ0VMX1JFQVNPTl9DQUxMRVIQAxIaChZDQU5DRUxfUkVBU09OX09QRVJBVE9SEAQqjAEKDUFuc3dlck91dGNvbWUSHgoaQU5TV0VSX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdBTlNXRVJfT1VUQ09NRV9BQ0NFUFRFRBABEh4KGkFOU1dFUl9PVVRDT01FX05PVF9PRkZFUkVEEAISHgoaQU5TV0VSX09VVENPTUVfTk9UX1BFTkRJTkcQAzJuChFJbnRlcm5MaW5rU2VydmljZRJZCgZBdHRhY2gSJC5wb3J0aWNvLmludGVybmxpbmsudjEuQXR0YWNoUmVxdWVzdBolLnBvcnRpY28uaW50ZXJubGluay52MS5BdHRhY2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_google_protobuf_struct, file_portico_errors_v1_reason]);
+  fileDesc("Ci5wb3J0aWNvL2ludGVybmxpbmsvdjEvaW50ZXJubGlua19zZXJ2aWNlLnByb3RvEhVwb3J0aWNvLmludGVybmxpbmsudjEizAIKDUF0dGFjaFJlcXVlc3QSLQoFaGVsbG8YASABKAsyHC5wb3J0aWNvLmludGVybmxpbmsudjEuSGVsbG9IABI0CglydW5fZXZlbnQYAiABKAsyHy5wb3J0aWNvLmludGVybmxpbmsudjEuUnVuRXZlbnRIABI8Cg1hbnN3ZXJfcmVzdWx0GAMgASgLMiMucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlclJlc3VsdEgAEjMKCGNhcGFjaXR5GAQgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLkNhcGFjaXR5SAASKwoEcGluZxgFIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5QaW5nSAASKwoEcG9uZxgGIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5Qb25nSABCCQoHbWVzc2FnZSLHAgoOQXR0YWNoUmVzcG9uc2USMQoHd2VsY29tZRgBIAEoCzIeLnBvcnRpY28uaW50ZXJubGluay52MS5XZWxjb21lSAASNAoJc3RhcnRfcnVuGAIgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLlN0YXJ0UnVuSAASLwoGYW5zd2VyGAMgASgLMh0ucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlckgAEjYKCmNhbmNlbF9ydW4YBCABKAsyIC5wb3J0aWNvLmludGVybmxpbmsudjEuQ2FuY2VsUnVuSAASKwoEcGluZxgFIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5QaW5nSAASKwoEcG9uZxgGIAEoCzIbLnBvcnRpY28uaW50ZXJubGluay52MS5Qb25nSABCCQoHbWVzc2FnZSKaAQoFSGVsbG8SFAoMaG9zdF92ZXJzaW9uGAEgASgJEhIKCmFnZW50X25hbWUYAiABKAkSGwoTbWF4X2NvbmN1cnJlbnRfcnVucxgDIAEoBRIXCg9tYXhfcGF1c2VkX3J1bnMYBCABKAUSMQoJaGVsZF9ydW5zGAUgAygLMh4ucG9ydGljby5pbnRlcm5saW5rLnYxLkhlbGRSdW4iSwoHSGVsZFJ1bhIOCgZydW5faWQYASABKAkSEAoIbGFzdF9zZXEYAiABKAQSHgoWcGVuZGluZ19pbnRlcmFjdGlvbl9pZBgDIAEoCSJrCgdXZWxjb21lEhEKCWludGVybl9pZBgBIAEoCRIYChBwaW5nX2ludGVydmFsX21zGAIgASgFEhsKE2xpdmVuZXNzX3RpbWVvdXRfbXMYAyABKAUSFgoOY2FuY2VsX3J1bl9pZHMYBCADKAki0QEKCFN0YXJ0UnVuEg4KBnJ1bl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg4KBnByb21wdBgDIAEoCRI6Cg1hcHByb3ZhbF9tb2RlGAQgASgOMiMucG9ydGljby5pbnRlcm5saW5rLnYxLkFwcHJvdmFsTW9kZRIfChdpbnRlcmFjdGlvbl9kZWFkbGluZV9tcxgFIAEoAxI0CgdnYXRld2F5GAYgASgLMiMucG9ydGljby5pbnRlcm5saW5rLnYxLk1vZGVsR2F0ZXdheSJVCgxNb2RlbEdhdGV3YXkSEAoIYmFzZV91cmwYASABKAkSDQoFdG9rZW4YAiABKAkSFQoNZXhwaXJlc19hdF9tcxgDIAEoAxINCgVtb2RlbBgEIAEoCSJACgZBbnN3ZXISDgoGcnVuX2lkGAEgASgJEhYKDmludGVyYWN0aW9uX2lkGAIgASgJEg4KBmFuc3dlchgDIAEoCSJQCglDYW5jZWxSdW4SDgoGcnVuX2lkGAEgASgJEjMKBnJlYXNvbhgCIAEoDjIjLnBvcnRpY28uaW50ZXJubGluay52MS5DYW5jZWxSZWFzb24i1QQKCFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRILCgNzZXEYAiABKAQSNAoHc3RhcnRlZBgDIAEoCzIhLnBvcnRpY28uaW50ZXJubGluay52MS5SdW5TdGFydGVkSAASNgoIcmVqZWN0ZWQYBCABKAsyIi5wb3J0aWNvLmludGVybmxpbmsudjEuUnVuUmVqZWN0ZWRIABI1CgVtb2RlbBgFIAEoCzIkLnBvcnRpY28uaW50ZXJubGluay52MS5Nb2RlbFJlcG9ydGVkSAASNgoHY29udGVudBgGIAEoCzIjLnBvcnRpY28uaW50ZXJubGluay52MS5Db250ZW50RGVsdGFIABI6CglyZWFzb25pbmcYByABKAsyJS5wb3J0aWNvLmludGVybmxpbmsudjEuUmVhc29uaW5nRGVsdGFIABIzCghxdWVzdGlvbhgIIAEoCzIfLnBvcnRpY28uaW50ZXJubGluay52MS5RdWVzdGlvbkgAEi0KBXVzYWdlGAkgASgLMhwucG9ydGljby5pbnRlcm5saW5rLnYxLlVzYWdlSAASNgoKdHVybl9lbmRlZBgKIAEoCzIgLnBvcnRpY28uaW50ZXJubGluay52MS5UdXJuRW5kZWRIABI4Cgt0dXJuX2ZhaWxlZBgLIAEoCzIhLnBvcnRpY28uaW50ZXJubGluay52MS5UdXJuRmFpbGVkSAASNAoJcnVuX2VuZGVkGAwgASgLMh8ucG9ydGljby5pbnRlcm5saW5rLnYxLlJ1bkVuZGVkSABCBwoFZXZlbnQiDAoKUnVuU3RhcnRlZCJfCgtSdW5SZWplY3RlZBIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIvCgxyZWFzb25fdmFsdWUYAyABKA4yGS5wb3J0aWNvLmVycm9ycy52MS5SZWFzb24iHgoNTW9kZWxSZXBvcnRlZBINCgVtb2RlbBgBIAEoCSIcCgxDb250ZW50RGVsdGESDAoEdGV4dBgBIAEoCSIeCg5SZWFzb25pbmdEZWx0YRIMCgR0ZXh0GAEgASgJIpMBCghRdWVzdGlvbhIWCg5pbnRlcmFjdGlvbl9pZBgBIAEoCRIMCgRraW5kGAIgASgJEhYKCW9wZXJhdGlvbhgDIAEoCUgAiAEBEg8KB29wdGlvbnMYBCADKAkSKgoJYXJndW1lbnRzGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIMCgpfb3BlcmF0aW9uIpkBCgVVc2FnZRIVCg1wcm9tcHRfdG9rZW5zGAEgASgDEhkKEWNvbXBsZXRpb25fdG9rZW5zGAIgASgDEhQKDHRvdGFsX3Rva2VucxgDIAEoAxIRCgRjb3N0GAQgASgBSACIAQESGgoNY2FjaGVkX3Rva2VucxgFIAEoA0gBiAEBQgcKBV9jb3N0QhAKDl9jYWNoZWRfdG9rZW5zIiAKCVR1cm5FbmRlZBITCgtzdG9wX3JlYXNvbhgBIAEoCSJ/CgpUdXJuRmFpbGVkEgwKBGNvZGUYASABKAUSDgoGcmVhc29uGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEQoJcmV0cnlhYmxlGAQgASgIEi8KDHJlYXNvbl92YWx1ZRgFIAEoDjIZLnBvcnRpY28uZXJyb3JzLnYxLlJlYXNvbiIvCghSdW5FbmRlZBIRCgljYW5jZWxsZWQYASABKAgSEAoIZGVhZGxpbmUYAiABKAgibQoMQW5zd2VyUmVzdWx0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5pbnRlcmFjdGlvbl9pZBgCIAEoCRI1CgdvdXRjb21lGAMgASgOMiQucG9ydGljby5pbnRlcm5saW5rLnYxLkFuc3dlck91dGNvbWUiQwoIQ2FwYWNpdHkSFAoMcnVubmluZ19ydW5zGAEgASgFEhMKC3BhdXNlZF9ydW5zGAIgASgFEgwKBGJ1c3kYAyABKAgiFQoEUGluZxINCgVub25jZRgBIAEoBCIVCgRQb25nEg0KBW5vbmNlGAEgASgEKmUKDEFwcHJvdmFsTW9kZRIdChlBUFBST1ZBTF9NT0RFX1VOU1BFQ0lGSUVEEAASHAoYQVBQUk9WQUxfTU9ERV9TRUxGX0RSSVZFEAESGAoUQVBQUk9WQUxfTU9ERV9NQU5VQUwQAiqmAQoMQ2FuY2VsUmVhc29uEh0KGUNBTkNFTF9SRUFTT05fVU5TUEVDSUZJRUQQABIlCiFDQU5DRUxfUkVBU09OX0NMSUVOVF9ESVNDT05ORUNURUQQARIaChZDQU5DRUxfUkVBU09OX0RFQURMSU5FEAISGAoUQ0FOQ0VMX1JFQVNPTl9DQUxMRVIQAxIaChZDQU5DRUxfUkVBU09OX09QRVJBVE9SEAQqjAEKDUFuc3dlck91dGNvbWUSHgoaQU5TV0VSX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdBTlNXRVJfT1VUQ09NRV9BQ0NFUFRFRBABEh4KGkFOU1dFUl9PVVRDT01FX05PVF9PRkZFUkVEEAISHgoaQU5TV0VSX09VVENPTUVfTk9UX1BFTkRJTkcQAzJuChFJbnRlcm5MaW5rU2VydmljZRJZCgZBdHRhY2gSJC5wb3J0aWNvLmludGVybmxpbmsudjEuQXR0YWNoUmVxdWVzdBolLnBvcnRpY28uaW50ZXJubGluay52MS5BdHRhY2hSZXNwb25zZSgBMAFiBnByb3RvMw", [file_google_protobuf_struct, file_portico_errors_v1_reason]);
 
 /**
  * AttachRequest is a message from the host to the core.
@@ -319,6 +319,14 @@ export type StartRun = Message<"portico.internlink.v1.StartRun"> & {
    * @generated from field: int64 interaction_deadline_ms = 5;
    */
   interactionDeadlineMs: bigint;
+
+  /**
+   * Portico's model endpoints for the agent of this run, when the intern's model calls go through Portico.
+   * Absent: the agent uses the provider its profile names (the profile then holds its own key).
+   *
+   * @generated from field: portico.internlink.v1.ModelGateway gateway = 6;
+   */
+  gateway?: ModelGateway | undefined;
 };
 
 /**
@@ -327,6 +335,48 @@ export type StartRun = Message<"portico.internlink.v1.StartRun"> & {
  */
 export const StartRunSchema: GenMessage<StartRun> = /*@__PURE__*/
   messageDesc(file_portico_internlink_v1_internlink_service, 5);
+
+/**
+ * ModelGateway is what an agent needs to send its model calls through Portico for one run.
+ *
+ * @generated from message portico.internlink.v1.ModelGateway
+ */
+export type ModelGateway = Message<"portico.internlink.v1.ModelGateway"> & {
+  /**
+   * Base URL of Portico's gateway as the host reaches it, without a trailing slash (e.g. "http://10.0.0.5:8080").
+   *
+   * @generated from field: string base_url = 1;
+   */
+  baseUrl: string;
+
+  /**
+   * Short-lived credential scoped to this intern and run: model endpoints only; refused once the run ends.
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+
+  /**
+   * When the credential expires, in Unix milliseconds (it is also revoked when the run ends or is cancelled).
+   *
+   * @generated from field: int64 expires_at_ms = 3;
+   */
+  expiresAtMs: bigint;
+
+  /**
+   * The model id the intern is configured with ("<provider>/<model>" or "@preset/<slug>"); informational.
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message portico.internlink.v1.ModelGateway.
+ * Use `create(ModelGatewaySchema)` to create a new message.
+ */
+export const ModelGatewaySchema: GenMessage<ModelGateway> = /*@__PURE__*/
+  messageDesc(file_portico_internlink_v1_internlink_service, 6);
 
 /**
  * Answer delivers the caller's answer to a pending question.
@@ -361,7 +411,7 @@ export type Answer = Message<"portico.internlink.v1.Answer"> & {
  * Use `create(AnswerSchema)` to create a new message.
  */
 export const AnswerSchema: GenMessage<Answer> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 6);
+  messageDesc(file_portico_internlink_v1_internlink_service, 7);
 
 /**
  * CancelRun asks the host to cancel a run.
@@ -389,7 +439,7 @@ export type CancelRun = Message<"portico.internlink.v1.CancelRun"> & {
  * Use `create(CancelRunSchema)` to create a new message.
  */
 export const CancelRunSchema: GenMessage<CancelRun> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 7);
+  messageDesc(file_portico_internlink_v1_internlink_service, 8);
 
 /**
  * RunEvent is one event of a run.
@@ -504,7 +554,7 @@ export type RunEvent = Message<"portico.internlink.v1.RunEvent"> & {
  * Use `create(RunEventSchema)` to create a new message.
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 8);
+  messageDesc(file_portico_internlink_v1_internlink_service, 9);
 
 /**
  * RunStarted says the agent accepted the prompt.
@@ -519,7 +569,7 @@ export type RunStarted = Message<"portico.internlink.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 9);
+  messageDesc(file_portico_internlink_v1_internlink_service, 10);
 
 /**
  * RunRejected says the host could not start the run.
@@ -555,7 +605,7 @@ export type RunRejected = Message<"portico.internlink.v1.RunRejected"> & {
  * Use `create(RunRejectedSchema)` to create a new message.
  */
 export const RunRejectedSchema: GenMessage<RunRejected> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 10);
+  messageDesc(file_portico_internlink_v1_internlink_service, 11);
 
 /**
  * ModelReported carries the model the agent reports.
@@ -576,7 +626,7 @@ export type ModelReported = Message<"portico.internlink.v1.ModelReported"> & {
  * Use `create(ModelReportedSchema)` to create a new message.
  */
 export const ModelReportedSchema: GenMessage<ModelReported> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 11);
+  messageDesc(file_portico_internlink_v1_internlink_service, 12);
 
 /**
  * ContentDelta carries answer text.
@@ -597,7 +647,7 @@ export type ContentDelta = Message<"portico.internlink.v1.ContentDelta"> & {
  * Use `create(ContentDeltaSchema)` to create a new message.
  */
 export const ContentDeltaSchema: GenMessage<ContentDelta> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 12);
+  messageDesc(file_portico_internlink_v1_internlink_service, 13);
 
 /**
  * ReasoningDelta carries reasoning text.
@@ -618,7 +668,7 @@ export type ReasoningDelta = Message<"portico.internlink.v1.ReasoningDelta"> & {
  * Use `create(ReasoningDeltaSchema)` to create a new message.
  */
 export const ReasoningDeltaSchema: GenMessage<ReasoningDelta> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 13);
+  messageDesc(file_portico_internlink_v1_internlink_service, 14);
 
 /**
  * Question is a permission (or other) question the agent asks.
@@ -668,7 +718,7 @@ export type Question = Message<"portico.internlink.v1.Question"> & {
  * Use `create(QuestionSchema)` to create a new message.
  */
 export const QuestionSchema: GenMessage<Question> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 14);
+  messageDesc(file_portico_internlink_v1_internlink_service, 15);
 
 /**
  * Usage counts tokens of a turn.
@@ -717,7 +767,7 @@ export type Usage = Message<"portico.internlink.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 15);
+  messageDesc(file_portico_internlink_v1_internlink_service, 16);
 
 /**
  * TurnEnded says the turn completed.
@@ -739,7 +789,7 @@ export type TurnEnded = Message<"portico.internlink.v1.TurnEnded"> & {
  * Use `create(TurnEndedSchema)` to create a new message.
  */
 export const TurnEndedSchema: GenMessage<TurnEnded> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 16);
+  messageDesc(file_portico_internlink_v1_internlink_service, 17);
 
 /**
  * TurnFailed says the turn failed.
@@ -790,7 +840,7 @@ export type TurnFailed = Message<"portico.internlink.v1.TurnFailed"> & {
  * Use `create(TurnFailedSchema)` to create a new message.
  */
 export const TurnFailedSchema: GenMessage<TurnFailed> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 17);
+  messageDesc(file_portico_internlink_v1_internlink_service, 18);
 
 /**
  * RunEnded says the run ended by a cancellation Portico asked for (the core's CancelRun, a "cancel"
@@ -819,7 +869,7 @@ export type RunEnded = Message<"portico.internlink.v1.RunEnded"> & {
  * Use `create(RunEndedSchema)` to create a new message.
  */
 export const RunEndedSchema: GenMessage<RunEnded> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 18);
+  messageDesc(file_portico_internlink_v1_internlink_service, 19);
 
 /**
  * AnswerResult is the outcome of delivering an Answer.
@@ -854,7 +904,7 @@ export type AnswerResult = Message<"portico.internlink.v1.AnswerResult"> & {
  * Use `create(AnswerResultSchema)` to create a new message.
  */
 export const AnswerResultSchema: GenMessage<AnswerResult> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 19);
+  messageDesc(file_portico_internlink_v1_internlink_service, 20);
 
 /**
  * Capacity reports the host's load.
@@ -889,7 +939,7 @@ export type Capacity = Message<"portico.internlink.v1.Capacity"> & {
  * Use `create(CapacitySchema)` to create a new message.
  */
 export const CapacitySchema: GenMessage<Capacity> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 20);
+  messageDesc(file_portico_internlink_v1_internlink_service, 21);
 
 /**
  * Ping is a liveness probe.
@@ -910,7 +960,7 @@ export type Ping = Message<"portico.internlink.v1.Ping"> & {
  * Use `create(PingSchema)` to create a new message.
  */
 export const PingSchema: GenMessage<Ping> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 21);
+  messageDesc(file_portico_internlink_v1_internlink_service, 22);
 
 /**
  * Pong answers a Ping.
@@ -931,7 +981,7 @@ export type Pong = Message<"portico.internlink.v1.Pong"> & {
  * Use `create(PongSchema)` to create a new message.
  */
 export const PongSchema: GenMessage<Pong> = /*@__PURE__*/
-  messageDesc(file_portico_internlink_v1_internlink_service, 22);
+  messageDesc(file_portico_internlink_v1_internlink_service, 23);
 
 /**
  * ApprovalMode says who answers the agent's permission questions during a run.
