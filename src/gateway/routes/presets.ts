@@ -35,104 +35,75 @@ const workspaceOf = (query: unknown) => {
 export async function registerPresetRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(PresetsService, ctx.transport);
 
-  const createPresetVersionContract = contractRoute("createPresetVersion", "core", requestSchemas(ctx.brand).createPresetVersion);
-  api.post<{ Params: { slug: string }; Body: unknown }>(
-    "/presets/:slug/chat/completions",
-    {
-      validatorCompiler: createPresetVersionContract.validatorCompiler,
-      schema: {
-        operationId: "createPresetVersion",
-        summary: "Create a preset, or a new version of it, from a chat-completions request",
-        description:
-          "The body is a chat-completions request, validated in full. Only fields overlapping the preset configuration are stored " +
-          "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored, " +
-          "except that the first system (else developer) message becomes the version's system prompt.",
-        tags: ["presets"],
-        ...createPresetVersionContract.schema,
-        response: {
-          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
-          ...errorResponses(400, 401, 403, 404, 409, 500),
+  /** One create-a-version route per dialect: the same call, with the body in that dialect's case of the request oneof. */
+  const createFrom = (form: {
+    path: string;
+    operationId: "createPresetVersion" | "createPresetVersionFromMessages" | "createPresetVersionFromResponses";
+    bodyCase: "chatRequestJson" | "messagesRequestJson" | "responsesRequestJson";
+    summary: string;
+    description: string;
+  }) => {
+    const contract = contractRoute(form.operationId, "core", requestSchemas(ctx.brand)[form.operationId]);
+    api.post<{ Params: { slug: string }; Body: unknown }>(
+      form.path,
+      {
+        validatorCompiler: contract.validatorCompiler,
+        schema: {
+          operationId: form.operationId,
+          summary: form.summary,
+          description: form.description,
+          tags: ["presets"],
+          ...contract.schema,
+          response: {
+            200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
+            ...errorResponses(400, 401, 403, 404, 409, 500),
+          },
         },
       },
-    },
-    async (req, reply) => {
-      const body = req.body;
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
-      }
-      const res = await client.createPresetVersion(
-        { slug: req.params.slug, request: { case: "chatRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
-        callOptionsFor(req),
-      );
-      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
-    },
-  );
+      async (req, reply) => {
+        const body = req.body;
+        if (typeof body !== "object" || body === null || Array.isArray(body)) {
+          return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
+        }
+        const res = await client.createPresetVersion(
+          { slug: req.params.slug, request: { case: form.bodyCase, value: body as Record<string, never> }, ...workspaceOf(req.query) },
+          callOptionsFor(req),
+        );
+        return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
+      },
+    );
+  };
 
-  const fromMessagesContract = contractRoute("createPresetVersionFromMessages", "core", requestSchemas(ctx.brand).createPresetVersionFromMessages);
-  api.post<{ Params: { slug: string }; Body: unknown }>(
-    "/presets/:slug/messages",
-    {
-      validatorCompiler: fromMessagesContract.validatorCompiler,
-      schema: {
-        operationId: "createPresetVersionFromMessages",
-        summary: "Create a preset, or a new version of it, from an Anthropic Messages request",
-        description:
-          "The body is an Anthropic Messages request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
-          "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `system` becomes the " +
-          "system prompt, `stop_sequences` the stop list, `thinking.budget_tokens` `reasoning.max_tokens`; `messages` and `stream` are not stored.",
-        tags: ["presets"],
-        ...fromMessagesContract.schema,
-        response: {
-          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
-          ...errorResponses(400, 401, 403, 404, 409, 500),
-        },
-      },
-    },
-    async (req, reply) => {
-      const body = req.body;
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
-      }
-      const res = await client.createPresetVersion(
-        { slug: req.params.slug, request: { case: "messagesRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
-        callOptionsFor(req),
-      );
-      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
-    },
-  );
-
-  const fromResponsesContract = contractRoute("createPresetVersionFromResponses", "core", requestSchemas(ctx.brand).createPresetVersionFromResponses);
-  api.post<{ Params: { slug: string }; Body: unknown }>(
-    "/presets/:slug/responses",
-    {
-      validatorCompiler: fromResponsesContract.validatorCompiler,
-      schema: {
-        operationId: "createPresetVersionFromResponses",
-        summary: "Create a preset, or a new version of it, from an OpenAI Responses request",
-        description:
-          "The body is an OpenAI Responses request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
-          "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `instructions` becomes the " +
-          "system prompt, `max_output_tokens` `max_tokens`, `text.format` `response_format`; `input`, `stream`, `include` and `metadata` are not stored.",
-        tags: ["presets"],
-        ...fromResponsesContract.schema,
-        response: {
-          200: { type: "object", required: ["data"], properties: { data: presetWithVersionSchema } },
-          ...errorResponses(400, 401, 403, 404, 409, 500),
-        },
-      },
-    },
-    async (req, reply) => {
-      const body = req.body;
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return reply.code(400).type("application/json; charset=utf-8").send(NOT_AN_OBJECT.body);
-      }
-      const res = await client.createPresetVersion(
-        { slug: req.params.slug, request: { case: "responsesRequestJson", value: body as Record<string, never> }, ...workspaceOf(req.query) },
-        callOptionsFor(req),
-      );
-      return { data: presentPresetWithVersion(res.preset, res.designatedVersion) };
-    },
-  );
+  createFrom({
+    path: "/presets/:slug/chat/completions",
+    operationId: "createPresetVersion",
+    bodyCase: "chatRequestJson",
+    summary: "Create a preset, or a new version of it, from a chat-completions request",
+    description:
+      "The body is a chat-completions request, validated in full. Only fields overlapping the preset configuration are stored " +
+      "(model, models, provider, sampling parameters, tools, plugins, response_format, …); messages, stream and other fields are ignored, " +
+      "except that the first system (else developer) message becomes the version's system prompt.",
+  });
+  createFrom({
+    path: "/presets/:slug/messages",
+    operationId: "createPresetVersionFromMessages",
+    bodyCase: "messagesRequestJson",
+    summary: "Create a preset, or a new version of it, from an Anthropic Messages request",
+    description:
+      "The body is an Anthropic Messages request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
+      "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `system` becomes the " +
+      "system prompt, `stop_sequences` the stop list, `thinking.budget_tokens` `reasoning.max_tokens`; `messages` and `stream` are not stored.",
+  });
+  createFrom({
+    path: "/presets/:slug/responses",
+    operationId: "createPresetVersionFromResponses",
+    bodyCase: "responsesRequestJson",
+    summary: "Create a preset, or a new version of it, from an OpenAI Responses request",
+    description:
+      "The body is an OpenAI Responses request, validated in full and translated to the chat request it stands for (docs/dialects.md); " +
+      "the fields overlapping the preset configuration are stored as from a chat-completions body (docs/presets.md): `instructions` becomes the " +
+      "system prompt, `max_output_tokens` `max_tokens`, `text.format` `response_format`; `input`, `stream`, `include` and `metadata` are not stored.",
+  });
 
   const listPresetsContract = contractRoute("listPresets");
   api.get(
