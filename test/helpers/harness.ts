@@ -45,6 +45,8 @@ export interface Harness {
   tenant: Tenant;
   /** Every log line written so far (JSON strings). */
   logs: string[];
+  /** The environment overrides this instance was configured with (a second instance reuses them). */
+  env: Record<string, string>;
   createTenant(opts?: { internsProgramme?: boolean }): Promise<Tenant>;
   identity: ReturnType<typeof createIdentityRepository>;
   close(): Promise<void>;
@@ -57,7 +59,10 @@ export interface HarnessOptions {
   bootstrapExtensions?: BootstrapExtension[];
   /** SQLite busy timeout of the test database (default 5 s), e.g. short for outage tests. */
   busyTimeoutMs?: number;
-  /** A second instance: its own core and gateway on this harness's database (its tenant, no new bootstrap). */
+  /**
+   * A second instance: its own core and gateway on this harness's database (its tenant, no new bootstrap), configured
+   * with the same `env` unless one is given.
+   */
   sameDatabaseAs?: Harness;
 }
 
@@ -69,6 +74,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     : provider === "sqlite"
       ? await freshSqlite(dbOptions)
       : await freshPostgres(dbOptions);
+  const env = opts.env ?? opts.sameDatabaseAs?.env ?? {};
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -78,14 +84,17 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   });
   const logger = createLogger({ level: "debug", destination: sink });
   const config = loadConfig({
-    PORTICO_DATA_DIR: database.url.startsWith("file:")
+    // A second instance shares the first's data folder too: its master key opens the BYOK credentials.
+    PORTICO_DATA_DIR: opts.sameDatabaseAs
+      ? opts.sameDatabaseAs.config.dataDir
+      : database.url.startsWith("file:")
       ? database.url.slice(5).replace(/\/[^/]*$/, "")
       : mkdtempSync(join(tmpdir(), "portico-pg-test-")),
     HOST: "127.0.0.1",
     PORT: "0",
     PORTICO_GRPC_PORT: "0",
     PORTICO_EMBEDDED_HOST: "false",
-    ...opts.env,
+    ...env,
   });
   const metrics = createMetrics();
   const core = await createCore({ database, config, logger, metrics });
@@ -128,6 +137,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     bootstrap: boot,
     tenant,
     logs,
+    env,
     identity,
     async createTenant(o = {}) {
       n += 1;

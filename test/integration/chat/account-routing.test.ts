@@ -7,15 +7,8 @@
  * account setting, every change is audited, bad bodies are 400 naming the field (HTTP and gRPC), and a change
  * reaches a second core instance sharing the database.
  */
-import { tmpdir } from "node:os";
-import type { FastifyInstance } from "fastify";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createCore, type Core } from "../../../src/core/core.js";
-import { openDatabase, type DatabaseHandle } from "../../../src/db/client.js";
-import { buildGateway } from "../../../src/gateway/app.js";
-import { createLogger } from "../../../src/log.js";
-import { createMetrics } from "../../../src/lib/metrics.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
@@ -178,24 +171,9 @@ describe.each(["sqlite", "postgresql"] as const)("account-wide routing settings 
   });
 
   it("a change reaches a second core instance sharing the database", async () => {
-    const database: DatabaseHandle = await openDatabase({ databaseUrl: h.database.url, dataDir: tmpdir(), migrate: false, poolSize: 2 });
-    const logger = createLogger({ level: "warn" });
-    const metrics = createMetrics();
-    const core: Core = await createCore({ database, config: h.config, logger, metrics });
-    const gateway: FastifyInstance = await buildGateway({
-      transport: core.createInMemoryTransport(),
-      logger,
-      metrics,
-      bodyLimitBytes: h.config.bodyLimitBytes,
-      brand: h.config.brand,
-      requestTimeoutMs: h.config.requestTimeoutMs,
-      heartbeatIntervalMs: h.config.interns.heartbeatIntervalMs,
-    });
+    const other = await startHarness({ sameDatabaseAs: h });
     try {
-      await gateway.listen({ host: "127.0.0.1", port: 0 });
-      const address = gateway.server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      const second = new OpenAI({ baseURL: `http://127.0.0.1:${port}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+      const second = new OpenAI({ baseURL: `${other.baseUrl}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
       const ask = () => second.chat.completions.create({ model: LLAMA, messages, provider: { sort: "price" } } as never) as unknown as Promise<{ provider: string }>;
       // The second instance has read (and cached) the empty settings.
       expect((await ask()).provider).toBe("groq");
@@ -203,9 +181,7 @@ describe.each(["sqlite", "postgresql"] as const)("account-wide routing settings 
       // No shared bus between these two: the second instance's cache ends within its bound (PORTICO_AUTH_CACHE_TTL_MS).
       await waitFor("the second instance to route under the new settings", async () => (await ask()).provider === "together");
     } finally {
-      await gateway.close();
-      await core.close();
-      await database.close();
+      await other.close();
     }
   });
 });

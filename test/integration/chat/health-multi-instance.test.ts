@@ -7,59 +7,27 @@
  * cool-down), never slept on.
  */
 import { randomUUID } from "node:crypto";
-import { tmpdir } from "node:os";
-import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
-import { createCore, type Core } from "../../../src/core/core.js";
-import { openDatabase, type DatabaseHandle } from "../../../src/db/client.js";
-import { buildGateway } from "../../../src/gateway/app.js";
-import { createLogger } from "../../../src/log.js";
-import { createMetrics } from "../../../src/lib/metrics.js";
 
 describe("health memory across instances (postgresql, Redis)", () => {
   let h: Harness;
   let fake: FakeUpstream;
-  let other: { url: string; close(): Promise<void> } | undefined;
+  let other: Harness | undefined;
 
   beforeAll(async () => {
     fake = await startFakeOpenAI({ text: ["fine"], finish: "stop", usage: { input: 1, output: 1 } });
-    h = await startHarness({
-      provider: "postgresql",
-      env: {
-        PORTICO_PROVIDER_MISTRAL_BASE_URL: `${fake.url}/v1`,
-        REDIS_URL: "redis://127.0.0.1:6379",
-        PORTICO_REDIS_PREFIX: `portico-test-${randomUUID()}:`,
-      },
-    });
+    const env = {
+      PORTICO_PROVIDER_MISTRAL_BASE_URL: `${fake.url}/v1`,
+      REDIS_URL: "redis://127.0.0.1:6379",
+      PORTICO_REDIS_PREFIX: `portico-test-${randomUUID()}:`,
+    };
+    h = await startHarness({ provider: "postgresql", env });
     expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "mistral", key: "ms-key" } })).status).toBe(200);
     // Instance B: its own core (and health memory) and gateway, on the same database and Redis.
-    const database: DatabaseHandle = await openDatabase({ databaseUrl: h.database.url, dataDir: tmpdir(), migrate: false, poolSize: 4 });
-    const logger = createLogger({ level: "warn" });
-    const metrics = createMetrics();
-    const core: Core = await createCore({ database, config: h.config, logger, metrics });
-    const gateway: FastifyInstance = await buildGateway({
-      transport: core.createInMemoryTransport(),
-      logger,
-      metrics,
-      bodyLimitBytes: h.config.bodyLimitBytes,
-      brand: h.config.brand,
-      requestTimeoutMs: h.config.requestTimeoutMs,
-      heartbeatIntervalMs: h.config.interns.heartbeatIntervalMs,
-    });
-    await gateway.listen({ host: "127.0.0.1", port: 0 });
-    const address = gateway.server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
-    other = {
-      url: `http://127.0.0.1:${port}`,
-      async close() {
-        await gateway.close();
-        await core.close();
-        await database.close();
-      },
-    };
+    other = await startHarness({ sameDatabaseAs: h });
   });
   afterAll(async () => {
     await other?.close();
@@ -85,7 +53,7 @@ describe("health memory across instances (postgresql, Redis)", () => {
     await expect
       .poll(
         async () => {
-          const res = await post(other!.url);
+          const res = await post(other!.baseUrl);
           if (res.status === 200) served++; // sent before the cool-down's message reached B
           await res.text();
           return res.status === 429 ? Number(res.headers.get("retry-after")) : -res.status; // negative: not refused
@@ -95,7 +63,7 @@ describe("health memory across instances (postgresql, Redis)", () => {
       .toBeGreaterThan(20); // the provider's wait (≤ 30 s), not a 1 s step of B's own
     // The refusal came from the cool-down: every call the provider received is accounted for.
     expect(fake.requests).toHaveLength(1 + served);
-    const again = await post(other!.url);
+    const again = await post(other!.baseUrl);
     expect(again.status).toBe(429);
     expect(fake.requests).toHaveLength(1 + served);
   });

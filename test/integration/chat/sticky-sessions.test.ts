@@ -6,66 +6,34 @@
  * `session_id`), goes to the same credential. Requests through the `openai` client; the provider is a fake.
  */
 import { randomUUID } from "node:crypto";
-import { tmpdir } from "node:os";
-import type { FastifyInstance } from "fastify";
 import OpenAI from "openai";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
-import { createCore, type Core } from "../../../src/core/core.js";
-import { openDatabase, type DatabaseHandle } from "../../../src/db/client.js";
-import { buildGateway } from "../../../src/gateway/app.js";
-import { createLogger } from "../../../src/log.js";
-import { createMetrics } from "../../../src/lib/metrics.js";
 
 describe("sticky sessions across instances (postgresql, Redis)", () => {
   let h: Harness;
   let fake: FakeUpstream;
-  let other: { url: string; close(): Promise<void> } | undefined;
+  let other: Harness | undefined;
   let redis: Redis;
   const prefix = `portico-test-${randomUUID()}:`;
 
   beforeAll(async () => {
     fake = await startFakeOpenAI({ text: ["fine"], finish: "stop", usage: { input: 1, output: 1 } });
-    h = await startHarness({
-      provider: "postgresql",
-      env: {
-        PORTICO_PROVIDER_MISTRAL_BASE_URL: `${fake.url}/v1`,
-        REDIS_URL: "redis://127.0.0.1:6379",
-        PORTICO_REDIS_PREFIX: prefix,
-        PORTICO_CREDENTIAL_ORDER: "balanced",
-      },
-    });
+    const env = {
+      PORTICO_PROVIDER_MISTRAL_BASE_URL: `${fake.url}/v1`,
+      REDIS_URL: "redis://127.0.0.1:6379",
+      PORTICO_REDIS_PREFIX: prefix,
+      PORTICO_CREDENTIAL_ORDER: "balanced",
+    };
+    h = await startHarness({ provider: "postgresql", env });
     for (let i = 0; i < 4; i++) {
       const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "mistral", key: `ms-key-${i}`, weight: 1 + i } });
       expect(res.status).toBe(200);
     }
-    const database: DatabaseHandle = await openDatabase({ databaseUrl: h.database.url, dataDir: tmpdir(), migrate: false, poolSize: 4 });
-    const logger = createLogger({ level: "warn" });
-    const metrics = createMetrics();
-    const core: Core = await createCore({ database, config: h.config, logger, metrics });
-    const gateway: FastifyInstance = await buildGateway({
-      transport: core.createInMemoryTransport(),
-      logger,
-      metrics,
-      bodyLimitBytes: h.config.bodyLimitBytes,
-      brand: h.config.brand,
-      requestTimeoutMs: h.config.requestTimeoutMs,
-      heartbeatIntervalMs: h.config.interns.heartbeatIntervalMs,
-    });
-    await gateway.listen({ host: "127.0.0.1", port: 0 });
-    const address = gateway.server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
-    other = {
-      url: `http://127.0.0.1:${port}`,
-      async close() {
-        await gateway.close();
-        await core.close();
-        await database.close();
-      },
-    };
+    other = await startHarness({ sameDatabaseAs: h });
     redis = new Redis("redis://127.0.0.1:6379", { maxRetriesPerRequest: 1 });
   });
   afterAll(async () => {
@@ -107,17 +75,17 @@ describe("sticky sessions across instances (postgresql, Redis)", () => {
     const first = await keyUsed(client(h.baseUrl, { "x-claude-code-session-id": session }));
     await pinsStored(1);
     for (const [base, headers, body] of [
-      [other!.url, { "x-claude-code-session-id": session }, {}],
-      [other!.url, { "x-session-id": session }, {}],
+      [other!.baseUrl, { "x-claude-code-session-id": session }, {}],
+      [other!.baseUrl, { "x-session-id": session }, {}],
       [h.baseUrl, { "session-id": session }, {}],
-      [other!.url, {}, { session_id: session }],
+      [other!.baseUrl, {}, { session_id: session }],
       [h.baseUrl, { session_id: session }, {}],
     ] as Array<[string, Record<string, string>, Record<string, unknown>]>) {
       expect(await keyUsed(client(base, headers), body)).toBe(first);
     }
     // Without a session the draw spreads: 40 requests reach more than one credential.
     const seen = new Set<string>();
-    for (let i = 0; i < 40 && seen.size < 2; i++) seen.add(await keyUsed(client(other!.url)));
+    for (let i = 0; i < 40 && seen.size < 2; i++) seen.add(await keyUsed(client(other!.baseUrl)));
     expect(seen.size).toBeGreaterThan(1);
   });
 });

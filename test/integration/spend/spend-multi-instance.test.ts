@@ -7,21 +7,15 @@
  * A key's requests per minute hold across the three (rate-limiter-flexible in Redis).
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { randomUUID } from "node:crypto";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
-import { createCore, type Core } from "../../../src/core/core.js";
-import { openDatabase, type DatabaseHandle } from "../../../src/db/client.js";
-import { buildGateway } from "../../../src/gateway/app.js";
-import { createLogger } from "../../../src/log.js";
-import { createMetrics } from "../../../src/lib/metrics.js";
 import { keyCounterId } from "../../../src/core/spend/spend-store.js";
-import type { FastifyInstance } from "fastify";
 
 interface Instance {
   url: string;
@@ -56,30 +50,8 @@ describe("spend limits across instances (postgresql)", () => {
     });
     instances.push({ url: h.baseUrl, close: async () => undefined });
     for (let i = 0; i < 2; i++) {
-      const database: DatabaseHandle = await openDatabase({ databaseUrl: h.database.url, dataDir: tmpdir(), migrate: false, poolSize: 4 });
-      const logger = createLogger({ level: "warn" });
-      const metrics = createMetrics();
-      const core: Core = await createCore({ database, config: h.config, logger, metrics });
-      const gateway: FastifyInstance = await buildGateway({
-        transport: core.createInMemoryTransport(),
-        logger,
-        metrics,
-        bodyLimitBytes: h.config.bodyLimitBytes,
-        brand: h.config.brand,
-        requestTimeoutMs: h.config.requestTimeoutMs,
-        heartbeatIntervalMs: h.config.interns.heartbeatIntervalMs,
-      });
-      await gateway.listen({ host: "127.0.0.1", port: 0 });
-      const address = gateway.server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      instances.push({
-        url: `http://127.0.0.1:${port}`,
-        async close() {
-          await gateway.close();
-          await core.close();
-          await database.close();
-        },
-      });
+      const other = await startHarness({ sameDatabaseAs: h });
+      instances.push({ url: other.baseUrl, close: () => other.close() });
     }
   });
   afterAll(async () => {
