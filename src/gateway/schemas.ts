@@ -80,6 +80,15 @@ export function contractRoute(operationId: string, body?: z.ZodType | "core", bo
   const validatorCompiler: FastifySchemaCompiler<unknown> = ({ httpPart }) => {
     if (httpPart === "querystring" && defs.query) {
       const query = defs.query;
+      if (defs.closedQuery) {
+        const known = Object.keys(query.shape);
+        return (data) => {
+          const unknown = Object.keys((data ?? {}) as object).find((k) => !known.includes(k));
+          if (unknown === undefined) return violation(query, queryValues(query, data));
+          const message = `${unknown} is not a query parameter of this operation (${known.join(", ") || "none"})`;
+          return { error: serviceError(Reason.BAD_REQUEST, message, { field: unknown }) as unknown as Error };
+        };
+      }
       return (data) => violation(query, queryValues(query, data));
     }
     if (httpPart === "params" && defs.path) {

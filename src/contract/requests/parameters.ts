@@ -13,10 +13,14 @@ import { MAX_OFFSET, PageFields } from "./paging.js";
 
 type Shape = Record<string, z.ZodType>;
 
-/** A query or path definition: an object of named parameters (unknown query parameters pass, as before). */
+/**
+ * A query or path definition: an object of named parameters. Unknown query parameters pass, as before, unless
+ * `closedQuery` is set: then the first one is refused (400 naming it and listing the known ones).
+ */
 export interface ParameterDefinitions {
   query?: z.ZodObject<Shape>;
   path?: z.ZodObject<Shape>;
+  closedQuery?: boolean;
 }
 
 const text = (description: string) => string().meta({ description });
@@ -191,13 +195,14 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // `/models` pages by offset and limit as @openrouter/sdk sends them, and answers whole without
   // them: the one list outside the cursor rule (docs/api.md#pagination).
   listModels: {
+    closedQuery: true,
     query: q({
       offset: integer({ min: 0, max: MAX_OFFSET }).meta({ description: "Entries to skip (default 0)." }),
       limit: integer({ min: 1, max: MAX_MODELS_LIMIT }).meta({ description: `At most this many entries (1 to ${MAX_MODELS_LIMIT}; default: all).` }),
     }),
   },
-  listModelEndpoints: byCatalogModel,
-  listCatalogModels: { query: q(page) },
+  listModelEndpoints: { ...byCatalogModel, query: q({}), closedQuery: true },
+  listCatalogModels: { query: q(page), closedQuery: true },
   getCatalogModel: byCatalogModel,
   putCatalogModel: byCatalogModel,
   updateCatalogEndpoint: byCatalogEndpoint,

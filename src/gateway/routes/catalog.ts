@@ -31,12 +31,6 @@ function objectBody(body: unknown): JsonObject {
   return body as JsonObject;
 }
 
-/** Query parameters an operation does not know are refused, naming the first (never silently ignored). */
-export function refuseUnknownQuery(query: unknown, allowed: readonly string[]): void {
-  const unknown = Object.keys((query ?? {}) as object).find((k) => !allowed.includes(k));
-  if (unknown !== undefined) throw serviceError(Reason.BAD_REQUEST, `${unknown} is not a query parameter of this operation (${allowed.join(", ") || "none"})`, { field: unknown });
-}
-
 export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(CatalogService, ctx.transport);
   const tags = ["catalog"];
@@ -59,7 +53,6 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
       },
     },
     async (req) => {
-      refuseUnknownQuery(req.query, []);
       return { data: presentModelEndpoints(await client.listModelEndpoints({ slug: slugOf(req) }, callOptionsFor(req))) };
     },
   );
@@ -82,7 +75,6 @@ export async function registerCatalogRoutes(api: FastifyInstance, ctx: GatewayCo
       },
     },
     async (req) => {
-      refuseUnknownQuery(req.query, ["offset", "limit", "starting_after"]);
       const res = await client.listCatalogModels(pageRequest(req.query), callOptionsFor(req));
       return { data: res.models.map(presentCatalogEntry), total_count: res.totalCount, ...pageOfResponse(res) };
     },

@@ -11,7 +11,6 @@ import { cacheHeaders, OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contr
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { presentModel } from "../presenters/models.js";
-import { refuseUnknownQuery } from "./catalog.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
@@ -133,7 +132,6 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
       },
     },
     async (req) => {
-      refuseUnknownQuery(req.query, ["offset", "limit"]);
       const offset = req.query.offset ?? 0;
       const limit = req.query.limit ?? 0;
       const res = await client.listModels({ offset, limit }, callOptionsFor(req));

@@ -225,6 +225,9 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     expect(bad.status).toBe(400);
     expect(bad.json.error.metadata.field).toBe("supported_parameters");
     expect((await api(a, "GET", "/models?limit=0", { key: a.tenant.apiKey })).json.error.metadata.field).toBe("limit");
+    const endpointsQuery = await api(a, "GET", `/models/${all.json.data[0].id}/endpoints?sort=price`, { key: a.tenant.apiKey });
+    expect(endpointsQuery.status).toBe(400);
+    expect(endpointsQuery.json.error).toMatchObject({ message: "sort is not a query parameter of this operation (none)", metadata: { field: "sort" } });
   });
 
   it("pages /catalog/models by cursor (docs/api.md#pagination): a walk sees every model once while models are added, offset kept, bad values named", async () => {
