@@ -8,62 +8,13 @@
  * responses, never for time. Screenshots go to $PORTICO_CONSOLE_SCREENSHOTS when set (the ones in
  * docs/console were made that way), else to a temporary folder.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PORTICO_BIN, runPortico } from "../../helpers/cli.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-interface Served {
-  child: ChildProcess;
-  origin: string;
-  managementKey: string;
-  apiKey: string;
-  internId: string;
-}
-
-async function serve(dataDir: string): Promise<Served> {
-  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
-    env: { ...process.env, PORTICO_DATA_DIR: dataDir, PORT: "0", PORTICO_GRPC_PORT: "0" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  return await new Promise<Served>((resolvePromise, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
-      const managementKey = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const apiKey = /api key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const internId = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      if (base && managementKey && apiKey && internId && /"msg":"serving/.test(out)) {
-        child.stdout!.off("data", onData);
-        child.stderr!.off("data", onData);
-        // Keep draining so a full pipe never blocks the server.
-        child.stdout!.resume();
-        child.stderr!.resume();
-        resolvePromise({ child, origin: new URL(base).origin, managementKey, apiKey, internId });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`serve exited ${code} before ready:\n${out}`)));
-  });
-}
+import { runPortico } from "../../helpers/cli.js";
+import { CHROMIUM, launch, serve, stopServe, type Browser, type Served } from "./browser-stack.js";
 
 // Skipped only on a developer machine without Chromium; in CI (.ci/run installs it) a missing browser fails.
 /** Every console page and its heading. */
@@ -84,12 +35,12 @@ const PAGES = (internId: string) =>
 
 describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromium", { timeout: 90_000 }, () => {
   let dataDir: string;
-  let profileDir: string;
   let shots: string;
   let s: Served;
+  let b: Browser;
   let context: BrowserContext;
   let page: Page;
-  const problems: string[] = [];
+  let problems: string[];
 
   const shot = async (name: string, p: Page = page) => {
     await p.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
@@ -101,45 +52,18 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("web console in Chromi
   const noHorizontalOverflow = (p: Page): Promise<boolean> => p.evaluate("document.documentElement.scrollWidth <= window.innerWidth");
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "portico-console-"));
-    profileDir = mkdtempSync(join(tmpdir(), "portico-chromium-"));
+    s = await serve();
+    dataDir = s.dataDir;
     shots = process.env.PORTICO_CONSOLE_SCREENSHOTS ? resolve(process.env.PORTICO_CONSOLE_SCREENSHOTS) : join(dataDir, "shots");
     mkdirSync(shots, { recursive: true });
-    s = await serve(dataDir);
-    context = await chromium.launchPersistentContext(profileDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: FLAGS,
-      viewport: { width: 1200, height: 820 },
-      locale: "en-GB",
-      timezoneId: "UTC",
-    });
-    // Room for a loaded 2-core machine; every wait is for an element or a response, never a fixed time.
-    context.setDefaultTimeout(60_000);
-    page = context.pages()[0] ?? (await context.newPage());
-    context.on("page", (p) => watch(p));
-    watch(page);
+    // Expected on purpose: the sign-in test's refused key (401) and the chat test's cut answer request.
+    b = await launch(["status of 401", "net::ERR_CONNECTION_RESET"]);
+    ({ context, page, problems } = b);
   }, 120_000);
 
-  function watch(p: Page) {
-    p.on("console", (m) => {
-      // Expected on purpose: the sign-in test's refused key (401) and the chat test's cut answer request.
-      const expected = ["status of 401", "net::ERR_CONNECTION_RESET"].some((t) => m.text().includes(t));
-      if (m.type() === "error" && !expected) problems.push(`console error: ${m.text()}`);
-    });
-    p.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-  }
-
   afterAll(async () => {
-    await context?.close();
-    if (s?.child.exitCode === null) {
-      const exited = new Promise((r) => s.child.once("exit", r));
-      s.child.kill("SIGTERM");
-      await exited;
-    }
-    if (dataDir && !process.env.PORTICO_CONSOLE_SCREENSHOTS) rmSync(dataDir, { recursive: true, force: true });
-    else if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    await b?.close();
+    await stopServe(s);
   });
 
   it("signs in with the keyboard, refuses keys that are not management keys, and never shows the key", async () => {
