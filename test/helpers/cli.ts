@@ -96,3 +96,48 @@ export function requestOnNewConnection(
     req.end(init.body);
   });
 }
+
+/** What `portico serve` prints on a fresh data folder (docs: README "Run it"): its addresses and first keys. */
+export interface ServeBanner {
+  child: ChildProcess;
+  /** The API base URL as printed (`http://127.0.0.1:<port>/api/v1`). */
+  base: string;
+  /** `http://127.0.0.1:<port>`. */
+  origin: string;
+  managementKey: string;
+  apiKey: string;
+  internId: string;
+}
+
+/**
+ * Starts `portico serve` with `env` (PORT and PORTICO_GRPC_PORT 0 unless given) and resolves once it has printed
+ * its banner and logged "serving" (one process) or "serving with worker processes" (the primary of several).
+ * Afterwards the pipes keep flowing and their output is dropped (a test of a stuck reader pauses or destroys them).
+ */
+export function serveWithBanner(env: Record<string, string>): Promise<ServeBanner> {
+  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
+    env: { ...process.env, PORT: "0", PORTICO_GRPC_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  return new Promise<ServeBanner>((resolvePromise, reject) => {
+    const onData = (d: Buffer) => {
+      out += d;
+      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
+      const managementKey = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
+      const apiKey = /api key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
+      const internId = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
+      if (!base || !managementKey || !apiKey || !internId || !/"msg":"serving/.test(out)) return;
+      child.stdout!.off("data", onData);
+      child.stderr!.off("data", onData);
+      child.off("exit", onExit);
+      child.stdout!.resume();
+      child.stderr!.resume();
+      resolvePromise({ child, base, origin: new URL(base).origin, managementKey, apiKey, internId });
+    };
+    const onExit = (code: number | null) => reject(new Error(`serve exited ${code} before ready:\n${out}`));
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", onExit);
+  });
+}

@@ -3,12 +3,11 @@
  * the embedded intern host), and Debian's Chromium through playwright-core with its own profile. Waits
  * for output lines and events, never for time.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { PORTICO_BIN } from "../../helpers/cli.js";
+import { serveWithBanner, type ServeBanner } from "../../helpers/cli.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
@@ -22,42 +21,14 @@ const FLAGS = [
   "--disable-sync",
 ];
 
-export interface Served {
-  child: ChildProcess;
-  origin: string;
-  managementKey: string;
-  apiKey: string;
-  internId: string;
+export interface Served extends ServeBanner {
   dataDir: string;
 }
 
 /** `portico serve` on a new data folder; `env` adds settings (providers, …). */
 export async function serve(env: Record<string, string> = {}): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "portico-console-"));
-  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
-    env: { ...process.env, PORTICO_DATA_DIR: dataDir, PORT: "0", PORTICO_GRPC_PORT: "0", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  return await new Promise<Served>((resolvePromise, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
-      const managementKey = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const apiKey = /api key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const internId = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      if (base && managementKey && apiKey && internId && /"msg":"serving/.test(out)) {
-        child.stdout!.off("data", onData);
-        child.stderr!.off("data", onData);
-        child.stdout!.resume();
-        child.stderr!.resume();
-        resolvePromise({ child, origin: new URL(base).origin, managementKey, apiKey, internId, dataDir });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`serve exited ${code} before ready:\n${out}`)));
-  });
+  return { ...(await serveWithBanner({ PORTICO_DATA_DIR: dataDir, ...env })), dataDir };
 }
 
 export async function stopServe(s: Served | undefined): Promise<void> {

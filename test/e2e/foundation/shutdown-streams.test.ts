@@ -4,12 +4,12 @@
  * (a chunk with `finish_reason: "error"` and `data: [DONE]`). A real server process against fake
  * providers with slow streams; the test waits for events (chunks, exit), never sleeps.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PORTICO_BIN } from "../../helpers/cli.js";
+import { serveWithBanner } from "../../helpers/cli.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 
@@ -25,29 +25,8 @@ afterAll(async () => {
 async function serve(env: Record<string, string>): Promise<{ child: ChildProcess; base: string; key: string; intern: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), "portico-stop-streams-"));
   dirs.push(dataDir);
-  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
-    env: { ...process.env, PORTICO_DATA_DIR: dataDir, PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_SHUTDOWN_TIMEOUT_MS: String(GRACE_MS), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  return await new Promise((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
-      const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const intern = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      if (base && key && intern && /"msg":"serving/.test(out)) {
-        child.stdout!.off("data", onData);
-        child.stderr!.off("data", onData);
-        child.stdout!.resume();
-        child.stderr!.resume();
-        resolve({ child, base, key, intern });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`serve exited ${code} before ready:\n${out}`)));
-  });
+  const s = await serveWithBanner({ PORTICO_DATA_DIR: dataDir, PORTICO_SHUTDOWN_TIMEOUT_MS: String(GRACE_MS), ...env });
+  return { child: s.child, base: s.base, key: s.managementKey, intern: s.internId };
 }
 
 /** An open SSE response: `until` reads up to a point, `rest` reads to the end (rejecting on a reset). */

@@ -4,12 +4,12 @@
  * during a paused run. The bound is PORTICO_SHUTDOWN_TIMEOUT_MS + the watchdog's 2 s; the assertions
  * allow a further margin for a loaded machine. Tests wait for the `exit` event, never sleep.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PORTICO_BIN } from "../../helpers/cli.js";
+import { serveWithBanner } from "../../helpers/cli.js";
 import { WATCHDOG_EXTRA_MS } from "../../../src/cli/shutdown.js";
 
 const GRACE_MS = 3_000;
@@ -33,35 +33,8 @@ interface Served {
 async function serve(extraEnv: Record<string, string> = {}): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "portico-stop-"));
   dirs.push(dataDir);
-  const child = spawn(process.execPath, [PORTICO_BIN, "serve"], {
-    env: {
-      ...process.env,
-      PORTICO_DATA_DIR: dataDir,
-      PORT: "0",
-      PORTICO_GRPC_PORT: "0",
-      PORTICO_SHUTDOWN_TIMEOUT_MS: String(GRACE_MS),
-      ...extraEnv,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  return await new Promise<Served>((resolve, reject) => {
-    const onData = (d: Buffer) => {
-      out += d;
-      const base = /API base URL:\s+(\S+)/.exec(out)?.[1];
-      const key = /management key:\s+(pk-v1-[0-9a-f]{64})/.exec(out)?.[1];
-      const intern = /intern id:\s+([0-9a-f-]{36})/.exec(out)?.[1];
-      // Ready: one process logs "serving", the primary of several "serving with worker processes".
-      if (base && key && intern && /"msg":"serving/.test(out)) {
-        child.stdout!.off("data", onData);
-        child.stderr!.off("data", onData);
-        resolve({ child, base, key, intern, dataDir });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`serve exited ${code} before ready:\n${out}`)));
-  });
+  const s = await serveWithBanner({ PORTICO_DATA_DIR: dataDir, PORTICO_SHUTDOWN_TIMEOUT_MS: String(GRACE_MS), ...extraEnv });
+  return { child: s.child, base: s.base, key: s.managementKey, intern: s.internId, dataDir };
 }
 
 /** Sends SIGTERM and resolves with the exit and the time it took. */
