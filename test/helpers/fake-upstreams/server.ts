@@ -46,6 +46,8 @@ export interface Knobs {
   headerDelayMs?: number;
   /** Pause before each streamed event. */
   chunkDelayMs?: number;
+  /** Reply `failStatus` (default 500) to the requests this predicate picks (e.g. only a later turn of a tool loop). */
+  failWhen?: (req: RecordedRequest) => boolean;
   /** Reply 401 with the provider's error body to requests authenticated with one of these keys. */
   rejectKeys?: string[];
 }
@@ -149,6 +151,12 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
         res.end(JSON.stringify(wire.errorBody(401, "invalid api key")));
         return;
       }
+    }
+    if (k.failWhen?.(recorded)) {
+      const status = k.failStatus ?? 500;
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(wire.errorBody(status, k.failMessage ?? "fake upstream failure")));
+      return;
     }
     if (k.failStatus) {
       res.writeHead(k.failStatus, { "content-type": "application/json", ...k.failHeaders });

@@ -21,7 +21,7 @@ const JUDGE = "The capital of France is Paris, on the Seine.";
 // Catalog prices (USD per token): alpha 1e-6 / 2e-6, beta 3e-6 / 4e-6, judge 5e-6 / 6e-6.
 const COST = { alpha: 10 * 1e-6 + 5 * 2e-6, beta: 20 * 3e-6 + 7 * 4e-6, judge: 100 * 5e-6 + 9 * 6e-6 };
 
-describe("fusion plugin (sqlite)", () => {
+describe.each(["sqlite", "postgresql"] as const)("fusion plugin (%s)", (provider) => {
   let h: Harness;
   let alpha: FakeUpstream;
   let beta: FakeUpstream;
@@ -48,7 +48,7 @@ describe("fusion plugin (sqlite)", () => {
       }),
     );
     h = await startHarness({
-      provider: "sqlite",
+      provider,
       env: {
         PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `alpha=${alpha.url}/v1,beta=${beta.url}/v1,judge=${judge.url}/v1`,
         PORTICO_KEYLESS_PROVIDERS: "alpha,beta,judge",
@@ -301,5 +301,44 @@ describe("fusion plugin (sqlite)", () => {
       .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     expect(err?.status).toBe(400);
     expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[1].model");
+  });
+
+  it("a server-tool loop whose turns different endpoints served: each turn priced at its own endpoint", async () => {
+    // Turn 1: alpha asks for the datetime tool. Turn 2: alpha fails (the request carries the tool result), beta answers.
+    alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+    alpha.knobs.failWhen = (req) => Array.isArray(req.body?.messages) && req.body.messages.some((m: { role?: string }) => m.role === "tool");
+    beta.script = say(BETA, 20, 7);
+    const turn1 = 10 * 1e-6 + 2 * 2e-6;
+    const turn2 = 20 * 3e-6 + 7 * 4e-6;
+    for (const stream of [false, true]) {
+      const body = { model: "alpha/a1", models: ["alpha/a1", "beta/b1"], messages, tools: [{ type: "service:datetime" }] };
+      let id: string;
+      let usage: { prompt_tokens: number; completion_tokens: number; cost: number; cost_details: { upstream_inference_cost: number } };
+      if (!stream) {
+        alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+        const res = await client.chat.completions.create(body as never);
+        expect(res.choices[0]!.message.content).toBe(BETA);
+        id = res.id;
+        usage = res.usage as never;
+      } else {
+        alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+        const s = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } } as never);
+        let text = "";
+        id = "";
+        for await (const chunk of s as unknown as AsyncIterable<{ id: string; choices: Array<{ delta: { content?: string } }>; usage?: typeof usage }>) {
+          id ||= chunk.id;
+          text += chunk.choices[0]?.delta.content ?? "";
+          if (chunk.usage) usage = chunk.usage;
+        }
+        expect(text).toBe(BETA);
+      }
+      expect(usage!).toMatchObject({ prompt_tokens: 30, completion_tokens: 9 });
+      // At the last endpoint's prices it would be 30 × 3e-6 + 9 × 4e-6.
+      expect(usage!.cost, stream ? "streamed" : "not streamed").toBeCloseTo(turn1 + turn2, 12);
+      expect(usage!.cost_details.upstream_inference_cost).toBeCloseTo(turn1 + turn2, 12);
+      const gen = await recorded(id);
+      expect(gen).toMatchObject({ prompt_tokens: 30, completion_tokens: 9, provider: "beta" });
+      expect(gen.total_cost as number).toBeCloseTo(turn1 + turn2, 12);
+    }
   });
 });

@@ -25,7 +25,7 @@ import { reasonFromWire, ruleOf } from "../../../../contract/reasons.js";
 import type { Catalog } from "../../../catalog/catalog.js";
 import { usd } from "../../../catalog/cost.js";
 import type { CanonicalRequest, PluginReport } from "../../model.js";
-import { priceServed } from "../cost.js";
+import { priceServed, withNestedUsage } from "../cost.js";
 import { compose, newCall, type ChatCall, type ChatStage, type NestedCall } from "../stage.js";
 import type { Plugin, PluginRun } from "./types.js";
 
@@ -136,13 +136,22 @@ export function createFusionRunner(deps: FusionDeps): FusionRunner {
     if (outcome.kind !== "completion") throw new Error("a fusion nested call answered with a stream");
     const completion = outcome.completion;
     const text = contentOf(completion.choices[0]?.message?.content);
-    const usage = completion.usage ?? sub.track.usage ?? undefined;
+    const own = completion.usage ?? sub.track.usage ?? undefined;
     let cost: NestedCall["cost"] = null;
-    if (usage) {
-      const parts = priceServed(deps.catalog, sub, usage);
+    // The member's earlier tool turns (its server-tool loop put them on its own track.nested, each priced at the
+    // endpoint that served it) join the request's as they are; the member's row sums them with its last turn.
+    const turns = sub.track.nested;
+    call.track.nested.push(...turns);
+    if (own) {
+      const parts = priceServed(deps.catalog, sub, own);
       cost = parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image, completion: parts.completion, total: parts.total } : null;
-      call.track.nested.push({ usage, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
+      call.track.nested.push({ usage: own, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
+      for (const t of turns) {
+        if (!cost || !t.cost) continue;
+        cost = { prompt: cost.prompt + t.cost.prompt, completion: cost.completion + t.cost.completion, total: cost.total + t.cost.total };
+      }
     }
+    const usage = own ? withNestedUsage(sub.track, own) : undefined;
     const member: Member = {
       model,
       ok: text !== "",
