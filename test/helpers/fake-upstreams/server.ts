@@ -26,6 +26,12 @@ export interface Script {
   model?: string;
   /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
   blockReason?: string;
+  /**
+   * The provider's answer written out in its own wire format, sent as it is (shapes the script cannot express,
+   * such as a native web search's blocks and citations): `completion` for a non-streamed request, `events` (SSE
+   * frames, already framed) for a streamed one.
+   */
+  raw?: { completion?: unknown; events?: string[] };
 }
 
 export interface Knobs {
@@ -172,7 +178,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     }
     if (!wire.isStream(recorded)) {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(wire.completion(script, recorded)));
+      res.end(JSON.stringify(script.raw?.completion ?? wire.completion(script, recorded)));
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
@@ -185,7 +191,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
         markAborted();
       }
     });
-    const events = wire.streamEvents(script, recorded);
+    const events = script.raw?.events ?? wire.streamEvents(script, recorded);
     let sent = 0;
     for (const frame of events) {
       if (closedEarly) return;

@@ -179,8 +179,6 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     const exa = await refusal({ ...base, plugins: [{ id: "web", engine: "exa" }] });
     expect(exa?.status).toBe(400);
     expect(exa?.message).toContain("searxng and brave");
-    const native = await refusal({ ...base, plugins: [{ id: "web", engine: "native" }] });
-    expect(native?.message).toContain('"native" is not offered');
     const located = await refusal({ ...base, plugins: [{ id: "web", user_location: { type: "approximate", city: "Brest" } }] });
     expect(located?.status).toBe(400);
     expect((located?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].user_location");
@@ -193,6 +191,12 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     model.scripts = [answer("fine")];
     const ok = await client.chat.completions.create({ ...base, plugins: [{ id: "web", engine: "searxng", user_location: null, max_uses: 2 }] } as never);
     expect(ok.choices[0]!.message.content).toBe("fine");
+    // engine native on a provider without a native web search: Portico's configured engine searches instead.
+    model.scripts = [answer("native?")];
+    const viaNative = await client.chat.completions.create({ ...base, messages: [{ role: "user", content: "native tides" }], plugins: [{ id: "web", engine: "native" }] } as never);
+    expect(searches.at(-1)).toBe("native tides");
+    expect((viaNative as unknown as Reported).plugins![0]).toMatchObject({ engine: "searxng", queries: 1 });
+    expect(model.requests.at(-1)!.body.web_search_options).toBeUndefined();
   });
 
   it("web-fetch: the plugin's fields configure the web_fetch server tool; the loop runs it", async () => {
