@@ -341,4 +341,39 @@ describe.each(["sqlite", "postgresql"] as const)("fusion plugin (%s)", (provider
       expect(gen.total_cost as number).toBeCloseTo(turn1 + turn2, 12);
     }
   });
+
+  it("a spend limit: the panel's largest cost is reserved with the judge's before any panel call; over the limit → 402, nothing sent; the settled spend is every call's", async () => {
+    const newKey = async (limit: number) => {
+      const res = await api(h, "POST", "/keys", { key: h.tenant.managementKey, body: { name: `fusion-limited-${limit}`, limit } });
+      expect(res.status, res.text).toBe(201);
+      return new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: res.json.key as string, maxRetries: 0 });
+    };
+    const body = { model: "judge/j1", messages, max_tokens: 100, plugins: [fusion()] };
+    // The judge alone could cost ~$0.002 (its body's bytes × $5e-6 + 100 × $6e-6); with the panel (its members' calls
+    // and the answers they add to the judge's prompt, ~2,500 tokens × $5e-6) ~$0.017: $0.01 holds the judge only.
+    const tight = await newKey(0.01);
+    const counts = () => [alpha.requests.length, beta.requests.length, judge.requests.length];
+    const before = counts();
+    for (const stream of [false, true]) {
+      const err = await tight.chat.completions.create({ ...body, stream } as never).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      expect(err?.status).toBe(402);
+      expect((err?.error as { metadata?: { reason?: string; field?: string } }).metadata).toMatchObject({ reason: "spend_limit_exceeded", field: "limit" });
+    }
+    expect(counts()).toEqual(before);
+    // Without the panel the same key is served: the refusal was the panel's reservation.
+    const alone = await tight.chat.completions.create({ model: "judge/j1", messages, max_tokens: 100 } as never);
+    expect(alone.choices[0]!.message.content).toBe(JUDGE);
+
+    const roomy = await newKey(1);
+    const res = await roomy.chat.completions.create(body as never);
+    expect(res.choices[0]!.message.content).toBe(JUDGE);
+    const total = COST.alpha + COST.beta + COST.judge;
+    expect((res.usage as unknown as { cost: number }).cost).toBeCloseTo(total, 12);
+    const info = await waitFor("the settled spend", async () => {
+      const got = await api(h, "GET", "/key", { key: roomy.apiKey as string });
+      return got.json.data.usage > 0 ? got.json.data : undefined;
+    });
+    expect(info.usage).toBeCloseTo(total, 12);
+    expect(info.limit_remaining).toBeCloseTo(1 - total, 12);
+  });
 });
