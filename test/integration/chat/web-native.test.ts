@@ -141,7 +141,7 @@ const openAiSearched: Script = {
   },
 };
 
-describe("web plugin, native search (sqlite)", () => {
+describe.each(["sqlite", "postgresql"] as const)("web plugin, native search (%s)", (provider) => {
   let h: Harness;
   let anthropic: FakeUpstream;
   let gemini: FakeUpstream;
@@ -162,7 +162,7 @@ describe("web plugin, native search (sqlite)", () => {
       }],
     }));
     h = await startHarness({
-      provider: "sqlite",
+      provider,
       env: {
         PORTICO_PROVIDER_ANTHROPIC_BASE_URL: anthropic.url,
         PORTICO_PROVIDER_GOOGLE_AI_STUDIO_BASE_URL: `${gemini.url}/v1beta`,
