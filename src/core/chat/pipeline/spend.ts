@@ -88,7 +88,7 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
     async run(call, next) {
       const limits = call.caller.limits;
       if (!limits || (!limits.keySpend && !limits.workspaceSpend)) {
-        await runDeferred(call);
+        if (call.afterReserve) await runDeferred(call);
         return next();
       }
       // The request's own call, plus what a plugin calls on its behalf first (the fusion panel: call.reserveExtra).
