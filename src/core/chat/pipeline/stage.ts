@@ -145,6 +145,17 @@ export interface ChatCall {
   sessionHeader?: string;
   /** The request's server tools, when it has any (the server-tools stage; the execute stage runs the loop). */
   serverTools?: ServerToolSession;
+  /**
+   * Cost the spend stage reserves on top of the request's own largest cost (femto-USD): model calls a plugin makes
+   * on the request's behalf before its own call (the fusion panel, and what the panel's answers add to the judge's
+   * prompt). Platform-paid calls only.
+   */
+  reserveExtra?: bigint;
+  /**
+   * Work a plugin defers until the spend stage reserved (or found no limit): the fusion panel, so that a caller over
+   * its limit is refused before any panel call. Run in order, right before the rest of the chain.
+   */
+  afterReserve?: Array<() => Promise<void>>;
 }
 
 export type ChatOutcome =

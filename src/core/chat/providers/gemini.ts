@@ -16,6 +16,7 @@ import {
 } from "./types.js";
 import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
+import { geminiGrounding } from "./native-search.js";
 
 type Part = Record<string, unknown>;
 
@@ -106,12 +107,17 @@ interface Translated {
   reasoning: string;
   toolCalls: Array<{ name: string; args: unknown }>;
   finish: unknown;
+  /** Per part: its answer text ("" for thoughts and other parts) and where it begins in `text` (grounding offsets). */
+  partTexts: string[];
+  partStarts: number[];
 }
 
 function translateCandidate(candidate: Record<string, unknown> | undefined): Translated {
-  const out: Translated = { text: "", reasoning: "", toolCalls: [], finish: candidate?.finishReason };
+  const out: Translated = { text: "", reasoning: "", toolCalls: [], finish: candidate?.finishReason, partTexts: [], partStarts: [] };
   const parts = ((candidate?.content as { parts?: Part[] } | undefined)?.parts ?? []) as Part[];
   for (const part of parts) {
+    out.partStarts.push(out.text.length);
+    out.partTexts.push(typeof part.text === "string" && part.thought !== true ? part.text : "");
     if (typeof part.text === "string") {
       if (part.thought === true) out.reasoning += part.text;
       else out.text += part.text;
@@ -180,6 +186,8 @@ export class GeminiAdapter implements ProviderAdapter {
       const config = toolConfig(b.tool_choice);
       if (config) out.toolConfig = config;
     }
+    // The web plugin's native search (native-search.ts): Grounding with Google Search, which takes no options.
+    if (call.webSearch) out.tools = [...(Array.isArray(out.tools) ? (out.tools as Part[]) : []), { google_search: {} }];
     return out;
   }
 
@@ -232,6 +240,7 @@ export class GeminiAdapter implements ProviderAdapter {
     const choices = candidates.map((candidate, i) => {
       const t = translateCandidate(candidate);
       const toolCalls: ToolCall[] = t.toolCalls.map((tc) => ({ id: `call_${counter++}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+      const annotations = geminiGrounding(candidate.groundingMetadata, t.partTexts, t.partStarts);
       return {
         index: typeof candidate.index === "number" ? candidate.index : i,
         message: {
@@ -239,6 +248,7 @@ export class GeminiAdapter implements ProviderAdapter {
           content: t.text === "" && toolCalls.length > 0 ? null : t.text,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
           ...(t.reasoning ? { reasoning: t.reasoning } : {}),
+          ...(annotations.length > 0 ? { annotations } : {}),
         },
         finish_reason: geminiFinish(t.finish, toolCalls.length > 0),
         native_finish_reason: (t.finish as string | undefined) ?? null,
@@ -267,6 +277,9 @@ export class GeminiAdapter implements ProviderAdapter {
     const toolCounts = new Map<number, number>();
     let callCounter = 0;
     let anyFinished = false;
+    /** Per candidate index: its answer text so far and its latest grounding (Google Search citations). */
+    const texts = new Map<number, string>();
+    const grounding = new Map<number, unknown>();
     for await (const event of sseEvents(response, controller, undefined, call.apiKey)) {
       if (event.data.trim() === "") continue;
       const value = parseEventData(event.data);
@@ -285,6 +298,8 @@ export class GeminiAdapter implements ProviderAdapter {
         const index = typeof candidate.index === "number" ? candidate.index : i;
         const t = translateCandidate(candidate);
         const delta: ChatChunk["choices"][number]["delta"] = {};
+        texts.set(index, (texts.get(index) ?? "") + t.text);
+        if (candidate.groundingMetadata) grounding.set(index, candidate.groundingMetadata);
         if (first) delta.role = "assistant";
         if (t.text) delta.content = t.text;
         else if (first) delta.content = "";
@@ -300,7 +315,12 @@ export class GeminiAdapter implements ProviderAdapter {
           toolCounts.set(index, before + t.toolCalls.length);
         }
         const finish = geminiFinish(t.finish, (toolCounts.get(index) ?? 0) > 0);
-        if (finish) finished = true;
+        if (finish) {
+          finished = true;
+          // The grounding's offsets count bytes of the whole answer (its parts arrive one a chunk): on the finish chunk.
+          const annotations = geminiGrounding(grounding.get(index), [texts.get(index) ?? ""], [0]);
+          if (annotations.length > 0) delta.annotations = annotations;
+        }
         choices.push({ index, delta, finish_reason: finish, ...(finish ? { native_finish_reason: String(t.finish) } : {}) });
       });
       if (blocked && choices.length === 0) {

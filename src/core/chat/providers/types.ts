@@ -14,6 +14,8 @@
  *   error is thrown the same way; the router turns it into a `finish_reason: "error"` chunk.
  */
 
+import type { NativeWebSearch, UrlAnnotation } from "./native-search.js";
+
 /** A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter. */
 export type ChatBody = Record<string, unknown> & {
   model: string;
@@ -39,6 +41,8 @@ export interface UpstreamCall {
   options?: Readonly<Record<string, string>>;
   /** The operator's time limits for this provider (docs/operations.md, "Upstream time limits per provider"). */
   limits?: UpstreamLimits;
+  /** The provider's own web search, asked for by the `web` plugin (native-search.ts); the adapter adds its tool. */
+  webSearch?: NativeWebSearch;
 }
 
 /** Time limits of one provider's calls, ms; absent: the defaults. */
@@ -89,7 +93,7 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null; reasoning_details?: ReasoningDetail[] };
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null; reasoning_details?: ReasoningDetail[]; annotations?: UrlAnnotation[] };
     finish_reason: FinishReason;
     /** The provider's own stop reason, unmapped (e.g. Anthropic `end_turn`). */
     native_finish_reason?: string | null;
@@ -111,6 +115,8 @@ export interface ChatChunk {
       reasoning?: string | null;
       reasoning_details?: ReasoningDetail[];
       tool_calls?: Array<{ index: number; id?: string; type?: "function"; function?: { name?: string; arguments?: string } }>;
+      /** Citations of the answer (a native web search's, native-search.ts), on the chunk that finishes the choice. */
+      annotations?: UrlAnnotation[];
     };
     finish_reason: FinishReason;
     native_finish_reason?: string | null;
