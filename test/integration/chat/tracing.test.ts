@@ -301,6 +301,10 @@ describe("tracing over OTLP", () => {
       expect(value(`portico_generation_tokens_total{${served},kind="output"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_cost_usd_total{${served},paid_by="byok"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_cache_hits_total{${served}}`)).toBe(1);
+      // The failed attempts by reason: openai's upstream answered 500 (an outage) to the fallback request and to the
+      // request that failed; nothing failed on groq.
+      expect(value(`portico_generation_attempt_failures_total{provider="openai",model="openai/gpt-4o",reason="outage"}`)).toBeGreaterThanOrEqual(2);
+      expect(text.split("\n").filter((l) => l.startsWith(`portico_generation_attempt_failures_total{provider="groq"`))).toEqual([]);
     });
   });
 
