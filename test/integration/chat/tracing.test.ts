@@ -272,6 +272,20 @@ describe("tracing over OTLP", () => {
       expectNoSecrets(receiver, ["tg-trace-secret-key", PROMPT]);
     });
 
+    it("a caller's traceparent that is not sampled: no span anywhere (gateway, core, chat, attempts), and no new trace started below it", async () => {
+      const body = { model: SERVED_MODEL, messages: [{ role: "user" as const, content: PROMPT }] };
+      const unsampled = hex(16);
+      const skipped = await client.chat.completions.create(body, { headers: { traceparent: `00-${unsampled}-${hex(8)}-00` } });
+      // A sampled request after it: once its spans arrived, the first one's would have too (one queue, in order).
+      const sampled = hex(16);
+      const traced = await client.chat.completions.create(body, { headers: { traceparent: `00-${sampled}-${hex(8)}-01` } });
+      await chatTrace(receiver, () => sampled, 1, CHAT_RPC);
+      expect(receiver.spans.filter((s) => s.traceId === unsampled)).toEqual([]);
+      // Nor a root of its own further down (its chat span names the generation).
+      expect(receiver.spans.filter((s) => s.attributes["portico.generation_id"] === skipped.id)).toEqual([]);
+      expect(receiver.spans.filter((s) => s.attributes["portico.generation_id"] === traced.id)).toHaveLength(1);
+    });
+
     it("a response cache hit: the chat span says so and has no attempt span; the hit is counted", async () => {
       const body = { model: SERVED_MODEL, messages: [{ role: "user", content: `${PROMPT} (cached)` }], cache: { ttl_seconds: 60 } } as never;
       await client.chat.completions.create(body);
