@@ -18,6 +18,7 @@ import type { CanonicalRequest, CanonicalResponse, PluginReport, StreamEvent, Us
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
 import type { Endpoint } from "../../catalog/types.js";
 import type { ServerToolSession, ServerToolsRecord } from "../server-tools/session.js";
+import type { FailedAttempt } from "../seams.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -71,6 +72,8 @@ export interface Tracking {
   serverTools: ServerToolsRecord | null;
   /** Each upstream attempt and why it ended, in order (the execute stage; docs/operations.md, "Retries and fallback"). */
   attemptsLog: AttemptLogEntry[];
+  /** The attempts that failed and why (the execute stage), for the metrics; null until one failed. */
+  failedAttempts: FailedAttempt[] | null;
   /**
    * Model calls made on behalf of this request besides its own answer (the fusion plugin's panel, docs/plugins.md):
    * their usage and cost are added to the answer's (the cost stage) and the generation's (the record stage).
@@ -215,6 +218,7 @@ function tracking(streamed: boolean): Tracking {
     cache: null,
     serverTools: null,
     attemptsLog: [],
+    failedAttempts: null,
     nested: [],
   };
 }
