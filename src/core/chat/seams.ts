@@ -97,6 +97,8 @@ export interface GenerationRecord {
   serverTools?: string | null;
   /** Each upstream attempt and why it ended, as JSON text (an array, docs/operations.md "Retries and fallback"); null when none was made. */
   attemptsLog?: string | null;
+  /** The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`); absent: null. */
+  dialect?: string | null;
 }
 
 export interface GenerationRecorder {

@@ -26,6 +26,8 @@ export interface Script {
   model?: string;
   /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
   blockReason?: string;
+  /** Gemini only: a `thoughtSignature` on the first functionCall part, else on the last text part. */
+  signature?: string;
 }
 
 export interface Knobs {

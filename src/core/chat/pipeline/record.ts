@@ -97,5 +97,6 @@ function recordOf(track: Tracking, caller: Caller) {
     cacheHit: track.cache === "hit",
     serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
     attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
+    dialect: track.dialect,
   };
 }
