@@ -58,7 +58,8 @@ const functionDeclaration = closedObject(
   },
   { required: ["name"] },
 );
-const tool = closedObject({ functionDeclarations: array(functionDeclaration, { min: 1 }) }, { required: ["functionDeclarations"] });
+// Not required, so another kind of tool (`googleSearch`, `codeExecution`, …) is refused by its own name.
+const tool = closedObject({ functionDeclarations: array(functionDeclaration, { min: 1 }) });
 
 const toolConfig = closedObject({
   functionCallingConfig: closedObject({ mode: oneOf(["MODE_UNSPECIFIED", "AUTO", "ANY", "NONE"]), allowedFunctionNames: array(string({ min: 1 }), { min: 1 }) }),

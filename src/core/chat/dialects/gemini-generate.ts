@@ -95,7 +95,7 @@ export function decodeRequest(body: GenerateContentRequest, model: string): Cano
   });
 
   const req: Json = { model, messages };
-  const declarations = (body.tools ?? []).flatMap((t, ti) => t.functionDeclarations.map((d, di) => ({ d, at: `tools[${ti}].functionDeclarations[${di}]` })));
+  const declarations = (body.tools ?? []).flatMap((t, ti) => (t.functionDeclarations ?? []).map((d, di) => ({ d, at: `tools[${ti}].functionDeclarations[${di}]` })));
   if (declarations.length > 0) {
     req.tools = declarations.map(({ d, at }) => {
       if (d.parameters !== undefined && d.parametersJsonSchema !== undefined) fail(`${at}.parametersJsonSchema`, "must not be given with parameters");
