@@ -5,6 +5,9 @@
  * record with its dialect on SQLite and PostgreSQL.
  */
 import { GoogleGenAI } from "@google/genai";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChatService } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
@@ -152,6 +155,41 @@ describe.each(["sqlite", "postgresql"] as const)("Gemini dialect API (%s)", (pro
     expect(gemini.requests.at(-1)!.body.generationConfig.thinkingConfig).toEqual({ thinkingBudget: 1024 });
     await ai.models.generateContent({ model: "gemini-2.5-flash", contents: "why?", config: { thinkingConfig: { thinkingBudget: -1, includeThoughts: true } } });
     expect(gemini.requests.at(-1)!.body.generationConfig.thinkingConfig).toEqual({ thinkingBudget: -1, includeThoughts: true });
+  });
+
+  it("every dialect's generation records its dialect", async () => {
+    openai.script = { text: ["ok"], finish: "stop", usage: { input: 2, output: 1 } };
+    const bearer = { "content-type": "application/json", authorization: `Bearer ${h.tenant.apiKey}` };
+    const ids: Record<string, string> = {};
+    const chat = await fetch(`${h.baseUrl}/api/v1/chat/completions`, { method: "POST", headers: bearer, body: JSON.stringify({ model: "groq/llama-4", messages: [{ role: "user", content: "x" }] }) });
+    ids.chat = ((await chat.json()) as any).id;
+    const messages = await fetch(`${h.baseUrl}/api/v1/messages`, { method: "POST", headers: bearer, body: JSON.stringify({ model: "groq/llama-4", max_tokens: 5, messages: [{ role: "user", content: "x" }] }) });
+    ids.messages = ((await messages.json()) as any).id;
+    const responses = await fetch(`${h.baseUrl}/api/v1/responses`, { method: "POST", headers: bearer, body: JSON.stringify({ model: "groq/llama-4", input: "x" }) });
+    ids.responses = ((await responses.json()) as any).id;
+    for (const [dialect, id] of Object.entries(ids)) {
+      const gen = await waitFor(`the ${dialect} generation`, async () => {
+        const r = await api(h, "GET", `/generation?id=${id}`, { key: h.tenant.apiKey });
+        return r.status === 200 ? r.json.data : undefined;
+      });
+      expect(gen.dialect, dialect).toBe(dialect);
+    }
+  });
+
+  it("gRPC: ChatService.GenerateContent, StreamGenerateContent and CountGeminiTokens", async () => {
+    gemini.script = { text: ["g", "rpc"], finish: "STOP", usage: { input: 3, output: 2 } };
+    const grpc = createClient(ChatService, createGrpcTransport({ baseUrl: h.coreUrl }));
+    const headers = { authorization: `Bearer ${h.tenant.apiKey}` };
+    const res = await grpc.generateContent({ body: hi, model: "gemini-2.5-flash" }, { headers });
+    expect(JSON.parse(res.responseJson)).toMatchObject({ candidates: [{ content: { role: "model", parts: [{ text: "grpc" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 3 } });
+    expect(res.provider).toBe("google-ai-studio");
+    const chunks: any[] = [];
+    for await (const m of grpc.streamGenerateContent({ body: hi, model: "gemini-2.5-flash" }, { headers })) for (const c of m.chunksJson) chunks.push(JSON.parse(c));
+    expect(chunks.map((c) => c.candidates[0].content.parts.map((p: any) => p.text).join("")).join("")).toBe("grpc");
+    expect(chunks.at(-1).candidates[0].finishReason).toBe("STOP");
+    gemini.script = { text: [], finish: "STOP", usage: { input: 12, output: 0 } };
+    expect(await grpc.countGeminiTokens({ body: hi, model: "gemini-2.5-flash" }, { headers })).toMatchObject({ totalTokens: 12n, exact: true, provider: "google-ai-studio" });
+    await expect(grpc.generateContent({ body: { contents: [] }, model: "gemini-2.5-flash" }, { headers })).rejects.toThrow(/contents/);
   });
 
   it("countTokens: Gemini's own count (exact), an estimate for OpenAI-compatible endpoints", async () => {
