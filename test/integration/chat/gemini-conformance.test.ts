@@ -49,7 +49,8 @@ function shape(chunks: any[]): string[] {
     }
     const cand = c.candidates[0];
     const kinds = (cand.content?.parts ?? [])
-      .filter((p: any) => !(p.text === "" && !p.thoughtSignature))
+      // Empty text parts (the last chunk's, or one carrying only a signature) are bookkeeping, not content.
+      .filter((p: any) => p.text !== "")
       .map((p: any) => (p.functionCall ? `functionCall:${p.functionCall.name}` : p.thought ? "thought+" : "text+"));
     const name = [...kinds, ...(cand.finishReason ? [`finish:${cand.finishReason}`] : [])].join(" ");
     if (name.endsWith("+") && out.at(-1) === name) continue;
@@ -284,7 +285,8 @@ describe("Gemini dialect: conformance matrix", () => {
         expect(shape(chunks)).toEqual(["thought+", "text+", "finish:STOP"]);
         expect(assembled.thoughts).toBe("Let me think.");
         expect(assembled.text).toBe("Answer");
-        expect(assembled.signatures).toEqual(kind === "gemini" ? ["sig-text"] : []);
+        // Gemini's signature on its text part; Anthropic's signed thinking as Portico's blob on a thought part.
+        expect(assembled.signatures).toEqual(kind === "gemini" ? ["sig-text"] : kind === "anthropic" ? [expect.stringMatching(/^portico\.r1\./)] : []);
         if (kind === "gemini") expect(response.usageMetadata).toEqual({ promptTokenCount: 15, candidatesTokenCount: 12, thoughtsTokenCount: 5, totalTokenCount: 32 });
         const asked = u.fake.requests.at(-1)!.body;
         if (kind === "anthropic") expect(asked.thinking).toEqual({ type: "enabled", budget_tokens: 2048 });
@@ -297,8 +299,8 @@ describe("Gemini dialect: conformance matrix", () => {
         expect(next.text).toBe("Because.");
         const sent = u.fake.requests.at(-1)!.body;
         if (kind === "openai") expect(sent.messages[1]).toMatchObject({ role: "assistant", reasoning: "Let me think." });
-        // Anthropic's thinking has no signature in this dialect: not replayed (Anthropic refuses unsigned thinking).
-        if (kind === "anthropic") expect(sent.messages[1]).toEqual({ role: "assistant", content: [{ type: "text", text: "Answer" }] });
+        // Anthropic's thinking goes back first, with its signature, exactly as it came (through the blob).
+        if (kind === "anthropic") expect(sent.messages[1]).toEqual({ role: "assistant", content: [{ type: "thinking", thinking: "Let me think.", signature: "sig" }, { type: "text", text: "Answer" }] });
         // Gemini: the thoughts are not sent back, the signature is, on the text part it came on.
         if (kind === "gemini") expect(sent.contents[1]).toEqual({ role: "model", parts: [{ text: "Answer", thoughtSignature: "sig-text" }] });
       });

@@ -13,7 +13,8 @@
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
 import type { GeminiContent, GenerateContentRequest } from "../../../contract/requests/gemini-request.js";
-import { GEMINI_REASONING_FORMAT } from "../providers/types.js";
+import { GEMINI_REASONING_FORMAT, withoutGeminiSignatures } from "../providers/types.js";
+import { decodeReasoningBlob, encodeReasoningBlob } from "./openai-responses.js";
 import { fail } from "../../../contract/requests/kit.js";
 
 type Json = Record<string, unknown>;
@@ -156,7 +157,11 @@ function modelTurn(c: GeminiContent, ci: number, pending: PendingCall[]): Json {
       pending.push({ id: callId, name: p.functionCall.name, answered: false });
     } else if (p.thought === true) reasoning += p.text ?? "";
     else parts.push({ type: "text", text: p.text ?? "" });
-    if (p.thoughtSignature !== undefined && p.thoughtSignature !== "") {
+    // A thought part's signature Portico made (another provider's signed thinking, e.g. Anthropic's): its details back.
+    const restored = p.thought === true && p.thoughtSignature !== undefined ? decodeReasoningBlob(p.thoughtSignature) : undefined;
+    if (restored) {
+      for (const d of restored) details.push({ ...d, index: details.length });
+    } else if (p.thoughtSignature !== undefined && p.thoughtSignature !== "") {
       details.push({ type: "reasoning.encrypted", data: p.thoughtSignature, format: GEMINI_REASONING_FORMAT, ...(callId !== undefined ? { id: callId } : {}), index: details.length });
     }
   });
@@ -259,7 +264,11 @@ export function encodeResponse(completion: CanonicalResponse, echo: GeminiEcho):
   const msg = choice?.message;
   const sigs = signaturesOf(msg?.reasoning_details);
   const parts: Json[] = [];
-  if (echo.includeThoughts && msg?.reasoning) parts.push({ text: msg.reasoning, thought: true });
+  if (echo.includeThoughts && msg?.reasoning) {
+    // Another provider's signed thinking (Anthropic's) rides on the thought part as Portico's blob, so it goes back signed.
+    const foreign = withoutGeminiSignatures(msg.reasoning_details);
+    parts.push({ text: msg.reasoning, thought: true, ...(foreign.length > 0 ? { thoughtSignature: encodeReasoningBlob(foreign) } : {}) });
+  }
   if (typeof msg?.content === "string" && msg.content !== "") parts.push({ text: msg.content });
   const loose = sigs.loose.at(-1);
   if (loose !== undefined) {
@@ -324,6 +333,8 @@ export class GeminiStreamEncoder {
   /** Tool call index → the call, its arguments gathered (sent whole at the finish). */
   private readonly calls = new Map<number, { id: string; name: string; args: string }>();
   private readonly callSigs = new Map<string, string>();
+  /** Another provider's reasoning details (Anthropic's signed thinking), gathered by index until the thinking ends. */
+  private readonly foreign = new Map<number, ReasoningDetail>();
 
   constructor(
     fallbackModel: string,
@@ -345,6 +356,9 @@ export class GeminiStreamEncoder {
     if (!choice) return [];
     const delta = choice.delta ?? {};
     const parts: Json[] = [];
+    if (this.echo.includeThoughts) this.gather(withoutGeminiSignatures(delta.reasoning_details));
+    // The thinking ended (text or a call follows): its signed details as one empty thought part.
+    if (((typeof delta.content === "string" && delta.content !== "") || (delta.tool_calls?.length ?? 0) > 0)) this.flushForeign(parts);
     const sigs = signaturesOf(delta.reasoning_details);
     for (const [id, sig] of sigs.byCall) this.callSigs.set(id, sig);
     if (this.echo.includeThoughts && typeof delta.reasoning === "string" && delta.reasoning !== "") parts.push({ text: delta.reasoning, thought: true });
@@ -373,12 +387,34 @@ export class GeminiStreamEncoder {
   end(): Json[] {
     if (this.ended) return [];
     this.ended = true;
-    const parts = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => functionCallPart(c.id, c.name, c.args, this.callSigs.get(c.id)));
+    const parts: Json[] = [];
+    this.flushForeign(parts);
+    parts.push(...[...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => functionCallPart(c.id, c.name, c.args, this.callSigs.get(c.id))));
     // As Google ends a text answer: an empty text part beside the finish reason.
     const last = this.chunk(parts.length > 0 ? parts : [{ text: "" }]);
     (last.candidates as Json[])[0]!.finishReason = finishReasonOf(this.finish, this.native);
     last.usageMetadata = usageOf(this.usage);
     return [last];
+  }
+
+  private gather(details: ReasoningDetail[]): void {
+    for (const d of details) {
+      const at = d.index ?? 0;
+      const have = this.foreign.get(at);
+      if (d.type === "reasoning.encrypted" || !have || have.type !== "reasoning.text") {
+        this.foreign.set(at, d.type === "reasoning.text" ? { type: d.type, text: d.text ?? "", ...(d.signature ? { signature: d.signature } : {}), ...(d.format ? { format: d.format } : {}), index: at } : { ...d });
+        continue;
+      }
+      have.text = (have.text ?? "") + (d.text ?? "");
+      if (d.signature) have.signature = d.signature;
+    }
+  }
+
+  private flushForeign(parts: Json[]): void {
+    if (this.foreign.size === 0) return;
+    const details = [...this.foreign.entries()].sort((a, b) => a[0] - b[0]).map(([, d]) => d);
+    this.foreign.clear();
+    parts.push({ text: "", thought: true, thoughtSignature: encodeReasoningBlob(details) });
   }
 
   private chunk(parts: Json[]): Json {

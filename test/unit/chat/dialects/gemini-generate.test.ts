@@ -130,7 +130,19 @@ describe("Gemini dialect: encoding", () => {
       },
       { includeThoughts: true },
     );
-    expect((res.candidates as any)[0].content.parts).toEqual([{ text: "r", thought: true }, { text: "ok", thoughtSignature: "st" }, { functionCall: { id: "c1", name: "f", args: {} }, thoughtSignature: "sc" }]);
+    const parts = (res.candidates as any)[0].content.parts;
+    expect(parts).toEqual([
+      { text: "r", thought: true, thoughtSignature: expect.stringMatching(/^portico\.r1\./) },
+      { text: "ok", thoughtSignature: "st" },
+      { functionCall: { id: "c1", name: "f", args: {} }, thoughtSignature: "sc" },
+    ]);
+    // The thought part's blob is Anthropic's signed thinking, which decoding restores.
+    const back = decode({ contents: [{ parts: [{ text: "q" }] }, { role: "model", parts }] });
+    expect(back.messages[1]!.reasoning_details).toEqual([
+      { type: "reasoning.text", text: "r", signature: "anthropic", format: "anthropic-claude-v1", index: 0 },
+      { type: "reasoning.encrypted", data: "st", format: "google-gemini-v1", index: 1 },
+      { type: "reasoning.encrypted", data: "sc", format: "google-gemini-v1", id: "c1", index: 2 },
+    ]);
   });
 
   it("streams: text at once, calls gathered and sent whole at the end with the finish and the usage that came after it", () => {
