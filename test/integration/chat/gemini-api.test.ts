@@ -176,6 +176,20 @@ describe.each(["sqlite", "postgresql"] as const)("Gemini dialect API (%s)", (pro
     }
   });
 
+  it("chat completions carry Gemini's thought signatures in reasoning_details and send them back", async () => {
+    gemini.script = { text: [], toolCalls: [{ id: "x", name: "f", arguments: '{"a":1}' }], finish: "STOP", usage: { input: 3, output: 2 }, signature: "sig-chat" };
+    const bearer = { "content-type": "application/json", authorization: `Bearer ${h.tenant.apiKey}` };
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
+    const first = (await (await fetch(`${h.baseUrl}/api/v1/chat/completions`, { method: "POST", headers: bearer, body: JSON.stringify({ model: "google-ai-studio/gemini-2.5-flash", tools, messages: [{ role: "user", content: "go" }] }) })).json()) as any;
+    const msg = first.choices[0].message;
+    expect(msg.reasoning_details).toEqual([{ type: "reasoning.encrypted", data: "sig-chat", format: "google-gemini-v1", id: msg.tool_calls[0].id, index: 0 }]);
+    gemini.script = { text: ["done"], finish: "STOP", usage: { input: 5, output: 1 } };
+    const messages = [{ role: "user", content: "go" }, msg, { role: "tool", tool_call_id: msg.tool_calls[0].id, content: '{"ok":true}' }];
+    const second = await fetch(`${h.baseUrl}/api/v1/chat/completions`, { method: "POST", headers: bearer, body: JSON.stringify({ model: "google-ai-studio/gemini-2.5-flash", tools, messages }) });
+    expect(second.status).toBe(200);
+    expect(gemini.requests.at(-1)!.body.contents[1]).toEqual({ role: "model", parts: [{ functionCall: { name: "f", args: { a: 1 } }, thoughtSignature: "sig-chat" }] });
+  });
+
   it("gRPC: ChatService.GenerateContent, StreamGenerateContent and CountGeminiTokens", async () => {
     gemini.script = { text: ["g", "rpc"], finish: "STOP", usage: { input: 3, output: 2 } };
     const grpc = createClient(ChatService, createGrpcTransport({ baseUrl: h.coreUrl }));
