@@ -102,6 +102,8 @@ export interface GenerationRecord {
    * src/core/chat/generation-metrics.ts); absent or empty when none failed.
    */
   failedAttempts?: readonly FailedAttempt[];
+  /** The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`); absent: null. */
+  dialect?: string | null;
 }
 
 /** An upstream attempt that failed: its provider, its endpoint's catalog model (null: uncatalogued) and the reason. */

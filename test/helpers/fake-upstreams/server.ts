@@ -32,6 +32,8 @@ export interface Script {
    * frames, already framed) for a streamed one.
    */
   raw?: { completion?: unknown; events?: string[] };
+  /** Gemini only: a `thoughtSignature` on the first functionCall part, else on the last text part. */
+  signature?: string;
 }
 
 export interface Knobs {

@@ -13,6 +13,7 @@
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
 import type { MessagesRequest, CountTokensRequest } from "../../../contract/requests/messages-request.js";
+import { withoutGeminiSignatures } from "../providers/types.js";
 
 type Json = Record<string, unknown>;
 
@@ -161,8 +162,10 @@ export function usageOf(u: Usage | null | undefined): Json {
 }
 
 /** The thinking blocks of reasoning: its details when given (signatures kept), else its text unsigned. */
-function thinkingBlocks(reasoning: string | null | undefined, details: ReasoningDetail[] | undefined): Json[] {
-  if (details && details.length > 0) {
+function thinkingBlocks(reasoning: string | null | undefined, all: ReasoningDetail[] | undefined): Json[] {
+  // Gemini's thought signatures are not Anthropic thinking (only a Gemini endpoint takes them back).
+  const details = withoutGeminiSignatures(all);
+  if (details.length > 0) {
     return details.map((d) => (d.type === "reasoning.encrypted" ? { type: "redacted_thinking", data: d.data } : { type: "thinking", thinking: d.text ?? "", signature: d.signature ?? "" }));
   }
   return reasoning ? [{ type: "thinking", thinking: reasoning, signature: "" }] : [];
@@ -311,8 +314,9 @@ export class MessagesStreamEncoder {
     const choice = event.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
-    if (delta.reasoning_details && delta.reasoning_details.length > 0) {
-      for (const d of delta.reasoning_details) this.reasoningDetail(d, out);
+    const details = withoutGeminiSignatures(delta.reasoning_details);
+    if (details.length > 0) {
+      for (const d of details) this.reasoningDetail(d, out);
     } else if (typeof delta.reasoning === "string" && delta.reasoning !== "") {
       if (this.open?.kind !== "thinking") this.openBlock({ kind: "thinking", detail: -1 }, { type: "thinking", thinking: "", signature: "" }, out);
       out.push(this.delta({ type: "thinking_delta", thinking: delta.reasoning }));

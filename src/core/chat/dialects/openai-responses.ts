@@ -15,6 +15,7 @@
  * own encoding of the canonical `reasoning_details`, restored when the item is sent back.
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
+import { withoutGeminiSignatures } from "../providers/types.js";
 import type { ResponsesRequest } from "../../../contract/requests/responses-request.js";
 import { fail } from "../../../contract/requests/kit.js";
 
@@ -313,7 +314,8 @@ export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json 
   const msg = choice?.message;
   const { status, incomplete } = statusOf(choice?.finish_reason);
   const output: Json[] = [];
-  const details = msg?.reasoning_details ?? [];
+  // Gemini's thought signatures are not carried through this dialect (docs/dialects.md).
+  const details = withoutGeminiSignatures(msg?.reasoning_details);
   const reasoning = msg?.reasoning ?? details.map((d) => (d.type === "reasoning.text" ? (d.text ?? "") : "")).join("");
   if (reasoning !== "" || details.length > 0) output.push(reasoningItem(itemId("rs", completion.id, output.length), reasoning, details, echo));
   const content: Json[] = [];
@@ -411,8 +413,9 @@ export class ResponsesStreamEncoder {
     const choice = event.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
-    if (delta.reasoning_details && delta.reasoning_details.length > 0) {
-      for (const d of delta.reasoning_details) this.reasoningDetail(d, out);
+    const details = withoutGeminiSignatures(delta.reasoning_details);
+    if (details.length > 0) {
+      for (const d of details) this.reasoningDetail(d, out);
     } else if (typeof delta.reasoning === "string" && delta.reasoning !== "") {
       this.reasoningText(this.reasoningOpen(out), delta.reasoning, out);
     }

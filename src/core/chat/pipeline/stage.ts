@@ -37,12 +37,20 @@ export interface Attempt {
   healthKey?: string;
 }
 
+/** The inbound dialects (docs/dialects.md). */
+export type Dialect = "chat" | "messages" | "responses" | "gemini";
+
 /** What the record stage writes of the request (generations.ts); stages fill it as they learn it. */
 export interface Tracking {
   id: string;
   start: number;
   startedAt: number;
   streamed: boolean;
+  /**
+   * The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`; docs/dialects.md): each
+   * dialect's handler sets it after newCall.
+   */
+  dialect: Dialect;
   requestedModel: string;
   model: string | null;
   provider: string | null;
@@ -197,6 +205,7 @@ function tracking(streamed: boolean): Tracking {
     start: performance.now(),
     startedAt: Date.now(),
     streamed,
+    dialect: "chat",
     requestedModel: "",
     model: null,
     provider: null,

@@ -12,6 +12,7 @@ import {
   type FinishReason,
   type ProviderAdapter,
   type ReasoningDetail,
+  GEMINI_REASONING_FORMAT,
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
@@ -84,7 +85,7 @@ const writer: PartWriter<Block> = {
     const out: Block[] = [];
     for (const d of (Array.isArray(m.reasoning_details) ? m.reasoning_details : []) as ReasoningDetail[]) {
       if (d?.type === "reasoning.text" && typeof d.signature === "string" && d.signature !== "") out.push({ type: "thinking", thinking: d.text ?? "", signature: d.signature });
-      else if (d?.type === "reasoning.encrypted" && typeof d.data === "string") out.push({ type: "redacted_thinking", data: d.data });
+      else if (d?.type === "reasoning.encrypted" && typeof d.data === "string" && d.format !== GEMINI_REASONING_FORMAT) out.push({ type: "redacted_thinking", data: d.data });
     }
     return out;
   },

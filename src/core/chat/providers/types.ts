@@ -83,7 +83,20 @@ export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" |
  */
 export type ReasoningDetail =
   | { type: "reasoning.text"; text?: string; signature?: string | null; format?: string; index?: number }
-  | { type: "reasoning.encrypted"; data: string; format?: string; index?: number };
+  | { type: "reasoning.encrypted"; data: string; format?: string; index?: number; id?: string };
+
+/**
+ * The `format` of Gemini's thought signatures (`thoughtSignature` on a response part), kept as
+ * `reasoning.encrypted` details whose `data` is the signature and whose `id` is the tool call whose
+ * `functionCall` part carried it (absent: the signature was on a text or thought part). Only a Gemini endpoint
+ * takes them back; the Anthropic adapter and the Messages and Responses encoders leave them out.
+ */
+export const GEMINI_REASONING_FORMAT = "google-gemini-v1";
+
+/** The reasoning details other than Gemini's thought signatures (what Anthropic-shaped consumers read). */
+export function withoutGeminiSignatures<T extends { format?: string }>(details: readonly T[] | undefined): T[] {
+  return (details ?? []).filter((d) => d.format !== GEMINI_REASONING_FORMAT);
+}
 
 /** An OpenAI `chat.completion` object. */
 export interface ChatCompletion {
