@@ -127,6 +127,8 @@ function words(text: string): number {
 }
 
 const POLL_MS = 200;
+/** Messages (user + assistant) of earlier turns a model call carries. */
+const MAX_HISTORY_MESSAGES = 40;
 
 /** Builds the built-in agent app (connect it to stdio in builtin-main.ts, or in-process). */
 export function createBuiltinAgent(opts: { version?: string } = {}): acp.AgentApp {
@@ -213,6 +215,8 @@ export function createBuiltinAgent(opts: { version?: string } = {}): acp.AgentAp
             throw acp.RequestError.internalError({}, `the model call failed: ${(err as Error).message}`);
           }
           session.history.push({ role: "user", content: text }, { role: "assistant", content: answer.text });
+          // The conversation sent with each call: the latest exchanges only.
+          if (session.history.length > MAX_HISTORY_MESSAGES) session.history.splice(0, session.history.length - MAX_HISTORY_MESSAGES);
           return finish("end_turn", answer.usage);
         }
         const plan = commands.map((c, i) => `${i + 1}. \`${c}\``).join("\n");
