@@ -3,7 +3,11 @@
  * calls, beside the all-healthy run; (b) the CPU cost of tracing (OTLP export on vs off).
  *
  *   npm run -s build && node bin/run-ts.mjs bench/chat-resilience.ts [--seconds 10] [--warmup 2] [--rounds 2]
- *       [--concurrency 32] [--fail-status 500]
+ *       [--concurrency 32] [--fail-status 500] [--only tracing] [--base <checkout>] [--profile <dir>]
+ *
+ * `--only tracing` skips the failing-credential phase; `--base <checkout>` adds `portico serve` of another checkout
+ * (its dist/ built), tracing off and on, measured in the same rounds (before/after in one run); `--profile <dir>`
+ * starts every serve process with `--cpu-prof` (profiles written there, named after the process, when it stops).
  *
  * One fake OpenAI-compatible provider (a process of its own; the wire format of
  * test/helpers/fake-upstreams/openai.ts) answers "Hello, world!" to every key except `gsk-flaky`, which, while
@@ -16,10 +20,11 @@
  * API), started together and measured one at a time from a worker thread of this process (closed loop,
  * keep-alive HTTP/1.1, `--concurrency` loops, non-streaming `groq/llama-3.3-70b`):
  * - "tracing off": no OTEL_* variable (the SDK is never loaded);
- * - "tracing on": OTEL_EXPORTER_OTLP_ENDPOINT at a sink in the fake's process that accepts and discards
- *   POST /v1/traces (answers 200); the batches and bytes it received are reported.
- * Each round measures: tracing off with the fake healthy; tracing off with the fake flaky; tracing on with the
- * fake healthy. Per phase: req/s, p50/p99, errors that reached the caller (non-200: goal 0), CPU per request
+ * - "tracing on": OTEL_EXPORTER_OTLP_TRACES_ENDPOINT at a sink in the fake's process that accepts and discards
+ *   POST /v1/traces/<process> (answers 200); the batches and bytes each process sent are reported;
+ * - "tracing on, 1 in 10": the same with OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.1.
+ * Each round measures: tracing off with the fake healthy; tracing off with the fake flaky; tracing on, all and one
+ * in ten, with the fake healthy (then the base's off and on). Per phase: req/s, p50/p99, errors that reached the caller (non-200: goal 0), CPU per request
  * (utime + stime of the serve process tree from /proc over the measured window / requests completed), and the
  * failures the fake injected. Figures are summed (counts) or the median of the rounds (rates, latencies).
  */
@@ -59,6 +64,8 @@ interface FakeStats {
   failed: number;
   traceBatches: number;
   traceBytes: number;
+  /** Per serve process (the sink path's last part): export requests and bytes received over the whole run. */
+  sinks: Record<string, { batches: number; bytes: number }>;
 }
 
 async function main(): Promise<void> {
@@ -81,21 +88,43 @@ async function main(): Promise<void> {
       return (await r.json()) as FakeStats;
     };
     const env = { PORTICO_PROVIDER_GROQ_BASE_URL: `${fake.value.url}/v1` };
-    const off = await startServe({ dataDir: join(dir, "data-off"), logFile: logPath(dir, "serve-off"), env });
-    children.push(off.child);
-    const on = await startServe({ dataDir: join(dir, "data-on"), logFile: logPath(dir, "serve-on"), env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: fake.value.sink } });
-    children.push(on.child);
-    for (const s of [off, on]) for (const key of KEYS) await createByok(s.api, s.management, { provider: "groq", key, name: key });
+    const profile = argOf("profile");
+    const base = argOf("base");
+    const tracingOnly = argOf("only") === "tracing";
+    const nodeArgs = (name: string) => (profile ? ["--cpu-prof", "--cpu-prof-dir", resolve(profile), "--cpu-prof-name", `${name}.cpuprofile`] : []);
+    const serve = async (name: string, extra: NodeJS.ProcessEnv = {}, checkout?: string) => {
+      const s = await startServe({ dataDir: join(dir, `data-${name}`), logFile: logPath(dir, `serve-${name}`), env: { ...env, ...extra }, nodeArgs: nodeArgs(name), ...(checkout ? { checkout: resolve(checkout) } : {}) });
+      children.push(s.child);
+      for (const key of KEYS) await createByok(s.api, s.management, { provider: "groq", key, name: key });
+      return s;
+    };
+    // Each traced process exports to a path of its own, so the sink counts what each sent over the run.
+    const traced = (name: string) => ({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${fake.value.sink}/v1/traces/${name}` });
+    const off = await serve("off");
+    const on = await serve("on", traced("on"));
+    // One new trace in ten recorded (the documented sampler setting).
+    const sampled = await serve("on-10pct", { ...traced("on-10pct"), OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" });
+    const baseOff = base ? await serve("base-off", {}, base) : undefined;
+    const baseOn = base ? await serve("base-on", traced("base-on"), base) : undefined;
+    const sinkOf = new Map<unknown, string>([[on, "on"], [sampled, "on-10pct"], [baseOn, "base-on"]]);
 
-    const phases = [
-      { name: "tracing off, 3 healthy credentials", serve: off, flaky: false },
-      { name: `tracing off, 1 of 3 credentials failing half its calls (${failStatus})`, serve: off, flaky: true },
-      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false },
+    type Serve = typeof off;
+    const phases: Array<{ name: string; serve: Serve; flaky: boolean; tracing?: string }> = [
+      { name: "tracing off, 3 healthy credentials", serve: off, flaky: false, tracing: "tracing off" },
+      ...(tracingOnly ? [] : [{ name: `tracing off, 1 of 3 credentials failing half its calls (${failStatus})`, serve: off, flaky: true }]),
+      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false, tracing: "tracing on (OTLP http/protobuf to a local sink)" },
+      { name: "tracing on, 1 trace in 10 sampled", serve: sampled, flaky: false, tracing: "tracing on, `parentbased_traceidratio` 0.1" },
+      ...(baseOff && baseOn
+        ? [
+            { name: "base: tracing off", serve: baseOff, flaky: false, tracing: "base: tracing off" },
+            { name: "base: tracing on", serve: baseOn, flaky: false, tracing: "base: tracing on" },
+          ]
+        : []),
     ];
     const results = phases.map(() => [] as Array<Figures & { injected: number; calls: Record<string, number>; traceBatches: number; traceBytes: number }>);
-    const job = (s: typeof off, secs = seconds, warm = warmup): Job => ({ url: `${s.api}/chat/completions`, key: s.apiKey, concurrency, seconds: secs, warmup: warm, pids: s.pids });
-    // JIT warm-up of both processes.
-    for (const s of [off, on]) await runInWorker<Figures>(import.meta.url, job(s, 1, 0));
+    const job = (s: Serve, secs = seconds, warm = warmup): Job => ({ url: `${s.api}/chat/completions`, key: s.apiKey, concurrency, seconds: secs, warmup: warm, pids: s.pids });
+    // JIT warm-up of every process.
+    for (const s of new Set(phases.map((p) => p.serve))) await runInWorker<Figures>(import.meta.url, job(s, 1, 0));
     for (let round = 0; round < rounds; round++) {
       for (const [i, ph] of phases.entries()) {
         await control({ flaky: ph.flaky, status: failStatus });
@@ -131,21 +160,33 @@ async function main(): Promise<void> {
         traceBytes: sum((r) => r.traceBytes),
       };
     };
-    const [healthy, flaky, traced] = [row(0), row(1), row(2)];
+    const rowOf = (ph: (typeof phases)[number]) => row(phases.indexOf(ph));
+    const healthy = rowOf(phases[0]!);
     console.log(`\nNode ${process.version}, ${cpus().length} CPU(s); c=${concurrency}, non-streaming; ${seconds}s per phase after ${warmup}s warm-up, ${rounds} round(s) (rates and latencies: median of rounds; counts: summed); load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`);
-    console.log(`(a) one credential of three failing half its calls with ${failStatus}\n`);
-    console.log(`| run | requests | req/s | p50 ms | p99 ms | errors to the caller (goal 0) | non-200 statuses | failures injected (warm-up incl.) | upstream calls ${KEYS.join(" / ")} (warm-up incl.) |`);
-    console.log("|---|---:|---:|---:|---:|---:|---|---:|---|");
-    for (const [name, r] of [["all healthy", healthy], ["one failing", flaky]] as const)
-      console.log(`| ${name} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.statuses} | ${r.injected} | ${r.calls} |`);
-    console.log(`\np99 ratio failing / healthy: ${(flaky.p99 / healthy.p99).toFixed(2)}× (goal ≤ 2×); throughput ratio ${(flaky.rps / healthy.rps).toFixed(2)}.\n`);
-    console.log("(b) tracing\n");
-    console.log("| run | requests | req/s | p99 ms | CPU per request ms | errors | trace batches / KB received |");
-    console.log("|---|---:|---:|---:|---:|---:|---|");
-    for (const [name, r] of [["tracing off", healthy], ["tracing on (OTLP http/protobuf to a local sink)", traced]] as const)
-      console.log(`| ${name} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.cpuPerReq.toFixed(3)} | ${r.errors} | ${r === traced ? `${r.traceBatches} / ${(r.traceBytes / 1024).toFixed(0)}` : "—"} |`);
-    console.log(`\nCPU per request added by tracing: ${(traced.cpuPerReq - healthy.cpuPerReq).toFixed(3)} ms (${((100 * (traced.cpuPerReq - healthy.cpuPerReq)) / healthy.cpuPerReq).toFixed(1)}%).`);
-    if (traced.traceBatches === 0) console.log("WARNING: the sink received no trace batch: tracing was not on (check the serve-on log).");
+    const flakyPhase = phases.find((p) => p.flaky);
+    if (flakyPhase) {
+      const flaky = rowOf(flakyPhase);
+      console.log(`(a) one credential of three failing half its calls with ${failStatus}\n`);
+      console.log(`| run | requests | req/s | p50 ms | p99 ms | errors to the caller (goal 0) | non-200 statuses | failures injected (warm-up incl.) | upstream calls ${KEYS.join(" / ")} (warm-up incl.) |`);
+      console.log("|---|---:|---:|---:|---:|---:|---|---:|---|");
+      for (const [name, r] of [["all healthy", healthy], ["one failing", flaky]] as const)
+        console.log(`| ${name} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | ${r.statuses} | ${r.injected} | ${r.calls} |`);
+      console.log(`\np99 ratio failing / healthy: ${(flaky.p99 / healthy.p99).toFixed(2)}× (goal ≤ 2×); throughput ratio ${(flaky.rps / healthy.rps).toFixed(2)}.\n`);
+    }
+    console.log("(b) tracing (CPU per request: the serve process's, over the measured windows of every round)\n");
+    console.log("| run | requests | req/s | p99 ms | CPU per request ms | vs its tracing off | errors | trace batches / KB received |");
+    console.log("|---|---:|---:|---:|---:|---:|---:|---|");
+    const baseOffRow = baseOff ? rowOf(phases.find((p) => p.serve === baseOff)!) : undefined;
+    const sinks = (await control()).sinks;
+    for (const ph of phases.filter((p) => p.tracing)) {
+      const r = rowOf(ph);
+      const ref = ph.serve === baseOn || ph.serve === baseOff ? baseOffRow! : healthy;
+      const added = r === ref ? "—" : `${r.cpuPerReq - ref.cpuPerReq >= 0 ? "+" : ""}${(r.cpuPerReq - ref.cpuPerReq).toFixed(3)} ms (${((100 * (r.cpuPerReq - ref.cpuPerReq)) / ref.cpuPerReq).toFixed(1)} %)`;
+      const sink = sinks[sinkOf.get(ph.serve) ?? ""];
+      console.log(`| ${ph.tracing} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p99.toFixed(2)} | ${r.cpuPerReq.toFixed(3)} | ${added} | ${r.errors} | ${sink ? `${sink.batches} / ${(sink.bytes / 1024).toFixed(0)}` : "—"} |`);
+    }
+    for (const [serve, name] of sinkOf) if (serve && !sinks[name]) console.log(`WARNING: the sink received no trace batch from "${name}": tracing was not on (check its log).`);
+    console.log("\nTrace batches / KB: everything each process exported over the run (warm-ups included; spans still queued when a window closes are exported, and their CPU counted, in a later window).");
   } finally {
     for (const c of children.reverse()) await stop(c);
     rmSync(dir, { recursive: true, force: true });
@@ -156,7 +197,7 @@ async function main(): Promise<void> {
 async function fakeRole(): Promise<void> {
   const { openAiWire } = await import("../test/helpers/fake-upstreams/openai.js");
   const script = { text: ["Hello", ", ", "world", "!"], finish: "stop", usage: { input: 12, output: 4 } };
-  const stats: FakeStats = { calls: {}, failed: 0, traceBatches: 0, traceBytes: 0 };
+  const stats: FakeStats = { calls: {}, failed: 0, traceBatches: 0, traceBytes: 0, sinks: {} };
   let mode = { flaky: false, status: 500 };
   const readBody = (req: http.IncomingMessage) =>
     new Promise<string>((done) => {
@@ -185,9 +226,11 @@ async function fakeRole(): Promise<void> {
   });
   server.keepAliveTimeout = 60_000;
   const sink = http.createServer((req, res) => {
-    req.on("data", (d: Buffer) => (stats.traceBytes += d.length));
+    const name = req.url?.startsWith("/v1/traces/") ? req.url.slice("/v1/traces/".length) : "";
+    const per = (stats.sinks[name] ??= { batches: 0, bytes: 0 });
+    req.on("data", (d: Buffer) => ((stats.traceBytes += d.length), (per.bytes += d.length)));
     req.on("end", () => {
-      if (req.method === "POST" && req.url === "/v1/traces") stats.traceBatches++;
+      if (req.method === "POST" && req.url?.startsWith("/v1/traces")) (stats.traceBatches++, per.batches++);
       res.writeHead(200, { "content-type": req.headers["content-type"] ?? "application/x-protobuf" }).end();
     });
   });

@@ -227,6 +227,33 @@ export interface TracingConfig {
   scheduleDelayMs: number;
   /** Most spans queued for export; more are dropped (OTEL_BSP_MAX_QUEUE_SIZE, default 2048). */
   maxQueueSize: number;
+  /** Most spans in one export request (OTEL_BSP_MAX_EXPORT_BATCH_SIZE, default 512; at most the queue's size). */
+  maxExportBatchSize: number;
+  /**
+   * Which traces are recorded (OTEL_TRACES_SAMPLER, default `parentbased_always_on`, and OTEL_TRACES_SAMPLER_ARG, the
+   * ratio of `traceidratio` / `parentbased_traceidratio`, default 1): `parentBased` follows the caller's sampled flag
+   * when it sent a `traceparent`; `ratio` is the share of new traces recorded (0: none, 1: all).
+   */
+  sampler: { parentBased: boolean; ratio: number };
+}
+
+/** OTEL_TRACES_SAMPLER's values (the OpenTelemetry SDK environment specification), as (parent-based, fixed ratio or undefined: the argument's). */
+const SAMPLERS: Record<string, { parentBased: boolean; ratio?: number }> = {
+  always_on: { parentBased: false, ratio: 1 },
+  always_off: { parentBased: false, ratio: 0 },
+  traceidratio: { parentBased: false },
+  parentbased_always_on: { parentBased: true, ratio: 1 },
+  parentbased_always_off: { parentBased: true, ratio: 0 },
+  parentbased_traceidratio: { parentBased: true },
+};
+
+function samplerSetting(name: string | undefined, arg: string | undefined): TracingConfig["sampler"] {
+  const kind = SAMPLERS[(name ?? "parentbased_always_on").trim().toLowerCase()];
+  if (!kind) throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${Object.keys(SAMPLERS).join(", ")}`);
+  if (kind.ratio !== undefined) return { parentBased: kind.parentBased, ratio: kind.ratio };
+  const ratio = arg === undefined || arg.trim() === "" ? 1 : Number(arg);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) throw new ConfigError("OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 (the share of traces sampled)");
+  return { parentBased: kind.parentBased, ratio };
 }
 
 export interface Config {
@@ -437,6 +464,8 @@ function tracingSettings(e: z.infer<typeof Env>): TracingConfig | undefined {
     serviceName: e.OTEL_SERVICE_NAME ?? "portico",
     scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
     maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: Math.min(e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, e.OTEL_BSP_MAX_QUEUE_SIZE),
+    sampler: samplerSetting(e.OTEL_TRACES_SAMPLER, e.OTEL_TRACES_SAMPLER_ARG),
   };
 }
 
@@ -512,6 +541,9 @@ const Env = z
     OTEL_SERVICE_NAME: textSetting(),
     OTEL_BSP_SCHEDULE_DELAY: intSetting(5000, 1, 3_600_000),
     OTEL_BSP_MAX_QUEUE_SIZE: intSetting(2048, 1, 1_000_000),
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: intSetting(512, 1, 1_000_000),
+    OTEL_TRACES_SAMPLER: textSetting(),
+    OTEL_TRACES_SAMPLER_ARG: textSetting(),
     PORTICO_SERVER_TOOLS_MAX_TURNS: intSetting(8, 1, 32),
     PORTICO_WEB_FETCH_ALLOW_ADDRESSES: textSetting(),
     PORTICO_WEB_FETCH_MAX_BYTES: intSetting(2_097_152, 1024, 104_857_600),

@@ -99,13 +99,15 @@ export function serveReady(workers: number): (out: string) => { api: string; mk?
  * `portico serve` (compiled dist/, `npm run -s build` first) on a fresh data folder `dataDir`, PORT / gRPC port
  * chosen by the OS; resolves once serving, with its bootstrap keys and the pids whose CPU counts.
  */
-export async function startServe(opts: { dataDir: string; logFile: string; env?: NodeJS.ProcessEnv; workers?: number; nodeArgs?: string[] }): Promise<{ child: ChildProcess; api: string; management: string; apiKey: string; pids: number[] }> {
+export async function startServe(opts: { dataDir: string; logFile: string; env?: NodeJS.ProcessEnv; workers?: number; nodeArgs?: string[]; checkout?: string }): Promise<{ child: ChildProcess; api: string; management: string; apiKey: string; pids: number[] }> {
   const workers = opts.workers ?? 1;
   const s = await spawnUntil(
     [...(opts.nodeArgs ?? []), "bin/portico.mjs", "serve"],
     { PORTICO_EMBEDDED_HOST: "false", ...opts.env, PORTICO_DATA_DIR: opts.dataDir, PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) },
     opts.logFile,
     serveReady(workers),
+    60_000,
+    opts.checkout ?? repoRoot,
   );
   if (!s.value.mk || !s.value.ak) {
     await stop(s.child);

@@ -1,14 +1,14 @@
 /**
  * One server span per core RPC (docs/operations.md, "Tracing"), installed only when tracing is on. Its parent is
  * the caller's W3C `traceparent` (and `tracestate`) request header, which the gateway sends on every core call
- * (src/gateway/rpc.ts), over gRPC and in process alike. The handler runs in the span's context; for a stream,
- * so does each read of its messages (where a streaming handler's code runs), and the span ends with the stream.
- * Bidi streams (intern host links, open for hours) get none.
+ * (src/gateway/rpc.ts), over gRPC and in process alike. The span's context is filed under the call's AbortSignal
+ * (src/lib/tracing.ts `setRequestContext`: no context manager runs), where the chat pipeline's trace stage finds
+ * its parent; for a stream the span ends with the stream. Bidi streams (intern host links, open for hours) get none.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Context, type Span, type TextMapGetter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Span, type TextMapGetter } from "@opentelemetry/api";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { tracer } from "../lib/tracing.js";
+import { setRequestContext, tracer } from "../lib/tracing.js";
 
 const headerGetter: TextMapGetter<Headers> = {
   get: (carrier, key) => carrier.get(key) ?? undefined,
@@ -21,26 +21,26 @@ function failed(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }
 
-/** `source` read in `ctx`, calling `onEnd` once when it ends, fails or its reader stops. */
-function inContext<T>(source: AsyncIterable<T>, ctx: Context, onEnd: (err?: unknown) => void): AsyncIterable<T> {
+/** `source`, calling `onEnd` once when it ends, fails or its reader stops. */
+function onEnd<T>(source: AsyncIterable<T>, end: (err?: unknown) => void): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator]() {
-      const it = context.with(ctx, () => source[Symbol.asyncIterator]());
+      const it = source[Symbol.asyncIterator]();
       let ended = false;
-      const end = (err?: unknown) => {
+      const once = (err?: unknown) => {
         if (ended) return;
         ended = true;
-        onEnd(err);
+        end(err);
       };
       return {
         next: () =>
-          context.with(ctx, () => it.next()).then(
+          it.next().then(
             (r) => {
-              if (r.done) end();
+              if (r.done) once();
               return r;
             },
             (err: unknown) => {
-              end(err);
+              once(err);
               throw err;
             },
           ),
@@ -48,7 +48,7 @@ function inContext<T>(source: AsyncIterable<T>, ctx: Context, onEnd: (err?: unkn
           try {
             return (await it.return?.(value as never)) ?? { done: true, value: undefined as never };
           } finally {
-            end();
+            once();
           }
         },
       };
@@ -70,10 +70,13 @@ export function createTracingInterceptor(): Interceptor {
       },
       parent,
     );
-    const ctx = trace.setSpan(parent, span);
+    // Filed even when the span is not sampled: the spans under it then follow its decision.
+    setRequestContext(req.signal, trace.setSpan(parent, span));
+    // Not sampled: nothing to record or end (a non-recording span holds no state).
+    if (!span.isRecording()) return next(req);
     let res;
     try {
-      res = await context.with(ctx, () => next(req));
+      res = await next(req);
     } catch (err) {
       failed(span, err);
       span.end();
@@ -85,7 +88,7 @@ export function createTracingInterceptor(): Interceptor {
     }
     return {
       ...res,
-      message: inContext(res.message, ctx, (err) => {
+      message: onEnd(res.message, (err) => {
         if (err !== undefined) failed(span, err);
         span.end();
       }),

@@ -17,6 +17,7 @@ import type { Metrics } from "../lib/metrics.js";
 import type { GatewayContext } from "./context.js";
 import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
 import { registerGatewayRoutes } from "./routes/index.js";
+import { registerGeminiRoutes } from "./routes/gemini.js";
 import { registerConsoleRoutes } from "./routes/console.js";
 import { checkJsonInput } from "./json-input.js";
 import { createMetricsEndpoint } from "./metrics-endpoint.js";
@@ -267,6 +268,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     },
     { prefix: "/api/v1" },
   );
+  // The Gemini dialect lives where Google's clients put it under a base URL: `<base>/v1beta/models/…` (routes/gemini.ts).
+  await app.register(async (api) => registerGeminiRoutes(api, ctx), { prefix: "/api/v1beta" });
   return app as unknown as FastifyInstance;
 }
 

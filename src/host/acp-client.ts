@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type * as acp from "@agentclientprotocol/sdk";
 import type { Logger } from "pino";
 import { acpRuntime } from "./acp-runtime.js";
-import { agentEnvironment, type AgentFolders } from "./agent-env.js";
+import { agentLaunch, type AgentFolders } from "./agent-env.js";
 import type { AgentInstance } from "./agent-session.js";
 import type { EventInit } from "./event-queue.js";
 import { readConfinedText, writeConfinedText, type Confinement } from "./file-access.js";
@@ -177,7 +177,8 @@ export function createAcpClient(deps: AcpClientDeps): (session: Session, agentRe
     }
     const res = agent.terminals.create(params, {
       cwd: session.cwd,
-      env: agentEnvironment(profile, folders.homeDir, session.cwd),
+      // Commands get the agent's variables without the model gateway's (placeholders empty, no family).
+      env: agentLaunch(profile, folders.homeDir, session.cwd, undefined).env,
       bwrap: sandboxed ? deps.bwrap : undefined,
       writable: [session.cwd],
       runAs: deps.runAs,

@@ -82,3 +82,123 @@ export function agentFolders(opts: { profile: AgentProfile; workRoot: string; ru
     },
   };
 }
+
+/** How an agent reaches Portico's model endpoints: the host's model relay, as one agent process sees it. */
+export interface ModelAccess {
+  /** Base URL standing for Portico's `<gateway>/api` (the relay's `http://127.0.0.1:<port>`). */
+  baseUrl: string;
+  /** The credential the agent sends there (the relay's host-local secret for this process). */
+  token: string;
+  /** The intern's model id from the run's gateway ("" when none). */
+  model: string;
+}
+
+/** Agent families the profile's `modelGateway` knows how to point at Portico. */
+export const MODEL_GATEWAY_FAMILIES = ["anthropic", "openai-responses", "openai-chat", "gemini", "opencode"] as const;
+export type ModelGatewayFamily = (typeof MODEL_GATEWAY_FAMILIES)[number];
+
+/** The name of the variable codex-acp reads the credential from (`env_key` of its model provider). */
+export const CODEX_TOKEN_ENV = "PORTICO_MODEL_TOKEN";
+
+const PLACEHOLDER = /\$\{(PORTICO_MODEL_BASE_URL|PORTICO_MODEL_TOKEN|PORTICO_MODEL)\}/g;
+
+/** Replaces `${PORTICO_MODEL_BASE_URL}`, `${PORTICO_MODEL_TOKEN}` and `${PORTICO_MODEL}` (empty without access). */
+export function fillModelPlaceholders(value: string, access: ModelAccess | undefined): string {
+  return value.replace(PLACEHOLDER, (_, name: string) =>
+    !access ? "" : name === "PORTICO_MODEL_BASE_URL" ? access.baseUrl : name === "PORTICO_MODEL_TOKEN" ? access.token : access.model,
+  );
+}
+
+/** True when the profile points its agent at Portico by itself (a `modelGateway` family or a placeholder). */
+export function profileUsesModelTemplating(profile: AgentProfile): boolean {
+  if (profile.modelGateway) return true;
+  const values = [...(profile.args ?? []), ...Object.values(profile.env ?? {})];
+  return values.some((v) => new RegExp(PLACEHOLDER.source).test(v));
+}
+
+/**
+ * Variables and extra arguments that point one agent family at Portico (through `access`):
+ * - anthropic (claude-code-acp, claude-agent-acp): `ANTHROPIC_BASE_URL=<base>` (the agent appends
+ *   `/v1/messages`), `ANTHROPIC_API_KEY=<token>`, `ANTHROPIC_MODEL=<model>`;
+ * - openai-responses (codex-acp): a `model_providers.portico` entry (`base_url=<base>/v1`,
+ *   `wire_api="responses"`, `env_key="PORTICO_MODEL_TOKEN"`) selected with `model_provider`, plus `model`;
+ * - openai-chat (OpenAI-compatible agents): `OPENAI_BASE_URL=<base>/v1`, `OPENAI_API_KEY=<token>`;
+ * - gemini (gemini-cli without ACP gateway auth): `GOOGLE_GEMINI_BASE_URL=<base>`, `GEMINI_API_KEY=<token>`;
+ * - opencode: a `portico` provider (`@ai-sdk/openai-compatible`, chat completions at `<base>/v1`) and
+ *   `model: "portico/<model>"`, merged into the profile's own `OPENCODE_CONFIG_CONTENT`.
+ */
+export function modelGatewayLaunch(
+  family: ModelGatewayFamily,
+  access: ModelAccess,
+  profileEnv: Record<string, string>,
+): { env: Record<string, string>; args: string[] } {
+  const { baseUrl: base, token, model } = access;
+  switch (family) {
+    case "anthropic":
+      return { env: { ANTHROPIC_BASE_URL: base, ANTHROPIC_API_KEY: token, ...(model ? { ANTHROPIC_MODEL: model } : {}) }, args: [] };
+    case "openai-responses": {
+      const provider = `model_providers.portico={name="Portico",base_url=${JSON.stringify(`${base}/v1`)},wire_api="responses",env_key="${CODEX_TOKEN_ENV}"}`;
+      const args = ["-c", 'model_provider="portico"', "-c", provider];
+      if (model) args.push("-c", `model=${JSON.stringify(model)}`);
+      return { env: { [CODEX_TOKEN_ENV]: token }, args };
+    }
+    case "openai-chat":
+      return { env: { OPENAI_BASE_URL: `${base}/v1`, OPENAI_API_KEY: token }, args: [] };
+    case "gemini":
+      return { env: { GOOGLE_GEMINI_BASE_URL: base, GEMINI_API_KEY: token }, args: [] };
+    case "opencode": {
+      let config: Record<string, unknown> = {};
+      const own = profileEnv.OPENCODE_CONFIG_CONTENT;
+      if (own) {
+        try {
+          const parsed: unknown = JSON.parse(own);
+          if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) config = parsed as Record<string, unknown>;
+        } catch {
+          // not JSON: replaced by ours
+        }
+      }
+      const providers = (config.provider && typeof config.provider === "object" ? config.provider : {}) as Record<string, unknown>;
+      config = {
+        ...config,
+        provider: {
+          ...providers,
+          portico: {
+            npm: "@ai-sdk/openai-compatible",
+            name: "Portico",
+            options: { baseURL: `${base}/v1`, apiKey: token },
+            models: model ? { [model]: { name: model } } : {},
+          },
+        },
+        ...(model ? { model: `portico/${model}`, small_model: `portico/${model}` } : {}),
+      };
+      return { env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) }, args: [] };
+    }
+  }
+}
+
+/**
+ * How the agent process starts: the profile's args and environment with the model gateway applied
+ * (`modelGateway` family first, then the profile's own env and args with placeholders filled; the
+ * profile's explicit env wins over the family's, except `OPENCODE_CONFIG_CONTENT`, which is merged).
+ * Without `access` (no gateway for this agent) placeholders become empty and no family applies.
+ */
+export function agentLaunch(
+  profile: AgentProfile,
+  homeDir: string,
+  cwd: string,
+  access: ModelAccess | undefined,
+  source: NodeJS.ProcessEnv = process.env,
+): { env: Record<string, string>; args: string[] } {
+  const env = agentEnvironment({ ...profile, env: {} }, homeDir, cwd, source);
+  const profileEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(profile.env ?? {})) profileEnv[k] = fillModelPlaceholders(v, access);
+  const args = (profile.args ?? []).map((a) => fillModelPlaceholders(a, access));
+  if (profile.modelGateway && access) {
+    const fam = modelGatewayLaunch(profile.modelGateway, access, profileEnv);
+    Object.assign(env, fam.env);
+    for (const [k, v] of Object.entries(profileEnv)) if (!(k in fam.env && k === "OPENCODE_CONFIG_CONTENT")) env[k] = v;
+    return { env, args: [...args, ...fam.args] };
+  }
+  Object.assign(env, profileEnv);
+  return { env, args };
+}

@@ -8,7 +8,8 @@ import type * as acp from "@agentclientprotocol/sdk";
 import { acpRuntime, loadAcp } from "./acp-runtime.js";
 import type { Logger } from "pino";
 import type { AgentChannel, AgentLauncher } from "./agent-process.js";
-import { agentEnvironment, type AgentFolders } from "./agent-env.js";
+import { agentLaunch, profileUsesModelTemplating, type AgentFolders } from "./agent-env.js";
+import type { ModelRelay, RelayEndpoint, RelayTarget } from "./model-relay.js";
 import { acpErrorText, modelFromSessionState, repairIncomingMessage } from "./mapping.js";
 import type { AgentProfile, InternHostLimits } from "./options.js";
 import { createTerminalManager, type TerminalManager } from "./terminals.js";
@@ -31,7 +32,26 @@ export interface AgentInstance {
   /** Set when an earlier conversation could not be restored and a new ACP session was opened instead: the next run says so. */
   restoreNote: string | undefined;
   exitInfo: string | undefined;
+  /** The model relay endpoint this process was given (when it started for a run with a model gateway). */
+  relay: RelayEndpoint | undefined;
+  /**
+   * How this process reaches Portico's model endpoints: "acp" (ACP `authenticate` with method
+   * `gateway`), "profile" (the profile's `modelGateway` family or placeholders, fixed at spawn),
+   * "none" (it was started for a run without a gateway, or it takes neither).
+   */
+  gatewayVia: "acp" | "profile" | "none";
+  /** The gateway model the process was started with; undefined when it was started without a gateway. */
+  gatewayModel: string | undefined;
 }
+
+/** What a run asks of its agent's model access. */
+export interface AgentGatewayNeed {
+  /** The intern's model from the run's gateway. */
+  model: string;
+}
+
+/** The ACP auth method id through which agents take Portico's base URL and headers (gemini-cli, claude-agent-acp). */
+export const GATEWAY_AUTH_METHOD = "gateway";
 
 export interface SessionEntry<R> {
   key: string;
@@ -67,13 +87,21 @@ export interface AgentPoolOptions<R> {
   hostVersion: string;
   /** The ACP client side (handlers) for one session's agent. */
   clientApp: (session: SessionEntry<R>, agent: () => AgentInstance) => acp.ClientApp;
+  /** The loopback relay that carries agents' model calls to Portico with the current run's token. */
+  relay: ModelRelay;
+  /** The gateway of the session's current run, when it has one (what the relay forwards to). */
+  relayTarget: (session: SessionEntry<R>) => RelayTarget | undefined;
 }
 
 export interface AgentPool<R> {
   /** The session for a caller session id (created and remembered on first use). */
   session(key: string): SessionEntry<R>;
-  /** The live agent of a session, starting (or bringing back) one when needed. */
-  ensureAgent(session: SessionEntry<R>): Promise<AgentInstance>;
+  /**
+   * The live agent of a session, starting (or bringing back) one when needed. `gateway`: the run's model
+   * gateway; a live agent started with a different wiring (with vs without a gateway, or another model
+   * baked into its environment) is stopped and started again for it.
+   */
+  ensureAgent(session: SessionEntry<R>, gateway?: AgentGatewayNeed): Promise<AgentInstance>;
   /** Stops idle agents past their TTL and forgets old ended sessions. */
   reap(now?: number): void;
   entries(): IterableIterator<SessionEntry<R>>;
@@ -105,26 +133,29 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     slotWaiters.shift()?.();
   }
 
-  async function startAgent(session: SessionEntry<R>, budget: AbortSignal): Promise<AgentInstance> {
+  async function startAgent(session: SessionEntry<R>, budget: AbortSignal, gateway: AgentGatewayNeed | undefined): Promise<AgentInstance> {
     const sandboxProcess = profile.sandbox === "process";
     let channel: AgentChannel;
+    let relay: RelayEndpoint | undefined;
     try {
       folders.ensureDir(session.cwd);
       folders.ensureDir(folders.homeDir);
       folders.checkReachable(session.cwd);
       folders.checkReachable(folders.homeDir);
       if (sandboxProcess && !opts.bwrap) throw new Error("the agent profile asks for a process sandbox but bubblewrap (bwrap) is not installed");
-      const env = agentEnvironment(profile, folders.homeDir, session.cwd);
+      if (gateway) relay = await opts.relay.register(() => opts.relayTarget(session));
+      const launch = agentLaunch(profile, folders.homeDir, session.cwd, relay ? { baseUrl: relay.baseUrl, token: relay.secret, model: gateway?.model ?? "" } : undefined);
       await loadAcp();
       channel = await opts.launcher({
       command: profile.command,
-      args: profile.args ?? [],
-      env,
+      args: launch.args,
+      env: launch.env,
       cwd: session.cwd,
       runAs: opts.runAs,
       bwrap: sandboxProcess && opts.bwrap ? { path: opts.bwrap, writable: [session.cwd, folders.homeDir] } : undefined,
       });
     } catch (err) {
+      relay?.dispose();
       releaseSlot(); // no process: the slot taken for it is free again
       throw err;
     }
@@ -155,11 +186,15 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
         suppressUpdates: false,
         lastUpdateAt: undefined,
         restoreNote: undefined,
+        relay,
+        gatewayVia: "none",
+        gatewayModel: gateway?.model,
       } as Partial<AgentInstance> as AgentInstance;
       void channel.exited.then((exit) => {
         agent.dead = true;
         agent.exitInfo = exitInfo = exitDescription(exit);
         agent.terminals.disposeAll();
+        agent.relay?.dispose();
         conn.close(new Error("agent process exited"));
         if (session.agent === agent) session.agent = undefined;
         releaseSlot();
@@ -168,14 +203,36 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       const offerFs = profile.offerFs ?? true;
       const init = await conn.agent.request(acpRuntime().methods.agent.initialize, {
         protocolVersion: acpRuntime().PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: offerFs, writeTextFile: offerFs }, terminal: profile.offerTerminal ?? true },
+        clientCapabilities: {
+          fs: { readTextFile: offerFs, writeTextFile: offerFs },
+          terminal: profile.offerTerminal ?? true,
+          // The host can hand the agent a model gateway (base URL + headers) through `authenticate`.
+          ...(relay ? { auth: { _meta: { gateway: true } } } : {}),
+        },
         clientInfo: { name: "portico-intern-host", version: opts.hostVersion },
       });
       if (init.protocolVersion !== acpRuntime().PROTOCOL_VERSION) {
         throw new Error(`the agent answered protocol version ${String(init.protocolVersion)}; this host speaks ${acpRuntime().PROTOCOL_VERSION}`);
       }
       agent.init = init;
-      if (profile.authMethod) await authenticate(conn, init, profile.authMethod);
+      const offered = (init.authMethods ?? []).map((m) => m.id);
+      const viaAcp = relay !== undefined && offered.includes(GATEWAY_AUTH_METHOD) && (!profile.authMethod || profile.authMethod === GATEWAY_AUTH_METHOD);
+      if (viaAcp && relay) {
+        // Shape verified against gemini-cli 0.61.0 (GeminiAgent.authenticate: `_meta.gateway` = {baseUrl?, headers?})
+        // and observed with claude-agent-acp 0.101.0 (shared/reference/real-agents.md). The URL and secret are the
+        // relay's, stable for the life of this process; the run token never reaches the agent.
+        await conn.agent.request(acpRuntime().methods.agent.authenticate, {
+          methodId: GATEWAY_AUTH_METHOD,
+          _meta: { gateway: { baseUrl: relay.baseUrl, headers: { Authorization: `Bearer ${relay.secret}` } } },
+        });
+      } else if (profile.authMethod) await authenticate(conn, init, profile.authMethod);
+      agent.gatewayVia = !relay ? "none" : profileUsesModelTemplating(profile) ? "profile" : viaAcp ? "acp" : "none";
+      if (relay && agent.gatewayVia === "none") {
+        logger.info(
+          { session: session.key, offered },
+          "the run has a model gateway but the agent offers no ACP gateway auth and the profile sets no modelGateway: the agent uses its own model configuration",
+        );
+      }
       await openAcpSession(session, agent);
       if (budget.aborted) throw new Error("agent start budget exceeded");
       return agent;
@@ -271,13 +328,13 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
    * session), then SIGTERM; agents that ignore end of input (claude-code-acp, codex-acp) do not hold the
    * new run for the cancel grace.
    */
-  async function stopAgent(session: SessionEntry<R>, why: "idle" | "evicted"): Promise<void> {
+  async function stopAgent(session: SessionEntry<R>, why: "idle" | "evicted" | "rewire"): Promise<void> {
     const agent = session.agent;
     if (!agent) return;
     session.agent = undefined;
     logger.debug({ session: session.key, why }, "stopping agent");
     agent.terminals.disposeAll();
-    await agent.channel.dispose(why === "evicted" ? Math.min(EVICTION_GRACE_MS, limits.cancelGraceMs) : limits.cancelGraceMs);
+    await agent.channel.dispose(why !== "idle" ? Math.min(EVICTION_GRACE_MS, limits.cancelGraceMs) : limits.cancelGraceMs);
     await agent.channel.exited;
   }
 
@@ -305,7 +362,17 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
     slots += 1; // released when the agent's process has exited (or could not be launched)
   }
 
-  async function ensureAgent(session: SessionEntry<R>): Promise<AgentInstance> {
+  /** A live agent no longer fits the run: started without a gateway for a run with one (or the reverse), or with another model baked in. */
+  function wiredOtherwise(agent: AgentInstance, gateway: AgentGatewayNeed | undefined): boolean {
+    if ((agent.gatewayModel === undefined) !== (gateway === undefined)) return true;
+    return gateway !== undefined && agent.gatewayVia === "profile" && agent.gatewayModel !== gateway.model;
+  }
+
+  async function ensureAgent(session: SessionEntry<R>, gateway?: AgentGatewayNeed): Promise<AgentInstance> {
+    if (session.agent && !session.agent.dead && !session.starting && wiredOtherwise(session.agent, gateway)) {
+      logger.info({ session: session.key, gateway: gateway !== undefined }, "the run's model gateway differs from the one the agent was started with; restarting the agent");
+      await stopAgent(session, "rewire");
+    }
     if (session.agent && !session.agent.dead) return session.agent;
     if (session.starting) return session.starting;
     const p = (async () => {
@@ -315,7 +382,7 @@ export function createAgentPool<R>(opts: AgentPoolOptions<R>): AgentPool<R> {
       timer.unref();
       try {
         return await Promise.race([
-          startAgent(session, budget.signal),
+          startAgent(session, budget.signal, gateway),
           new Promise<never>((_, rej) =>
             budget.signal.addEventListener("abort", () => rej(new AgentStartError("the agent did not start in time", true)), { once: true }),
           ),

@@ -24,6 +24,7 @@ import type { AgentProfile, InternHostLimits } from "./options.js";
 import { escalates, judgeAnswer, QuestionQueue, type PendingQuestion } from "./questions.js";
 import type { CancelCause, Run, Session } from "./run.js";
 import { Reason, ruleOf } from "../contract/reasons.js";
+import { createModelRelay } from "./model-relay.js";
 
 export { sessionFolderName } from "./agent-env.js";
 
@@ -40,6 +41,8 @@ export interface EngineOptions {
   onReadable: () => void;
   /** Called when running/paused counts change. */
   onCapacity: () => void;
+  /** CA bundle (PEM) that verifies an https model gateway (the link's); default: the system CAs. */
+  gatewayCa?: string | Buffer | undefined;
 }
 
 /** Snapshot of a session for diagnostics and tests. */
@@ -78,6 +81,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
   let closed = false;
   let linkIsUp = true;
   const folders = agentFolders({ profile, workRoot: opts.workRoot, runAs: opts.runAs });
+  const relay = createModelRelay({ logger, ca: opts.gatewayCa });
   const pool = createAgentPool<Run>({
     profile,
     limits,
@@ -87,6 +91,11 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     bwrap: opts.bwrap,
     launcher: opts.launcher ?? spawnAgentProcess,
     hostVersion: opts.hostVersion,
+    relay,
+    relayTarget: (session) => {
+      const run = activeRunOf(session);
+      return run?.gateway ? { runId: run.id, baseUrl: run.gateway.baseUrl, token: run.gateway.token } : undefined;
+    },
     clientApp: createAcpClient({
       profile,
       logger,
@@ -195,6 +204,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
       escalation: new EscalationLedger(),
       costAtStart: undefined,
       model: undefined,
+      gateway: undefined,
     };
   }
 
@@ -211,11 +221,15 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     if (session.run && session.run.state !== "done") return reject(msg.runId, Reason.HOST_BUSY, "the session already has a run");
     const mode = msg.approvalMode === ApprovalMode.MANUAL ? "manual" : "self-drive";
     const run = newRun(msg.runId, session, mode, Number(msg.interactionDeadlineMs));
+    const gw = msg.gateway;
+    if (gw && gw.baseUrl && gw.token) {
+      run.gateway = { baseUrl: gw.baseUrl.replace(/\/+$/, ""), token: gw.token, expiresAtMs: Number(gw.expiresAtMs), model: gw.model };
+    }
     runs.set(run.id, run);
     session.run = run;
     session.lastUsed = Date.now();
     opts.onCapacity();
-    logger.info({ runId: run.id, session: session.key, mode }, "run starting");
+    logger.info({ runId: run.id, session: session.key, mode, gateway: run.gateway !== undefined }, "run starting");
     void driveRun(run, msg.prompt).catch((err: unknown) => {
       logger.error({ err, runId: run.id }, "run driver failed");
       finishRun(run);
@@ -226,7 +240,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const session = run.session;
     let agent: AgentInstance;
     try {
-      agent = await pool.ensureAgent(session);
+      agent = await pool.ensureAgent(session, run.gateway ? { model: run.gateway.model } : undefined);
     } catch (err) {
       const timeout = err instanceof AgentStartError && err.timeout;
       const message = clip(err instanceof Error ? err.message : String(err), 800);
@@ -269,6 +283,8 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
     const promptDone = agent.conn.agent.request(acpRuntime().methods.agent.session.prompt, {
       sessionId: agent.acpSessionId,
       prompt: [{ type: "text", text: prompt }],
+      // The run's model (the built-in agent uses it for its chat completions call); other agents ignore it.
+      ...(run.gateway?.model ? { _meta: { portico: { model: run.gateway.model } } } : {}),
     });
     emit(run, { case: "started", value: {} });
     if (agent.restoreNote) {
@@ -473,6 +489,7 @@ export function createHostEngine(opts: EngineOptions): HostEngine {
         dropRun(run);
       }
       await pool.closeAll();
+      await relay.close();
     },
   };
 }

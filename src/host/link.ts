@@ -138,6 +138,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
     bwrap,
     launcher: options.launcher,
     hostVersion: options.hostVersion ?? HOST_VERSION,
+    gatewayCa: options.tls?.ca ?? options.tls?.pinnedCert,
     onReadable: () => outbox?.notify(),
     onCapacity: () => {
       capacityDirty = true;

@@ -9,6 +9,7 @@ import type { AgentLauncher } from "./agent-process.js";
 import type { HostTlsOptions } from "./tls.js";
 import { HOST_LIMIT_VARIABLES, parseHostSettings } from "../lib/host-settings.js";
 import { settingsMessage, z } from "../lib/settings.js";
+import { MODEL_GATEWAY_FAMILIES, type ModelGatewayFamily } from "./agent-env.js";
 
 /** How the host confines shell commands and the agent process. */
 export type SandboxStrategy = "terminal" | "process" | "none";
@@ -61,6 +62,14 @@ export interface AgentProfile {
    * session/new (e.g. codex-acp "openai-api-key" with OPENAI_API_KEY in env). Default: none.
    */
   authMethod?: string;
+  /**
+   * When a run carries a model gateway (its model calls go through Portico), how this agent is pointed
+   * at it when it does not take the ACP `gateway` auth method: "anthropic" (claude-code-acp,
+   * claude-agent-acp), "openai-responses" (codex-acp), "openai-chat" (OpenAI-compatible agents),
+   * "gemini" (gemini-cli) or "opencode". See agent-env.ts modelGatewayLaunch. Default: none (the
+   * ACP gateway auth method when the agent offers it; `${PORTICO_MODEL_*}` placeholders otherwise).
+   */
+  modelGateway?: ModelGatewayFamily;
 }
 
 /** Limits of one host. Every field has a default in {@link defaultInternHostLimits}. */
@@ -248,6 +257,7 @@ const AgentProfileFile = z.looseObject({
   sandbox: z.enum(["terminal", "process", "none"], must('"terminal", "process" or "none"')).optional(),
   authMethod: z.string(must("a non-empty string")).min(1, must("a non-empty string")).optional(),
   name: z.string(must("a string")).optional(),
+  modelGateway: z.enum(MODEL_GATEWAY_FAMILIES, must(MODEL_GATEWAY_FAMILIES.map((f) => `"${f}"`).join(", "))).optional(),
 });
 
 /** Validates an agent profile object (from JSON); throws with a message naming the bad field. */
@@ -260,7 +270,7 @@ export function validateAgentProfile(raw: unknown): AgentProfile {
     const field = issue.path[0] === "modes" ? issue.path.slice(0, 2).join(".") : String(issue.path[0]);
     throw new Error(`agent profile: ${field} ${issue.message}`);
   }
-  const { command, args, env, inheritEnv, cwd, modes, offerTerminal, offerFs, sandbox, authMethod, name } = parsed.data;
+  const { command, args, env, inheritEnv, cwd, modes, offerTerminal, offerFs, sandbox, authMethod, name, modelGateway } = parsed.data;
   const out: AgentProfile = { command };
   if (args !== undefined) out.args = args;
   if (env !== undefined) out.env = env;
@@ -276,5 +286,6 @@ export function validateAgentProfile(raw: unknown): AgentProfile {
   if (sandbox !== undefined) out.sandbox = sandbox;
   if (authMethod !== undefined) out.authMethod = authMethod;
   if (name !== undefined) out.name = name;
+  if (modelGateway !== undefined) out.modelGateway = modelGateway;
   return out;
 }

@@ -29,6 +29,18 @@ export interface Run {
   escalation: EscalationLedger;
   costAtStart: number | undefined;
   model: string | undefined;
+  /**
+   * Where this run's model calls go (StartRun.gateway), when the core gave one: Portico's base URL and
+   * the run's credential (never logged, never handed to the agent: the model relay swaps it in).
+   */
+  gateway: RunGateway | undefined;
+}
+
+export interface RunGateway {
+  baseUrl: string;
+  token: string;
+  expiresAtMs: number;
+  model: string;
 }
 
 export type Session = SessionEntry<Run>;

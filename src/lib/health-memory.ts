@@ -17,7 +17,8 @@
  * written to Redis (`SET … PX`, the later end kept) and published in the same script; every other process
  * applies the message to its map; a process starting (or reconnecting) loads what Redis holds (a burst of failures
  * of one key is written once: {@link SHARE_STEP_MS}). Redis being
- * unreachable never fails a request: the process goes on with its own map.
+ * unreachable never fails a request: the process goes on with its own map, noting which keys it changed meanwhile;
+ * once Redis is back (after the load) it writes those of them still cooling, so the other processes learn them.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -294,12 +295,23 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
       name,
     );
 
+  /**
+   * Keys whose change could not be written (Redis unreachable, or the write failed): once Redis is back, those still
+   * cooling are written then ({@link replay}). At most as many as the local map holds; the oldest go first.
+   */
+  const unsent = new Set<string>();
+  const maxUnsent = Math.max(1, opts.maxEntries ?? 10_000);
+  const noteUnsent = (key: string) => {
+    unsent.delete(key);
+    unsent.add(key);
+    if (unsent.size > maxUnsent) unsent.delete(unsent.values().next().value!);
+  };
   const local = new LocalHealth(opts, (key, state) => {
-    // Fire and forget: a request never waits on Redis; unreachable, the change stays in this process.
-    if (redis.status !== "ready") return;
+    // Fire and forget: a request never waits on Redis; unreachable, the change stays in this process until it is back.
+    if (redis.status !== "ready") return noteUnsent(key);
     const now = local.now();
     if (state !== undefined && state.streak > 0) {
-      scriptFailed(keyPrefix + key, state, now, key).catch(() => undefined);
+      scriptFailed(keyPrefix + key, state, now, key).catch(() => noteUnsent(key));
       return;
     }
     const tx = redis.multi();
@@ -356,6 +368,25 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
     } while (cursor !== "0");
   }
 
+  /**
+   * Writes (and publishes) the cool-downs this process set while Redis was unreachable and that are still in force,
+   * merged with what Redis holds (the later end, the longer count). A success made meanwhile is not replayed: the
+   * cool-down another process stored runs out by itself, and the next success there ends it.
+   */
+  async function replay(): Promise<void> {
+    if (unsent.size === 0) return;
+    const keys = [...unsent];
+    unsent.clear();
+    const now = local.now();
+    const writes: Promise<unknown>[] = [];
+    for (const key of keys) {
+      const state = local.get(key, now);
+      if (state === undefined || state.until <= now) continue;
+      writes.push(scriptFailed(keyPrefix + key, state, now, key).catch(() => noteUnsent(key)));
+    }
+    await Promise.all(writes);
+  }
+
   let syncing = false;
   const sync = async () => {
     if (syncing || sub.status !== "ready" || redis.status !== "ready") return;
@@ -363,6 +394,7 @@ export function createRedisHealthMemory(opts: RedisHealthMemoryOptions): RedisHe
     try {
       await sub.subscribe(channel);
       await load();
+      await replay();
       firstDone();
     } catch {
       // unreachable again: the next "ready" retries

@@ -45,6 +45,12 @@ export function createMetrics() {
     labelNames: ["provider", "model", "code"] as const,
     registers: [registry],
   });
+  const attemptFailures = new Counter({
+    name: "portico_generation_attempt_failures_total",
+    help: "Upstream attempts that failed, by provider, catalog model of the attempt's endpoint and reason (rate_limited, timeout, outage, auth_failed, context_length, content_filter, model_unavailable, slow_stream, client_error).",
+    labelNames: ["provider", "model", "reason"] as const,
+    registers: [registry],
+  });
   const generationDuration = new Histogram({
     name: "portico_generation_duration_seconds",
     help: "Time from a request's arrival to the end of its answer (a stream's last event), by provider and catalog model.",
@@ -82,7 +88,7 @@ export function createMetrics() {
     rpcDuration,
     httpDuration,
     overhead,
-    generation: { total: generations, errors: generationErrors, duration: generationDuration, timeToFirstToken, tokens, cost, cacheHits },
+    generation: { total: generations, errors: generationErrors, attemptFailures, duration: generationDuration, timeToFirstToken, tokens, cost, cacheHits },
     render: (): Promise<string> => registry.metrics() };
 }
 

@@ -8,8 +8,14 @@
  *
  * One provider per process: `portico serve`'s core and gateway, or a test starting a split core and gateway
  * in one process, share it (counted; the last `close()` flushes and unregisters it).
+ *
+ * No context manager is registered (no AsyncLocalStorage: on Node 20 it runs a hook on every promise the process
+ * makes, traced or not). Portico hands the trace context on explicitly instead: the gateway writes its request
+ * span's `traceparent` into each core call's headers (src/gateway/rpc.ts), the core's tracing interceptor files the
+ * RPC span's context under the call's AbortSignal ({@link setRequestContext}), which the chat pipeline's trace
+ * stage and its attempts read ({@link requestContext}). `context.active()` is the root context throughout.
  */
-import { context, propagation, trace, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, context, propagation, trace, type Context, type Tracer } from "@opentelemetry/api";
 import type { FastifyPluginCallback } from "fastify";
 import type { Logger } from "pino";
 import type { TracingConfig } from "../config.js";
@@ -19,6 +25,19 @@ export const TRACER_NAME = "portico";
 
 export function tracer(): Tracer {
   return trace.getTracer(TRACER_NAME);
+}
+
+/** The trace context of each core call being served, by its AbortSignal (one per call; gone with it). */
+const requestContexts = new WeakMap<AbortSignal, Context>();
+
+/** Files `ctx` as the trace context of the call whose signal is `signal` (the core's tracing interceptor, the trace stage). */
+export function setRequestContext(signal: AbortSignal, ctx: Context): void {
+  requestContexts.set(signal, ctx);
+}
+
+/** The trace context of the call whose signal is `signal`: its RPC span's (or its chat span's), else the root. */
+export function requestContext(signal: AbortSignal): Context {
+  return requestContexts.get(signal) ?? ROOT_CONTEXT;
 }
 
 export interface Tracing {
@@ -60,6 +79,11 @@ export async function startTracing(cfg: TracingConfig | undefined, logger: Logge
   };
 }
 
+function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: TracingConfig["sampler"]) {
+  const root = s.ratio >= 1 ? new node.AlwaysOnSampler() : s.ratio <= 0 ? new node.AlwaysOffSampler() : new node.TraceIdRatioBasedSampler(s.ratio);
+  return s.parentBased ? new node.ParentBasedSampler({ root }) : root;
+}
+
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
   const [node, resources, otel, exporterModule] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
@@ -73,11 +97,15 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
       "service.name": cfg.serviceName,
       ...(instanceId ? { "service.instance.id": instanceId } : {}),
     }),
-    // Explicit, so the SDK's own OTEL_TRACES_SAMPLER is not read behind the configuration's back.
-    sampler: new node.ParentBasedSampler({ root: new node.AlwaysOnSampler() }),
-    spanProcessors: [new node.BatchSpanProcessor(exporter, { scheduledDelayMillis: cfg.scheduleDelayMs, maxQueueSize: cfg.maxQueueSize })],
+    // Built here from the configuration (OTEL_TRACES_SAMPLER / _ARG as src/config.ts read them), so the SDK does not
+    // read the variables behind the configuration's back.
+    sampler: samplerOf(node, cfg.sampler),
+    spanProcessors: [
+      new node.BatchSpanProcessor(exporter, { scheduledDelayMillis: cfg.scheduleDelayMs, maxQueueSize: cfg.maxQueueSize, maxExportBatchSize: cfg.maxExportBatchSize }),
+    ],
   });
-  provider.register();
+  // No context manager (see the module comment); the W3C trace-context (and baggage) propagator as by default.
+  provider.register({ contextManager: null });
   const instrumentation = new otel.FastifyOtelInstrumentation({
     // One span per request: no span per hook or handler.
     instrumentHooks: false,

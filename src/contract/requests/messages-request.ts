@@ -22,7 +22,7 @@ const str = () => string();
 const tag = <const T extends string>(value: T) => z.literal(value);
 const cacheControl = () => nullable(object({ type: oneOf(["ephemeral"]), ttl: oneOf(["5m", "1h"]) }, { required: ["type"] }));
 
-const textBlock = object({ type: tag("text"), text: str(), cache_control: cacheControl(), citations: nullable(array(anything(), { max: 0 })) }, { required: ["type", "text"] });
+const textBlock = object({ type: tag("text"), text: str(), cache_control: cacheControl(), citations: nullable(array(anything(), { max: 4096 })) }, { required: ["type", "text"] });
 const imageSource = discriminated("type", [
   object({ type: tag("base64"), media_type: oneOf(["image/jpeg", "image/png", "image/gif", "image/webp"]), data: string({ min: 1 }) }, { required: ["type", "media_type", "data"] }),
   object({ type: tag("url"), url: string({ min: 1 }) }, { required: ["type", "url"] }),

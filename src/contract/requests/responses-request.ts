@@ -27,7 +27,7 @@ const inputImage = object(
   { type: tag("input_image"), image_url: string({ min: 1 }), detail: oneOf(["auto", "low", "high"]) },
   { required: ["type", "image_url"] },
 );
-const outputText = object({ type: tag("output_text"), text: str(), annotations: array(anything(), { max: 0 }), logprobs: anything() }, { required: ["type", "text"] });
+const outputText = object({ type: tag("output_text"), text: str(), annotations: array(anything(), { max: 4096 }), logprobs: anything() }, { required: ["type", "text"] });
 const refusal = object({ type: tag("refusal"), refusal: str() }, { required: ["type", "refusal"] });
 const contentPart = discriminated("type", [inputText, inputImage, outputText, refusal]);
 

@@ -56,6 +56,7 @@ import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
 import { createMessagesMethods } from "./messages-handler.js";
 import { createResponsesMethods } from "./responses-handler.js";
+import { createGeminiMethods } from "./gemini-handler.js";
 
 export interface ChatHandlerDeps {
   presets: PresetsRepository;
@@ -191,6 +192,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     serverToolsRefusal: {
       messages: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/messages" }),
       responses: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/responses" }),
+      gemini: createServerToolsRefusalStage({ brand: deps.brand, route: "the Gemini dialect (POST /api/v1beta/models/…)" }),
     },
     cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan,
@@ -208,10 +210,13 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
   const messages = createMessagesMethods({ stages, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
   // The OpenAI Responses dialect, likewise (responses-handler.ts).
   const responses = createResponsesMethods({ stages, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+  // The Gemini dialect, likewise (gemini-handler.ts).
+  const gemini = createGeminiMethods({ stages, catalog: deps.catalog, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
 
   return {
     ...messages,
     ...responses,
+    ...gemini,
 
     async createChatCompletion(req, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));

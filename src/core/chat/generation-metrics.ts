@@ -18,6 +18,7 @@ export function withGenerationMetrics(recorder: GenerationRecorder, metrics: Met
         const model = rec.catalogModel ?? (rec.provider === null ? "none" : "uncatalogued");
         m.total.inc({ provider, model, status: rec.status });
         if (rec.status === "error") m.errors.inc({ provider, model, code: String(rec.errorCode ?? 500) });
+        if (rec.failedAttempts) for (const f of rec.failedAttempts) m.attemptFailures.inc({ provider: f.provider, model: f.catalogModel ?? "uncatalogued", reason: f.reason });
         m.duration.observe({ provider, model }, rec.latencyMs / 1000);
         if (rec.timeToFirstTokenMs !== null) m.timeToFirstToken.observe({ provider, model }, rec.timeToFirstTokenMs / 1000);
         if (rec.cacheHit) m.cacheHits.inc({ provider, model });

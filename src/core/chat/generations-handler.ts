@@ -116,6 +116,7 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     plugins: pluginsOf(row.plugins),
     serverTools: opt(row.serverTools),
     attemptsLog: opt(row.attemptsLog),
+    dialect: opt(row.dialect),
   };
 }
 

@@ -38,6 +38,7 @@ const COLUMNS = [
   "cacheHit",
   "serverTools",
   "attemptsLog",
+  "dialect",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -84,6 +85,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true,
     r.serverTools ?? null,
     r.attemptsLog ?? null,
+    r.dialect ?? null,
   ];
 }
 

@@ -81,6 +81,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
   return {
     async createMessage(req: DialectRequest, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+      call.track.dialect = "messages";
       const outcome = await run(call, req);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       return { messageJson: JSON.stringify(encodeResponse(outcome.completion)), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
@@ -88,6 +89,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
 
     async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+      call.track.dialect = "messages";
       const pending = run(call, req);
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");

@@ -50,6 +50,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
   return {
     async createResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx));
+      call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const outcome = await run(call, keep);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
@@ -58,6 +59,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
 
     async *streamResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
+      call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const pending = run(call, keep);
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });

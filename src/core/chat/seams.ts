@@ -97,6 +97,21 @@ export interface GenerationRecord {
   serverTools?: string | null;
   /** Each upstream attempt and why it ended, as JSON text (an array, docs/operations.md "Retries and fallback"); null when none was made. */
   attemptsLog?: string | null;
+  /**
+   * The attempts that failed, with why (not stored: the `portico_generation_attempt_failures_total` series,
+   * src/core/chat/generation-metrics.ts); absent or empty when none failed.
+   */
+  failedAttempts?: readonly FailedAttempt[];
+  /** The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`); absent: null. */
+  dialect?: string | null;
+}
+
+/** An upstream attempt that failed: its provider, its endpoint's catalog model (null: uncatalogued) and the reason. */
+export interface FailedAttempt {
+  provider: string;
+  catalogModel: string | null;
+  /** A failure reason of the attempt loop (providers/types.ts FailureReason). */
+  reason: string;
 }
 
 export interface GenerationRecorder {

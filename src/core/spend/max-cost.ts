@@ -56,6 +56,12 @@ export function outputTokenBound(request: CanonicalRequest, endpoint: Endpoint):
 
 const maxOf = (values: Array<string | undefined>): bigint => values.reduce<bigint>((m, v) => (v === undefined ? m : femto(v) > m ? femto(v) : m), 0n);
 
+/** The endpoint's highest prompt-side price per token (prompt, cache read, cache write; base and every tier), femto-USD. */
+export function promptPriceOf(endpoint: Endpoint): bigint {
+  const p = endpoint.pricing;
+  return maxOf([p, ...(p.tiers ?? [])].flatMap((s) => [s.prompt, s.input_cache_read, s.input_cache_write]));
+}
+
 /** The largest cost, in femto-USD, that `request` can have when `endpoint` serves it. */
 export function maxCostOf(request: CanonicalRequest, endpoint: Endpoint): bigint {
   const p = endpoint.pricing;

@@ -46,6 +46,7 @@ const generationSchema = {
     uncatalogued: { type: "boolean", description: "A provider served it under a <provider>/<model> id the model catalog does not know (relayed as named, unpriced)." },
     user: nullable("string", "The request's `user` (the caller's end-user id), as sent."),
     session_id: nullable("string", "The request's `session_id`, else its `x-session-id` header."),
+    dialect: nullable("string", "The API dialect the request came in: `chat`, `messages`, `responses` or `gemini` (docs/dialects.md); null for generations recorded before it was."),
     trace_id: nullable("string", "The request's `trace.trace_id`."),
     trace: { type: ["object", "null"], additionalProperties: true, description: "The request's `trace` object (known keys and custom ones), as sent." },
     metadata: { type: ["object", "null"], additionalProperties: { type: "string" }, description: "The request's `metadata`, as sent." },
@@ -277,5 +278,6 @@ function presentGeneration(g: Generation) {
     plugins: g.plugins,
     server_tools: serverToolsOf(g.serverTools),
     attempts_log: attemptsLogOf(g.attemptsLog),
+    dialect: g.dialect ?? null,
   };
 }

@@ -43,6 +43,13 @@ function blocked(s: Script, url: string) {
   return { promptFeedback: { blockReason: s.blockReason }, usageMetadata: usage(s, false), modelVersion: s.model ?? modelOf(url), responseId: "resp_fake1" };
 }
 
+/** The script's thought signature on the first functionCall part, else on the last text part. */
+function sign(s: Script, parts: any[]): void {
+  if (!s.signature) return;
+  const target = parts.find((p) => p.functionCall) ?? parts.filter((p) => typeof p.text === "string" && !p.thought).at(-1);
+  if (target) target.thoughtSignature = s.signature;
+}
+
 export const geminiWire: Wire = {
   isStream: (req) => req.url.includes(":streamGenerateContent"),
   // `:embedContent` / `:batchEmbedContents`: fake vectors (fakeVector), no token counts (Gemini reports none);
@@ -59,10 +66,11 @@ export const geminiWire: Wire = {
   streamError: (message) => sse({ error: { code: 503, message, status: "UNAVAILABLE" } }),
   completion: (s, req) => {
     if (s.blockReason) return blocked(s, req.url);
-    const parts: unknown[] = [];
+    const parts: any[] = [];
     if (s.reasoning?.length) parts.push({ text: s.reasoning.join(""), thought: true });
     if (s.text.length) parts.push({ text: s.text.join("") });
     for (const t of s.toolCalls ?? []) parts.push({ functionCall: { name: t.name, args: JSON.parse(t.arguments) } });
+    sign(s, parts);
     return response(s, req.url, parts, s.finish, true);
   },
   streamEvents: (s, req) => {
@@ -72,6 +80,7 @@ export const geminiWire: Wire = {
     for (const piece of s.text) events.push([{ text: piece }]);
     if (s.toolCalls?.length) events.push(s.toolCalls.map((t) => ({ functionCall: { name: t.name, args: JSON.parse(t.arguments) } })));
     if (events.length === 0) events.push([{ text: "" }]);
+    if (s.signature) sign(s, events.find((parts: any[]) => parts.some((p) => p.functionCall)) ?? events.filter((parts: any[]) => parts.some((p) => typeof p.text === "string" && !p.thought)).at(-1) ?? []);
     return events.map((parts, i) => {
       const last = i === events.length - 1;
       return sse(response(s, req.url, parts, last ? s.finish : undefined, last));

@@ -26,6 +26,14 @@ export interface Script {
   model?: string;
   /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
   blockReason?: string;
+  /**
+   * The provider's answer written out in its own wire format, sent as it is (shapes the script cannot express,
+   * such as a native web search's blocks and citations): `completion` for a non-streamed request, `events` (SSE
+   * frames, already framed) for a streamed one.
+   */
+  raw?: { completion?: unknown; events?: string[] };
+  /** Gemini only: a `thoughtSignature` on the first functionCall part, else on the last text part. */
+  signature?: string;
 }
 
 export interface Knobs {
@@ -46,6 +54,8 @@ export interface Knobs {
   headerDelayMs?: number;
   /** Pause before each streamed event. */
   chunkDelayMs?: number;
+  /** Reply `failStatus` (default 500) to the requests this predicate picks (e.g. only a later turn of a tool loop). */
+  failWhen?: (req: RecordedRequest) => boolean;
   /** Reply 401 with the provider's error body to requests authenticated with one of these keys. */
   rejectKeys?: string[];
 }
@@ -150,6 +160,12 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
         return;
       }
     }
+    if (k.failWhen?.(recorded)) {
+      const status = k.failStatus ?? 500;
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(wire.errorBody(status, k.failMessage ?? "fake upstream failure")));
+      return;
+    }
     if (k.failStatus) {
       res.writeHead(k.failStatus, { "content-type": "application/json", ...k.failHeaders });
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
@@ -164,7 +180,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     }
     if (!wire.isStream(recorded)) {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(wire.completion(script, recorded)));
+      res.end(JSON.stringify(script.raw?.completion ?? wire.completion(script, recorded)));
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
@@ -177,7 +193,7 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
         markAborted();
       }
     });
-    const events = wire.streamEvents(script, recorded);
+    const events = script.raw?.events ?? wire.streamEvents(script, recorded);
     let sent = 0;
     for (const frame of events) {
       if (closedEarly) return;

@@ -21,7 +21,7 @@ const JUDGE = "The capital of France is Paris, on the Seine.";
 // Catalog prices (USD per token): alpha 1e-6 / 2e-6, beta 3e-6 / 4e-6, judge 5e-6 / 6e-6.
 const COST = { alpha: 10 * 1e-6 + 5 * 2e-6, beta: 20 * 3e-6 + 7 * 4e-6, judge: 100 * 5e-6 + 9 * 6e-6 };
 
-describe("fusion plugin (sqlite)", () => {
+describe.each(["sqlite", "postgresql"] as const)("fusion plugin (%s)", (provider) => {
   let h: Harness;
   let alpha: FakeUpstream;
   let beta: FakeUpstream;
@@ -48,7 +48,7 @@ describe("fusion plugin (sqlite)", () => {
       }),
     );
     h = await startHarness({
-      provider: "sqlite",
+      provider,
       env: {
         PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `alpha=${alpha.url}/v1,beta=${beta.url}/v1,judge=${judge.url}/v1`,
         PORTICO_KEYLESS_PROVIDERS: "alpha,beta,judge",
@@ -301,5 +301,79 @@ describe("fusion plugin (sqlite)", () => {
       .then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
     expect(err?.status).toBe(400);
     expect((err?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[1].model");
+  });
+
+  it("a server-tool loop whose turns different endpoints served: each turn priced at its own endpoint", async () => {
+    // Turn 1: alpha asks for the datetime tool. Turn 2: alpha fails (the request carries the tool result), beta answers.
+    alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+    alpha.knobs.failWhen = (req) => Array.isArray(req.body?.messages) && req.body.messages.some((m: { role?: string }) => m.role === "tool");
+    beta.script = say(BETA, 20, 7);
+    const turn1 = 10 * 1e-6 + 2 * 2e-6;
+    const turn2 = 20 * 3e-6 + 7 * 4e-6;
+    for (const stream of [false, true]) {
+      const body = { model: "alpha/a1", models: ["alpha/a1", "beta/b1"], messages, tools: [{ type: "service:datetime" }] };
+      let id: string;
+      let usage: { prompt_tokens: number; completion_tokens: number; cost: number; cost_details: { upstream_inference_cost: number } };
+      if (!stream) {
+        alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+        const res = await client.chat.completions.create(body as never);
+        expect(res.choices[0]!.message.content).toBe(BETA);
+        id = res.id;
+        usage = res.usage as never;
+      } else {
+        alpha.scripts = [{ text: [], toolCalls: [{ id: "d1", name: "datetime", arguments: "{}" }], finish: "tool_calls", usage: { input: 10, output: 2 } }];
+        const s = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } } as never);
+        let text = "";
+        id = "";
+        for await (const chunk of s as unknown as AsyncIterable<{ id: string; choices: Array<{ delta: { content?: string } }>; usage?: typeof usage }>) {
+          id ||= chunk.id;
+          text += chunk.choices[0]?.delta.content ?? "";
+          if (chunk.usage) usage = chunk.usage;
+        }
+        expect(text).toBe(BETA);
+      }
+      expect(usage!).toMatchObject({ prompt_tokens: 30, completion_tokens: 9 });
+      // At the last endpoint's prices it would be 30 × 3e-6 + 9 × 4e-6.
+      expect(usage!.cost, stream ? "streamed" : "not streamed").toBeCloseTo(turn1 + turn2, 12);
+      expect(usage!.cost_details.upstream_inference_cost).toBeCloseTo(turn1 + turn2, 12);
+      const gen = await recorded(id);
+      expect(gen).toMatchObject({ prompt_tokens: 30, completion_tokens: 9, provider: "beta" });
+      expect(gen.total_cost as number).toBeCloseTo(turn1 + turn2, 12);
+    }
+  });
+
+  it("a spend limit: the panel's largest cost is reserved with the judge's before any panel call; over the limit → 402, nothing sent; the settled spend is every call's", async () => {
+    const newKey = async (limit: number) => {
+      const res = await api(h, "POST", "/keys", { key: h.tenant.managementKey, body: { name: `fusion-limited-${limit}`, limit } });
+      expect(res.status, res.text).toBe(201);
+      return new OpenAI({ baseURL: `${h.baseUrl}/api/v1`, apiKey: res.json.key as string, maxRetries: 0 });
+    };
+    const body = { model: "judge/j1", messages, max_tokens: 100, plugins: [fusion()] };
+    // The judge alone could cost ~$0.002 (its body's bytes × $5e-6 + 100 × $6e-6); with the panel (its members' calls
+    // and the answers they add to the judge's prompt, ~2,500 tokens × $5e-6) ~$0.017: $0.01 holds the judge only.
+    const tight = await newKey(0.01);
+    const counts = () => [alpha.requests.length, beta.requests.length, judge.requests.length];
+    const before = counts();
+    for (const stream of [false, true]) {
+      const err = await tight.chat.completions.create({ ...body, stream } as never).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+      expect(err?.status).toBe(402);
+      expect((err?.error as { metadata?: { reason?: string; field?: string } }).metadata).toMatchObject({ reason: "spend_limit_exceeded", field: "limit" });
+    }
+    expect(counts()).toEqual(before);
+    // Without the panel the same key is served: the refusal was the panel's reservation.
+    const alone = await tight.chat.completions.create({ model: "judge/j1", messages, max_tokens: 100 } as never);
+    expect(alone.choices[0]!.message.content).toBe(JUDGE);
+
+    const roomy = await newKey(1);
+    const res = await roomy.chat.completions.create(body as never);
+    expect(res.choices[0]!.message.content).toBe(JUDGE);
+    const total = COST.alpha + COST.beta + COST.judge;
+    expect((res.usage as unknown as { cost: number }).cost).toBeCloseTo(total, 12);
+    const info = await waitFor("the settled spend", async () => {
+      const got = await api(h, "GET", "/key", { key: roomy.apiKey as string });
+      return got.json.data.usage > 0 ? got.json.data : undefined;
+    });
+    expect(info.usage).toBeCloseTo(total, 12);
+    expect(info.limit_remaining).toBeCloseTo(1 - total, 12);
   });
 });

@@ -272,6 +272,20 @@ describe("tracing over OTLP", () => {
       expectNoSecrets(receiver, ["tg-trace-secret-key", PROMPT]);
     });
 
+    it("a caller's traceparent that is not sampled: no span anywhere (gateway, core, chat, attempts), and no new trace started below it", async () => {
+      const body = { model: SERVED_MODEL, messages: [{ role: "user" as const, content: PROMPT }] };
+      const unsampled = hex(16);
+      const skipped = await client.chat.completions.create(body, { headers: { traceparent: `00-${unsampled}-${hex(8)}-00` } });
+      // A sampled request after it: once its spans arrived, the first one's would have too (one queue, in order).
+      const sampled = hex(16);
+      const traced = await client.chat.completions.create(body, { headers: { traceparent: `00-${sampled}-${hex(8)}-01` } });
+      await chatTrace(receiver, () => sampled, 1, CHAT_RPC);
+      expect(receiver.spans.filter((s) => s.traceId === unsampled)).toEqual([]);
+      // Nor a root of its own further down (its chat span names the generation).
+      expect(receiver.spans.filter((s) => s.attributes["portico.generation_id"] === skipped.id)).toEqual([]);
+      expect(receiver.spans.filter((s) => s.attributes["portico.generation_id"] === traced.id)).toHaveLength(1);
+    });
+
     it("a response cache hit: the chat span says so and has no attempt span; the hit is counted", async () => {
       const body = { model: SERVED_MODEL, messages: [{ role: "user", content: `${PROMPT} (cached)` }], cache: { ttl_seconds: 60 } } as never;
       await client.chat.completions.create(body);
@@ -301,6 +315,10 @@ describe("tracing over OTLP", () => {
       expect(value(`portico_generation_tokens_total{${served},kind="output"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_cost_usd_total{${served},paid_by="byok"}`)).toBeGreaterThan(0);
       expect(value(`portico_generation_cache_hits_total{${served}}`)).toBe(1);
+      // The failed attempts by reason: openai's upstream answered 500 (an outage) to the fallback request and to the
+      // request that failed; nothing failed on groq.
+      expect(value(`portico_generation_attempt_failures_total{provider="openai",model="openai/gpt-4o",reason="outage"}`)).toBeGreaterThanOrEqual(2);
+      expect(text.split("\n").filter((l) => l.startsWith(`portico_generation_attempt_failures_total{provider="groq"`))).toEqual([]);
     });
   });
 

@@ -8,6 +8,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
@@ -179,8 +180,6 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     const exa = await refusal({ ...base, plugins: [{ id: "web", engine: "exa" }] });
     expect(exa?.status).toBe(400);
     expect(exa?.message).toContain("searxng and brave");
-    const native = await refusal({ ...base, plugins: [{ id: "web", engine: "native" }] });
-    expect(native?.message).toContain('"native" is not offered');
     const located = await refusal({ ...base, plugins: [{ id: "web", user_location: { type: "approximate", city: "Brest" } }] });
     expect(located?.status).toBe(400);
     expect((located?.error as { metadata?: { field?: string } }).metadata?.field).toBe("plugins[0].user_location");
@@ -193,6 +192,12 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     model.scripts = [answer("fine")];
     const ok = await client.chat.completions.create({ ...base, plugins: [{ id: "web", engine: "searxng", user_location: null, max_uses: 2 }] } as never);
     expect(ok.choices[0]!.message.content).toBe("fine");
+    // engine native on a provider without a native web search: Portico's configured engine searches instead.
+    model.scripts = [answer("native?")];
+    const viaNative = await client.chat.completions.create({ ...base, messages: [{ role: "user", content: "native tides" }], plugins: [{ id: "web", engine: "native" }] } as never);
+    expect(searches.at(-1)).toBe("native tides");
+    expect((viaNative as unknown as Reported).plugins![0]).toMatchObject({ engine: "searxng", queries: 1 });
+    expect(model.requests.at(-1)!.body.web_search_options).toBeUndefined();
   });
 
   it("web-fetch: the plugin's fields configure the web_fetch server tool; the loop runs it", async () => {
@@ -290,5 +295,64 @@ describe.each(["sqlite", "postgresql"] as const)("web plugins (%s)", (provider) 
     expect(messages.status, messages.text).toBe(200);
     expect(searches.at(-1)).toBe("messages tides");
     expect(JSON.stringify(model.requests.at(-1)!.body.messages)).toContain("URL: https://docs.example/guide");
+  });
+
+  it("Messages and Responses dialects: the citations in each dialect's own shape (Anthropic text-block citations, Responses output_text annotations), streaming and not", async () => {
+    const link = "[tides.example](https://tides.example/bay/today)";
+    const bare = "https://docs.example/guide";
+    const anthropic = new Anthropic({ baseURL: `${h.baseUrl}/api`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+    const body = { model: "groq/llama-3.3-70b", max_tokens: 50, messages: [{ role: "user" as const, content: "dialect tides" }], plugins: [{ id: "web" }] };
+
+    model.scripts = [answer(cited)];
+    const msg = await anthropic.messages.create(body as never);
+    expect(searches.at(-1)).toBe("dialect tides");
+    const loc = (url: string, title: string, cited_text: string) => ({ type: "web_search_result_location", url, title, encrypted_index: "", cited_text });
+    expect(msg.content).toEqual([
+      { type: "text", text: "See " },
+      { type: "text", text: link, citations: [loc("https://tides.example/bay/today", "Bay tides", "Tide tables for the bay")] },
+      { type: "text", text: " and " },
+      { type: "text", text: bare, citations: [loc(bare, "Guide", "How tides work")] },
+      { type: "text", text: " for more." },
+    ]);
+    // The answer sent back as the next turn's assistant message is accepted (its citations are the model's own past output).
+    model.scripts = [answer("again")];
+    const next = await anthropic.messages.create({ ...body, plugins: [], messages: [...body.messages, { role: "assistant", content: msg.content }, { role: "user", content: "more?" }] } as never);
+    expect(next.content).toEqual([{ type: "text", text: "again" }]);
+
+    model.scripts = [answer(cited)];
+    const events: Array<{ type: string; delta?: { type: string } }> = [];
+    const stream = anthropic.messages.stream(body as never);
+    stream.on("streamEvent", (e) => void events.push(e as never));
+    const final = await stream.finalMessage();
+    expect(final.content).toHaveLength(1);
+    const block = final.content[0] as { type: string; text: string; citations: unknown[] };
+    expect(block.text).toBe(cited);
+    expect(block.citations).toEqual([loc("https://tides.example/bay/today", "Bay tides", "Tide tables for the bay"), loc(bare, "Guide", "How tides work")]);
+    const citationEvents = events.filter((e) => e.type === "content_block_delta" && e.delta?.type === "citations_delta");
+    expect(citationEvents).toHaveLength(2);
+    // Before the block's stop.
+    expect(events.findIndex((e) => e.type === "content_block_stop")).toBeGreaterThan(events.lastIndexOf(citationEvents.at(-1)!));
+
+    const expected = [
+      { type: "url_citation", start_index: cited.indexOf(link), end_index: cited.indexOf(link) + link.length, url: "https://tides.example/bay/today", title: "Bay tides" },
+      { type: "url_citation", start_index: cited.indexOf(bare), end_index: cited.indexOf(bare) + bare.length, url: bare, title: "Guide" },
+    ];
+    model.scripts = [answer(cited)];
+    const r = await client.responses.create({ model: "groq/llama-3.3-70b", input: "responses tides", plugins: [{ id: "web" }] } as never);
+    const part = (r.output[0] as { content: Array<{ type: string; text: string; annotations: unknown[] }> }).content[0]!;
+    expect(part.text).toBe(cited);
+    expect(part.annotations).toEqual(expected);
+    // Sent back as input, the output is accepted.
+    model.scripts = [answer("again")];
+    const again = await client.responses.create({ model: "groq/llama-3.3-70b", input: [...(r.output as never[]), { role: "user", content: "more?" }] } as never);
+    expect(again.output_text).toBe("again");
+
+    model.scripts = [answer(cited)];
+    const rs = client.responses.stream({ model: "groq/llama-3.3-70b", input: "responses tides", plugins: [{ id: "web" }] } as never);
+    const added: unknown[] = [];
+    rs.on("response.output_text.annotation.added" as never, ((e: { annotation: unknown; annotation_index: number }) => void added.push([e.annotation_index, e.annotation])) as never);
+    const done = await rs.finalResponse();
+    expect(added).toEqual(expected.map((a, i) => [i, a]));
+    expect(((done.output[0] as { content: Array<{ annotations: unknown[] }> }).content[0]!).annotations).toEqual(expected);
   });
 });

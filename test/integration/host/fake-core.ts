@@ -216,7 +216,18 @@ export class FakeCore {
   }
 }
 
-export function startRun(link: FakeLink, init: { runId: string; sessionId: string; prompt: string; manual?: boolean; deadlineMs?: number }): void {
+export function startRun(
+  link: FakeLink,
+  init: {
+    runId: string;
+    sessionId: string;
+    prompt: string;
+    manual?: boolean;
+    deadlineMs?: number;
+    /** StartRun.gateway: where the run's model calls go. */
+    gateway?: { baseUrl: string; token: string; model?: string; expiresAtMs?: number };
+  },
+): void {
   link.send({
     message: {
       case: "startRun",
@@ -226,6 +237,16 @@ export function startRun(link: FakeLink, init: { runId: string; sessionId: strin
         prompt: init.prompt,
         approvalMode: init.manual ? 2 : 1,
         interactionDeadlineMs: BigInt(init.deadlineMs ?? 0),
+        ...(init.gateway
+          ? {
+              gateway: {
+                baseUrl: init.gateway.baseUrl,
+                token: init.gateway.token,
+                model: init.gateway.model ?? "",
+                expiresAtMs: BigInt(init.gateway.expiresAtMs ?? Date.now() + 600_000),
+              },
+            }
+          : {}),
       },
     },
   });

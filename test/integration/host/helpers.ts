@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { createInternHost, type InternHost } from "../../../src/host/link.js";
 import type { AgentProfile, InternHostLimits } from "../../../src/host/options.js";
 import type { AgentLauncher } from "../../../src/host/agent-process.js";
+import type { Logger } from "pino";
 import { FakeCore } from "./fake-core.js";
 import { waitFor } from "../../helpers/wait.js";
 
@@ -25,6 +26,7 @@ export async function startHarness(opts: {
   limits?: Partial<InternHostLimits>;
   core?: ConstructorParameters<typeof FakeCore>[0];
   bwrapPath?: string | null;
+  logger?: Logger;
 }): Promise<Harness> {
   const core = await new FakeCore({ pingIntervalMs: 300, livenessTimeoutMs: 1500, ...opts.core }).listen();
   const workRoot = mkdtempSync(join(tmpdir(), "portico-host-"));
@@ -36,6 +38,7 @@ export async function startHarness(opts: {
     ...(opts.launcher ? { launcher: opts.launcher } : {}),
     limits: { reconnectInitialMs: 50, reconnectMaxMs: 300, ...opts.limits },
     ...(opts.bwrapPath !== undefined ? { bwrapPath: opts.bwrapPath } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
   });
   await host.ready;
   return {

@@ -166,6 +166,41 @@ describe("health memory over Redis", () => {
     await after;
   });
 
+  it("a cool-down set while Redis was down is written once it is back: the other instance and a later one learn it; one that ended is not", async () => {
+    const redis = await startPrivateRedis();
+    closers.push(() => redis.dispose());
+    const prefix = `test-${randomUUID()}:`;
+    const a = await open(prefix, redis.url);
+    const b = await open(prefix, redis.url);
+
+    await redis.stop(); // SIGKILL, no persistence: Redis comes back empty
+    const now = Date.now();
+    const lasting = credentialKey("down-lasting");
+    const brief = credentialKey("down-brief");
+    const forgotten = credentialKey("down-forgotten");
+    const end = a.memory.failed(lasting, 60_000, now);
+    a.memory.failed(brief, 0, now); // a wait of 0: over before Redis is back
+    a.memory.failed(forgotten, 60_000, now);
+    a.memory.succeeded(forgotten, now); // a provider's wait: still cooling after the success
+    expect(b.memory.coolingUntil(lasting)).toBeUndefined();
+
+    const atB = b.shared(lasting);
+    const forgottenAtB = b.shared(forgotten);
+    await redis.start();
+    await atB; // by message, once A reconnected, loaded and replayed
+    expect(b.memory.coolingUntil(lasting)).toBe(end);
+    await forgottenAtB;
+    expect(b.memory.coolingUntil(forgotten)).toBe(end);
+    // Stored too: an instance started now loads it; the cool-down that had ended was not written.
+    const client = new Redis(redis.url);
+    closers.push(() => client.quit());
+    expect((await client.get(`${prefix}health:${lasting}`))?.split(":")[0]).toBe(String(end));
+    expect(await client.get(`${prefix}health:${brief}`)).toBeNull();
+    const c = await open(prefix, redis.url);
+    expect(c.memory.coolingUntil(lasting)).toBe(end);
+    expect(b.seen).not.toContain(brief);
+  });
+
   it("without a reachable Redis an instance works on its own map and never throws", async () => {
     const port = await freePort(); // nothing listens here
     const { memory } = await open(`test-${randomUUID()}:`, `redis://127.0.0.1:${port}`);

@@ -115,6 +115,8 @@ describe("configuration", () => {
       serviceName: "portico",
       scheduleDelayMs: 5000,
       maxQueueSize: 2048,
+      maxExportBatchSize: 512,
+      sampler: { parentBased: true, ratio: 1 },
     });
     const t = loadConfig({
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
@@ -136,5 +138,13 @@ describe("configuration", () => {
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "novalue" })).toThrow(/OTEL_EXPORTER_OTLP_HEADERS/);
     expect(() => loadConfig({ OTEL_BSP_SCHEDULE_DELAY: "soon" })).toThrow(/OTEL_BSP_SCHEDULE_DELAY/);
+    // Sampling: the standard sampler names; a ratio for the ratio samplers; the export batch within the queue.
+    const on = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" };
+    expect(loadConfig({ ...on, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.25" }).tracing?.sampler).toEqual({ parentBased: true, ratio: 0.25 });
+    expect(loadConfig({ ...on, OTEL_TRACES_SAMPLER: "traceidratio" }).tracing?.sampler).toEqual({ parentBased: false, ratio: 1 });
+    expect(loadConfig({ ...on, OTEL_TRACES_SAMPLER: "always_off", OTEL_TRACES_SAMPLER_ARG: "0.5" }).tracing?.sampler).toEqual({ parentBased: false, ratio: 0 });
+    expect(loadConfig({ ...on, OTEL_BSP_MAX_QUEUE_SIZE: "100", OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "4096" }).tracing?.maxExportBatchSize).toBe(100);
+    expect(() => loadConfig({ ...on, OTEL_TRACES_SAMPLER: "jaeger_remote" })).toThrow(/OTEL_TRACES_SAMPLER must be one of/);
+    expect(() => loadConfig({ ...on, OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
   });
 });

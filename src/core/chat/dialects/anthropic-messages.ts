@@ -13,6 +13,7 @@
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
 import type { MessagesRequest, CountTokensRequest } from "../../../contract/requests/messages-request.js";
+import { withoutGeminiSignatures } from "../providers/types.js";
 
 type Json = Record<string, unknown>;
 
@@ -161,8 +162,10 @@ export function usageOf(u: Usage | null | undefined): Json {
 }
 
 /** The thinking blocks of reasoning: its details when given (signatures kept), else its text unsigned. */
-function thinkingBlocks(reasoning: string | null | undefined, details: ReasoningDetail[] | undefined): Json[] {
-  if (details && details.length > 0) {
+function thinkingBlocks(reasoning: string | null | undefined, all: ReasoningDetail[] | undefined): Json[] {
+  // Gemini's thought signatures are not Anthropic thinking (only a Gemini endpoint takes them back).
+  const details = withoutGeminiSignatures(all);
+  if (details.length > 0) {
     return details.map((d) => (d.type === "reasoning.encrypted" ? { type: "redacted_thinking", data: d.data } : { type: "thinking", thinking: d.text ?? "", signature: d.signature ?? "" }));
   }
   return reasoning ? [{ type: "thinking", thinking: reasoning, signature: "" }] : [];
@@ -173,7 +176,7 @@ export function encodeResponse(completion: CanonicalResponse): Json {
   const choice = completion.choices[0];
   const msg = choice?.message;
   const content: Json[] = thinkingBlocks(msg?.reasoning, msg?.reasoning_details);
-  if (typeof msg?.content === "string" && msg.content !== "") content.push({ type: "text", text: msg.content });
+  if (typeof msg?.content === "string" && msg.content !== "") content.push(...citedTextBlocks(msg.content, (msg as { annotations?: unknown }).annotations));
   for (const tc of msg?.tool_calls ?? []) content.push({ type: "tool_use", id: tc.id, name: tc.function.name, input: parseInput(tc.function.arguments) });
   return {
     id: completion.id,
@@ -185,6 +188,48 @@ export function encodeResponse(completion: CanonicalResponse): Json {
     stop_sequence: null,
     usage: usageOf(completion.usage),
   };
+}
+
+type UrlCitation = { type?: unknown; url_citation?: { url?: unknown; title?: unknown; content?: unknown; start_index?: unknown; end_index?: unknown } };
+
+/** A `url_citation` annotation as Anthropic's `web_search_result_location` citation (no `encrypted_index`: "" ). */
+export function webCitation(a: UrlCitation, text: string): Json | undefined {
+  const c = a?.type === "url_citation" ? a.url_citation : undefined;
+  if (!c || typeof c.url !== "string") return undefined;
+  const start = typeof c.start_index === "number" ? c.start_index : 0;
+  const end = typeof c.end_index === "number" ? c.end_index : start;
+  return { type: "web_search_result_location", url: c.url, title: typeof c.title === "string" ? c.title : "", encrypted_index: "", cited_text: typeof c.content === "string" && c.content !== "" ? c.content : text.slice(start, end) };
+}
+
+/**
+ * The answer's text as Messages text blocks with the web plugin's citations (docs/plugins.md, "The other dialects"):
+ * as Anthropic cites, the text is split so that each cited span is a block of its own carrying its
+ * `web_search_result_location` citations (several annotations of one span, one block); the rest are plain blocks.
+ * A span overlapping the previous one joins that block. No annotations: one text block.
+ */
+export function citedTextBlocks(text: string, annotations: unknown): Json[] {
+  const list = (Array.isArray(annotations) ? (annotations as UrlCitation[]) : [])
+    .map((a) => ({ a, start: Number(a?.url_citation?.start_index), end: Number(a?.url_citation?.end_index) }))
+    .filter((x) => x.a?.type === "url_citation" && Number.isInteger(x.start) && Number.isInteger(x.end) && x.start >= 0 && x.end > x.start && x.end <= text.length)
+    .sort((x, y) => x.start - y.start || x.end - y.end);
+  if (list.length === 0) return [{ type: "text", text }];
+  const blocks: Json[] = [];
+  let at = 0;
+  let last: { end: number; citations: Json[] } | undefined;
+  for (const { a, start, end } of list) {
+    const citation = webCitation(a, text);
+    if (!citation) continue;
+    if (last && start < last.end) {
+      last.citations.push(citation);
+      continue;
+    }
+    if (start > at) blocks.push({ type: "text", text: text.slice(at, start) });
+    last = { end, citations: [citation] };
+    blocks.push({ type: "text", text: text.slice(start, end), citations: last.citations });
+    at = end;
+  }
+  if (at < text.length) blocks.push({ type: "text", text: text.slice(at) });
+  return blocks;
 }
 
 function parseInput(args: string): unknown {
@@ -251,6 +296,8 @@ export class MessagesStreamEncoder {
   private native: string | null = null;
   private usage: Usage | undefined;
   private ended = false;
+  /** The answer's text so far (a citation's cited text is cut from it). */
+  private text = "";
 
   constructor(private readonly fallbackModel: string) {}
 
@@ -267,14 +314,16 @@ export class MessagesStreamEncoder {
     const choice = event.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
-    if (delta.reasoning_details && delta.reasoning_details.length > 0) {
-      for (const d of delta.reasoning_details) this.reasoningDetail(d, out);
+    const details = withoutGeminiSignatures(delta.reasoning_details);
+    if (details.length > 0) {
+      for (const d of details) this.reasoningDetail(d, out);
     } else if (typeof delta.reasoning === "string" && delta.reasoning !== "") {
       if (this.open?.kind !== "thinking") this.openBlock({ kind: "thinking", detail: -1 }, { type: "thinking", thinking: "", signature: "" }, out);
       out.push(this.delta({ type: "thinking_delta", thinking: delta.reasoning }));
     }
     if (typeof delta.content === "string" && delta.content !== "") {
       if (this.open?.kind !== "text") this.openBlock({ kind: "text" }, { type: "text", text: "" }, out);
+      this.text += delta.content;
       out.push(this.delta({ type: "text_delta", text: delta.content }));
     }
     for (const tc of delta.tool_calls ?? []) {
@@ -286,6 +335,15 @@ export class MessagesStreamEncoder {
       }
       const piece = tc.function?.arguments;
       if (piece) out.push({ type: "content_block_delta", data: { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: piece } } });
+    }
+    // The web plugin's citations (on the finishing chunk): citations_delta events on the open text block, before its
+    // stop. The text already went out, so each citation is the block's whole (docs/plugins.md, "The other dialects").
+    const annotations = (delta as { annotations?: unknown }).annotations;
+    if (Array.isArray(annotations) && this.open?.kind === "text") {
+      for (const a of annotations as UrlCitation[]) {
+        const citation = webCitation(a, this.text);
+        if (citation) out.push(this.delta({ type: "citations_delta", citation }));
+      }
     }
     if (choice.finish_reason) {
       this.finish = choice.finish_reason;

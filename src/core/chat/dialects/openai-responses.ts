@@ -15,6 +15,7 @@
  * own encoding of the canonical `reasoning_details`, restored when the item is sent back.
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
+import { withoutGeminiSignatures } from "../providers/types.js";
 import type { ResponsesRequest } from "../../../contract/requests/responses-request.js";
 import { fail } from "../../../contract/requests/kit.js";
 
@@ -295,7 +296,17 @@ function reasoningItem(id: string, text: string, details: readonly ReasoningDeta
   return item;
 }
 
-const textPart = (text: string): Json => ({ type: "output_text", text, annotations: [], logprobs: [] });
+const textPart = (text: string, annotations: Json[] = []): Json => ({ type: "output_text", text, annotations, logprobs: [] });
+
+/** A chat `url_citation` annotation (the web plugin's) as a Responses `output_text` annotation (flat `url_citation`). */
+export function responsesAnnotation(a: unknown): Json | undefined {
+  const c = (a as { type?: unknown; url_citation?: { url?: unknown; title?: unknown; start_index?: unknown; end_index?: unknown } } | undefined);
+  if (c?.type !== "url_citation" || typeof c.url_citation?.url !== "string") return undefined;
+  const u = c.url_citation;
+  return { type: "url_citation", start_index: typeof u.start_index === "number" ? u.start_index : 0, end_index: typeof u.end_index === "number" ? u.end_index : 0, url: u.url, title: typeof u.title === "string" ? u.title : "" };
+}
+
+const responsesAnnotations = (list: unknown): Json[] => (Array.isArray(list) ? list.map(responsesAnnotation).filter((a): a is Json => a !== undefined) : []);
 
 /** The canonical answer as a `response` object; its `id` is the generation id. */
 export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json {
@@ -303,11 +314,12 @@ export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json 
   const msg = choice?.message;
   const { status, incomplete } = statusOf(choice?.finish_reason);
   const output: Json[] = [];
-  const details = msg?.reasoning_details ?? [];
+  // Gemini's thought signatures are not carried through this dialect (docs/dialects.md).
+  const details = withoutGeminiSignatures(msg?.reasoning_details);
   const reasoning = msg?.reasoning ?? details.map((d) => (d.type === "reasoning.text" ? (d.text ?? "") : "")).join("");
   if (reasoning !== "" || details.length > 0) output.push(reasoningItem(itemId("rs", completion.id, output.length), reasoning, details, echo));
   const content: Json[] = [];
-  if (typeof msg?.content === "string" && msg.content !== "") content.push(textPart(msg.content));
+  if (typeof msg?.content === "string" && msg.content !== "") content.push(textPart(msg.content, responsesAnnotations((msg as { annotations?: unknown }).annotations)));
   const refusal = (msg as { refusal?: unknown } | undefined)?.refusal;
   if (typeof refusal === "string" && refusal !== "") content.push({ type: "refusal", refusal });
   if (content.length > 0) output.push({ id: itemId("msg", completion.id, output.length), type: "message", status, role: "assistant", content });
@@ -357,7 +369,7 @@ export interface ResponseEvent {
 
 type OpenItem =
   | { kind: "reasoning"; index: number; text: string; summaryOpen: boolean; details: ReasoningDetail[] }
-  | { kind: "message"; index: number; parts: Array<{ type: "output_text" | "refusal"; text: string }> }
+  | { kind: "message"; index: number; parts: Array<{ type: "output_text" | "refusal"; text: string; annotations?: Json[] }> }
   | { kind: "tool"; index: number; tool: number };
 
 /**
@@ -401,8 +413,9 @@ export class ResponsesStreamEncoder {
     const choice = event.choices?.[0];
     if (!choice) return out;
     const delta = choice.delta ?? {};
-    if (delta.reasoning_details && delta.reasoning_details.length > 0) {
-      for (const d of delta.reasoning_details) this.reasoningDetail(d, out);
+    const details = withoutGeminiSignatures(delta.reasoning_details);
+    if (details.length > 0) {
+      for (const d of details) this.reasoningDetail(d, out);
     } else if (typeof delta.reasoning === "string" && delta.reasoning !== "") {
       this.reasoningText(this.reasoningOpen(out), delta.reasoning, out);
     }
@@ -434,6 +447,20 @@ export class ResponsesStreamEncoder {
         const item = this.output[index]!;
         item.arguments = String(item.arguments) + piece;
         this.emit(out, "response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: piece });
+      }
+    }
+    // The web plugin's citations (on the finishing chunk): one response.output_text.annotation.added each, on the open
+    // message's output_text part, before it is done.
+    const annotations = responsesAnnotations((delta as { annotations?: unknown }).annotations);
+    if (annotations.length > 0 && this.open?.kind === "message") {
+      const open = this.open;
+      const at = open.parts.findIndex((p) => p.type === "output_text");
+      if (at >= 0) {
+        const part = open.parts[at]!;
+        for (const annotation of annotations) {
+          part.annotations = [...(part.annotations ?? []), annotation];
+          this.emit(out, "response.output_text.annotation.added", { item_id: this.itemIdAt(open.index), output_index: open.index, content_index: at, annotation_index: part.annotations.length - 1, annotation });
+        }
       }
     }
     if (choice.finish_reason) {
@@ -563,7 +590,7 @@ export class ResponsesStreamEncoder {
       }
     } else if (open.kind === "message") {
       const content = open.parts.map((p, at) => {
-        const part = p.type === "refusal" ? { type: "refusal", refusal: p.text } : textPart(p.text);
+        const part = p.type === "refusal" ? { type: "refusal", refusal: p.text } : textPart(p.text, p.annotations);
         if (p.type === "refusal") this.emit(out, "response.refusal.done", { ...base, content_index: at, refusal: p.text });
         else this.emit(out, "response.output_text.done", { ...base, content_index: at, text: p.text, logprobs: [] });
         this.emit(out, "response.content_part.done", { ...base, content_index: at, part });

@@ -23,8 +23,8 @@ export interface ChainStages {
    * runs; before the cache, which leaves requests with server tools alone.
    */
   serverTools: ChatStage;
-  /** What the Messages and Responses dialects run in place of `serverTools` (they refuse a preset's server tools). */
-  serverToolsRefusal?: { messages: ChatStage; responses: ChatStage };
+  /** What the Messages, Responses and Gemini dialects run in place of `serverTools` (they refuse a preset's server tools). */
+  serverToolsRefusal?: { messages: ChatStage; responses: ChatStage; gemini: ChatStage };
   /** The response cache (docs/operations.md): a hit answers here. */
   cache: ChatStage;
   plan: ChatStage;

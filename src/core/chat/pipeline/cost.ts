@@ -28,7 +28,7 @@ export interface PricedUsage extends Usage {
 }
 
 /** Input images of the request (`image_url` content parts), for per-image prices. */
-function imagesOf(body: Readonly<Record<string, unknown>>): number {
+export function imagesOf(body: Readonly<Record<string, unknown>>): number {
   let n = 0;
   if (!Array.isArray(body.messages)) return 0;
   for (const m of body.messages as Array<{ content?: unknown }>) {

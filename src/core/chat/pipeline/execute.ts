@@ -175,6 +175,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             span?.failed(err);
             if (budget.signal.aborted && !call.signal.aborted) {
               track.attemptsLog.push({ ...entryOf(a), status: null, reason: "timeout", duration_ms: Math.round(performance.now() - sent) });
+              failedOf(track, a, "timeout");
               break rounds;
             }
             if (!(err instanceof UpstreamError)) throw err;
@@ -189,6 +190,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
               ...(err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
               ...(slept !== undefined ? { backoff_ms: slept } : {}),
             });
+            failedOf(track, a, err.reason);
             const limitedUntil = noteFailure(deps.health, a, err);
             if (limitedUntil !== undefined) waitUntil(limitedUntil);
             if (!err.fallback) break rounds;
@@ -399,6 +401,11 @@ function exhausted(last: UpstreamError | Cooling | undefined, soonestWaitEnd: nu
 }
 
 /** The attempt as its log entry names it (never a credential id or key). */
+/** Notes a failed attempt for the per-reason failure series (src/core/chat/generation-metrics.ts). */
+function failedOf(track: Tracking, a: Attempt, reason: string): void {
+  (track.failedAttempts ??= []).push({ provider: a.provider, catalogModel: a.catalogModel ?? null, reason });
+}
+
 function entryOf(a: Attempt): Pick<AttemptLogEntry, "provider" | "model" | "credential_source"> {
   return { provider: a.provider, model: a.requestedModel, credential_source: a.credentialSource };
 }

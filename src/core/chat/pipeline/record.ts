@@ -97,5 +97,7 @@ function recordOf(track: Tracking, caller: Caller) {
     cacheHit: track.cache === "hit",
     serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
     attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
+    ...(track.failedAttempts ? { failedAttempts: track.failedAttempts } : {}),
+    dialect: track.dialect,
   };
 }

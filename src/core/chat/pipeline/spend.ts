@@ -62,7 +62,13 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
   /** The account's cost of the answer as the generation records it (0 when unpriced or BYOK-paid). */
   function settledCost(call: ChatCall, relayedBytes: number, relayedChunks: number): bigint {
     const { track } = call;
-    if (track.provider === null) return 0n; // nothing served
+    if (track.provider === null) {
+      // The request's own call served nothing; calls made on its behalf (a fusion panel that answered before the
+      // judge failed) still cost what they cost.
+      let nested = 0n;
+      for (const n of track.nested) if (n.paidBy === "platform" && n.cost) nested += n.cost.total;
+      return nested;
+    }
     let usage: Usage | null = track.usage;
     if (!usage && track.status === "cancelled" && (relayedChunks > 0 || track.timeToFirstTokenMs !== null)) {
       // The client left before the provider reported usage: Portico's own count of what was produced (docs/limits.md).
@@ -81,8 +87,12 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
     name: "spend",
     async run(call, next) {
       const limits = call.caller.limits;
-      if (!limits || (!limits.keySpend && !limits.workspaceSpend)) return next();
-      const amount = bound(call);
+      if (!limits || (!limits.keySpend && !limits.workspaceSpend)) {
+        if (call.afterReserve) await runDeferred(call);
+        return next();
+      }
+      // The request's own call, plus what a plugin calls on its behalf first (the fusion panel: call.reserveExtra).
+      const amount = bound(call) + (call.reserveExtra ?? 0n);
       const counters = {
         key: limits.keySpend ? keyCounterId(call.caller.keyId) : null,
         ws: limits.workspaceSpend ? workspaceCounterId(call.caller.workspaceId) : null,
@@ -117,6 +127,7 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
       };
       let outcome;
       try {
+        await runDeferred(call);
         outcome = await next();
       } catch (err) {
         await settle();
@@ -178,4 +189,12 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
       return { kind: "stream", events };
     },
   };
+}
+
+/** Runs the work plugins deferred until the reservation (ChatCall.afterReserve: the fusion panel), once. */
+async function runDeferred(call: ChatCall): Promise<void> {
+  const work = call.afterReserve;
+  if (!work) return;
+  call.afterReserve = undefined;
+  for (const w of work) await w();
 }

@@ -18,6 +18,7 @@ import type { CanonicalRequest, CanonicalResponse, PluginReport, StreamEvent, Us
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
 import type { Endpoint } from "../../catalog/types.js";
 import type { ServerToolSession, ServerToolsRecord } from "../server-tools/session.js";
+import type { FailedAttempt } from "../seams.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -36,12 +37,20 @@ export interface Attempt {
   healthKey?: string;
 }
 
+/** The inbound dialects (docs/dialects.md). */
+export type Dialect = "chat" | "messages" | "responses" | "gemini";
+
 /** What the record stage writes of the request (generations.ts); stages fill it as they learn it. */
 export interface Tracking {
   id: string;
   start: number;
   startedAt: number;
   streamed: boolean;
+  /**
+   * The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`; docs/dialects.md): each
+   * dialect's handler sets it after newCall.
+   */
+  dialect: Dialect;
   requestedModel: string;
   model: string | null;
   provider: string | null;
@@ -71,6 +80,8 @@ export interface Tracking {
   serverTools: ServerToolsRecord | null;
   /** Each upstream attempt and why it ended, in order (the execute stage; docs/operations.md, "Retries and fallback"). */
   attemptsLog: AttemptLogEntry[];
+  /** The attempts that failed and why (the execute stage), for the metrics; null until one failed. */
+  failedAttempts: FailedAttempt[] | null;
   /**
    * Model calls made on behalf of this request besides its own answer (the fusion plugin's panel, docs/plugins.md):
    * their usage and cost are added to the answer's (the cost stage) and the generation's (the record stage).
@@ -145,6 +156,17 @@ export interface ChatCall {
   sessionHeader?: string;
   /** The request's server tools, when it has any (the server-tools stage; the execute stage runs the loop). */
   serverTools?: ServerToolSession;
+  /**
+   * Cost the spend stage reserves on top of the request's own largest cost (femto-USD): model calls a plugin makes
+   * on the request's behalf before its own call (the fusion panel, and what the panel's answers add to the judge's
+   * prompt). Platform-paid calls only.
+   */
+  reserveExtra?: bigint;
+  /**
+   * Work a plugin defers until the spend stage reserved (or found no limit): the fusion panel, so that a caller over
+   * its limit is refused before any panel call. Run in order, right before the rest of the chain.
+   */
+  afterReserve?: Array<() => Promise<void>>;
 }
 
 export type ChatOutcome =
@@ -183,6 +205,7 @@ function tracking(streamed: boolean): Tracking {
     start: performance.now(),
     startedAt: Date.now(),
     streamed,
+    dialect: "chat",
     requestedModel: "",
     model: null,
     provider: null,
@@ -204,6 +227,7 @@ function tracking(streamed: boolean): Tracking {
     cache: null,
     serverTools: null,
     attemptsLog: [],
+    failedAttempts: null,
     nested: [],
   };
 }

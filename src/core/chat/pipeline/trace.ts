@@ -7,12 +7,14 @@
  * caller's metadata.
  *
  * The served attempt's span stays open until the request ends, so that it carries the tokens, the response model
- * and the cost (a stream's usage comes with its last event).
+ * and the cost (a stream's usage comes with its last event). The parent comes from the call's trace context
+ * (src/lib/tracing.ts `requestContext`, filed by the core's tracing interceptor), not from a context manager. A
+ * request whose trace is not sampled makes no attempt span and builds no attribute.
  */
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Span } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf } from "../../../lib/service-error.js";
-import { tracer } from "../../../lib/tracing.js";
+import { requestContext, tracer } from "../../../lib/tracing.js";
 import { usd } from "../../catalog/cost.js";
 import { UpstreamError } from "../providers/index.js";
 import { tapEvents } from "./tap.js";
@@ -107,19 +109,26 @@ export function createTraceStage(): ChatStage {
   return {
     name: "trace",
     async run(call, next) {
-      const span = t.startSpan("chat", {
-        kind: SpanKind.INTERNAL,
-        attributes: {
-          [GEN_AI.OPERATION_NAME]: "chat",
-          "portico.generation_id": call.track.id,
-          "portico.streamed": call.streamed,
+      const parent = requestContext(call.signal);
+      const span = t.startSpan(
+        "chat",
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [GEN_AI.OPERATION_NAME]: "chat",
+            "portico.generation_id": call.track.id,
+            "portico.streamed": call.streamed,
+          },
         },
-      });
+        parent,
+      );
+      // Not sampled: no attempt span, no attributes.
+      if (!span.isRecording()) return next();
       const spans: RequestSpans = { span };
       open.set(call, spans);
       let outcome;
       try {
-        outcome = await context.with(trace.setSpan(context.active(), span), next);
+        outcome = await next();
       } catch (err) {
         finish(call, spans, err);
         throw err;
@@ -175,7 +184,7 @@ export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan 
         ...(a.catalogModel ? { "portico.catalog_model": a.catalogModel } : {}),
       },
     },
-    trace.setSpan(context.active(), spans.span),
+    trace.setSpan(ROOT_CONTEXT, spans.span),
   );
   return {
     served() {

@@ -12,11 +12,13 @@ import {
   type FinishReason,
   type ProviderAdapter,
   type ReasoningDetail,
+  GEMINI_REASONING_FORMAT,
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
 import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
+import { anthropicCitation, anthropicWebSearchTool, type UrlAnnotation } from "./native-search.js";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
 /** Messages requires `max_tokens`; used when the request sets neither max_tokens nor max_completion_tokens. */
@@ -83,7 +85,7 @@ const writer: PartWriter<Block> = {
     const out: Block[] = [];
     for (const d of (Array.isArray(m.reasoning_details) ? m.reasoning_details : []) as ReasoningDetail[]) {
       if (d?.type === "reasoning.text" && typeof d.signature === "string" && d.signature !== "") out.push({ type: "thinking", thinking: d.text ?? "", signature: d.signature });
-      else if (d?.type === "reasoning.encrypted" && typeof d.data === "string") out.push({ type: "redacted_thinking", data: d.data });
+      else if (d?.type === "reasoning.encrypted" && typeof d.data === "string" && d.format !== GEMINI_REASONING_FORMAT) out.push({ type: "redacted_thinking", data: d.data });
     }
     return out;
   },
@@ -160,6 +162,8 @@ export class AnthropicAdapter implements ProviderAdapter {
       const choice = toolChoice(b.tool_choice, b.parallel_tool_calls);
       if (choice) out.tool_choice = choice;
     }
+    // The web plugin's native search (native-search.ts): Anthropic's own server tool, beside the function tools.
+    if (call.webSearch) out.tools = [...(Array.isArray(out.tools) ? (out.tools as Block[]) : []), anthropicWebSearchTool(call.webSearch)];
     const budget = thinkingBudget(b.reasoning ?? (b.reasoning_effort ? { effort: b.reasoning_effort } : undefined), out.max_tokens as number);
     if (budget !== undefined) out.thinking = { type: "enabled", budget_tokens: budget };
     if (typeof b.user === "string") out.metadata = { user_id: b.user };
@@ -215,8 +219,17 @@ export class AnthropicAdapter implements ProviderAdapter {
     let reasoning = "";
     const details: ReasoningDetail[] = [];
     const toolCalls: ToolCall[] = [];
+    const annotations: UrlAnnotation[] = [];
     for (const block of msg.content as Block[]) {
-      if (block.type === "text") text += String(block.text ?? "");
+      if (block.type === "text") {
+        const start = text.length;
+        text += String(block.text ?? "");
+        // A native web search's citations of this block (server_tool_use and web_search_tool_result blocks are not text).
+        if (Array.isArray(block.citations)) for (const c of block.citations) {
+          const a = anthropicCitation(c, start, text.length);
+          if (a) annotations.push(a);
+        }
+      }
       else if (block.type === "thinking") {
         reasoning += String(block.thinking ?? "");
         details.push({ type: "reasoning.text", text: String(block.thinking ?? ""), signature: typeof block.signature === "string" ? block.signature : null, format: ANTHROPIC_REASONING_FORMAT, index: details.length });
@@ -240,6 +253,7 @@ export class AnthropicAdapter implements ProviderAdapter {
             ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
             ...(reasoning ? { reasoning } : {}),
             ...(details.length > 0 ? { reasoning_details: details } : {}),
+            ...(annotations.length > 0 ? { annotations } : {}),
           },
           finish_reason: anthropicFinish(msg.stop_reason),
           native_finish_reason: (msg.stop_reason as string | null | undefined) ?? null,
@@ -260,6 +274,10 @@ export class AnthropicAdapter implements ProviderAdapter {
     const toolIndex = new Map<number, number>();
     /** Content block index → reasoning detail index (thinking and redacted thinking blocks). */
     const reasoningIndex = new Map<number, number>();
+    /** Text emitted so far (UTF-16 length), and per open text block its start and its web search citations. */
+    let emitted = 0;
+    const textBlocks = new Map<number, { start: number; citations: unknown[] }>();
+    const annotations: UrlAnnotation[] = [];
     const detail = (blockIndex: number, piece: { text?: string; signature?: string }): ReasoningDetail => ({
       type: "reasoning.text",
       ...piece,
@@ -297,8 +315,12 @@ export class AnthropicAdapter implements ProviderAdapter {
             const at = toolIndex.size;
             toolIndex.set(index, at);
             yield chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] });
-          } else if (block?.type === "text" && block.text) {
-            yield chunk({ content: String(block.text) });
+          } else if (block?.type === "text") {
+            textBlocks.set(index, { start: emitted, citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] });
+            if (block.text) {
+              emitted += String(block.text).length;
+              yield chunk({ content: String(block.text) });
+            }
           } else if (block?.type === "thinking") {
             reasoningIndex.set(index, reasoningIndex.size);
             yield chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] });
@@ -311,7 +333,10 @@ export class AnthropicAdapter implements ProviderAdapter {
         }
         case "content_block_delta": {
           const delta = data.delta as Block;
-          if (delta?.type === "text_delta") yield chunk({ content: String(delta.text ?? "") });
+          if (delta?.type === "text_delta") {
+            emitted += String(delta.text ?? "").length;
+            yield chunk({ content: String(delta.text ?? "") });
+          } else if (delta?.type === "citations_delta") textBlocks.get(Number(data.index))?.citations.push(delta.citation);
           else if (delta?.type === "thinking_delta") {
             const thinking = String(delta.thinking ?? "");
             yield chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] });
@@ -322,11 +347,23 @@ export class AnthropicAdapter implements ProviderAdapter {
           }
           break;
         }
+        case "content_block_stop": {
+          const block = textBlocks.get(Number(data.index));
+          if (block) {
+            for (const c of block.citations) {
+              const a = anthropicCitation(c, block.start, emitted);
+              if (a) annotations.push(a);
+            }
+            textBlocks.delete(Number(data.index));
+          }
+          break;
+        }
         case "message_delta": {
           const delta = data.delta as { stop_reason?: string | null } | undefined;
           const usage = data.usage as Record<string, unknown> | undefined;
           const output = typeof usage?.output_tokens === "number" ? usage.output_tokens : undefined;
-          yield chunk({}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage({ ...startUsage, ...usage }, output));
+          // A native web search's citations, all on the finish chunk (as the web plugin returns its own).
+          yield chunk(annotations.length > 0 ? { annotations: annotations.splice(0) } : {}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage({ ...startUsage, ...usage }, output));
           break;
         }
         case "message_stop":

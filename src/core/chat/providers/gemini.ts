@@ -11,11 +11,14 @@ import {
   type ChatUsage,
   type FinishReason,
   type ProviderAdapter,
+  type ReasoningDetail,
+  GEMINI_REASONING_FORMAT,
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
 import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
+import { geminiGrounding } from "./native-search.js";
 
 type Part = Record<string, unknown>;
 
@@ -48,22 +51,57 @@ export function geminiFinish(reason: unknown, hasToolCalls: boolean): FinishReas
   }
 }
 
-const writer: PartWriter<Part> = {
-  text: (text) => ({ text }),
-  image: (url, inline) => (inline ? { inlineData: { mimeType: inline.mediaType, data: inline.data } } : { fileData: { fileUri: url } }),
-  toolCall: (tc) => ({ functionCall: { name: tc.function?.name, args: parseArguments(tc.function?.arguments) } }),
-  toolResult: (m, name) => {
-    const text = contentText(m.content);
-    let response: unknown;
-    try {
-      response = JSON.parse(text);
-    } catch {
-      response = undefined;
+/**
+ * How one part is written; `signatures` are the thought signatures to send back on tool calls (by tool call id),
+ * text parts carry theirs as `thought_signature` (see {@link withSignatures}).
+ */
+function writerFor(signatures: ReadonlyMap<string, string>): PartWriter<Part> {
+  return {
+    text: (text, part) => (typeof part?.thought_signature === "string" ? { text, thoughtSignature: part.thought_signature } : { text }),
+    image: (url, inline) => (inline ? { inlineData: { mimeType: inline.mediaType, data: inline.data } } : { fileData: { fileUri: url } }),
+    toolCall: (tc) => {
+      const sig = signatures.get(tc.id);
+      return { functionCall: { name: tc.function?.name, args: parseArguments(tc.function?.arguments) }, ...(sig !== undefined ? { thoughtSignature: sig } : {}) };
+    },
+    toolResult: (m, name) => {
+      const text = contentText(m.content);
+      let response: unknown;
+      try {
+        response = JSON.parse(text);
+      } catch {
+        response = undefined;
+      }
+      const wrapped = response && typeof response === "object" && !Array.isArray(response) ? response : { content: text };
+      return { functionResponse: { name: name ?? String(m.name ?? m.tool_call_id ?? "tool"), response: wrapped } };
+    },
+  };
+}
+
+/**
+ * Gemini's thought signatures of earlier turns (`reasoning_details` of format google-gemini-v1): those of tool
+ * calls by call id; the others put on the assistant message's last text part (an empty one when it has none),
+ * where Gemini put its own. Messages without them are left as they are.
+ */
+function withSignatures(messages: Array<Record<string, unknown>>): { messages: Array<Record<string, unknown>>; byCall: Map<string, string> } {
+  const byCall = new Map<string, string>();
+  const out = messages.map((m) => {
+    if (m.role !== "assistant" || !Array.isArray(m.reasoning_details)) return m;
+    let loose: string | undefined;
+    for (const d of m.reasoning_details as ReasoningDetail[]) {
+      if (d?.type !== "reasoning.encrypted" || d.format !== GEMINI_REASONING_FORMAT || typeof d.data !== "string") continue;
+      if (typeof d.id === "string" && d.id !== "") byCall.set(d.id, d.data);
+      else loose = d.data;
     }
-    const wrapped = response && typeof response === "object" && !Array.isArray(response) ? response : { content: text };
-    return { functionResponse: { name: name ?? String(m.name ?? m.tool_call_id ?? "tool"), response: wrapped } };
-  },
-};
+    if (loose === undefined) return m;
+    const parts: Array<Record<string, unknown>> =
+      typeof m.content === "string" ? (m.content === "" ? [] : [{ type: "text", text: m.content }]) : Array.isArray(m.content) ? (m.content as Array<Record<string, unknown>>).map((p) => ({ ...p })) : [];
+    const last = parts.map((p) => p.type).lastIndexOf("text");
+    if (last >= 0) parts[last] = { ...parts[last], thought_signature: loose };
+    else parts.push({ type: "text", text: "", thought_signature: loose });
+    return { ...m, content: parts };
+  });
+  return { messages: out, byCall };
+}
 
 function toolConfig(choice: unknown): Record<string, unknown> | undefined {
   if (choice === "auto") return { functionCallingConfig: { mode: "AUTO" } };
@@ -80,10 +118,12 @@ const effortBudget: Record<string, number> = { none: 0, minimal: 512, low: 1024,
 /** `reasoning` (`max_tokens` or `effort`) → `generationConfig.thinkingConfig`, thoughts included. */
 function thinkingConfig(reasoning: unknown): Record<string, unknown> | undefined {
   if (!reasoning || typeof reasoning !== "object") return undefined;
-  const r = reasoning as { max_tokens?: unknown; effort?: unknown };
-  const budget = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" ? effortBudget[r.effort] : undefined;
+  const r = reasoning as { max_tokens?: unknown; effort?: unknown; enabled?: unknown; exclude?: unknown };
+  // `enabled` alone (no budget, no effort): Gemini's dynamic thinking (budget -1), as the Gemini dialect asks for it.
+  const budget = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" ? effortBudget[r.effort] : r.enabled === true ? -1 : undefined;
   if (budget === undefined) return undefined;
-  return budget === 0 ? { thinkingBudget: 0 } : { thinkingBudget: budget, includeThoughts: true };
+  // `exclude`: the model thinks, its thoughts are not returned (Gemini's includeThoughts false).
+  return budget === 0 ? { thinkingBudget: 0 } : { thinkingBudget: budget, ...(r.exclude === true ? {} : { includeThoughts: true }) };
 }
 
 function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined {
@@ -104,22 +144,43 @@ function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined
 interface Translated {
   text: string;
   reasoning: string;
-  toolCalls: Array<{ name: string; args: unknown }>;
+  toolCalls: Array<{ name: string; args: unknown; id?: string; signature?: string }>;
+  /** Thought signatures on text and thought parts (those on function calls are on `toolCalls`). */
+  signatures: string[];
   finish: unknown;
+  /** Per part: its answer text ("" for thoughts and other parts) and where it begins in `text` (grounding offsets). */
+  partTexts: string[];
+  partStarts: number[];
 }
 
 function translateCandidate(candidate: Record<string, unknown> | undefined): Translated {
-  const out: Translated = { text: "", reasoning: "", toolCalls: [], finish: candidate?.finishReason };
+  const out: Translated = { text: "", reasoning: "", toolCalls: [], signatures: [], finish: candidate?.finishReason, partTexts: [], partStarts: [] };
   const parts = ((candidate?.content as { parts?: Part[] } | undefined)?.parts ?? []) as Part[];
   for (const part of parts) {
+    out.partStarts.push(out.text.length);
+    out.partTexts.push(typeof part.text === "string" && part.thought !== true ? part.text : "");
+    const sig = typeof part.thoughtSignature === "string" && part.thoughtSignature !== "" ? part.thoughtSignature : undefined;
+    if (part.functionCall && typeof part.functionCall === "object") {
+      const fc = part.functionCall as { name?: unknown; args?: unknown; id?: unknown };
+      out.toolCalls.push({ name: String(fc.name ?? ""), args: fc.args ?? {}, ...(typeof fc.id === "string" && fc.id !== "" ? { id: fc.id } : {}), ...(sig ? { signature: sig } : {}) });
+      continue;
+    }
     if (typeof part.text === "string") {
       if (part.thought === true) out.reasoning += part.text;
       else out.text += part.text;
-    } else if (part.functionCall && typeof part.functionCall === "object") {
-      const fc = part.functionCall as { name?: unknown; args?: unknown };
-      out.toolCalls.push({ name: String(fc.name ?? ""), args: fc.args ?? {} });
     }
+    if (sig) out.signatures.push(sig);
   }
+  return out;
+}
+
+/** The thought signatures of a candidate's parts as reasoning details (`ids`: the tool call ids, in order). */
+function signatureDetails(t: Translated, ids: string[], first: number): ReasoningDetail[] {
+  const out: ReasoningDetail[] = [];
+  t.toolCalls.forEach((tc, k) => {
+    if (tc.signature) out.push({ type: "reasoning.encrypted", data: tc.signature, format: GEMINI_REASONING_FORMAT, id: ids[k]!, index: first + out.length });
+  });
+  for (const sig of t.signatures) out.push({ type: "reasoning.encrypted", data: sig, format: GEMINI_REASONING_FORMAT, index: first + out.length });
   return out;
 }
 
@@ -140,7 +201,8 @@ export class GeminiAdapter implements ProviderAdapter {
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
     const b = call.body;
-    const { system, turns } = toTurns(b.messages, writer);
+    const signed = withSignatures(b.messages);
+    const { system, turns } = toTurns(signed.messages, writerFor(signed.byCall));
     const contents = turns.map((t) => ({ role: t.role === "assistant" ? "model" : "user", parts: t.parts }));
     const out: Record<string, unknown> = { contents };
     if (system !== undefined) out.systemInstruction = { parts: [{ text: system }] };
@@ -180,6 +242,8 @@ export class GeminiAdapter implements ProviderAdapter {
       const config = toolConfig(b.tool_choice);
       if (config) out.toolConfig = config;
     }
+    // The web plugin's native search (native-search.ts): Grounding with Google Search, which takes no options.
+    if (call.webSearch) out.tools = [...(Array.isArray(out.tools) ? (out.tools as Part[]) : []), { google_search: {} }];
     return out;
   }
 
@@ -231,7 +295,9 @@ export class GeminiAdapter implements ProviderAdapter {
     let counter = 0;
     const choices = candidates.map((candidate, i) => {
       const t = translateCandidate(candidate);
-      const toolCalls: ToolCall[] = t.toolCalls.map((tc) => ({ id: `call_${counter++}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+      const toolCalls: ToolCall[] = t.toolCalls.map((tc) => ({ id: tc.id ?? `call_${counter++}`, type: "function", function: { name: tc.name, arguments: JSON.stringify(tc.args) } }));
+      const annotations = geminiGrounding(candidate.groundingMetadata, t.partTexts, t.partStarts);
+      const details = signatureDetails(t, toolCalls.map((tc) => tc.id), 0);
       return {
         index: typeof candidate.index === "number" ? candidate.index : i,
         message: {
@@ -239,6 +305,8 @@ export class GeminiAdapter implements ProviderAdapter {
           content: t.text === "" && toolCalls.length > 0 ? null : t.text,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
           ...(t.reasoning ? { reasoning: t.reasoning } : {}),
+          ...(annotations.length > 0 ? { annotations } : {}),
+          ...(details.length > 0 ? { reasoning_details: details } : {}),
         },
         finish_reason: geminiFinish(t.finish, toolCalls.length > 0),
         native_finish_reason: (t.finish as string | undefined) ?? null,
@@ -266,7 +334,11 @@ export class GeminiAdapter implements ProviderAdapter {
     /** Per candidate index: tool calls seen so far. */
     const toolCounts = new Map<number, number>();
     let callCounter = 0;
+    let signatureCount = 0;
     let anyFinished = false;
+    /** Per candidate index: its answer text so far and its latest grounding (Google Search citations). */
+    const texts = new Map<number, string>();
+    const grounding = new Map<number, unknown>();
     for await (const event of sseEvents(response, controller, undefined, call.apiKey)) {
       if (event.data.trim() === "") continue;
       const value = parseEventData(event.data);
@@ -285,22 +357,34 @@ export class GeminiAdapter implements ProviderAdapter {
         const index = typeof candidate.index === "number" ? candidate.index : i;
         const t = translateCandidate(candidate);
         const delta: ChatChunk["choices"][number]["delta"] = {};
+        texts.set(index, (texts.get(index) ?? "") + t.text);
+        if (candidate.groundingMetadata) grounding.set(index, candidate.groundingMetadata);
         if (first) delta.role = "assistant";
         if (t.text) delta.content = t.text;
         else if (first) delta.content = "";
         if (t.reasoning) delta.reasoning = t.reasoning;
+        const ids: string[] = [];
         if (t.toolCalls.length > 0) {
           const before = toolCounts.get(index) ?? 0;
-          delta.tool_calls = t.toolCalls.map((tc, k) => ({
-            index: before + k,
-            id: `call_${callCounter++}`,
-            type: "function" as const,
-            function: { name: tc.name, arguments: JSON.stringify(tc.args) },
-          }));
+          delta.tool_calls = t.toolCalls.map((tc, k) => {
+            const id = tc.id ?? `call_${callCounter++}`;
+            ids.push(id);
+            return { index: before + k, id, type: "function" as const, function: { name: tc.name, arguments: JSON.stringify(tc.args) } };
+          });
           toolCounts.set(index, before + t.toolCalls.length);
         }
+        const details = signatureDetails(t, ids, signatureCount);
+        if (details.length > 0) {
+          delta.reasoning_details = details;
+          signatureCount += details.length;
+        }
         const finish = geminiFinish(t.finish, (toolCounts.get(index) ?? 0) > 0);
-        if (finish) finished = true;
+        if (finish) {
+          finished = true;
+          // The grounding's offsets count bytes of the whole answer (its parts arrive one a chunk): on the finish chunk.
+          const annotations = geminiGrounding(grounding.get(index), [texts.get(index) ?? ""], [0]);
+          if (annotations.length > 0) delta.annotations = annotations;
+        }
         choices.push({ index, delta, finish_reason: finish, ...(finish ? { native_finish_reason: String(t.finish) } : {}) });
       });
       if (blocked && choices.length === 0) {

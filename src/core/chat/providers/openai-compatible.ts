@@ -66,6 +66,11 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const reasoning = body.reasoning as { effort?: unknown } | undefined;
     delete body.reasoning;
     if (body.reasoning_effort === undefined && typeof reasoning?.effort === "string") body.reasoning_effort = reasoning.effort;
+    // The web plugin's native search (native-search.ts): the search models' `web_search_options`.
+    if (call.webSearch) {
+      const loc = call.webSearch.userLocation;
+      body.web_search_options = { ...(loc ? { user_location: { type: "approximate", approximate: loc } } : {}) };
+    }
     if (call.body.stream) {
       body.stream = true;
       const given = call.body.stream_options;

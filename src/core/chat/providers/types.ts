@@ -14,6 +14,8 @@
  *   error is thrown the same way; the router turns it into a `finish_reason: "error"` chunk.
  */
 
+import type { NativeWebSearch, UrlAnnotation } from "./native-search.js";
+
 /** A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter. */
 export type ChatBody = Record<string, unknown> & {
   model: string;
@@ -39,6 +41,8 @@ export interface UpstreamCall {
   options?: Readonly<Record<string, string>>;
   /** The operator's time limits for this provider (docs/operations.md, "Upstream time limits per provider"). */
   limits?: UpstreamLimits;
+  /** The provider's own web search, asked for by the `web` plugin (native-search.ts); the adapter adds its tool. */
+  webSearch?: NativeWebSearch;
 }
 
 /** Time limits of one provider's calls, ms; absent: the defaults. */
@@ -79,7 +83,20 @@ export type FinishReason = "stop" | "length" | "tool_calls" | "content_filter" |
  */
 export type ReasoningDetail =
   | { type: "reasoning.text"; text?: string; signature?: string | null; format?: string; index?: number }
-  | { type: "reasoning.encrypted"; data: string; format?: string; index?: number };
+  | { type: "reasoning.encrypted"; data: string; format?: string; index?: number; id?: string };
+
+/**
+ * The `format` of Gemini's thought signatures (`thoughtSignature` on a response part), kept as
+ * `reasoning.encrypted` details whose `data` is the signature and whose `id` is the tool call whose
+ * `functionCall` part carried it (absent: the signature was on a text or thought part). Only a Gemini endpoint
+ * takes them back; the Anthropic adapter and the Messages and Responses encoders leave them out.
+ */
+export const GEMINI_REASONING_FORMAT = "google-gemini-v1";
+
+/** The reasoning details other than Gemini's thought signatures (what Anthropic-shaped consumers read). */
+export function withoutGeminiSignatures<T extends { format?: string }>(details: readonly T[] | undefined): T[] {
+  return (details ?? []).filter((d) => d.format !== GEMINI_REASONING_FORMAT);
+}
 
 /** An OpenAI `chat.completion` object. */
 export interface ChatCompletion {
@@ -89,7 +106,7 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null; reasoning_details?: ReasoningDetail[] };
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[]; reasoning?: string | null; reasoning_details?: ReasoningDetail[]; annotations?: UrlAnnotation[] };
     finish_reason: FinishReason;
     /** The provider's own stop reason, unmapped (e.g. Anthropic `end_turn`). */
     native_finish_reason?: string | null;
@@ -111,6 +128,8 @@ export interface ChatChunk {
       reasoning?: string | null;
       reasoning_details?: ReasoningDetail[];
       tool_calls?: Array<{ index: number; id?: string; type?: "function"; function?: { name?: string; arguments?: string } }>;
+      /** Citations of the answer (a native web search's, native-search.ts), on the chunk that finishes the choice. */
+      annotations?: UrlAnnotation[];
     };
     finish_reason: FinishReason;
     native_finish_reason?: string | null;

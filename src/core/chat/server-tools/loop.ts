@@ -20,9 +20,10 @@ import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf, Reason } from "../../errors.js";
 import { reasonFromWire, ruleOf } from "../../../contract/reasons.js";
 import { costOf, usd } from "../../catalog/cost.js";
+import { imagesOf } from "../pipeline/cost.js";
 import type { CanonicalRequest, CanonicalResponse, StreamEvent, ToolCall, Usage } from "../model.js";
 import { UpstreamError } from "../providers/index.js";
-import type { ChatCall, ChatOutcome } from "../pipeline/stage.js";
+import type { Attempt, ChatCall, ChatOutcome, NestedCall } from "../pipeline/stage.js";
 import { MAX_RECORDED_CALLS, type ServerToolSession } from "./session.js";
 
 export interface Turns {
@@ -43,6 +44,8 @@ function loopState(call: ChatCall, s: ServerToolSession) {
   const messages: Message[] = [...(call.request.messages as Message[])];
   let usage: Usage | undefined;
   let costUsd = 0;
+  /** Each turn's usage and the attempt that served it (each turn is priced at its own endpoint). */
+  const perTurn: Array<{ usage: Usage; served: Attempt | undefined }> = [];
   let final = false;
   let turn = 0;
   return {
@@ -71,6 +74,21 @@ function loopState(call: ChatCall, s: ServerToolSession) {
       usage = sumUsage(usage, u);
       const served = call.attempts.find((a) => a.provider === call.track.provider && a.credentialId === call.track.credentialId && a.requestedModel === call.track.model);
       if (served?.endpoint) costUsd += usd(costOf(served.endpoint.pricing, u).total);
+      const at = perTurn[turn - 1];
+      if (at && at.served === served) at.usage = sumUsage(at.usage, u);
+      else perTurn[turn - 1] = { usage: sumUsage(undefined, u), served };
+    },
+    /**
+     * The answer's own usage: the last turn's, the usage the cost stage prices at the endpoint that served it (the
+     * request's served attempt). Every earlier turn goes to `track.nested`, priced at the endpoint that served
+     * that turn and paid by its credential, as the fusion panel's calls are: the cost stage and the record stage
+     * add them to the answer's usage and cost, so the caller still sees the sum over every turn.
+     */
+    ownUsage(): Usage | undefined {
+      const turns = perTurn.filter((t) => t !== undefined);
+      if (turns.length === 0) return usage;
+      for (const t of turns.slice(0, -1)) call.track.nested.push(turnCall(call, t.usage, t.served));
+      return turns[turns.length - 1]!.usage;
     },
     /** After a turn whose server calls ran: whether the next turn is the final one (no tools). */
     checkStops(finishReason: string | null, ran: ToolCall[]) {
@@ -186,7 +204,8 @@ async function completeLoop(call: ChatCall, s: ServerToolSession, turns: Turns, 
       }] : [],
     };
     if (client.length === 0 && out.choices[0]) delete out.choices[0].message.tool_calls;
-    if (state.usage) out.usage = { ...state.usage, server_tool_use: serverToolUse(s) } as Usage;
+    const own = state.ownUsage();
+    if (own) out.usage = { ...own, server_tool_use: serverToolUse(s) } as Usage;
     call.track.usage = out.usage ?? null;
     call.track.finishReason = finish;
     call.track.status = "success";
@@ -311,12 +330,23 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
     const finishReason = client.length > 0 ? "tool_calls" : lastFinish === "tool_calls" || lastFinish === null ? "stop" : lastFinish;
     yield { ...meta(), choices: [{ index: 0, delta: {}, finish_reason: finishReason, native_finish_reason: lastFinish }] } as unknown as StreamEvent;
     track.finishReason = finishReason;
-    if (state.usage) {
-      const usage = { ...state.usage, server_tool_use: serverToolUse(s) } as Usage;
+    const own = state.ownUsage();
+    if (own) {
+      const usage = { ...own, server_tool_use: serverToolUse(s) } as Usage;
       track.usage = usage;
       yield { ...meta(), choices: [], usage } as StreamEvent;
     }
   }
+}
+
+/** One earlier turn as a call made on the request's behalf: priced at its own endpoint (null when uncatalogued). */
+function turnCall(call: ChatCall, usage: Usage, served: Attempt | undefined): NestedCall {
+  let cost: NestedCall["cost"] = null;
+  if (served?.endpoint) {
+    const p = costOf(served.endpoint.pricing, usage, imagesOf(call.request));
+    cost = { prompt: p.prompt + p.cacheRead + p.cacheWrite + p.request + p.image, completion: p.completion, total: p.total };
+  }
+  return { usage, cost, paidBy: served?.credentialSource === "byok" ? "byok" : "platform" };
 }
 
 function sumUsage(a: Usage | undefined, b: Usage): Usage {

@@ -98,6 +98,7 @@ export type GenerationMinAggregateOutputType = {
   cacheHit: boolean | null
   serverTools: string | null
   attemptsLog: string | null
+  dialect: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -139,6 +140,7 @@ export type GenerationMaxAggregateOutputType = {
   cacheHit: boolean | null
   serverTools: string | null
   attemptsLog: string | null
+  dialect: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -180,6 +182,7 @@ export type GenerationCountAggregateOutputType = {
   cacheHit: number
   serverTools: number
   attemptsLog: number
+  dialect: number
   _all: number
 }
 
@@ -255,6 +258,7 @@ export type GenerationMinAggregateInputType = {
   cacheHit?: true
   serverTools?: true
   attemptsLog?: true
+  dialect?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -296,6 +300,7 @@ export type GenerationMaxAggregateInputType = {
   cacheHit?: true
   serverTools?: true
   attemptsLog?: true
+  dialect?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -337,6 +342,7 @@ export type GenerationCountAggregateInputType = {
   cacheHit?: true
   serverTools?: true
   attemptsLog?: true
+  dialect?: true
   _all?: true
 }
 
@@ -465,6 +471,7 @@ export type GenerationGroupByOutputType = {
   cacheHit: boolean
   serverTools: string | null
   attemptsLog: string | null
+  dialect: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -529,6 +536,7 @@ export type GenerationWhereInput = {
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
+  dialect?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -570,6 +578,7 @@ export type GenerationOrderByWithRelationInput = {
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
   attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
+  dialect?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -614,6 +623,7 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   cacheHit?: Prisma.BoolFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
+  dialect?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -655,6 +665,7 @@ export type GenerationOrderByWithAggregationInput = {
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
   attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
+  dialect?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -704,6 +715,7 @@ export type GenerationScalarWhereWithAggregatesInput = {
   cacheHit?: Prisma.BoolWithAggregatesFilter<"Generation"> | boolean
   serverTools?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  dialect?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -745,6 +757,7 @@ export type GenerationCreateInput = {
   cacheHit?: boolean
   serverTools?: string | null
   attemptsLog?: string | null
+  dialect?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -786,6 +799,7 @@ export type GenerationUncheckedCreateInput = {
   cacheHit?: boolean
   serverTools?: string | null
   attemptsLog?: string | null
+  dialect?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -827,6 +841,7 @@ export type GenerationUpdateInput = {
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -868,6 +883,7 @@ export type GenerationUncheckedUpdateInput = {
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -909,6 +925,7 @@ export type GenerationCreateManyInput = {
   cacheHit?: boolean
   serverTools?: string | null
   attemptsLog?: string | null
+  dialect?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -950,6 +967,7 @@ export type GenerationUpdateManyMutationInput = {
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -991,6 +1009,7 @@ export type GenerationUncheckedUpdateManyInput = {
   cacheHit?: Prisma.BoolFieldUpdateOperationsInput | boolean
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -1032,6 +1051,7 @@ export type GenerationCountOrderByAggregateInput = {
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
+  dialect?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1089,6 +1109,7 @@ export type GenerationMaxOrderByAggregateInput = {
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
+  dialect?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1130,6 +1151,7 @@ export type GenerationMinOrderByAggregateInput = {
   cacheHit?: Prisma.SortOrder
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
+  dialect?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1197,6 +1219,7 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   cacheHit?: boolean
   serverTools?: boolean
   attemptsLog?: boolean
+  dialect?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1238,6 +1261,7 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   cacheHit?: boolean
   serverTools?: boolean
   attemptsLog?: boolean
+  dialect?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1279,6 +1303,7 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   cacheHit?: boolean
   serverTools?: boolean
   attemptsLog?: boolean
+  dialect?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1320,9 +1345,10 @@ export type GenerationSelectScalar = {
   cacheHit?: boolean
   serverTools?: boolean
   attemptsLog?: boolean
+  dialect?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools" | "attemptsLog", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools" | "attemptsLog" | "dialect", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1428,6 +1454,11 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * when no attempt was made (a cache hit, a request refused before routing). Never a key or credential id.
      */
     attemptsLog: string | null
+    /**
+     * The API dialect the request came in (docs/dialects.md): "chat", "messages", "responses" or "gemini"; null for
+     * generations recorded before the dialect was (all of them chat completions, Messages or Responses).
+     */
+    dialect: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1889,6 +1920,7 @@ export interface GenerationFieldRefs {
   readonly cacheHit: Prisma.FieldRef<"Generation", 'Boolean'>
   readonly serverTools: Prisma.FieldRef<"Generation", 'String'>
   readonly attemptsLog: Prisma.FieldRef<"Generation", 'String'>
+  readonly dialect: Prisma.FieldRef<"Generation", 'String'>
 }
     
 

@@ -190,7 +190,8 @@ export const GenerationScalarFieldEnum = {
   plugins: 'plugins',
   cacheHit: 'cacheHit',
   serverTools: 'serverTools',
-  attemptsLog: 'attemptsLog'
+  attemptsLog: 'attemptsLog',
+  dialect: 'dialect'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]

@@ -25,8 +25,9 @@ import { reasonFromWire, ruleOf } from "../../../../contract/reasons.js";
 import type { Catalog } from "../../../catalog/catalog.js";
 import { usd } from "../../../catalog/cost.js";
 import type { CanonicalRequest, PluginReport } from "../../model.js";
-import { priceServed } from "../cost.js";
-import { compose, newCall, type ChatCall, type ChatStage, type NestedCall } from "../stage.js";
+import { priceServed, withNestedUsage } from "../cost.js";
+import { compose, newCall, type Attempt, type ChatCall, type ChatOutcome, type ChatStage, type NestedCall } from "../stage.js";
+import { maxCostOf, outputTokenBound, promptPriceOf } from "../../../spend/max-cost.js";
 import type { Plugin, PluginRun } from "./types.js";
 
 /** The built-in panels of `preset` (catalog slugs; docs/plugins.md). */
@@ -93,6 +94,14 @@ export interface PanelOptions {
 
 /** Runs panels and judges as nested calls through the request's own server-tools, plan and execute stages. */
 export interface FusionRunner {
+  /**
+   * The largest cost the panel can add to the request (femto-USD, platform-paid calls only; docs/plugins.md,
+   * "fusion", "Spend limits"): per member, its planned attempts' largest single-call cost (max-cost.ts), and what
+   * the members' answers can add to the judge's prompt at the judge's highest prompt price. Plans each member
+   * (its server-tools and plan stages, no call); a member that cannot be planned counts 0 (it will fail as a
+   * member); one the catalog cannot price (not BYOK-served) is a 400 naming its entry.
+   */
+  panelBound(call: ChatCall, opts: PanelOptions): Promise<bigint>;
   panel(call: ChatCall, opts: PanelOptions): Promise<PanelResult>;
   /** One non-streamed nested call of `model` on `base` (the server tool's judge); its usage and cost join the request's. */
   ask(call: ChatCall, model: string, base: CanonicalRequest): Promise<{ text: string; member: Member }>;
@@ -136,13 +145,22 @@ export function createFusionRunner(deps: FusionDeps): FusionRunner {
     if (outcome.kind !== "completion") throw new Error("a fusion nested call answered with a stream");
     const completion = outcome.completion;
     const text = contentOf(completion.choices[0]?.message?.content);
-    const usage = completion.usage ?? sub.track.usage ?? undefined;
+    const own = completion.usage ?? sub.track.usage ?? undefined;
     let cost: NestedCall["cost"] = null;
-    if (usage) {
-      const parts = priceServed(deps.catalog, sub, usage);
+    // The member's earlier tool turns (its server-tool loop put them on its own track.nested, each priced at the
+    // endpoint that served it) join the request's as they are; the member's row sums them with its last turn.
+    const turns = sub.track.nested;
+    call.track.nested.push(...turns);
+    if (own) {
+      const parts = priceServed(deps.catalog, sub, own);
       cost = parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image, completion: parts.completion, total: parts.total } : null;
-      call.track.nested.push({ usage, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
+      call.track.nested.push({ usage: own, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
+      for (const t of turns) {
+        if (!cost || !t.cost) continue;
+        cost = { prompt: cost.prompt + t.cost.prompt, completion: cost.completion + t.cost.completion, total: cost.total + t.cost.total };
+      }
     }
+    const usage = own ? withNestedUsage(sub.track, own) : undefined;
     const member: Member = {
       model,
       ok: text !== "",
@@ -155,7 +173,64 @@ export function createFusionRunner(deps: FusionDeps): FusionRunner {
     return { text, member, cost };
   }
 
+  /** The member's planned attempts (its server-tools and plan stages only, nothing sent). */
+  async function planOf(call: ChatCall, model: string, base: CanonicalRequest, maxToolCalls: number): Promise<Attempt[]> {
+    const sub = newCall(call.caller, call.signal, false, { ...base, model } as CanonicalRequest, call.budgetMs);
+    let attempts: Attempt[] = [];
+    const capture: ChatStage = {
+      name: "fusion-plan",
+      async run(c) {
+        attempts = c.attempts;
+        return { kind: "completion", completion: { id: "", object: "chat.completion", created: 0, model, choices: [] } } as ChatOutcome;
+      },
+    };
+    const bound: ChatStage = { name: "fusion-bound", run: (c, next) => ((c.serverTools ? (c.serverTools.maxTurns = Math.min(c.serverTools.maxTurns, maxToolCalls + 1)) : 0), next()) };
+    await compose([deps.stages.serverTools, bound, deps.stages.plan, capture])(sub);
+    return attempts;
+  }
+
   return {
+    async panelBound(call, opts) {
+      let members = 0n;
+      let answerTokens = 0;
+      for (const [j, model] of opts.models.entries()) {
+        let attempts: Attempt[];
+        try {
+          attempts = await planOf(call, model, opts.base, opts.maxToolCalls);
+        } catch (err) {
+          if (call.signal.aborted) throw err;
+          continue; // fails the same way when it runs, as a member (or as the caller's 400)
+        }
+        let cost = 0n;
+        let tokens = 0;
+        for (const a of attempts) {
+          const match = deps.catalog.resolve(a.requestedModel, a.provider, a.call.model);
+          if (match) tokens = Math.max(tokens, outputTokenBound(a.call.body, match.endpoint));
+          if (a.credentialSource === "byok") continue;
+          if (!match) {
+            const at = opts.fromExplicit ? `${opts.field}.analysis_models[${j}]` : `${opts.field}.preset`;
+            throw invalidArgument(at, `${at}: ${a.requestedModel} on provider ${a.provider} has no price in the model catalog, and this key has a spend limit (or its workspace a budget): the fusion panel's cost cannot be bounded (docs/limits.md)`);
+          }
+          const c = maxCostOf(a.call.body, match.endpoint);
+          if (c > cost) cost = c;
+        }
+        members += cost;
+        answerTokens += tokens;
+      }
+      // The judge's prompt grows by the answers (each at most its output bound, one token per byte at least) and the
+      // instructions around them (bytes, bounded generously).
+      const extraPrompt = BigInt(answerTokens + 2048 + 256 * opts.models.length);
+      let judge = 0n;
+      for (const a of call.attempts) {
+        if (a.credentialSource === "byok") continue;
+        const match = deps.catalog.resolve(a.requestedModel, a.provider, a.call.model);
+        if (match) {
+          const c = extraPrompt * promptPriceOf(match.endpoint);
+          if (c > judge) judge = c;
+        }
+      }
+      return members + judge;
+    },
     async panel(call, opts) {
       const settled = await Promise.allSettled(opts.models.map((model) => one(call, model, opts.base, opts.maxToolCalls)));
       const result: PanelResult = { members: [], answers: [], panelCost: 0n, lastError: undefined };
@@ -239,14 +314,18 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
         throw invalidArgument(`${run.field}.max_tool_calls`, `${run.field}.max_tool_calls must be an integer from 1 to 16`);
       }
       refuseNestedFusion(tools, `${run.field}.tools`, deps.brand);
+      const opts: PanelOptions = { models: panel.models, base: panelRequest(call.request, tools), maxToolCalls, field: run.field, fromExplicit: panel.fromExplicit };
+      // Under a spend limit the spend stage reserves the panel's largest cost with the judge's, before any panel call.
+      const limits = call.caller.limits;
+      if (limits && (limits.keySpend || limits.workspaceSpend)) call.reserveExtra = (call.reserveExtra ?? 0n) + (await runner.panelBound(call, opts));
+      // The panel runs once the spend stage reserved (or found no limit): ChatCall.afterReserve.
+      (call.afterReserve ??= []).push(() => runPanel(call, run, panel, tools, maxToolCalls, opts));
+    },
+  };
 
-      const result = await runner.panel(call, {
-        models: panel.models,
-        base: panelRequest(call.request, tools),
-        maxToolCalls,
-        field: run.field,
-        fromExplicit: panel.fromExplicit,
-      });
+  async function runPanel(call: ChatCall, run: PluginRun, panel: ReturnType<typeof panelOf>, tools: Array<Record<string, unknown>>, maxToolCalls: number, opts: PanelOptions) {
+    {
+      const result = await runner.panel(call, opts);
       const { members, answers } = result;
       Object.assign(run.report as PluginReport, {
         preset: panel.preset,
@@ -272,8 +351,8 @@ export function createFusionPlugin(deps: FusionDeps): Plugin {
         a.call = { ...a.call, body };
       }
       call.request = withJudge(call.request);
-    },
-  };
+    }
+  }
 }
 
 /** A fusion panel's tools cannot include the fusion server tool itself (no fusion inside fusion). */

@@ -44,7 +44,7 @@ export function builtinPlugins(config: PluginsConfig | undefined, routing?: Rout
   return [
     ...(fusion ? [createFusionPlugin(fusion)] : []),
     createModerationPlugin(config?.moderation),
-    createWebPlugin(search),
+    createWebPlugin(search, routing?.catalog),
     createWebFetchPlugin(),
     createFileParserPlugin(routing ? { catalog: routing.catalog } : {}),
     createContextCompressionPlugin(),

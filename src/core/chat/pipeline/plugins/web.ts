@@ -6,11 +6,15 @@
  * `annotations` (`url_citation`) on the message, as the real-world service returns them; streamed, on the
  * chunk that finishes the choice (`delta.annotations`).
  *
- * Decision: no provider's native web search is used (engine `native` is refused): every provider gets
- * Portico's search, so the answer, its citations and the report are the same whichever provider serves it.
+ * Native search (engine `native`, or an absent engine on a server with no search engine configured): an attempt
+ * whose provider has its own web search (Anthropic's web_search tool, Gemini's google_search, an OpenAI-format
+ * model the catalog marks with `web_search_options`) gets the provider's tool instead of Portico's results
+ * (`UpstreamCall.webSearch`, ../../providers/native-search.ts), and the provider's citations come back as the same
+ * `url_citation` annotations. An option the provider's tool cannot honour is a 400 naming it; an attempt whose
+ * provider has no native search uses Portico's engine (400 naming `engine` when none is configured).
  *
- * Fields: `engine` (searxng or brave: that engine, 400 when it is not configured; absent: the configured one;
- * the description's exa, firecrawl, parallel, perplexity and native: 400), `max_results` (1–20, default 5),
+ * Fields: `engine` (native: above; searxng or brave: that engine, 400 when it is not configured; absent: the
+ * configured one, else native; the description's exa, firecrawl, parallel and perplexity: 400), `max_results` (1–20, default 5),
  * `include_domains` / `exclude_domains` (host names, `*` wildcards, an optional path prefix), `user_location`
  * (passed to engines that take one, Brave; with SearXNG a 400 naming it), `search_prompt` (the text put before
  * the results, as the real-world service uses it; the query is the last user message), `max_uses` (the plugin
@@ -22,9 +26,12 @@ import type { ServerToolsConfig } from "../../../../config.js";
 import { invalidArgument } from "../../../errors.js";
 import { contentText } from "../../providers/http.js";
 import { configuredEngine, namedEngine, SearchFailed, type SearchEngine, type SearchLocation, type SearchResult } from "../../server-tools/search-engines.js";
-import type { ChatCall } from "../stage.js";
+import type { Attempt, ChatCall } from "../stage.js";
+import type { Catalog } from "../../../catalog/catalog.js";
+import type { NativeWebSearch } from "../../providers/native-search.js";
 import { tapEvents } from "../tap.js";
 import type { Plugin, PluginRun } from "./types.js";
+import type { ChatOutcome } from "../stage.js";
 import { serviceError, Reason } from "../../../errors.js";
 
 /** The real-world service's default prompt before the results. */
@@ -154,20 +161,67 @@ function locationOf(run: PluginRun): SearchLocation | undefined {
 interface WebState {
   run: PluginRun;
   results: SearchResult[];
+  /** The attempts that search with their provider's own tool. */
+  native: Set<Attempt>;
 }
 
-export function createWebPlugin(search: ServerToolsConfig["search"] | undefined): Plugin {
+/** Which native web search an attempt's provider has (docs/plugins.md, "Native search"); undefined: none. */
+export function nativeSearchOf(a: Attempt, catalog: Catalog | undefined): "anthropic" | "gemini" | "openai" | undefined {
+  if (a.adapter.format === "anthropic") return "anthropic";
+  if (a.adapter.format === "gemini") return "gemini";
+  // OpenAI's chat completions search only with its search models: the catalog says which (`web_search_options`).
+  const match = catalog?.resolve(a.requestedModel, a.provider, a.call.model);
+  const params = match?.endpoint.supported_parameters ?? match?.model.supported_parameters ?? [];
+  return params.includes("web_search_options") ? "openai" : undefined;
+}
+
+const PROVIDER_NAMES = { anthropic: "Anthropic's web search tool", gemini: "Gemini's Google Search grounding", openai: "the OpenAI search models' web_search_options" } as const;
+
+/**
+ * The native search of one flavour for the plugin's options: a 400 naming the first option that flavour's tool
+ * cannot honour (never silently dropped).
+ */
+function nativeOptions(run: PluginRun, flavour: keyof typeof PROVIDER_NAMES, model: string): NativeWebSearch {
+  const o = run.options;
+  const set = (k: string) => o[k] !== undefined && o[k] !== null && !(Array.isArray(o[k]) && (o[k] as unknown[]).length === 0);
+  const refuse = (k: string, why: string): never => {
+    throw invalidArgument(`${run.field}.${k}`, `${run.field}.${k} cannot be honoured by ${PROVIDER_NAMES[flavour]} (${model}), which the native engine uses: ${why} (omit it, or name engine searxng or brave; docs/plugins.md)`);
+  };
+  if (set("max_results")) refuse("max_results", "it takes no result count");
+  if (set("search_prompt")) refuse("search_prompt", "the provider gives the results to the model itself");
+  const out: NativeWebSearch = {};
+  const location = locationOf(run);
+  if (flavour === "anthropic") {
+    if (typeof o.max_uses === "number") out.maxUses = o.max_uses;
+    if (set("include_domains") && set("exclude_domains")) refuse("exclude_domains", "it takes allowed or blocked domains, not both");
+    for (const key of ["include_domains", "exclude_domains"] as const) {
+      if (!set(key)) continue;
+      const list = (o[key] as unknown[]).map((d, i) => {
+        const text = String(d).trim().toLowerCase().replace(/^https?:\/\//, "");
+        const host = text.split("/")[0]!;
+        if (host.includes("*")) refuse(`${key}[${i}]`, "its domains take no wildcard in the host name");
+        return text;
+      });
+      if (key === "include_domains") out.allowedDomains = list;
+      else out.blockedDomains = list;
+    }
+    if (location) out.userLocation = location;
+    return out;
+  }
+  for (const k of ["max_uses", "include_domains", "exclude_domains"]) if (set(k)) refuse(k, k === "max_uses" ? "it takes no search count" : "it takes no domain filter");
+  if (location) {
+    if (flavour === "gemini") refuse("user_location", "it takes no location");
+    out.userLocation = location;
+  }
+  return out;
+}
+
+export function createWebPlugin(search: ServerToolsConfig["search"] | undefined, catalog?: Catalog): Plugin {
   const states = new WeakMap<ChatCall, WebState>();
 
   function engineFor(run: PluginRun): SearchEngine {
-    const wanted = run.options.engine;
+    const wanted = run.options.engine === "native" ? undefined : run.options.engine;
     const field = `${run.field}.engine`;
-    if (wanted === "native") {
-      throw invalidArgument(field, `${field} "native" is not offered: Portico runs the web plugin with its own search engine for every provider (omit engine, or name searxng or brave; docs/plugins.md)`);
-    }
-    if (typeof wanted === "string" && wanted !== "searxng" && wanted !== "brave") {
-      throw invalidArgument(field, `${field} "${wanted}" is not offered by this deployment: its search engines are searxng and brave (docs/plugins.md)`);
-    }
     if (!search) throw invalidArgument(`${run.field}.id`, `${run.field}.id "web" cannot run: no search engine is configured on this server (the operator sets PORTICO_SEARXNG_URL or PORTICO_BRAVE_SEARCH_API_KEY)`);
     const engine = wanted === "searxng" || wanted === "brave" ? namedEngine(search, wanted) : configuredEngine(search);
     if ("missing" in engine) {
@@ -185,6 +239,34 @@ export function createWebPlugin(search: ServerToolsConfig["search"] | undefined)
           throw invalidArgument(`${run.field}.${key}`, `${run.field}.${key} is not supported: Portico's search engines have no ${key === "mode" ? "search modes" : "X search"} (docs/plugins.md)`);
         }
       }
+      const wanted = run.options.engine;
+      const field = `${run.field}.engine`;
+      if (typeof wanted === "string" && wanted !== "searxng" && wanted !== "brave" && wanted !== "native") {
+        throw invalidArgument(field, `${field} "${wanted}" is not offered by this deployment: its engines are native, searxng and brave (docs/plugins.md)`);
+      }
+      // Native search: asked for, or the default when this server has no search engine of its own.
+      const engineConfigured = Boolean(search) && !("missing" in configuredEngine(search!));
+      const native = new Set<Attempt>();
+      if (wanted === "native" || (wanted === undefined && !engineConfigured)) {
+        for (const a of call.attempts) {
+          const flavour = nativeSearchOf(a, catalog);
+          if (!flavour) {
+            if (!engineConfigured) {
+              throw invalidArgument(wanted === "native" ? field : `${run.field}.id`, `${wanted === "native" ? `${field} "native"` : `${run.field}.id "web"`} cannot run for ${a.requestedModel} on ${a.provider}: that provider has no native web search, and no search engine is configured on this server (the operator sets PORTICO_SEARXNG_URL or PORTICO_BRAVE_SEARCH_API_KEY; docs/plugins.md)`);
+            }
+            continue;
+          }
+          a.call = { ...a.call, webSearch: nativeOptions(run, flavour, a.requestedModel) };
+          native.add(a);
+        }
+      }
+      run.report.engine = native.size > 0 && native.size === call.attempts.length ? "native" : undefined;
+      if (native.size > 0 && native.size < call.attempts.length) run.report.native_attempts = native.size;
+      if (native.size > 0 && native.size === call.attempts.length) {
+        run.report.queries = 0;
+        states.set(call, { run, results: [], native });
+        return;
+      }
       const engine = engineFor(run);
       const maxResults = (run.options.max_results as number | undefined) ?? 5;
       if (maxResults > MAX_RESULTS) throw invalidArgument(`${run.field}.max_results`, `${run.field}.max_results must be at most ${MAX_RESULTS}`);
@@ -195,12 +277,13 @@ export function createWebPlugin(search: ServerToolsConfig["search"] | undefined)
         throw invalidArgument(`${run.field}.user_location`, `${run.field}.user_location cannot be honoured: the ${engine.name} search engine takes no location (brave does; docs/plugins.md)`);
       }
       const prompt = run.options.search_prompt;
-      run.report.engine = engine.name;
+      run.report.engine = native.size > 0 ? `native+${engine.name}` : engine.name;
       const query = lastUserText(call.request.messages).slice(0, MAX_QUERY_CHARS);
       if (query === "") {
         run.report.queries = 0;
         run.report.results = 0;
         run.report.skipped = "no user message text to search for";
+        if (native.size > 0) states.set(call, { run, results: [], native });
         return;
       }
       const filtered = Boolean(include?.length || exclude?.length);
@@ -214,7 +297,10 @@ export function createWebPlugin(search: ServerToolsConfig["search"] | undefined)
       const results = filterResults(found, include, exclude).slice(0, maxResults);
       run.report.queries = 1;
       run.report.results = results.length;
-      if (results.length === 0) return;
+      if (results.length === 0) {
+        if (native.size > 0) states.set(call, { run, results: [], native });
+        return;
+      }
       const injected = { role: "system", content: resultsMessage(typeof prompt === "string" && prompt !== "" ? prompt : DEFAULT_SEARCH_PROMPT, results) };
       const withResults = (source: unknown) => {
         const messages = Array.isArray(source) ? [...(source as Array<Record<string, unknown>>)] : [];
@@ -227,16 +313,19 @@ export function createWebPlugin(search: ServerToolsConfig["search"] | undefined)
       // Each attempt's own messages (file-parser, which may run first, can have changed them).
       const done = new Map<unknown, unknown[]>();
       for (const a of call.attempts) {
+        if (native.has(a)) continue; // the provider searches itself
         const source = a.call.body.messages ?? call.request.messages;
         const messages = done.get(source) ?? done.set(source, withResults(source)).get(source)!;
         a.call = { ...a.call, body: { ...a.call.body, messages: messages as typeof a.call.body.messages } };
       }
       call.request = { ...call.request, messages: withResults(call.request.messages) as typeof call.request.messages };
-      states.set(call, { run, results });
+      states.set(call, { run, results, native });
     },
     after(call, run, outcome) {
       const state = states.get(call);
       if (!state) return outcome;
+      const served = call.attempts.find((a) => a.provider === call.track.provider && a.credentialId === call.track.credentialId && a.requestedModel === call.track.model);
+      if (served && state.native.has(served)) return nativeCitations(run, outcome);
       if (outcome.kind === "completion") {
         let cited = 0;
         const choices = outcome.completion.choices.map((c) => {
@@ -271,4 +360,39 @@ export function createWebPlugin(search: ServerToolsConfig["search"] | undefined)
       return { kind: "stream", events };
     },
   };
+}
+
+/**
+ * An answer a native search served: the provider's citations are already `url_citation` annotations (the adapters
+ * translate them); streamed, every `delta.annotations` of a choice is moved to the chunk that finishes it, where
+ * Portico's own citations are. The report counts them.
+ */
+function nativeCitations(run: PluginRun, outcome: ChatOutcome): ChatOutcome {
+  run.report.served_by = "native";
+  if (outcome.kind === "completion") {
+    run.report.citations = outcome.completion.choices.reduce((n, c) => n + ((c.message as { annotations?: unknown[] }).annotations?.length ?? 0), 0);
+    return outcome;
+  }
+  run.report.citations = 0;
+  const held = new Map<number, unknown[]>();
+  const events = tapEvents(outcome.events, {
+    map: (event) => {
+      let changed = false;
+      const choices = event.choices.map((c) => {
+        const delta = c.delta as { annotations?: unknown[] } | undefined;
+        if (!delta?.annotations && !c.finish_reason) return c;
+        const list = held.get(c.index) ?? [];
+        if (Array.isArray(delta?.annotations)) list.push(...delta.annotations);
+        held.set(c.index, list);
+        changed = true;
+        const { annotations: _a, ...rest } = (c.delta ?? {}) as Record<string, unknown>;
+        if (!c.finish_reason || list.length === 0) return { ...c, delta: rest };
+        run.report.citations = (run.report.citations as number) + list.length;
+        held.delete(c.index);
+        return { ...c, delta: { ...rest, annotations: list } };
+      });
+      return changed ? ({ ...event, choices } as typeof event) : event;
+    },
+  });
+  return { kind: "stream", events };
 }

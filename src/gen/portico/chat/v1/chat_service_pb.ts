@@ -11,7 +11,210 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiPgoVQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0ImUKFkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USFQoNcmVzcG9uc2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSI+ChVTdHJlYW1SZXNwb25zZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiMAoNUmVzcG9uc2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJ+ChZTdHJlYW1SZXNwb25zZVJlc3BvbnNlEi4KBmV2ZW50cxgBIAMoCzIeLnBvcnRpY28uY2hhdC52MS5SZXNwb25zZUV2ZW50EhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJInAKFENyZWF0ZU1lc3NhZ2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJImMKFUNyZWF0ZU1lc3NhZ2VSZXNwb25zZRIUCgxtZXNzYWdlX2pzb24YASABKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkSDQoFY2FjaGUYBCABKAkicAoUU3RyZWFtTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiLwoMTWVzc2FnZUV2ZW50EgwKBHR5cGUYASABKAkSEQoJZGF0YV9qc29uGAIgASgJInwKFVN0cmVhbU1lc3NhZ2VSZXNwb25zZRItCgZldmVudHMYASADKAsyHS5wb3J0aWNvLmNoYXQudjEuTWVzc2FnZUV2ZW50EhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJInUKGUNvdW50TWVzc2FnZVRva2Vuc1JlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkiUwoaQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIjIKEUxpc3RNb2RlbHNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBSJRChJMaXN0TW9kZWxzUmVzcG9uc2USJgoGbW9kZWxzGAEgAygLMhYucG9ydGljby5jaGF0LnYxLk1vZGVsEhMKC3RvdGFsX2NvdW50GAIgASgFItUDCgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhsKDmNhbm9uaWNhbF9zbHVnGAQgASgJSACIAQESEQoEbmFtZRgFIAEoCUgBiAEBEhsKDmNvbnRleHRfbGVuZ3RoGAYgASgDSAKIAQESPQoMYXJjaGl0ZWN0dXJlGAcgASgLMiIucG9ydGljby5jaGF0LnYxLk1vZGVsQXJjaGl0ZWN0dXJlSAOIAQESMwoHcHJpY2luZxgIIAEoCzIdLnBvcnRpY28uY2hhdC52MS5Nb2RlbFByaWNpbmdIBIgBARIcChRzdXBwb3J0ZWRfcGFyYW1ldGVycxgJIAMoCRI3Cgx0b3BfcHJvdmlkZXIYCiABKAsyHC5wb3J0aWNvLmNoYXQudjEuVG9wUHJvdmlkZXJIBYgBARIYCgtkZXNjcmlwdGlvbhgLIAEoCUgGiAEBQhEKD19jYW5vbmljYWxfc2x1Z0IHCgVfbmFtZUIRCg9fY29udGV4dF9sZW5ndGhCDwoNX2FyY2hpdGVjdHVyZUIKCghfcHJpY2luZ0IPCg1fdG9wX3Byb3ZpZGVyQg4KDF9kZXNjcmlwdGlvbiKAAQoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCRIWCgl0b2tlbml6ZXIYBCABKAlIAIgBAUIMCgpfdG9rZW5pemVyIvQBCgxNb2RlbFByaWNpbmcSDgoGcHJvbXB0GAEgASgJEhIKCmNvbXBsZXRpb24YAiABKAkSDwoHcmVxdWVzdBgDIAEoCRINCgVpbWFnZRgEIAEoCRIdChBpbnB1dF9jYWNoZV9yZWFkGAUgASgJSACIAQESHgoRaW5wdXRfY2FjaGVfd3JpdGUYBiABKAlIAYgBARIfChJpbnRlcm5hbF9yZWFzb25pbmcYByABKAlIAogBAUITChFfaW5wdXRfY2FjaGVfcmVhZEIUChJfaW5wdXRfY2FjaGVfd3JpdGVCFQoTX2ludGVybmFsX3JlYXNvbmluZyJ5CgtUb3BQcm92aWRlchIWCg5jb250ZXh0X2xlbmd0aBgBIAEoAxIiChVtYXhfY29tcGxldGlvbl90b2tlbnMYAiABKANIAIgBARIUCgxpc19tb2RlcmF0ZWQYAyABKAhCGAoWX21heF9jb21wbGV0aW9uX3Rva2VucyJXChtDcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJanNvbl90ZXh0GAIgASgIIpoBChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2NvbXBsZXRpb25fanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCRINCgVjYWNoZRgFIAEoCSJXChtTdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJanNvbl90ZXh0GAIgASgIIpABChxTdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlEiYKBWNodW5rGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpjaHVua19qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJEg0KBWNhY2hlGAUgASgJMskGCgtDaGF0U2VydmljZRJzChRDcmVhdGVDaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRJ1ChRTdHJlYW1DaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZTABElUKCkxpc3RNb2RlbHMSIi5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1JlcXVlc3QaIy5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEl4KDUNyZWF0ZU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEmAKDVN0cmVhbU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlc3BvbnNlMAESbQoSQ291bnRNZXNzYWdlVG9rZW5zEioucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1JlcXVlc3QaKy5wb3J0aWNvLmNoYXQudjEuQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USYQoOQ3JlYXRlUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USYwoOU3RyZWFtUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLlN0cmVhbVJlc3BvbnNlUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiTgoWR2VuZXJhdGVDb250ZW50UmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVtb2RlbBgCIAEoCSJmChdHZW5lcmF0ZUNvbnRlbnRSZXNwb25zZRIVCg1yZXNwb25zZV9qc29uGAEgASgJEhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJIlQKHFN0cmVhbUdlbmVyYXRlQ29udGVudFJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbW9kZWwYAiABKAkiagodU3RyZWFtR2VuZXJhdGVDb250ZW50UmVzcG9uc2USEwoLY2h1bmtzX2pzb24YASADKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkSDQoFY2FjaGUYBCABKAkiUAoYQ291bnRHZW1pbmlUb2tlbnNSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBW1vZGVsGAIgASgJIlIKGUNvdW50R2VtaW5pVG9rZW5zUmVzcG9uc2USFAoMdG90YWxfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIj4KFUNyZWF0ZVJlc3BvbnNlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJlChZDcmVhdGVSZXNwb25zZVJlc3BvbnNlEhUKDXJlc3BvbnNlX2pzb24YASABKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkSDQoFY2FjaGUYBCABKAkiPgoVU3RyZWFtUmVzcG9uc2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjAKDVJlc3BvbnNlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkifgoWU3RyZWFtUmVzcG9uc2VSZXNwb25zZRIuCgZldmVudHMYASADKAsyHi5wb3J0aWNvLmNoYXQudjEuUmVzcG9uc2VFdmVudBITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJwChRDcmVhdGVNZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJjChVDcmVhdGVNZXNzYWdlUmVzcG9uc2USFAoMbWVzc2FnZV9qc29uGAEgASgJEhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJInAKFFN0cmVhbU1lc3NhZ2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJIi8KDE1lc3NhZ2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJ8ChVTdHJlYW1NZXNzYWdlUmVzcG9uc2USLQoGZXZlbnRzGAEgAygLMh0ucG9ydGljby5jaGF0LnYxLk1lc3NhZ2VFdmVudBITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJ1ChlDb3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJIlMKGkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlEhQKDGlucHV0X3Rva2VucxgBIAEoAxINCgVleGFjdBgCIAEoCBIQCghwcm92aWRlchgDIAEoCSIyChFMaXN0TW9kZWxzUmVxdWVzdBIOCgZvZmZzZXQYASABKAUSDQoFbGltaXQYAiABKAUiUQoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbBITCgt0b3RhbF9jb3VudBgCIAEoBSLVAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQESGAoLZGVzY3JpcHRpb24YCyABKAlIBogBAUIRCg9fY2Fub25pY2FsX3NsdWdCBwoFX25hbWVCEQoPX2NvbnRleHRfbGVuZ3RoQg8KDV9hcmNoaXRlY3R1cmVCCgoIX3ByaWNpbmdCDwoNX3RvcF9wcm92aWRlckIOCgxfZGVzY3JpcHRpb24igAEKEU1vZGVsQXJjaGl0ZWN0dXJlEhAKCG1vZGFsaXR5GAEgASgJEhgKEGlucHV0X21vZGFsaXRpZXMYAiADKAkSGQoRb3V0cHV0X21vZGFsaXRpZXMYAyADKAkSFgoJdG9rZW5pemVyGAQgASgJSACIAQFCDAoKX3Rva2VuaXplciL0AQoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmcieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiVwobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKaAQocQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRIrCgpjb21wbGV0aW9uGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9jb21wbGV0aW9uX2pzb24YAiABKAkSEwoLdXBzdHJlYW1fbXMYAyABKAESEAoIcHJvdmlkZXIYBCABKAkSDQoFY2FjaGUYBSABKAkiVwobU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCCKQAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCRINCgVjYWNoZRgFIAEoCTKVCQoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZRJeCg1DcmVhdGVNZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXNwb25zZRJgCg1TdHJlYW1NZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXNwb25zZTABEm0KEkNvdW50TWVzc2FnZVRva2VucxIqLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0GisucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlEmEKDkNyZWF0ZVJlc3BvbnNlEiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZVJlc3BvbnNlUmVxdWVzdBonLnBvcnRpY28uY2hhdC52MS5DcmVhdGVSZXNwb25zZVJlc3BvbnNlEmMKDlN0cmVhbVJlc3BvbnNlEiYucG9ydGljby5jaGF0LnYxLlN0cmVhbVJlc3BvbnNlUmVxdWVzdBonLnBvcnRpY28uY2hhdC52MS5TdHJlYW1SZXNwb25zZVJlc3BvbnNlMAESZAoPR2VuZXJhdGVDb250ZW50EicucG9ydGljby5jaGF0LnYxLkdlbmVyYXRlQ29udGVudFJlcXVlc3QaKC5wb3J0aWNvLmNoYXQudjEuR2VuZXJhdGVDb250ZW50UmVzcG9uc2USeAoVU3RyZWFtR2VuZXJhdGVDb250ZW50Ei0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUdlbmVyYXRlQ29udGVudFJlcXVlc3QaLi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtR2VuZXJhdGVDb250ZW50UmVzcG9uc2UwARJqChFDb3VudEdlbWluaVRva2VucxIpLnBvcnRpY28uY2hhdC52MS5Db3VudEdlbWluaVRva2Vuc1JlcXVlc3QaKi5wb3J0aWNvLmNoYXQudjEuQ291bnRHZW1pbmlUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+
+/**
+ * A Gemini generateContent request.
+ *
+ * @generated from message portico.chat.v1.GenerateContentRequest
+ */
+export type GenerateContentRequest = Message<"portico.chat.v1.GenerateContentRequest"> & {
+  /**
+   * The GenerateContentRequest body (of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The model of the path (`<provider>/<model>`, `@preset/<slug>`, or a bare Gemini model id), URL-decoded.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.GenerateContentRequest.
+ * Use `create(GenerateContentRequestSchema)` to create a new message.
+ */
+export const GenerateContentRequestSchema: GenMessage<GenerateContentRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 0);
+
+/**
+ * A Gemini generateContent answer.
+ *
+ * @generated from message portico.chat.v1.GenerateContentResponse
+ */
+export type GenerateContentResponse = Message<"portico.chat.v1.GenerateContentResponse"> & {
+  /**
+   * The GenerateContentResponse object as JSON text.
+   *
+   * @generated from field: string response_json = 1;
+   */
+  responseJson: string;
+
+  /**
+   * Milliseconds spent waiting on providers (as in CreateChatCompletionResponse).
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * The provider that served the answer.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * The response cache (docs/operations.md, "Response cache"), as in CreateResponseResponse.
+   *
+   * @generated from field: string cache = 4;
+   */
+  cache: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.GenerateContentResponse.
+ * Use `create(GenerateContentResponseSchema)` to create a new message.
+ */
+export const GenerateContentResponseSchema: GenMessage<GenerateContentResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 1);
+
+/**
+ * A Gemini streamGenerateContent request.
+ *
+ * @generated from message portico.chat.v1.StreamGenerateContentRequest
+ */
+export type StreamGenerateContentRequest = Message<"portico.chat.v1.StreamGenerateContentRequest"> & {
+  /**
+   * The GenerateContentRequest body (of the API description).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The model of the path, as in GenerateContentRequest.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamGenerateContentRequest.
+ * Use `create(StreamGenerateContentRequestSchema)` to create a new message.
+ */
+export const StreamGenerateContentRequestSchema: GenMessage<StreamGenerateContentRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 2);
+
+/**
+ * The chunks one canonical event became (in order), or a keepalive (no chunks) while the first is awaited.
+ *
+ * @generated from message portico.chat.v1.StreamGenerateContentResponse
+ */
+export type StreamGenerateContentResponse = Message<"portico.chat.v1.StreamGenerateContentResponse"> & {
+  /**
+   * Each a GenerateContentResponse (or, last, an `{error}` object) as JSON text.
+   *
+   * @generated from field: repeated string chunks_json = 1;
+   */
+  chunksJson: string[];
+
+  /**
+   * On the first message only: milliseconds spent waiting on providers until the first chunk.
+   *
+   * @generated from field: double upstream_ms = 2;
+   */
+  upstreamMs: number;
+
+  /**
+   * On the first message only: the provider serving the stream.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * On the first message only: as in GenerateContentResponse.
+   *
+   * @generated from field: string cache = 4;
+   */
+  cache: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.StreamGenerateContentResponse.
+ * Use `create(StreamGenerateContentResponseSchema)` to create a new message.
+ */
+export const StreamGenerateContentResponseSchema: GenMessage<StreamGenerateContentResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 3);
+
+/**
+ * A Gemini countTokens request.
+ *
+ * @generated from message portico.chat.v1.CountGeminiTokensRequest
+ */
+export type CountGeminiTokensRequest = Message<"portico.chat.v1.CountGeminiTokensRequest"> & {
+  /**
+   * The CountTokensRequest body (`contents` or `generateContentRequest`).
+   *
+   * @generated from field: google.protobuf.Struct body = 1;
+   */
+  body?: JsonObject | undefined;
+
+  /**
+   * The model of the path, as in GenerateContentRequest.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CountGeminiTokensRequest.
+ * Use `create(CountGeminiTokensRequestSchema)` to create a new message.
+ */
+export const CountGeminiTokensRequestSchema: GenMessage<CountGeminiTokensRequest> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 4);
+
+/**
+ * The prompt's tokens.
+ *
+ * @generated from message portico.chat.v1.CountGeminiTokensResponse
+ */
+export type CountGeminiTokensResponse = Message<"portico.chat.v1.CountGeminiTokensResponse"> & {
+  /**
+   * Tokens of the prompt (Gemini's `totalTokens`).
+   *
+   * @generated from field: int64 total_tokens = 1;
+   */
+  totalTokens: bigint;
+
+  /**
+   * True when the provider counted them; false for Portico's estimate.
+   *
+   * @generated from field: bool exact = 2;
+   */
+  exact: boolean;
+
+  /**
+   * The provider whose endpoint was asked, or empty for an estimate made without one.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+};
+
+/**
+ * Describes the message portico.chat.v1.CountGeminiTokensResponse.
+ * Use `create(CountGeminiTokensResponseSchema)` to create a new message.
+ */
+export const CountGeminiTokensResponseSchema: GenMessage<CountGeminiTokensResponse> = /*@__PURE__*/
+  messageDesc(file_portico_chat_v1_chat_service, 5);
 
 /**
  * A Responses request.
@@ -32,7 +235,7 @@ export type CreateResponseRequest = Message<"portico.chat.v1.CreateResponseReque
  * Use `create(CreateResponseRequestSchema)` to create a new message.
  */
 export const CreateResponseRequestSchema: GenMessage<CreateResponseRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 0);
+  messageDesc(file_portico_chat_v1_chat_service, 6);
 
 /**
  * A Responses answer.
@@ -75,7 +278,7 @@ export type CreateResponseResponse = Message<"portico.chat.v1.CreateResponseResp
  * Use `create(CreateResponseResponseSchema)` to create a new message.
  */
 export const CreateResponseResponseSchema: GenMessage<CreateResponseResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 1);
+  messageDesc(file_portico_chat_v1_chat_service, 7);
 
 /**
  * A streaming Responses request.
@@ -96,7 +299,7 @@ export type StreamResponseRequest = Message<"portico.chat.v1.StreamResponseReque
  * Use `create(StreamResponseRequestSchema)` to create a new message.
  */
 export const StreamResponseRequestSchema: GenMessage<StreamResponseRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 2);
+  messageDesc(file_portico_chat_v1_chat_service, 8);
 
 /**
  * One Responses server-sent event.
@@ -124,7 +327,7 @@ export type ResponseEvent = Message<"portico.chat.v1.ResponseEvent"> & {
  * Use `create(ResponseEventSchema)` to create a new message.
  */
 export const ResponseEventSchema: GenMessage<ResponseEvent> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 3);
+  messageDesc(file_portico_chat_v1_chat_service, 9);
 
 /**
  * The events one canonical chunk became (in order), or a keepalive (no events) while the first is awaited.
@@ -166,7 +369,7 @@ export type StreamResponseResponse = Message<"portico.chat.v1.StreamResponseResp
  * Use `create(StreamResponseResponseSchema)` to create a new message.
  */
 export const StreamResponseResponseSchema: GenMessage<StreamResponseResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 4);
+  messageDesc(file_portico_chat_v1_chat_service, 10);
 
 /**
  * A Messages request.
@@ -201,7 +404,7 @@ export type CreateMessageRequest = Message<"portico.chat.v1.CreateMessageRequest
  * Use `create(CreateMessageRequestSchema)` to create a new message.
  */
 export const CreateMessageRequestSchema: GenMessage<CreateMessageRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 5);
+  messageDesc(file_portico_chat_v1_chat_service, 11);
 
 /**
  * A Messages answer.
@@ -245,7 +448,7 @@ export type CreateMessageResponse = Message<"portico.chat.v1.CreateMessageRespon
  * Use `create(CreateMessageResponseSchema)` to create a new message.
  */
 export const CreateMessageResponseSchema: GenMessage<CreateMessageResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 6);
+  messageDesc(file_portico_chat_v1_chat_service, 12);
 
 /**
  * A streaming Messages request.
@@ -280,7 +483,7 @@ export type StreamMessageRequest = Message<"portico.chat.v1.StreamMessageRequest
  * Use `create(StreamMessageRequestSchema)` to create a new message.
  */
 export const StreamMessageRequestSchema: GenMessage<StreamMessageRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 7);
+  messageDesc(file_portico_chat_v1_chat_service, 13);
 
 /**
  * One Messages server-sent event.
@@ -308,7 +511,7 @@ export type MessageEvent = Message<"portico.chat.v1.MessageEvent"> & {
  * Use `create(MessageEventSchema)` to create a new message.
  */
 export const MessageEventSchema: GenMessage<MessageEvent> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 8);
+  messageDesc(file_portico_chat_v1_chat_service, 14);
 
 /**
  * The events one canonical chunk became (in order), or a keepalive (no events) while the first is awaited.
@@ -352,7 +555,7 @@ export type StreamMessageResponse = Message<"portico.chat.v1.StreamMessageRespon
  * Use `create(StreamMessageResponseSchema)` to create a new message.
  */
 export const StreamMessageResponseSchema: GenMessage<StreamMessageResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 9);
+  messageDesc(file_portico_chat_v1_chat_service, 15);
 
 /**
  * A token-count request.
@@ -387,7 +590,7 @@ export type CountMessageTokensRequest = Message<"portico.chat.v1.CountMessageTok
  * Use `create(CountMessageTokensRequestSchema)` to create a new message.
  */
 export const CountMessageTokensRequestSchema: GenMessage<CountMessageTokensRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 10);
+  messageDesc(file_portico_chat_v1_chat_service, 16);
 
 /**
  * The prompt's input tokens.
@@ -422,7 +625,7 @@ export type CountMessageTokensResponse = Message<"portico.chat.v1.CountMessageTo
  * Use `create(CountMessageTokensResponseSchema)` to create a new message.
  */
 export const CountMessageTokensResponseSchema: GenMessage<CountMessageTokensResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 11);
+  messageDesc(file_portico_chat_v1_chat_service, 17);
 
 /**
  * Lists routable models.
@@ -450,7 +653,7 @@ export type ListModelsRequest = Message<"portico.chat.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 12);
+  messageDesc(file_portico_chat_v1_chat_service, 18);
 
 /**
  * Routable models.
@@ -478,7 +681,7 @@ export type ListModelsResponse = Message<"portico.chat.v1.ListModelsResponse"> &
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 13);
+  messageDesc(file_portico_chat_v1_chat_service, 19);
 
 /**
  * A routable model id.
@@ -562,7 +765,7 @@ export type Model = Message<"portico.chat.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 14);
+  messageDesc(file_portico_chat_v1_chat_service, 20);
 
 /**
  * Input and output modalities of a catalog model.
@@ -600,7 +803,7 @@ export type ModelArchitecture = Message<"portico.chat.v1.ModelArchitecture"> & {
  * Use `create(ModelArchitectureSchema)` to create a new message.
  */
 export const ModelArchitectureSchema: GenMessage<ModelArchitecture> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 15);
+  messageDesc(file_portico_chat_v1_chat_service, 21);
 
 /**
  * Prices, USD as decimal strings; absent where the endpoint does not charge apart.
@@ -649,7 +852,7 @@ export type ModelPricing = Message<"portico.chat.v1.ModelPricing"> & {
  * Use `create(ModelPricingSchema)` to create a new message.
  */
 export const ModelPricingSchema: GenMessage<ModelPricing> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 16);
+  messageDesc(file_portico_chat_v1_chat_service, 22);
 
 /**
  * The serving endpoint's limits.
@@ -678,7 +881,7 @@ export type TopProvider = Message<"portico.chat.v1.TopProvider"> & {
  * Use `create(TopProviderSchema)` to create a new message.
  */
 export const TopProviderSchema: GenMessage<TopProvider> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 17);
+  messageDesc(file_portico_chat_v1_chat_service, 23);
 
 /**
  * A chat-completions request.
@@ -707,7 +910,7 @@ export type CreateChatCompletionRequest = Message<"portico.chat.v1.CreateChatCom
  * Use `create(CreateChatCompletionRequestSchema)` to create a new message.
  */
 export const CreateChatCompletionRequestSchema: GenMessage<CreateChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 18);
+  messageDesc(file_portico_chat_v1_chat_service, 24);
 
 /**
  * The completion.
@@ -760,7 +963,7 @@ export type CreateChatCompletionResponse = Message<"portico.chat.v1.CreateChatCo
  * Use `create(CreateChatCompletionResponseSchema)` to create a new message.
  */
 export const CreateChatCompletionResponseSchema: GenMessage<CreateChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 19);
+  messageDesc(file_portico_chat_v1_chat_service, 25);
 
 /**
  * A streaming chat-completions request.
@@ -788,7 +991,7 @@ export type StreamChatCompletionRequest = Message<"portico.chat.v1.StreamChatCom
  * Use `create(StreamChatCompletionRequestSchema)` to create a new message.
  */
 export const StreamChatCompletionRequestSchema: GenMessage<StreamChatCompletionRequest> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 20);
+  messageDesc(file_portico_chat_v1_chat_service, 26);
 
 /**
  * One streamed chunk, or a keepalive (no chunk) while the first chunk is awaited.
@@ -841,7 +1044,7 @@ export type StreamChatCompletionResponse = Message<"portico.chat.v1.StreamChatCo
  * Use `create(StreamChatCompletionResponseSchema)` to create a new message.
  */
 export const StreamChatCompletionResponseSchema: GenMessage<StreamChatCompletionResponse> = /*@__PURE__*/
-  messageDesc(file_portico_chat_v1_chat_service, 21);
+  messageDesc(file_portico_chat_v1_chat_service, 27);
 
 /**
  * Chat completions in front of model providers: an OpenAI chat-completions body in, routed to the
@@ -946,6 +1149,40 @@ export const ChatService: GenService<{
     methodKind: "server_streaming";
     input: typeof StreamResponseRequestSchema;
     output: typeof StreamResponseResponseSchema;
+  },
+  /**
+   * The Gemini dialect (docs/dialects.md): one GenerateContentResponse for a GenerateContentRequest body and the
+   * model of the path, routed through the same pipeline as chat completions. A refusal is the call's status.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.GenerateContent
+   */
+  generateContent: {
+    methodKind: "unary";
+    input: typeof GenerateContentRequestSchema;
+    output: typeof GenerateContentResponseSchema;
+  },
+  /**
+   * The Gemini dialect, streamed: the GenerateContentResponse chunks Google sends (the last with finishReason and
+   * usageMetadata), or one `{error}` object after the first. Keepalives (no chunks) and errors before the first
+   * chunk as for StreamChatCompletion.
+   *
+   * @generated from rpc portico.chat.v1.ChatService.StreamGenerateContent
+   */
+  streamGenerateContent: {
+    methodKind: "server_streaming";
+    input: typeof StreamGenerateContentRequestSchema;
+    output: typeof StreamGenerateContentResponseSchema;
+  },
+  /**
+   * The input tokens of a Gemini prompt: counted by the provider where its endpoint offers counting (Gemini,
+   * Anthropic), otherwise estimated (docs/dialects.md).
+   *
+   * @generated from rpc portico.chat.v1.ChatService.CountGeminiTokens
+   */
+  countGeminiTokens: {
+    methodKind: "unary";
+    input: typeof CountGeminiTokensRequestSchema;
+    output: typeof CountGeminiTokensResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_portico_chat_v1_chat_service, 0);
