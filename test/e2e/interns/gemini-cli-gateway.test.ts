@@ -1,8 +1,7 @@
 /**
  * A real gemini-cli against Portico's Gemini dialect (docs/dialects.md, "Gemini"), with a fake Gemini upstream
  * behind Portico: `gemini -p` non-interactively with `GOOGLE_GEMINI_BASE_URL=<portico>/api` and a Portico key as
- * `GEMINI_API_KEY`. Not in CI yet: it runs only when PORTICO_GEMINI_CLI names the `gemini` binary (0.61.0 was
- * checked: `PORTICO_GEMINI_CLI=/tmp/agents/node_modules/.bin/gemini npx vitest run <this file>`).
+ * `GEMINI_API_KEY`. gemini-cli is the version pinned in test/agents (installed on first use, test/helpers/real-agents.ts).
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -12,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { ensureRealAgents } from "../../helpers/real-agents.js";
 
-const GEMINI = process.env.PORTICO_GEMINI_CLI;
-
-describe.skipIf(!GEMINI)("gemini-cli through the Gemini dialect", () => {
+describe("gemini-cli through the Gemini dialect", () => {
   let h: Harness;
   let fake: FakeUpstream;
+  let GEMINI: string;
   beforeAll(async () => {
+    GEMINI = (await ensureRealAgents()).gemini;
     fake = await startFakeGemini({ text: ["Hello", " from", " fake"], finish: "STOP", usage: { input: 5, output: 3 } });
     h = await startHarness({ env: { PORTICO_PROVIDER_GOOGLE_AI_STUDIO_BASE_URL: `${fake.url}/v1beta` } });
     expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "google-ai-studio", key: "AIza-test" } })).status).toBe(200);
@@ -35,7 +35,7 @@ describe.skipIf(!GEMINI)("gemini-cli through the Gemini dialect", () => {
     writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }));
     const work = mkdtempSync(join(tmpdir(), "gemini-work-"));
     return new Promise((resolve) => {
-      const p = spawn(GEMINI!, [...args, "--skip-trust", "--yolo", "-o", "json"], {
+      const p = spawn(GEMINI, [...args, "--skip-trust", "--yolo", "-o", "json"], {
         cwd: work,
         env: { PATH: process.env.PATH, HOME: home, GEMINI_API_KEY: h.tenant.apiKey, GOOGLE_GEMINI_BASE_URL: `${h.baseUrl}/api`, GEMINI_CLI_NO_RELAUNCH: "true" },
       });
@@ -75,13 +75,15 @@ describe.skipIf(!GEMINI)("gemini-cli through the Gemini dialect", () => {
   it("with its default model: the side calls with other model ids reach Google AI Studio through Portico too", async () => {
     fake.scripts = undefined;
     fake.script = { text: ["Hello", " from", " fake"], finish: "STOP", usage: { input: 5, output: 3 } };
+    // gemini-cli's routing classifier asks generateContent for {reasoning, model_choice} JSON ("flash" or "pro").
+    fake.scriptFor = (r) =>
+      r.url.endsWith(":generateContent") ? { text: ['{"reasoning":"a short greeting","model_choice":"flash"}'], finish: "STOP", usage: { input: 4, output: 9 } } : undefined;
     const before = fake.requests.length;
     const run = await gemini(["-p", "hello"]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.out.response).toBe("Hello from fake");
     const urls = fake.requests.slice(before).map((r) => r.url);
-    // The routing classifier's generateContent calls (their answer is the fake's text, not the JSON it wants, so
-    // gemini-cli retries them and then picks a model itself) and the main streamed call.
+    // The routing classifier's generateContent call and the main streamed call.
     expect(urls.some((u) => /:generateContent$/.test(u))).toBe(true);
     expect(urls.filter((u) => u.endsWith(":streamGenerateContent?alt=sse"))).toHaveLength(1);
     const gens = await api(h, "GET", `/generations?limit=${urls.length}`, { key: h.tenant.managementKey });

@@ -90,6 +90,8 @@ export interface FakeUpstream {
   script: Script;
   /** When set, each chat request takes the next script of this queue (the last one repeats); else `script`. */
   scripts?: Script[];
+  /** When set and it returns a script for a request, that script answers it (before `scripts` and `script`). */
+  scriptFor?: (req: RecordedRequest) => Script | undefined;
   knobs: Knobs;
   /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
   clientAborted(count?: number): Promise<void>;
@@ -171,7 +173,8 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
       res.end(JSON.stringify(wire.errorBody(k.failStatus, k.failMessage ?? "fake upstream failure")));
       return;
     }
-    const script = fake.scripts?.length ? (fake.scripts.length > 1 ? fake.scripts.shift()! : fake.scripts[0]!) : fake.script;
+    const script =
+      fake.scriptFor?.(recorded) ?? (fake.scripts?.length ? (fake.scripts.length > 1 ? fake.scripts.shift()! : fake.scripts[0]!) : fake.script);
     const other = wire.other?.(script, recorded);
     if (other !== undefined) {
       res.writeHead(200, { "content-type": "application/json" });

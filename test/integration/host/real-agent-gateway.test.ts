@@ -1,13 +1,11 @@
 /**
  * Real agents through the model gateway, host side: the installed agent behind the host, a run's
  * StartRun.gateway pointing at a fake upstream standing in for Portico (its routes under /api), and the
- * agent's model calls relayed there with each run's token. Skipped when the agent is not installed
- * (PORTICO_TEST_AGENTS_BIN, default /tmp/agents/node_modules/.bin).
+ * agent's model calls relayed there with each run's token. The agents are the versions pinned in test/agents
+ * (installed on first use, test/helpers/real-agents.ts).
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { createServer } from "node:http";
@@ -15,11 +13,14 @@ import type { AddressInfo } from "node:net";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import type { AgentProfile } from "../../../src/host/options.js";
+import { ensureRealAgents, type REAL_AGENT_BINS } from "../../helpers/real-agents.js";
 import { contentOf, startRun, type FakeLink } from "./fake-core.js";
 import { startHarness, type Harness } from "./helpers.js";
 
-const BIN = process.env.PORTICO_TEST_AGENTS_BIN ?? "/tmp/agents/node_modules/.bin";
-const has = (name: string): boolean => existsSync(join(BIN, name));
+let BIN: typeof REAL_AGENT_BINS;
+beforeAll(async () => {
+  BIN = await ensureRealAgents();
+}, 660_000);
 
 let cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -84,10 +85,10 @@ async function twoRuns(link: FakeLink, fake: FakeUpstream, model: string, prefix
 }
 
 describe("real agents through the model relay", () => {
-  it.skipIf(!has("gemini"))("gemini-cli: ACP authenticate {methodId: gateway}; Gemini streamGenerateContent under /api with each run's token", async () => {
+  it("gemini-cli: ACP authenticate {methodId: gateway}; Gemini streamGenerateContent under /api with each run's token", async () => {
     const fake = await startFakeGemini();
     // An explicit model: with "auto" gemini-cli first asks a router model for JSON the fake does not give.
-    const { h, link, log } = await hostFor({ command: join(BIN, "gemini"), args: ["--acp", "--model", "gemini-2.5-flash"] }, fake);
+    const { h, link, log } = await hostFor({ command: BIN.gemini, args: ["--acp", "--model", "gemini-2.5-flash"] }, fake);
     const calls = await twoRuns(link, fake, "google/gemini-2.5-flash", "g");
     expect(calls.some((c) => c === "/api/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse Bearer prt-g-1")).toBe(true);
     expect(calls.at(-1)).toBe("/api/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse Bearer prt-g-2");
@@ -97,10 +98,10 @@ describe("real agents through the model relay", () => {
     expect(log()).not.toContain("prt-g-");
   }, 240_000);
 
-  it.skipIf(!has("claude-code-acp"))("claude-code-acp: modelGateway anthropic; Messages under /api with each run's token", async () => {
+  it("claude-code-acp: modelGateway anthropic; Messages under /api with each run's token", async () => {
     const fake = await startFakeAnthropic();
     const { link, log } = await hostFor(
-      { command: join(BIN, "claude-code-acp"), modelGateway: "anthropic", env: { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" } },
+      { command: BIN.claudeCodeAcp, modelGateway: "anthropic", env: { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" } },
       fake,
     );
     const calls = await twoRuns(link, fake, "claude-sonnet-4-5", "c");
@@ -111,9 +112,9 @@ describe("real agents through the model relay", () => {
     expect(log()).not.toContain("prt-c-");
   }, 240_000);
 
-  it.skipIf(!has("codex-acp"))("codex-acp: modelGateway openai-responses; Responses under /api with each run's token", async () => {
+  it("codex-acp: modelGateway openai-responses; Responses under /api with each run's token", async () => {
     const fake = await fakeResponses();
-    const { link, log } = await hostFor({ command: join(BIN, "codex-acp"), modelGateway: "openai-responses" }, fake);
+    const { link, log } = await hostFor({ command: BIN.codexAcp, modelGateway: "openai-responses" }, fake);
     const calls = await twoRuns(link, fake, "gpt-5", "x");
     expect(calls.filter((c) => c.startsWith("/api/v1/responses")).length).toBeGreaterThanOrEqual(2);
     expect(calls.some((c) => c.endsWith("Bearer prt-x-1"))).toBe(true);
@@ -121,11 +122,11 @@ describe("real agents through the model relay", () => {
     expect(log()).not.toContain("prt-x-");
   }, 240_000);
 
-  it.skipIf(!has("opencode"))("opencode: modelGateway opencode; chat completions under /api with each run's token", async () => {
+  it("opencode: modelGateway opencode; chat completions under /api with each run's token", async () => {
     const fake = await startFakeOpenAI();
     const { link, log } = await hostFor(
       {
-        command: join(BIN, "opencode"),
+        command: BIN.opencode,
         args: ["acp"],
         modelGateway: "opencode",
         env: { OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_CONFIG_CONTENT: JSON.stringify({ permission: { bash: "ask", edit: "ask" } }) },
