@@ -361,6 +361,8 @@ async function main(): Promise<void> {
   await fakes.stop();
   rmSync(dir, { recursive: true, force: true });
 
+  /** The rounds' range, when there are several. */
+  const spread = (xs: number[], digits: number) => (xs.length > 1 ? `(${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})` : "");
   const pct = (v: number, b: number) => `${v >= b ? "+" : ""}${((100 * (v - b)) / b).toFixed(0)} %`;
   const diff = (xs: number[][], i: number, t: Target, unit: "ms" | "%", digits = 3) => {
     const b = baseOf(t);
@@ -387,12 +389,12 @@ async function main(): Promise<void> {
     console.log(
       `\nMain-thread CPU: ${requestsPerRound} non-streaming requests at c=4 and ${streamsPerRound} streams of ${LONG_TEXT.length} text pieces at c=8 per target and round.\n`,
     );
-    console.log("| route → upstream | requests, streams (bad, failed) | events per stream | µs per request | vs chat | µs per event | vs chat | µs per text piece | vs chat |");
+    console.log("| route → upstream | requests, streams (bad, failed) | events per stream | µs per request (rounds' range) | vs chat | µs per event (range) | vs chat | µs per text piece | vs chat |");
     console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (const [i, t] of targets.entries()) {
       const c = checks[i]!;
       console.log(
-        `| ${t.name} | ${c.requests}, ${c.streams} (${c.bad}, ${c.failed}) | ${(c.events / c.streams).toFixed(0)} | ${(1000 * median(perRequest[i]!)).toFixed(0)} | ${diff(perRequest, i, t, "%")} | ${median(perEvent[i]!).toFixed(1)} | ${diff(perEvent, i, t, "%")} | ${median(perPiece[i]!).toFixed(1)} | ${diff(perPiece, i, t, "%")} |`,
+        `| ${t.name} | ${c.requests}, ${c.streams} (${c.bad}, ${c.failed}) | ${(c.events / c.streams).toFixed(0)} | ${(1000 * median(perRequest[i]!)).toFixed(0)} ${spread(perRequest[i]!.map((x) => 1000 * x), 0)} | ${diff(perRequest, i, t, "%")} | ${median(perEvent[i]!).toFixed(1)} ${spread(perEvent[i]!, 1)} | ${diff(perEvent, i, t, "%")} | ${median(perPiece[i]!).toFixed(1)} | ${diff(perPiece, i, t, "%")} |`,
       );
     }
   }
