@@ -126,9 +126,10 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
       }
       const call = ctx.relay.start(req, reply);
       const stream = serverStream(ctx.transport, ChatService.method.streamResponse, { body: json }, callOptionsFor(req, call.signal));
-      // The events relayed so far (the next sequence_number) and the response as `response.created` showed it.
+      // The events relayed so far (the next sequence_number) and the JSON text of `response.created` (parsed only
+      // when the stream fails: its response is the one `response.failed` repeats).
       let sent = 0;
-      let created: Record<string, unknown> | undefined;
+      let createdJson: string | undefined;
       await call.run(stream, {
         name: "responses",
         framed: true,
@@ -138,7 +139,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
           if (msg.events.length === 0) return HEARTBEAT;
           let out = "";
           for (const e of msg.events) {
-            if (sent === 0 && e.type === "response.created") created = (JSON.parse(e.dataJson) as { response?: Record<string, unknown> }).response;
+            if (sent === 0 && e.type === "response.created") createdJson = e.dataJson;
             sent++;
             out += frame(e.type, e.dataJson);
           }
@@ -152,7 +153,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
           const out: string[] = [];
           // Failed after the response opened but before the first event (a keepalive went out): clients need
           // `response.created` first (the SDK's stream helper refuses any other first event), so a minimal one.
-          let shell = created;
+          let shell = createdJson === undefined ? undefined : (JSON.parse(createdJson) as { response?: Record<string, unknown> }).response;
           if (!shell) {
             shell = { id: "", object: "response", created_at: Math.floor(Date.now() / 1000), status: "in_progress", error: null, incomplete_details: null, model: typeof json.model === "string" ? json.model : "", output: [], usage: null };
             out.push(frame("response.created", JSON.stringify({ type: "response.created", response: shell, sequence_number: sent++ })));
