@@ -22,8 +22,8 @@
  * - latency phase, c=1: non-streaming p50 (end to end) and Portico's added latency p50 (the `x-portico-overhead-ms`
  *   header: time in Portico minus the wait on the provider); streaming time to first event p50 (first body bytes)
  *   and added time to first chunk p50 (the header at stream open);
- * - cpu phase: the main thread's CPU (utime + stime; the fakes and the load run in other threads) per
- *   non-streaming request (`--requests` at c=4) and per relayed event over streams of 100 text pieces
+ * - cpu phase: the main thread's CPU (schedstat; the fakes and the load run in other threads, and each load worker
+ *   opens the window after its own start-up and one request per connection) per non-streaming request (`--requests` at c=4) and per relayed event over streams of 100 text pieces
  *   (`--streams` at c=8; every stream's text checked). Events are SSE `data:` frames the client read: /messages
  *   also sends message_start, ping, block start/stop, message_delta and message_stop, /responses created,
  *   in_progress, item and part events and completed, so the per-text-piece figure is given too.
@@ -37,7 +37,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { runInWorker, startWorker } from "./lib/worker.js";
 import { closedLoop, type LoadFigures } from "./lib/closed-loop.js";
 
@@ -190,6 +190,11 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
         },
       );
     });
+  // One request per connection first (connections open, the worker's code warm), then the measured window: the
+  // main thread reads its CPU when told it starts, so the worker's own start-up is not counted.
+  await Promise.all(Array.from({ length: job.concurrency }, () => one()));
+  Object.assign(figures, { streams: 0, events: 0, bad: 0, failed: 0 });
+  parentPort?.postMessage({ window: "start" });
   await Promise.all(
     Array.from({ length: job.concurrency }, async () => {
       for (let i = 0; i < (job.rounds ?? 1); i++) await one();
@@ -197,6 +202,24 @@ async function streamsWorker(job: Job): Promise<StreamFigures> {
   );
   agent.destroy();
   return figures;
+}
+
+/**
+ * Runs a streams job in a worker thread; the main thread's CPU (ms) from the worker's "start" message (after its
+ * start-up and first requests) to its answer.
+ */
+function measuredStreams(job: Job): Promise<{ figures: StreamFigures; cpuMs: number }> {
+  return new Promise((resolve, reject) => {
+    const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
+    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: job });
+    let start: number | undefined;
+    worker.on("message", (m: StreamFigures | { window: "start" }) => {
+      if ("window" in m) start = mainThreadCpuMs();
+      else resolve({ figures: m, cpuMs: mainThreadCpuMs() - (start ?? NaN) });
+    });
+    worker.once("error", reject);
+    worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
+  });
 }
 
 /** Models whose name contains this get the 100-piece script from the Anthropic fake (one Anthropic provider). */
@@ -333,17 +356,14 @@ async function main(): Promise<void> {
     const unary = (t: Target, n: number): Job => ({ mode: "streams", url: t.url, key, body: t.body, concurrency: 4, seconds, warmup, rounds: Math.ceil(n / 4) });
     const streams = (t: Target, n: number): Job => ({ mode: "streams", url: t.long.url, key, body: { ...t.long.body, stream: true }, concurrency: 8, seconds, warmup, rounds: Math.ceil(n / 8) });
     for (const t of targets) {
-      await runInWorker<StreamFigures>(import.meta.url, unary(t, 100));
-      await runInWorker<StreamFigures>(import.meta.url, streams(t, 40));
+      await measuredStreams(unary(t, 100));
+      await measuredStreams(streams(t, 40));
     }
     for (let round = 0; round < rounds; round++) {
       for (const [i, t] of targets.entries()) {
-        let before = mainThreadCpuMs();
-        const u = await runInWorker<StreamFigures>(import.meta.url, unary(t, requestsPerRound));
-        perRequest[i]!.push((mainThreadCpuMs() - before) / u.streams);
-        before = mainThreadCpuMs();
-        const s = await runInWorker<StreamFigures>(import.meta.url, streams(t, streamsPerRound));
-        const cpuMs = mainThreadCpuMs() - before;
+        const { figures: u, cpuMs: unaryMs } = await measuredStreams(unary(t, requestsPerRound));
+        perRequest[i]!.push(unaryMs / u.streams);
+        const { figures: s, cpuMs } = await measuredStreams(streams(t, streamsPerRound));
         perEvent[i]!.push((1000 * cpuMs) / s.events);
         perPiece[i]!.push((1000 * cpuMs) / (s.streams * LONG_TEXT.length));
         const c = checks[i]!;
