@@ -14,14 +14,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
+import { abortOnClientClose, callOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
-import { HEARTBEAT } from "../sse-relay.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { errorTypeOf } from "../../core/chat/dialects/anthropic-messages.js";
 import { createClient } from "@connectrpc/connect";
-import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { frame, relayEvents, replyJson } from "./dialect-reply.js";
 
 const anthropicErrorSchema = {
   type: "object",
@@ -101,8 +100,6 @@ function dialectHeaders(req: FastifyRequest): { anthropicBeta: string; anthropic
   return { anthropicBeta: h("anthropic-beta"), anthropicVersion: h("anthropic-version") };
 }
 
-const frame = (type: string, dataJson: string) => `event: ${type}\ndata: ${dataJson}\n\n`;
-
 export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ChatService, ctx.transport);
   const schemas = requestSchemas(ctx.brand);
@@ -142,30 +139,16 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
       const json = body as Record<string, never>;
       const headers = dialectHeaders(req);
       if ((body as { stream?: unknown }).stream !== true) {
-        const watch = abortOnClientClose(reply);
-        try {
-          const res = await client.createMessage({ body: json, ...headers }, optionsFor(req, watch.signal));
-          reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
-          reply.headers(cacheHeaders(res.cache));
-          return reply.type("application/json; charset=utf-8").send(res.messageJson);
-        } finally {
-          watch.release();
-        }
+        return replyJson(reply, async (signal) => {
+          const res = await client.createMessage({ body: json, ...headers }, optionsFor(req, signal));
+          return { json: res.messageJson, upstreamMs: res.upstreamMs, cache: res.cache };
+        });
       }
-      const call = ctx.relay.start(req, reply);
-      const stream = serverStream(ctx.transport, ChatService.method.streamMessage, { body: json, ...headers }, optionsFor(req, call.signal));
-      await call.run(stream, {
+      await relayEvents(ctx, req, reply, {
+        method: ChatService.method.streamMessage,
+        input: { body: json, ...headers },
+        options: (signal) => optionsFor(req, signal),
         name: "messages",
-        framed: true,
-        openAfterMs: ctx.streamOpenAfterMs,
-        openHeaders: (first) =>
-          first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined,
-        render: (msg) => {
-          if (msg.events.length === 0) return HEARTBEAT;
-          let out = "";
-          for (const e of msg.events) out += frame(e.type, e.dataJson);
-          return out;
-        },
         onError: (err, shutdown) => {
           const pub = publicErrorFromConnect(err);
           const status = shutdown ? 503 : pub.status;

@@ -12,13 +12,12 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
+import { callOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
-import { HEARTBEAT } from "../sse-relay.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import { errorBody, failureCodeOf } from "../../core/chat/dialects/openai-responses.js";
-import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { frame, relayEvents, replyJson } from "./dialect-reply.js";
 
 const openAiErrorSchema = {
   type: "object",
@@ -74,8 +73,6 @@ function openAiError(req: FastifyRequest, reply: FastifyReply, err: unknown): Fa
   return reply.code(status).type("application/json; charset=utf-8").send(JSON.stringify(errorBody(status, message, param, code)));
 }
 
-const frame = (type: string, dataJson: string) => `event: ${type}\ndata: ${dataJson}\n\n`;
-
 export async function registerResponsesRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ChatService, ctx.transport);
   const schemas = requestSchemas(ctx.brand);
@@ -114,35 +111,23 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
       }
       const json = body as Record<string, never>;
       if ((body as { stream?: unknown }).stream !== true) {
-        const watch = abortOnClientClose(reply);
-        try {
-          const res = await client.createResponse({ body: json }, callOptionsFor(req, watch.signal));
-          reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
-          reply.headers(cacheHeaders(res.cache));
-          return reply.type("application/json; charset=utf-8").send(res.responseJson);
-        } finally {
-          watch.release();
-        }
+        return replyJson(reply, async (signal) => {
+          const res = await client.createResponse({ body: json }, callOptionsFor(req, signal));
+          return { json: res.responseJson, upstreamMs: res.upstreamMs, cache: res.cache };
+        });
       }
-      const call = ctx.relay.start(req, reply);
-      const stream = serverStream(ctx.transport, ChatService.method.streamResponse, { body: json }, callOptionsFor(req, call.signal));
-      // The events relayed so far (the next sequence_number) and the response as `response.created` showed it.
+      // The events relayed so far (the next sequence_number) and the JSON text of `response.created` (parsed only
+      // when the stream fails: its response is the one `response.failed` repeats).
       let sent = 0;
-      let created: Record<string, unknown> | undefined;
-      await call.run(stream, {
+      let createdJson: string | undefined;
+      await relayEvents(ctx, req, reply, {
+        method: ChatService.method.streamResponse,
+        input: { body: json },
+        options: (signal) => callOptionsFor(req, signal),
         name: "responses",
-        framed: true,
-        openAfterMs: ctx.streamOpenAfterMs,
-        openHeaders: (first) => (first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined),
-        render: (msg) => {
-          if (msg.events.length === 0) return HEARTBEAT;
-          let out = "";
-          for (const e of msg.events) {
-            if (sent === 0 && e.type === "response.created") created = (JSON.parse(e.dataJson) as { response?: Record<string, unknown> }).response;
-            sent++;
-            out += frame(e.type, e.dataJson);
-          }
-          return out;
+        onEvent: (e) => {
+          if (sent === 0 && e.type === "response.created") createdJson = e.dataJson;
+          sent++;
         },
         onError: (err, shutdown) => {
           const pub = publicErrorFromConnect(err);
@@ -152,7 +137,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
           const out: string[] = [];
           // Failed after the response opened but before the first event (a keepalive went out): clients need
           // `response.created` first (the SDK's stream helper refuses any other first event), so a minimal one.
-          let shell = created;
+          let shell = createdJson === undefined ? undefined : (JSON.parse(createdJson) as { response?: Record<string, unknown> }).response;
           if (!shell) {
             shell = { id: "", object: "response", created_at: Math.floor(Date.now() / 1000), status: "in_progress", error: null, incomplete_details: null, model: typeof json.model === "string" ? json.model : "", output: [], usage: null };
             out.push(frame("response.created", JSON.stringify({ type: "response.created", response: shell, sequence_number: sent++ })));
