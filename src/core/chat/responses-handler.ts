@@ -14,6 +14,7 @@ import { callerOf } from "../auth.js";
 import { ResponsesRequest } from "../../contract/requests/responses-request.js";
 import { checkRules } from "../errors.js";
 import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
+import { sessionHeaderOf } from "./pipeline/context.js";
 import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
@@ -49,7 +50,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
 
   return {
     async createResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const outcome = await run(call, keep);
@@ -58,7 +59,7 @@ export function createResponsesMethods(deps: ResponsesDeps) {
     },
 
     async *streamResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const pending = run(call, keep);

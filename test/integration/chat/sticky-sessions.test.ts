@@ -83,6 +83,14 @@ describe("sticky sessions across instances (postgresql, Redis)", () => {
     ] as Array<[string, Record<string, string>, Record<string, unknown>]>) {
       expect(await keyUsed(client(base, headers), body)).toBe(first);
     }
+    // The Responses dialect reads the same headers (Codex sends `session_id`).
+    for (const base of [h.baseUrl, other!.baseUrl, h.baseUrl, other!.baseUrl, h.baseUrl, other!.baseUrl]) {
+      const before = fake.requests.length;
+      const res = await client(base, { session_id: session }).responses.create({ model: "mistral/m", input: "hi" });
+      expect(res.output_text).toBe("fine");
+      expect(fake.requests.length).toBe(before + 1);
+      expect(String(fake.requests.at(-1)!.headers.authorization).replace(/^Bearer /, "")).toBe(first);
+    }
     // Without a session the draw spreads: 40 requests reach more than one credential.
     const seen = new Set<string>();
     for (let i = 0; i < 40 && seen.size < 2; i++) seen.add(await keyUsed(client(other!.baseUrl)));
