@@ -8,6 +8,7 @@
  */
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { cacheHeaders, OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
+import { overheadHeaders, overheadMs, OVERHEAD_ROUTES } from "../overhead.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { presentModel } from "../presenters/models.js";
@@ -207,7 +208,7 @@ async function streamCompletion(
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's
     // keepalive or the gateway's own timer).
     openHeaders: (first) =>
-      first && (first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
+      first && (first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.chat, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
     // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,
@@ -233,24 +234,8 @@ async function streamCompletion(
   });
 }
 
-const CHAT_ROUTE = "/api/v1/chat/completions";
-
-/**
- * Portico's own time so far: the time since the request arrived minus `upstreamMs`, the core's time waiting on
- * providers; recorded in `portico_overhead_seconds` and returned as the header's value.
- */
-function overheadMs(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): string {
-  const ms = Math.max(0, reply.elapsedTime - upstreamMs);
-  ctx.metrics.overhead.observe({ route: CHAT_ROUTE, provider: provider || "none" }, ms / 1000);
-  return ms.toFixed(3);
-}
-
-function overheadHeaders(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): Record<string, string> {
-  return { [OVERHEAD_HEADER]: overheadMs(ctx, reply, upstreamMs, provider) };
-}
-
 function overhead(ctx: GatewayContext, reply: FastifyReply, upstreamMs: number, provider: string): void {
-  reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, upstreamMs, provider));
+  reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, OVERHEAD_ROUTES.chat, upstreamMs, provider));
 }
 
 /** An error answered in the envelope: its wait on providers comes in the error's metadata (zero when none). */

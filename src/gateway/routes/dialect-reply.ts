@@ -15,6 +15,7 @@ import type { GatewayContext } from "../context.js";
 import { abortOnClientClose, serverStream } from "../rpc.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { overheadHeaders, overheadMs, type OverheadRoute } from "../overhead.js";
 
 /** One event of a dialect's stream, as the core sends it. */
 export interface DialectEvent {
@@ -26,6 +27,7 @@ export interface DialectEvent {
 interface DialectStreamMessage {
   events: DialectEvent[];
   upstreamMs: number;
+  provider: string;
   cache: string;
 }
 
@@ -34,13 +36,15 @@ export const frame = (type: string, dataJson: string) => `event: ${type}\ndata: 
 
 /** A unary answer: the core's JSON text, with the overhead and cache headers. */
 export async function replyJson(
+  ctx: GatewayContext,
   reply: FastifyReply,
-  call: (signal: AbortSignal) => Promise<{ json: string; upstreamMs: number; cache: string }>,
+  route: OverheadRoute,
+  call: (signal: AbortSignal) => Promise<{ json: string; upstreamMs: number; provider: string; cache: string }>,
 ): Promise<FastifyReply> {
   const watch = abortOnClientClose(reply);
   try {
     const res = await call(watch.signal);
-    reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
+    reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, route, res.upstreamMs, res.provider));
     reply.headers(cacheHeaders(res.cache));
     return reply.type("application/json; charset=utf-8").send(res.json);
   } finally {
@@ -61,6 +65,7 @@ export async function relayEvents<I extends DescMessage, O extends DescMessage>(
     input: MessageInitShape<I>;
     options: (signal: AbortSignal) => CallOptions;
     name: string;
+    route: OverheadRoute;
     onEvent?: (e: DialectEvent) => void;
     onError: (err: ConnectError, shutdown: boolean) => string[];
   },
@@ -76,7 +81,7 @@ export async function relayEvents<I extends DescMessage, O extends DescMessage>(
     framed: true,
     openAfterMs: ctx.streamOpenAfterMs,
     openHeaders: (first) =>
-      first && first.events.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined,
+      first && first.events.length > 0 ? { ...overheadHeaders(ctx, reply, stream.route, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
     render: (msg) => {
       if (msg.events.length === 0) return HEARTBEAT;
       let out = "";

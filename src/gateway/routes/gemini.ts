@@ -26,6 +26,7 @@ import { passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { errorBody } from "../../core/chat/dialects/gemini-generate.js";
 import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
+import { overheadHeaders, overheadMs, OVERHEAD_ROUTES } from "../overhead.js";
 
 /** The methods served, by their name after the `:`. */
 const METHODS = ["generateContent", "streamGenerateContent", "countTokens"] as const;
@@ -152,7 +153,7 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
         const watch = abortOnClientClose(reply);
         try {
           const res = await client.generateContent({ body: json, model }, optionsFor(req, query, watch.signal));
-          reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
+          reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, OVERHEAD_ROUTES.gemini, res.upstreamMs, res.provider));
           reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.responseJson);
         } finally {
@@ -165,7 +166,7 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
         name: "gemini",
         framed: true,
         openAfterMs: ctx.streamOpenAfterMs,
-        openHeaders: (first) => (first && first.chunksJson.length > 0 ? { [OVERHEAD_HEADER]: Math.max(0, reply.elapsedTime - first.upstreamMs).toFixed(3), ...cacheHeaders(first.cache) } : undefined),
+        openHeaders: (first) => (first && first.chunksJson.length > 0 ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.gemini, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined),
         render: (msg) => (msg.chunksJson.length === 0 ? HEARTBEAT : msg.chunksJson.map(frame).join("")),
         onError: (err, shutdown) => {
           const pub = publicErrorFromConnect(err);

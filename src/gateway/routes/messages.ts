@@ -12,6 +12,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { abortOnClientClose, callOptionsFor } from "../rpc.js";
@@ -139,9 +140,9 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
       const json = body as Record<string, never>;
       const headers = dialectHeaders(req);
       if ((body as { stream?: unknown }).stream !== true) {
-        return replyJson(reply, async (signal) => {
+        return replyJson(ctx, reply, OVERHEAD_ROUTES.messages, async (signal) => {
           const res = await client.createMessage({ body: json, ...headers }, optionsFor(req, signal));
-          return { json: res.messageJson, upstreamMs: res.upstreamMs, cache: res.cache };
+          return { json: res.messageJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
         });
       }
       await relayEvents(ctx, req, reply, {
@@ -149,6 +150,7 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
         input: { body: json, ...headers },
         options: (signal) => optionsFor(req, signal),
         name: "messages",
+        route: OVERHEAD_ROUTES.messages,
         onError: (err, shutdown) => {
           const pub = publicErrorFromConnect(err);
           const status = shutdown ? 503 : pub.status;

@@ -10,6 +10,7 @@
 import { ConnectError, createClient } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
 import { callOptionsFor } from "../rpc.js";
@@ -111,9 +112,9 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
       }
       const json = body as Record<string, never>;
       if ((body as { stream?: unknown }).stream !== true) {
-        return replyJson(reply, async (signal) => {
+        return replyJson(ctx, reply, OVERHEAD_ROUTES.responses, async (signal) => {
           const res = await client.createResponse({ body: json }, callOptionsFor(req, signal));
-          return { json: res.responseJson, upstreamMs: res.upstreamMs, cache: res.cache };
+          return { json: res.responseJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
         });
       }
       // The events relayed so far (the next sequence_number) and the JSON text of `response.created` (parsed only
@@ -125,6 +126,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
         input: { body: json },
         options: (signal) => callOptionsFor(req, signal),
         name: "responses",
+        route: OVERHEAD_ROUTES.responses,
         onEvent: (e) => {
           if (sent === 0 && e.type === "response.created") createdJson = e.dataJson;
           sent++;

@@ -32,8 +32,8 @@ function overheadOf(header: string | null): number {
 }
 
 /** The histogram's count for one route and provider in a /metrics text. */
-function countOf(metrics: string, provider: string): number {
-  const line = metrics.split("\n").find((l) => l.startsWith(`portico_overhead_seconds_count{route="/api/v1/chat/completions",provider="${provider}"}`));
+function countOf(metrics: string, provider: string, route = "/api/v1/chat/completions"): number {
+  const line = metrics.split("\n").find((l) => l.startsWith(`portico_overhead_seconds_count{route="${route}",provider="${provider}"}`));
   return line ? Number(line.split(" ").at(-1)) : 0;
 }
 
@@ -77,6 +77,34 @@ describe("chat overhead header and histogram", () => {
     expect(res.text).toContain("data: [DONE]");
     expect(overheadOf(res.header)).toBeLessThanOrEqual(res.elapsedMs - PROVIDER_DELAY_MS);
     expect(countOf(await metricsText(h.baseUrl), "groq")).toBe(before + 1);
+  });
+
+  it("the other dialects' routes report it the same way, each under its own route", async () => {
+    const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+      const started = performance.now();
+      const res = await fetch(`${h.baseUrl}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${h.tenant.apiKey}`, "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+      const elapsedMs = performance.now() - started;
+      return { status: res.status, header: res.headers.get(HEADER), elapsedMs, text: await res.text() };
+    };
+    const cases = [
+      ["/api/v1/messages", "/api/v1/messages", { model: "groq/llama-3.3-70b", max_tokens: 50, messages }],
+      ["/api/v1/messages", "/api/v1/messages", { model: "groq/llama-3.3-70b", max_tokens: 50, messages, stream: true }],
+      ["/api/v1/responses", "/api/v1/responses", { model: "groq/llama-3.3-70b", input: "hi" }],
+      ["/api/v1/responses", "/api/v1/responses", { model: "groq/llama-3.3-70b", input: "hi", stream: true }],
+      ["/api/v1beta/models", "/api/v1beta/models/groq/llama-3.3-70b:generateContent", { contents: [{ role: "user", parts: [{ text: "hi" }] }] }],
+      ["/api/v1beta/models", "/api/v1beta/models/groq/llama-3.3-70b:streamGenerateContent?alt=sse", { contents: [{ role: "user", parts: [{ text: "hi" }] }] }],
+    ] as const;
+    for (const [route, path, body] of cases) {
+      const before = countOf(await metricsText(h.baseUrl), "groq", route);
+      const res = await post(path, body);
+      expect(res.status, `${path}: ${res.text}`).toBe(200);
+      expect(overheadOf(res.header)).toBeLessThanOrEqual(res.elapsedMs - PROVIDER_DELAY_MS);
+      expect(countOf(await metricsText(h.baseUrl), "groq", route), path).toBe(before + 1);
+    }
   });
 
   it("errors carry it too: after failed attempts without their wait, before any attempt as the whole time", async () => {

@@ -1,0 +1,30 @@
+/**
+ * Portico's own time for a model call, as every model route reports it (docs/chat.md, "Overhead"): the time since the
+ * request arrived minus `upstreamMs`, the core's time waiting on providers. Observed in `portico_overhead_seconds`
+ * under the route and the provider that served (`none` when none did) and returned as the header's value.
+ */
+import type { FastifyReply } from "fastify";
+import { OVERHEAD_HEADER } from "../contract/overhead.js";
+import type { GatewayContext } from "./context.js";
+
+/** The `route` label of each model route. */
+export const OVERHEAD_ROUTES = {
+  chat: "/api/v1/chat/completions",
+  messages: "/api/v1/messages",
+  responses: "/api/v1/responses",
+  gemini: "/api/v1beta/models",
+} as const;
+
+export type OverheadRoute = (typeof OVERHEAD_ROUTES)[keyof typeof OVERHEAD_ROUTES];
+
+/** The header's value (milliseconds, three decimals), observed in the histogram on the way. */
+export function overheadMs(ctx: GatewayContext, reply: FastifyReply, route: OverheadRoute, upstreamMs: number, provider: string): string {
+  const ms = Math.max(0, reply.elapsedTime - upstreamMs);
+  ctx.metrics.overhead.observe({ route, provider: provider || "none" }, ms / 1000);
+  return ms.toFixed(3);
+}
+
+/** `{x-portico-overhead-ms: …}` for a stream's opening headers. */
+export function overheadHeaders(ctx: GatewayContext, reply: FastifyReply, route: OverheadRoute, upstreamMs: number, provider: string): Record<string, string> {
+  return { [OVERHEAD_HEADER]: overheadMs(ctx, reply, route, upstreamMs, provider) };
+}
