@@ -8,8 +8,8 @@
  *
  * What it shows is Portico's own per-request work in the core, without the HTTP server and client whose cost the
  * bare relay pays too; it is steadier than the end-to-end bench on a loaded machine (one process, CPU of this
- * process only, best of `--repeats`). `--base <checkout>` runs the same against another checkout's `src/`, taking
- * turns with this tree `--pairs` times.
+ * process only, best of `--repeats`). `--base <checkout>[,<checkout>…]` runs the same against other checkouts' `src/`
+ * (no build needed), taking turns with this tree `--pairs` times.
  *
  *   node bin/run-ts.mjs bench/chat-pipeline.ts [--base /work/base-hot] [--requests 20000] [--streams 400]
  *       [--chunks 100] [--pairs 3] [--repeats 3]
@@ -45,7 +45,9 @@ const cpuUs = () => {
 
 async function treeAt(name: string, root: string): Promise<Tree> {
   const m = (p: string) => import(pathToFileURL(resolve(root, "src", p)).href);
-  const [{ createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createContextValues }, pino] =
+  // Older trees (e.g. bcea282, before the health memory and sticky sessions) lack some modules: what they lack is left out.
+  const optional = (p: string) => m(p).catch(() => ({}));
+  const [{ createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createMemoryCooldowns }, { createContextValues }, pino] =
     await Promise.all([
       m("core/chat/chat-handler.ts"),
       m("core/auth.ts"),
@@ -53,8 +55,9 @@ async function treeAt(name: string, root: string): Promise<Tree> {
       m("core/catalog/builtin-catalog.ts"),
       m("core/chat/providers/index.ts"),
       m("lib/concurrency-limiter.ts"),
-      m("lib/health-memory.ts"),
-      m("lib/session-affinity.ts"),
+      optional("lib/health-memory.ts"),
+      optional("lib/session-affinity.ts"),
+      optional("core/chat/cooldowns.ts"),
       import("@connectrpc/connect"),
       import("pino"),
     ]);
@@ -117,11 +120,11 @@ async function treeAt(name: string, root: string): Promise<Tree> {
     rates: { admit: async () => ({ ok: true }), addTokens: async () => undefined, close: async () => undefined },
     logger,
     timeouts: { firstByteMs: 60_000, answerMs: 300_000, budgetMs: 600_000, retries: 0, retryBaseMs: 250, retryMaxMs: 4000, streamFloorBytesPerSecond: 0, streamProbeMs: 2000 },
-    health: createMemoryHealthMemory(),
+    ...(createMemoryHealthMemory ? { health: createMemoryHealthMemory() } : { cooldowns: createMemoryCooldowns() }),
     keepaliveMs: 15_000,
     accountRouting: async () => [],
     credentialOrder: "balanced",
-    affinity: createMemorySessionAffinity({ ttlMs: 3_600_000, maxEntries: 10_000 }),
+    ...(createMemorySessionAffinity ? { affinity: createMemorySessionAffinity({ ttlMs: 3_600_000, maxEntries: 10_000 }) } : {}),
     responseCache: undefined,
     contentLog: undefined,
   });
@@ -172,7 +175,7 @@ async function treeAt(name: string, root: string): Promise<Tree> {
 }
 
 const trees = [await treeAt("this tree", resolve(import.meta.dirname, ".."))];
-if (base) trees.push(await treeAt(`base (${base})`, resolve(base)));
+for (const b of base ? base.split(",") : []) trees.push(await treeAt(`base (${b})`, resolve(b)));
 // Warm-up: every path JIT-compiled before the first measured run.
 for (const t of trees) {
   await t.unary(Math.min(2000, requests));
