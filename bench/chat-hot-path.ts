@@ -21,7 +21,8 @@
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
  *   divided by the chunk events the client received;
  * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32.
- * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit).
+ * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit); with `--base`, the
+ * base's serve1 too, into `<dir>/base`.
  *
  * Before/after in one run: `--base <checkout>` adds the target "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
@@ -133,7 +134,8 @@ async function main(): Promise<void> {
     const serveTargets: Array<{ name: string; start: () => Promise<Target & { children: ChildProcess[] }> }> = [];
     const startServe = async (workers: number, name: string, checkout = root) => {
       const isBase = checkout !== root;
-      const args = [...(profileDir && workers === 1 && !isBase ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "bin/portico.mjs", "serve"];
+      // The base checkout's profile goes to <dir>/base, so one run profiles both builds under the same load.
+      const args = [...(profileDir && workers === 1 ? ["--cpu-prof", `--cpu-prof-dir=${isBase ? join(profileDir, "base") : profileDir}`] : []), "bin/portico.mjs", "serve"];
       const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}), PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) };
       const s = await spawnUntil(args, env, join(dir, `${name}.log`), serveReady(workers), 60_000, checkout);
       let own = isBase ? baseKeys : keys;

@@ -95,6 +95,9 @@ async function main(): Promise<void> {
     PORTICO_EMBEDDED_HOST: "false",
     PORTICO_PROVIDER_GROQ_BASE_URL: `${fake.url}/v1`,
     PORTICO_PROVIDER_TOGETHER_BASE_URL: `${long.url}/v1`,
+    // `--streams` streams of one key open at once: above the default per-key bound (64), the rest would be refused
+    // with 429 and counted as failed streams.
+    PORTICO_CHAT_MAX_CONCURRENT_PER_KEY: String(Math.max(64, streamsAtOnce)),
   });
   const metrics = createMetrics();
   const core = await createCore({ database, config, logger, metrics });

@@ -50,7 +50,8 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
     .then((res) => (iterator = res.message[Symbol.asyncIterator]()));
   opened.catch(() => undefined); // reported by the first next()
   return {
-    next: async () => (iterator ?? (await opened)).next(),
+    // Not an async wrapper: a promise and a turn per message less once the stream is open.
+    next: () => (iterator ? iterator.next() : opened.then((it) => it.next())),
     /** Stops reading: the call ends (in process, the handler's generator finishes and its signal aborts). */
     async return() {
       const it = iterator ?? (await opened.catch(() => undefined));

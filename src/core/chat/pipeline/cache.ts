@@ -145,28 +145,34 @@ export function createCacheStage(deps: { store: ResponseCacheStore | undefined; 
 
   return {
     name: "cache",
-    async run(call, next) {
-      // The request's (or its preset's) `cache` wins whole; without it, the workspace's setting.
-      const ws = call.caller.responseCacheTtlSeconds;
-      const ttlMs = call.request.cache !== undefined && call.request.cache !== null ? cacheTtlMs(call.request) : ws ? ws * 1000 : undefined;
-      if (call.request.cache !== undefined) {
-        // Portico's own field: never sent upstream.
-        const { cache: _cache, ...rest } = call.request;
-        call.request = rest as typeof call.request;
-      }
-      // A request with server tools is not cached: their results depend on the time and the web (docs/plugins.md).
-      if (ttlMs === undefined || !deps.store || isEcho(call.request) || call.serverTools) return next();
-      if (typeof call.request.model === "string" && call.track.requestedModel === "") call.track.requestedModel = call.request.model;
-      const key = cacheKeyOf(call.caller, call.request);
-      const entry = await lookup(key);
-      if (entry) return hit(call, entry);
-      call.track.cache = "miss";
-      const outcome = await next();
-      if (outcome.kind === "stream") return { kind: "stream", events: storeAfter(call, key, ttlMs, outcome.events) };
-      await keep(call, key, ttlMs, outcome.completion);
-      return outcome;
+    run(call, next) {
+      // No `cache` in the request and none for the workspace: nothing to do (no async step of its own).
+      if (call.request.cache === undefined && !call.caller.responseCacheTtlSeconds) return next();
+      return cached(call, next);
     },
   };
+
+  async function cached(call: ChatCall, next: () => Promise<ChatOutcome>): Promise<ChatOutcome> {
+    // The request's (or its preset's) `cache` wins whole; without it, the workspace's setting.
+    const ws = call.caller.responseCacheTtlSeconds;
+    const ttlMs = call.request.cache !== undefined && call.request.cache !== null ? cacheTtlMs(call.request) : ws ? ws * 1000 : undefined;
+    if (call.request.cache !== undefined) {
+      // Portico's own field: never sent upstream.
+      const { cache: _cache, ...rest } = call.request;
+      call.request = rest as typeof call.request;
+    }
+    // A request with server tools is not cached: their results depend on the time and the web (docs/plugins.md).
+    if (ttlMs === undefined || !deps.store || isEcho(call.request) || call.serverTools) return next();
+    if (typeof call.request.model === "string" && call.track.requestedModel === "") call.track.requestedModel = call.request.model;
+    const key = cacheKeyOf(call.caller, call.request);
+    const entry = await lookup(key);
+    if (entry) return hit(call, entry);
+    call.track.cache = "miss";
+    const outcome = await next();
+    if (outcome.kind === "stream") return { kind: "stream", events: storeAfter(call, key, ttlMs, outcome.events) };
+    await keep(call, key, ttlMs, outcome.completion);
+    return outcome;
+  }
 }
 
 /** A stored answer as a stream: role chunk, reasoning and content, finish chunk, usage chunk. */

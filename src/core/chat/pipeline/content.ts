@@ -8,7 +8,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { ContentLog } from "../content-log.js";
 import type { StreamEvent } from "../model.js";
-import type { ChatCall, ChatStage } from "./stage.js";
+import type { ChatCall, ChatOutcome, ChatStage, Next } from "./stage.js";
 import { tapEvents } from "./tap.js";
 
 interface AssembledChoice {
@@ -85,59 +85,63 @@ export function createContentStage(deps: { log: ContentLog | undefined }): ChatS
   const { log } = deps;
   return {
     name: "content",
-    async run(call, next) {
+    run(call, next) {
       const days = call.caller.contentLogRetentionDays;
-      if (!log || !days) return next();
-      // The request as validated, before the stages after this one change it (preset, plugins).
-      let request: unknown;
-      try {
-        request = structuredClone(call.request);
-      } catch {
-        return next();
-      }
-      // Never fails the answer: whatever goes wrong here only loses the log entry.
-      const keep = (response: unknown) => {
-        try {
-          record(response);
-        } catch {
-          /* the content log only queues; nothing to surface */
-        }
-      };
-      const record = (response: unknown) =>
-        log.record({
-          id: call.track.id,
-          organizationId: call.caller.organizationId,
-          workspaceId: call.caller.workspaceId,
-          retentionDays: days,
-          request,
-          response,
-          keys: call.attempts.map((a) => a.call.apiKey).filter((k): k is string => typeof k === "string" && k !== ""),
-        });
-      let outcome;
-      try {
-        outcome = await next();
-      } catch (err) {
-        keep(errorBody(err, call));
-        throw err;
-      }
-      if (outcome.kind === "completion") {
-        keep(outcome.completion);
-        return outcome;
-      }
-      const acc = assembler();
-      return {
-        kind: "stream",
-        events: tapEvents(outcome.events, {
-          map(e) {
-            acc.add(e);
-            return e;
-          },
-          end(e) {
-            const body = acc.result(call.track.id);
-            keep(e.how === "failed" ? { ...body, ...(errorBody(e.error, call) as object) } : e.how === "closed" ? { ...body, cancelled: true } : body);
-          },
-        }),
-      };
+      return !log || !days ? next() : logged(log, days, call, next);
     },
+  };
+}
+
+/** The request logged with its answer (the workspace logs content). */
+async function logged(log: ContentLog, days: number, call: ChatCall, next: Next): Promise<ChatOutcome> {
+  // The request as validated, before the stages after this one change it (preset, plugins).
+  let request: unknown;
+  try {
+    request = structuredClone(call.request);
+  } catch {
+    return next();
+  }
+  // Never fails the answer: whatever goes wrong here only loses the log entry.
+  const keep = (response: unknown) => {
+    try {
+      record(response);
+    } catch {
+      /* the content log only queues; nothing to surface */
+    }
+  };
+  const record = (response: unknown) =>
+    log.record({
+      id: call.track.id,
+      organizationId: call.caller.organizationId,
+      workspaceId: call.caller.workspaceId,
+      retentionDays: days,
+      request,
+      response,
+      keys: call.attempts.map((a) => a.call.apiKey).filter((k): k is string => typeof k === "string" && k !== ""),
+    });
+  let outcome;
+  try {
+    outcome = await next();
+  } catch (err) {
+    keep(errorBody(err, call));
+    throw err;
+  }
+  if (outcome.kind === "completion") {
+    keep(outcome.completion);
+    return outcome;
+  }
+  const acc = assembler();
+  return {
+    kind: "stream",
+    events: tapEvents(outcome.events, {
+      map(e) {
+        acc.add(e);
+        return e;
+      },
+      end(e) {
+        const body = acc.result(call.track.id);
+        keep(e.how === "failed" ? { ...body, ...(errorBody(e.error, call) as object) } : e.how === "closed" ? { ...body, cancelled: true } : body);
+      },
+    }),
   };
 }

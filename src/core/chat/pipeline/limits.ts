@@ -5,14 +5,15 @@
  * nobody else's: each key has its own slots. It runs inside "record", so a refused request is still recorded.
  *
  * A slot is held from here until the answer is complete: for a non-streamed request until the completion or
- * the error; for a stream until its last event, an error, the consumer leaving (`return()` on the events), or
- * the caller's signal aborting (the client left, even before the stream was read). Releasing is idempotent.
+ * the error (a caller that leaves aborts the upstream call, which ends it); for a stream until its last event, an
+ * error, the consumer leaving (`return()` on the events), or the caller's signal aborting (the client left, even
+ * before the stream was read). Releasing is idempotent.
  * The count is shared by every process that counts with the same limiter (src/lib/concurrency-limiter.ts).
  */
 import { Reason, serviceError } from "../../errors.js";
 import type { ConcurrencyLimiter, Slot } from "../../../lib/concurrency-limiter.js";
 import type { StreamEvent } from "../model.js";
-import type { ChatStage } from "./stage.js";
+import type { ChatCall, ChatOutcome, ChatStage, Next } from "./stage.js";
 import { tapEvents } from "./tap.js";
 
 export interface LimitsDeps {
@@ -25,40 +26,46 @@ export function createLimitsStage(deps: LimitsDeps): ChatStage {
   const max = deps.maxConcurrentPerKey;
   return {
     name: "limits",
-    async run(call, next) {
-      if (max <= 0) return next();
-      const slot = await deps.limiter.acquire(call.caller.keyHash, max);
-      if (!slot) {
-        throw serviceError(
-          Reason.RATE_LIMITED,
-          `Too many chat completions in flight for this API key (at most ${max} at once); retry when one has finished`,
-          { retryAfterSeconds: 1 },
-        );
-      }
+    run(call, next) {
+      return max <= 0 ? next() : held(call, next);
+    },
+  };
+
+  async function held(call: ChatCall, next: Next): Promise<ChatOutcome> {
+    const slot = await deps.limiter.acquire(call.caller.keyHash, max);
+    if (!slot) {
+      throw serviceError(
+        Reason.RATE_LIMITED,
+        `Too many chat completions in flight for this API key (at most ${max} at once); retry when one has finished`,
+        { retryAfterSeconds: 1 },
+      );
+    }
+    // A non-streamed request holds its slot until its answer or error (the caller leaving aborts the upstream
+    // call, which ends it); a stream also until the caller leaves, even if it is never read: only a stream
+    // listens to the signal (a listener added and removed costs more than the rest of this stage).
+    let release = () => slot.release();
+    if (call.streamed) {
       const onAbort = () => slot.release();
-      const release = () => {
+      release = () => {
         call.signal.removeEventListener("abort", onAbort);
         slot.release();
       };
-      if (call.signal.aborted) {
-        release();
-      } else {
-        call.signal.addEventListener("abort", onAbort, { once: true });
-      }
-      let outcome;
-      try {
-        outcome = await next();
-      } catch (err) {
-        release();
-        throw err;
-      }
-      if (outcome.kind === "completion") {
-        release();
-        return outcome;
-      }
-      return { kind: "stream", events: releasing(outcome.events, { release }) };
-    },
-  };
+      if (call.signal.aborted) release();
+      else call.signal.addEventListener("abort", onAbort, { once: true });
+    }
+    let outcome;
+    try {
+      outcome = await next();
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (outcome.kind === "completion") {
+      release();
+      return outcome;
+    }
+    return { kind: "stream", events: releasing(outcome.events, { release }) };
+  }
 }
 
 /** `events` unchanged, with `slot` released when they end, fail or are closed by the consumer: a tap, no iterator layer of its own. */

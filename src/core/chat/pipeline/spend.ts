@@ -23,7 +23,8 @@ import { maxCostOf, promptTokenBound } from "../../spend/max-cost.js";
 import { keyCounterId, workspaceCounterId, type SpendStore } from "../../spend/spend-store.js";
 import type { StreamEvent, Usage } from "../model.js";
 import { accountCostOf, priceServed } from "./cost.js";
-import type { ChatCall, ChatStage } from "./stage.js";
+import type { CallerLimits } from "../../auth.js";
+import type { ChatCall, ChatOutcome, ChatStage, Next } from "./stage.js";
 
 export interface SpendDeps {
   catalog: Catalog;
@@ -85,110 +86,114 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
 
   return {
     name: "spend",
-    async run(call, next) {
+    run(call, next) {
       const limits = call.caller.limits;
       if (!limits || (!limits.keySpend && !limits.workspaceSpend)) {
-        if (call.afterReserve) await runDeferred(call);
-        return next();
+        // No limit: nothing to reserve (no async step of its own unless a plugin deferred work until here).
+        return call.afterReserve ? runDeferred(call).then(next) : next();
       }
-      // The request's own call, plus what a plugin calls on its behalf first (the fusion panel: call.reserveExtra).
-      const amount = bound(call) + (call.reserveExtra ?? 0n);
-      const counters = {
-        key: limits.keySpend ? keyCounterId(call.caller.keyId) : null,
-        ws: limits.workspaceSpend ? workspaceCounterId(call.caller.workspaceId) : null,
-      };
-      const r = await store.reserve({ key: counters.key, workspace: counters.ws, amount });
-      if (!r.ok) {
-        const which = r.refusedBy === "key" ? "this API key's spend limit" : "the workspace's budget";
-        throw serviceError(
-          Reason.SPEND_LIMIT_EXCEEDED,
-          `This request could cost up to ${dollars(amount)}, more than the ${dollars(r.remaining)} left of ${which} (${dollars(r.limit)}); lower max_completion_tokens, raise the limit or wait for its reset`,
-          { field: r.refusedBy === "key" ? "limit" : "workspace.budget" },
-        );
-      }
-      const keepAlive = setInterval(() => void store.extend(r.id).catch(() => undefined), Math.max(50, Math.floor(deps.reservationTtlMs / 3)));
-      keepAlive.unref();
-      let settled: Promise<void> | undefined;
-      let relayedBytes = 0;
-      let relayedChunks = 0;
-      const settle = (): Promise<void> => {
-        if (settled) return settled;
-        clearInterval(keepAlive);
-        const cost = settledCost(call, relayedBytes, relayedChunks);
-        if (cost > amount) {
-          // The bound did not hold (a provider counted more than the body's bytes): the real cost still counts.
-          deps.logger.warn({ generation: call.track.id, reserved: amount.toString(), cost: cost.toString() }, "a generation cost more than its reservation");
-        }
-        settled = store.settle(r.id, cost, counters).catch((err: unknown) => {
-          // The reservation stays until its expiry releases it; the cost is still on the generation record.
-          deps.logger.error({ err, generation: call.track.id }, "spend settlement failed");
-        });
-        return settled;
-      };
-      let outcome;
-      try {
-        await runDeferred(call);
-        outcome = await next();
-      } catch (err) {
-        await settle();
-        throw err;
-      }
-      if (outcome.kind === "completion") {
-        await settle();
-        return outcome;
-      }
-      const inner = outcome.events[Symbol.asyncIterator]();
-      const count = (e: StreamEvent) => {
-        for (const c of e.choices ?? []) {
-          const d = c.delta as Record<string, unknown> | undefined;
-          if (!d) continue;
-          let n = 0;
-          for (const k of ["content", "reasoning", "reasoning_content", "refusal"]) if (typeof d[k] === "string") n += Buffer.byteLength(d[k] as string);
-          if (Array.isArray(d.tool_calls)) for (const t of d.tool_calls as Array<{ function?: { arguments?: unknown } }>) {
-            if (typeof t?.function?.arguments === "string") n += Buffer.byteLength(t.function.arguments);
-          }
-          if (n > 0) {
-            relayedBytes += n;
-            relayedChunks++;
-          }
-        }
-      };
-      // A hand-written iterator (see record.ts); the events pass through uncopied.
-      const events: AsyncIterable<StreamEvent> = {
-        [Symbol.asyncIterator]() {
-          return {
-            async next() {
-              let res: IteratorResult<StreamEvent>;
-              try {
-                res = await inner.next();
-              } catch (err) {
-                if (call.signal.aborted && call.track.status === "pending") call.track.status = "cancelled";
-                await settle();
-                throw err;
-              }
-              if (res.done) await settle();
-              else count(res.value);
-              return res;
-            },
-            async return(value?: unknown) {
-              try {
-                return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-              } finally {
-                if (call.track.status === "pending") call.track.status = "cancelled";
-                await settle();
-              }
-            },
-            async throw(err?: unknown) {
-              await settle();
-              if (inner.throw) return inner.throw(err);
-              throw err;
-            },
-          };
-        },
-      };
-      return { kind: "stream", events };
+      return reserved(call, next, limits);
     },
   };
+
+  async function reserved(call: ChatCall, next: Next, limits: CallerLimits): Promise<ChatOutcome> {
+    // The request's own call, plus what a plugin calls on its behalf first (the fusion panel: call.reserveExtra).
+    const amount = bound(call) + (call.reserveExtra ?? 0n);
+    const counters = {
+      key: limits.keySpend ? keyCounterId(call.caller.keyId) : null,
+      ws: limits.workspaceSpend ? workspaceCounterId(call.caller.workspaceId) : null,
+    };
+    const r = await store.reserve({ key: counters.key, workspace: counters.ws, amount });
+    if (!r.ok) {
+      const which = r.refusedBy === "key" ? "this API key's spend limit" : "the workspace's budget";
+      throw serviceError(
+        Reason.SPEND_LIMIT_EXCEEDED,
+        `This request could cost up to ${dollars(amount)}, more than the ${dollars(r.remaining)} left of ${which} (${dollars(r.limit)}); lower max_completion_tokens, raise the limit or wait for its reset`,
+        { field: r.refusedBy === "key" ? "limit" : "workspace.budget" },
+      );
+    }
+    const keepAlive = setInterval(() => void store.extend(r.id).catch(() => undefined), Math.max(50, Math.floor(deps.reservationTtlMs / 3)));
+    keepAlive.unref();
+    let settled: Promise<void> | undefined;
+    let relayedBytes = 0;
+    let relayedChunks = 0;
+    const settle = (): Promise<void> => {
+      if (settled) return settled;
+      clearInterval(keepAlive);
+      const cost = settledCost(call, relayedBytes, relayedChunks);
+      if (cost > amount) {
+        // The bound did not hold (a provider counted more than the body's bytes): the real cost still counts.
+        deps.logger.warn({ generation: call.track.id, reserved: amount.toString(), cost: cost.toString() }, "a generation cost more than its reservation");
+      }
+      settled = store.settle(r.id, cost, counters).catch((err: unknown) => {
+        // The reservation stays until its expiry releases it; the cost is still on the generation record.
+        deps.logger.error({ err, generation: call.track.id }, "spend settlement failed");
+      });
+      return settled;
+    };
+    let outcome;
+    try {
+      await runDeferred(call);
+      outcome = await next();
+    } catch (err) {
+      await settle();
+      throw err;
+    }
+    if (outcome.kind === "completion") {
+      await settle();
+      return outcome;
+    }
+    const inner = outcome.events[Symbol.asyncIterator]();
+    const count = (e: StreamEvent) => {
+      for (const c of e.choices ?? []) {
+        const d = c.delta as Record<string, unknown> | undefined;
+        if (!d) continue;
+        let n = 0;
+        for (const k of ["content", "reasoning", "reasoning_content", "refusal"]) if (typeof d[k] === "string") n += Buffer.byteLength(d[k] as string);
+        if (Array.isArray(d.tool_calls)) for (const t of d.tool_calls as Array<{ function?: { arguments?: unknown } }>) {
+          if (typeof t?.function?.arguments === "string") n += Buffer.byteLength(t.function.arguments);
+        }
+        if (n > 0) {
+          relayedBytes += n;
+          relayedChunks++;
+        }
+      }
+    };
+    // A hand-written iterator (see record.ts); the events pass through uncopied.
+    const events: AsyncIterable<StreamEvent> = {
+      [Symbol.asyncIterator]() {
+        return {
+          async next() {
+            let res: IteratorResult<StreamEvent>;
+            try {
+              res = await inner.next();
+            } catch (err) {
+              if (call.signal.aborted && call.track.status === "pending") call.track.status = "cancelled";
+              await settle();
+              throw err;
+            }
+            if (res.done) await settle();
+            else count(res.value);
+            return res;
+          },
+          async return(value?: unknown) {
+            try {
+              return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
+            } finally {
+              if (call.track.status === "pending") call.track.status = "cancelled";
+              await settle();
+            }
+          },
+          async throw(err?: unknown) {
+            await settle();
+            if (inner.throw) return inner.throw(err);
+            throw err;
+          },
+        };
+      },
+    };
+    return { kind: "stream", events };
+  }
 }
 
 /** Runs the work plugins deferred until the reservation (ChatCall.afterReserve: the fusion panel), once. */

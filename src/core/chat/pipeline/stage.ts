@@ -181,12 +181,20 @@ export interface ChatStage {
   run(call: ChatCall, next: Next): Promise<ChatOutcome>;
 }
 
-/** Runs `stages` in order; the last one must answer without calling `next()`. */
+/**
+ * Runs `stages` in order; the last one must answer without calling `next()`. A stage with nothing to do for a
+ * request returns `next()` from a plain (not async) `run`: an async pass-through costs a promise and two turns
+ * more. A stage's synchronous throw becomes the rejection of its `run`, as from an async one.
+ */
 export function compose(stages: readonly ChatStage[]): (call: ChatCall) => Promise<ChatOutcome> {
   const dispatch = (call: ChatCall, i: number): Promise<ChatOutcome> => {
     const stage = stages[i];
     if (!stage) return Promise.reject(new Error("the chat pipeline ended without an answer"));
-    return stage.run(call, () => dispatch(call, i + 1));
+    try {
+      return stage.run(call, () => dispatch(call, i + 1));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   };
   return (call) => dispatch(call, 0);
 }
