@@ -145,6 +145,8 @@ const responsesRequest = closedObject(
     include: nullable(array(oneOf(["reasoning.encrypted_content"]))),
     truncation: nullable(oneOf(["disabled"])),
     metadata: nullable(record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 })),
+    // Codex's client telemetry (`{"x-codex-installation-id": ...}`): validated, not passed to any upstream.
+    client_metadata: nullable(record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 })),
     user: str(),
     prompt_cache_key: str(),
     // Routing fields shared with chat completions (checked by the ChatRequest definition under the same names).

@@ -1,0 +1,76 @@
+/**
+ * codex-acp (pinned in test/agents) behind the intern host, its model calls relayed to the real Portico gateway's
+ * /api/v1/responses (core + gateway, SQLite) in front of a fake OpenAI-compatible upstream. Until the core mints
+ * per-run credentials, the run's gateway token is a tenant API key (the relay swaps it in as the bearer, as it
+ * would a run token). The upstream's first answer calls codex's namespaced MCP tool by its flattened name.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import { ensureRealAgents, type REAL_AGENT_BINS } from "../../helpers/real-agents.js";
+import { startHarness as startPortico, api, type Harness as Portico } from "../../helpers/harness.js";
+import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
+import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { contentOf, startRun } from "./fake-core.js";
+import { startHarness } from "./helpers.js";
+
+let BIN: typeof REAL_AGENT_BINS;
+let portico: Portico;
+let fake: FakeUpstream;
+let tap: Server;
+let tapUrl = "";
+/** What codex sent to Portico and what Portico answered (status), recorded by a pass-through in front of the gateway. */
+const seen: Array<{ method: string; url: string; body: unknown; status: number; error?: string }> = [];
+beforeAll(async () => {
+  BIN = await ensureRealAgents();
+  fake = await startFakeOpenAI();
+  portico = await startPortico({ env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${fake.url}/v1` } });
+  tap = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (d: Buffer) => chunks.push(d));
+    req.on("end", async () => {
+      const raw = Buffer.concat(chunks);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "content-length", "connection"].includes(k))) as Record<string, string>;
+      const up = await fetch(portico.baseUrl + req.url, { method: req.method, headers, body: raw.length > 0 ? raw : undefined });
+      const entry: (typeof seen)[number] = { method: req.method!, url: req.url!, body: raw.length > 0 ? JSON.parse(raw.toString()) : undefined, status: up.status };
+      seen.push(entry);
+      res.writeHead(up.status, Object.fromEntries([...up.headers].filter(([k]) => !["content-length", "content-encoding", "transfer-encoding"].includes(k))));
+      if (up.status >= 400) {
+        entry.error = await up.text();
+        res.end(entry.error);
+        return;
+      }
+      if (up.body) Readable.fromWeb(up.body as never).pipe(res);
+      else res.end();
+    });
+  });
+  await new Promise<void>((r) => tap.listen(0, "127.0.0.1", r));
+  tapUrl = `http://127.0.0.1:${(tap.address() as AddressInfo).port}`;
+  expect((await api(portico, "POST", "/byok", { key: portico.tenant.managementKey, body: { provider: "groq", key: "gsk-test" } })).status).toBe(200);
+}, 660_000);
+afterAll(async () => {
+  tap?.closeAllConnections();
+  await new Promise((r) => tap?.close(r));
+  await portico?.close();
+  await fake?.close();
+});
+
+describe("codex-acp through Portico's /api/v1/responses", () => {
+  it("runs a turn; Portico answers every request codex sends", async () => {
+    fake.script = { text: ["Hello, world"], finish: "stop", usage: { input: 11, output: 3 } };
+    const h = await startHarness({ profile: { command: BIN.codexAcp, modelGateway: "openai-responses" }, limits: { agentStartBudgetMs: 90_000 } });
+    try {
+      const link = await h.core.nextLink(0);
+      startRun(link, { runId: "r1", sessionId: "s1", prompt: "say hello", gateway: { baseUrl: tapUrl, token: portico.tenant.apiKey, model: "groq/llama-4" } });
+      const end = await link.waitFor((l) => l.runEvents("r1").find((e) => e.event.case === "turnEnded" || e.event.case === "turnFailed"), 120_000, "end of turn");
+      if (process.env.CODEX_DUMP) writeFileSync(process.env.CODEX_DUMP, JSON.stringify({ seen, upstream: fake.requests.map((r) => ({ url: r.url, body: r.body })) }, null, 1));
+      expect(seen.filter((s) => s.status >= 400), JSON.stringify(seen.map((s) => [s.url, s.status, s.error]))).toEqual([]);
+      expect(end.event.case, JSON.stringify(end.event.value, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).toBe("turnEnded");
+      expect(contentOf(link, "r1")).toContain("Hello, world");
+    } finally {
+      await h.dispose();
+    }
+  }, 300_000);
+});
