@@ -73,4 +73,38 @@ describe("codex-acp through Portico's /api/v1/responses", () => {
       await h.dispose();
     }
   }, 300_000);
+
+  it("a call to a namespaced tool reaches codex as name + namespace; codex replays it and the upstream gets the qualified name", async () => {
+    const before = fake.requests.length;
+    const seenBefore = seen.length;
+    // First model call: call codex's multi_agent_v1.wait_agent by its flattened name; then answer in text.
+    fake.scriptFor = (req) => {
+      const msgs = (req.body as { messages?: Array<{ role: string }> }).messages ?? [];
+      return msgs.some((m) => m.role === "tool")
+        ? { text: ["Done waiting."], finish: "stop", usage: { input: 20, output: 3 } }
+        : { text: [], toolCalls: [{ id: "call_ns1", name: "multi_agent_v1__wait_agent", arguments: '{"targets":["nobody"],"timeout_ms":1}' }], finish: "tool_calls", usage: { input: 11, output: 3 } };
+    };
+    const h = await startHarness({ profile: { command: BIN.codexAcp, modelGateway: "openai-responses", modes: { selfDrive: "full-access" } }, limits: { agentStartBudgetMs: 90_000 } });
+    try {
+      const link = await h.core.nextLink(0);
+      startRun(link, { runId: "r2", sessionId: "s2", prompt: "wait for the agent", gateway: { baseUrl: tapUrl, token: portico.tenant.apiKey, model: "groq/llama-4" } });
+      const end = await link.waitFor((l) => l.runEvents("r2").find((e) => e.event.case === "turnEnded" || e.event.case === "turnFailed"), 120_000, "end of turn");
+      if (process.env.CODEX_DUMP) writeFileSync(process.env.CODEX_DUMP + ".2", JSON.stringify({ seen: seen.slice(seenBefore), upstream: fake.requests.slice(before).map((r) => ({ url: r.url, body: r.body })) }, null, 1));
+      const mine = seen.slice(seenBefore);
+      expect(mine.filter((s) => s.status >= 400), JSON.stringify(mine.map((s) => [s.url, s.status, s.error]))).toEqual([]);
+      expect(end.event.case).toBe("turnEnded");
+      expect(contentOf(link, "r2")).toContain("Done waiting.");
+      // Codex sent the call back with its namespace, and its output.
+      const replay = mine.map((s) => s.body as { input?: Array<Record<string, unknown>> }).find((b) => b?.input?.some((i) => i.type === "function_call_output"))!;
+      expect(replay.input!.find((i) => i.type === "function_call")).toMatchObject({ call_id: "call_ns1", name: "wait_agent", namespace: "multi_agent_v1" });
+      const output = replay.input!.find((i) => i.type === "function_call_output")!;
+      expect(JSON.stringify(output.output)).not.toMatch(/unsupported call/i);
+      // The upstream got the call back under the qualified name.
+      const back = fake.requests.slice(before).map((r) => r.body as { messages: Array<{ role: string; tool_calls?: Array<{ function: { name: string } }> }> }).at(-1)!;
+      expect(back.messages.find((m) => m.tool_calls)!.tool_calls![0]!.function.name).toBe("multi_agent_v1__wait_agent");
+    } finally {
+      fake.scriptFor = undefined;
+      await h.dispose();
+    }
+  }, 300_000);
 });
