@@ -107,4 +107,27 @@ describe("codex-acp through Portico's /api/v1/responses", () => {
       await h.dispose();
     }
   }, 300_000);
+
+  it("with reasoning settings (effort, summaries) codex sends reasoning and include, and both are served", async () => {
+    const seenBefore = seen.length;
+    const before = fake.requests.length;
+    fake.script = { text: ["Reasoned hello"], finish: "stop", usage: { input: 11, output: 3 } };
+    const args = ["-c", 'model_reasoning_effort="high"', "-c", 'model_reasoning_summary="detailed"', "-c", "model_supports_reasoning_summaries=true"];
+    const h = await startHarness({ profile: { command: BIN.codexAcp, args, modelGateway: "openai-responses" }, limits: { agentStartBudgetMs: 90_000 } });
+    try {
+      const link = await h.core.nextLink(0);
+      startRun(link, { runId: "r3", sessionId: "s3", prompt: "think and say hello", gateway: { baseUrl: tapUrl, token: portico.tenant.apiKey, model: "groq/llama-4" } });
+      const end = await link.waitFor((l) => l.runEvents("r3").find((e) => e.event.case === "turnEnded" || e.event.case === "turnFailed"), 120_000, "end of turn");
+      const mine = seen.slice(seenBefore);
+      if (process.env.CODEX_DUMP) writeFileSync(process.env.CODEX_DUMP + ".3", JSON.stringify({ seen: mine, upstream: fake.requests.slice(before).map((r) => ({ url: r.url, body: r.body })) }, null, 1));
+      expect(mine.filter((s) => s.status >= 400), JSON.stringify(mine.map((s) => [s.url, s.status, s.error]))).toEqual([]);
+      expect(end.event.case).toBe("turnEnded");
+      expect(contentOf(link, "r3")).toContain("Reasoned hello");
+      const sent = mine[0]!.body as Record<string, unknown>;
+      expect(sent).toMatchObject({ reasoning: { effort: "high", summary: "detailed" }, include: ["reasoning.encrypted_content"] });
+      expect(fake.requests.at(-1)!.body).toMatchObject({ reasoning_effort: "high" });
+    } finally {
+      await h.dispose();
+    }
+  }, 300_000);
 });
