@@ -290,6 +290,10 @@ describe("namespace tools", () => {
       message: expect.stringMatching(/declared twice in namespace "ns"/),
     });
     expect(violation({ model: "m", input: "x", tools: [{ type: "namespace", name: "ns", tools: [] }] }).field).toBe("tools[0].tools");
+    // OpenAI's tool_choice has no namespace: refused naming it; a member is forced by its qualified name.
+    const nsTool = { type: "namespace", name: "ns", description: "", tools: [member("js")] };
+    expect(violation({ model: "m", input: "x", tools: [nsTool], tool_choice: { type: "function", name: "js", namespace: "ns" } })).toMatchObject({ field: "tool_choice.namespace" });
+    expect(decodeRequest(ResponsesRequest.parse({ model: "m", input: "x", tools: [nsTool], tool_choice: { type: "function", name: "ns__js" } })).tool_choice).toEqual({ type: "function", function: { name: "ns__js" } });
     expect(violation({ model: "m", input: "x", tools: [{ type: "web_search" }] })).toMatchObject({ field: "tools[0].type", message: expect.stringMatching(/must be one of "function", "namespace", got "web_search"/) });
   });
 });
