@@ -121,7 +121,8 @@ export function profileUsesModelTemplating(profile: AgentProfile): boolean {
  * - anthropic (claude-code-acp, claude-agent-acp): `ANTHROPIC_BASE_URL=<base>` (the agent appends
  *   `/v1/messages`), `ANTHROPIC_API_KEY=<token>`, `ANTHROPIC_MODEL=<model>`;
  * - openai-responses (codex-acp): a `model_providers.portico` entry (`base_url=<base>/v1`,
- *   `wire_api="responses"`, `env_key="PORTICO_MODEL_TOKEN"`) selected with `model_provider`, plus `model`;
+ *   `wire_api="responses"`, `env_key="PORTICO_MODEL_TOKEN"`) selected with `model_provider`, plus `model`, and
+ *   `web_search="disabled"` (Portico's Responses dialect refuses OpenAI's hosted web_search tool);
  * - openai-chat (OpenAI-compatible agents): `OPENAI_BASE_URL=<base>/v1`, `OPENAI_API_KEY=<token>`;
  * - gemini (gemini-cli without ACP gateway auth): `GOOGLE_GEMINI_BASE_URL=<base>`, `GEMINI_API_KEY=<token>`;
  * - opencode: a `portico` provider (`@ai-sdk/openai-compatible`, chat completions at `<base>/v1`) and
@@ -138,7 +139,9 @@ export function modelGatewayLaunch(
       return { env: { ANTHROPIC_BASE_URL: base, ANTHROPIC_API_KEY: token, ...(model ? { ANTHROPIC_MODEL: model } : {}) }, args: [] };
     case "openai-responses": {
       const provider = `model_providers.portico={name="Portico",base_url=${JSON.stringify(`${base}/v1`)},wire_api="responses",env_key="${CODEX_TOKEN_ENV}"}`;
-      const args = ["-c", 'model_provider="portico"', "-c", provider];
+      // Codex offers OpenAI's hosted `web_search` tool by default; Portico's Responses dialect refuses hosted tools
+      // (docs/dialects.md), so it is turned off (appended after the profile's own args).
+      const args = ["-c", 'model_provider="portico"', "-c", provider, "-c", 'web_search="disabled"'];
       if (model) args.push("-c", `model=${JSON.stringify(model)}`);
       return { env: { [CODEX_TOKEN_ENV]: token }, args };
     }

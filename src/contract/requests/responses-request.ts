@@ -12,7 +12,9 @@
  * - Input items: messages (`role` user / system / developer / assistant; `type: "message"` may be omitted) with
  *   `input_text` / `input_image` (URL or data URL) parts, or `output_text` / `refusal` parts in assistant turns;
  *   `function_call`, `function_call_output`, `reasoning`. Other item and part types are refused naming them.
- * - Tools are function tools; OpenAI's hosted tools are refused naming the tool's `type`.
+ * - Tools are function tools and namespace tools (function members only), the latter flattened into function tools
+ *   with qualified names for the upstream and given back as `name` + `namespace`; OpenAI's hosted tools and custom
+ *   tools are refused naming the tool's `type`.
  * - `include` takes `reasoning.encrypted_content` only.
  */
 import { anything, array, boolean, byType, closedObject, discriminated, fail, integer, isPlainObject, nullable, number, object, oneOf, record, string, validate, z } from "./kit.js";
@@ -42,7 +44,7 @@ const messageItem = object(
   { required: ["type", "role", "content"] },
 );
 const functionCallItem = object(
-  { type: tag("function_call"), id: str(), status: status(), call_id: string({ min: 1 }), name: string({ min: 1 }), arguments: str() },
+  { type: tag("function_call"), id: str(), status: status(), call_id: string({ min: 1 }), name: string({ min: 1 }), namespace: string({ min: 1 }), arguments: str() },
   { required: ["type", "call_id", "name", "arguments"] },
 );
 const functionCallOutputItem = object(
@@ -71,9 +73,9 @@ const inputItem = discriminated("type", [messageItem, functionCallItem, function
 });
 
 const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const tool = object(
+const functionTool = object(
   {
-    type: oneOf(["function"]),
+    type: tag("function"),
     name: string({ pattern: FUNCTION_NAME, patternText: "must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -" }),
     description: nullable(str()),
     parameters: nullable(object({})),
@@ -81,6 +83,28 @@ const tool = object(
   },
   { required: ["type", "name"] },
 );
+/** A member of a namespace: a function tool whose name is unique within its namespace (custom tools are refused). */
+const namespaceMember = object(
+  {
+    type: tag("function"),
+    name: string({ min: 1, max: 128 }),
+    description: nullable(str()),
+    parameters: nullable(object({})),
+    strict: nullable(boolean()),
+  },
+  { required: ["type", "name"] },
+);
+/** OpenAI's namespace tool: function tools grouped under a name; flattened for the upstream (docs/dialects.md). */
+const namespaceTool = object(
+  {
+    type: tag("namespace"),
+    name: string({ min: 1, max: 128 }),
+    description: nullable(str()),
+    tools: array(discriminated("type", [namespaceMember]), { min: 1 }),
+  },
+  { required: ["type", "name", "tools"] },
+);
+const tool = discriminated("type", [functionTool, namespaceTool]);
 const toolChoice = byType(
   [oneOf(["none", "auto", "required"]), closedObject({ type: oneOf(["function"]), name: string({ min: 1 }) }, { required: ["type", "name"] })],
   'must be "none", "auto", "required" or {type: "function", name}',
@@ -121,6 +145,8 @@ const responsesRequest = closedObject(
     include: nullable(array(oneOf(["reasoning.encrypted_content"]))),
     truncation: nullable(oneOf(["disabled"])),
     metadata: nullable(record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 })),
+    // Codex's client telemetry (`{"x-codex-installation-id": ...}`): validated, not passed to any upstream.
+    client_metadata: nullable(record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 })),
     user: str(),
     prompt_cache_key: str(),
     // Routing fields shared with chat completions (checked by the ChatRequest definition under the same names).
@@ -139,6 +165,7 @@ const responsesRequest = closedObject(
 
 export type ResponsesRequest = z.output<typeof responsesRequest>;
 export type ResponsesInputItem = z.output<typeof inputItem>;
+export type ResponsesTool = z.output<typeof tool>;
 
 /** Message items may omit `type`; it is added before validation so the item's other rules apply. */
 function withItemTypes(body: Record<string, unknown>): Record<string, unknown> {

@@ -160,6 +160,8 @@ describe.each(["sqlite", "postgresql"] as const)("OpenAI Responses API (%s)", (p
       [{ ...base, background: true }, "background", /not a recognised property/],
       [{ ...base, tools: [{ type: "web_search" }] }, "tools[0].type", /must be one of "function"/],
       [{ ...base, tool_choice: { type: "web_search_preview" } }, "tool_choice.type", /must be one of "function"/],
+      [{ ...base, tools: [{ type: "namespace", name: "ns", description: "", tools: [{ type: "custom", name: "apply_patch" }] }] }, "tools[0].tools[0].type", /must be one of "function", got "custom"/],
+      [{ ...base, tools: [{ type: "namespace", name: "ns", description: "", tools: [{ type: "function", name: "a" }, { type: "function", name: "a" }] }] }, "tools[0].tools[1].name", /declared twice/],
       [{ ...base, include: ["message.output_text.logprobs"] }, "include[0]", /reasoning.encrypted_content/],
       [{ ...base, truncation: "auto" }, "truncation", /disabled/],
       [{ ...base, input: [{ type: "item_reference", id: "msg_1" }] }, "input[0].type", /must be one of/],
@@ -236,6 +238,13 @@ describe.each(["sqlite", "postgresql"] as const)("OpenAI Responses API (%s)", (p
     // A second body is version 2, designated.
     const again = await api(h, "POST", "/presets/terse-resp/responses", { key: h.tenant.managementKey, body: { model: "groq/llama-4", instructions: "Be terse.", input: "x", max_output_tokens: 77, temperature: 0.3 } });
     expect(again.json.data.designated_version.version).toBe(2);
+    // A namespace tool is stored as its flattened function tools.
+    const ns = await api(h, "POST", "/presets/ns-resp/responses", {
+      key: h.tenant.managementKey,
+      body: { model: "groq/llama-4", input: "x", tools: [{ type: "namespace", name: "mcp__repl", description: "REPL.", tools: [{ type: "function", name: "js", description: "Run.", parameters: { type: "object" } }] }] },
+    });
+    expect(ns.status).toBe(200);
+    expect(ns.json.data.designated_version.config.tools).toEqual([{ type: "function", function: { name: "mcp__repl__js", description: 'Run.\n\n(Tool "js" of mcp__repl: REPL.)', parameters: { type: "object" } } }]);
     const refused = await api(h, "POST", "/presets/terse-resp/responses", { key: h.tenant.managementKey, body: { model: "groq/llama-4", input: "x", previous_response_id: "r" } });
     expect(refused.status).toBe(400);
     expect(refused.json.error.message).toContain("previous_response_id");

@@ -218,6 +218,41 @@ describe("OpenAI Responses dialect: conformance matrix", () => {
         if (kind === "gemini") expect(JSON.stringify(back.contents)).toContain("functionResponse");
       });
 
+      it("a namespace tool: the upstream gets <namespace>__<name>, the client name + namespace, the replayed call goes back qualified", async () => {
+        const u = up();
+        const nsTools = [
+          {
+            type: "namespace" as const,
+            name: "mcp__node_repl",
+            description: "A persistent Node.js REPL.",
+            tools: [{ type: "function" as const, name: "js", description: "Run JavaScript.", parameters: { type: "object", properties: { code: { type: "string" } }, required: ["code"] }, strict: false }],
+          },
+        ];
+        setScript(u, { text: [], toolCalls: [{ id: "call_ns", name: "mcp__node_repl__js", arguments: '{"code":"1+1"}', argumentPieces: ['{"code"', ':"1+1"}'] }], finish: u.finish[1], usage: { input: 20, output: 7 } });
+        const { events, response } = await allWays(u, { model: u.model, tools: nsTools, input: "add" } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+        const call = response.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+        expect(call).toMatchObject({ type: "function_call", status: "completed", name: "js", namespace: "mcp__node_repl", arguments: '{"code":"1+1"}' });
+        expect(events.find((e) => e.event === "response.output_item.added")!.data.item).toMatchObject({ name: "js", namespace: "mcp__node_repl" });
+        expect(response.tools[0]).toMatchObject({ type: "namespace", name: "mcp__node_repl", tools: [{ type: "function", name: "js" }] });
+        const sent = u.fake.requests.at(-1)!.body;
+        if (kind === "openai") expect(sent.tools).toEqual([{ type: "function", function: { name: "mcp__node_repl__js", description: 'Run JavaScript.\n\n(Tool "js" of mcp__node_repl: A persistent Node.js REPL.)', parameters: nsTools[0]!.tools[0]!.parameters, strict: false } }]);
+        if (kind === "anthropic") expect(sent.tools[0]).toMatchObject({ name: "mcp__node_repl__js", input_schema: nsTools[0]!.tools[0]!.parameters });
+        if (kind === "gemini") expect(JSON.stringify(sent.tools)).toContain('"name":"mcp__node_repl__js"');
+
+        setScript(u, { text: ["2"], finish: u.finish[0], usage: { input: 30, output: 1 } });
+        const next = await client.responses.create({
+          model: u.model,
+          tools: nsTools,
+          input: [{ role: "user", content: "add" }, ...(response.output as OpenAI.Responses.ResponseInputItem[]), { type: "function_call_output", call_id: call.call_id, output: "2" }],
+        } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+        expect(next.output_text).toBe("2");
+        const back = u.fake.requests.at(-1)!.body;
+        if (kind === "openai") expect(back.messages[1]).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_ns", function: { name: "mcp__node_repl__js", arguments: '{"code":"1+1"}' } }] });
+        if (kind === "anthropic") expect(back.messages[1].content).toEqual([{ type: "tool_use", id: "call_ns", name: "mcp__node_repl__js", input: { code: "1+1" } }]);
+        if (kind === "gemini") expect(JSON.stringify(back.contents)).toContain('"functionCall":{');
+        if (kind === "gemini") expect(JSON.stringify(back.contents)).toContain('"name":"mcp__node_repl__js"');
+      });
+
       it("parallel tool calls keep their items and arguments apart", async () => {
         const u = up();
         setScript(u, {

@@ -35,6 +35,8 @@ describe("modelGateway families and placeholders", () => {
       "-c",
       `model_providers.portico={name="Portico",base_url="http://127.0.0.1:4567/v1",wire_api="responses",env_key="${CODEX_TOKEN_ENV}"}`,
       "-c",
+      'web_search="disabled"',
+      "-c",
       'model="anthropic/claude-test"',
     ]);
     expect(env[CODEX_TOKEN_ENV]).toBe("prl-local-secret");

@@ -16,7 +16,8 @@
  */
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
 import { withoutGeminiSignatures } from "../providers/types.js";
-import type { ResponsesRequest } from "../../../contract/requests/responses-request.js";
+import { createHash } from "node:crypto";
+import type { ResponsesRequest, ResponsesTool } from "../../../contract/requests/responses-request.js";
 import { fail } from "../../../contract/requests/kit.js";
 
 type Json = Record<string, unknown>;
@@ -76,8 +77,84 @@ interface Turn {
   details: ReasoningDetail[];
 }
 
+/** A namespace member's name and namespace, as the client declared them. */
+export interface NamespacedName {
+  namespace: string;
+  name: string;
+}
+
+/** The names of a request's namespace members: qualified function name ↔ namespace + name. */
+export interface NamespaceNames {
+  /** Qualified (flattened) function name → the member it stands for. */
+  members: Map<string, NamespacedName>;
+  /** `namespace\0name` → qualified name. */
+  qualified: Map<string, string>;
+}
+
+const VALID_FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const memberKey = (namespace: string, name: string) => `${namespace}\u0000${name}`;
+
+/** `<namespace>__<name>` when that is a valid function name; else a sanitised, shortened form with a hash of both. */
+export function qualifiedName(namespace: string, name: string, hashed = false): string {
+  const plain = `${namespace}__${name}`;
+  if (!hashed && VALID_FUNCTION_NAME.test(plain)) return plain;
+  const hash = createHash("sha256").update(memberKey(namespace, name)).digest("hex").slice(0, 10);
+  return `${plain.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 53)}_${hash}`;
+}
+
+/**
+ * The qualified names of the namespace members of `tools`, deterministic for the same tools: `<namespace>__<name>`,
+ * or the hashed form when that is not a valid function name or is already taken (a top-level function's name, or
+ * another member's). A member declared twice in one namespace, or a name clash the hash cannot resolve, is refused
+ * naming the field.
+ */
+export function namespaceNames(tools: readonly ResponsesTool[] | undefined): NamespaceNames {
+  const members = new Map<string, NamespacedName>();
+  const qualified = new Map<string, string>();
+  if (!tools) return { members, qualified };
+  const taken = new Set(tools.filter((t) => t.type === "function").map((t) => t.name));
+  tools.forEach((t, i) => {
+    if (t.type !== "namespace") return;
+    t.tools.forEach((m, j) => {
+      const path = `tools[${i}].tools[${j}].name`;
+      const key = memberKey(t.name, m.name);
+      if (qualified.has(key)) fail(path, `${path} "${m.name}" is declared twice in namespace "${t.name}"`);
+      let name = qualifiedName(t.name, m.name);
+      if (taken.has(name)) name = qualifiedName(t.name, m.name, true);
+      if (taken.has(name)) fail(path, `${path} "${m.name}" of namespace "${t.name}" cannot be given a function name distinct from the other tools' (${name} is taken); rename it`);
+      taken.add(name);
+      members.set(name, { namespace: t.name, name: m.name });
+      qualified.set(key, name);
+    });
+  });
+  return { members, qualified };
+}
+
+/** The canonical function tools of the Responses `tools` (namespace members flattened under their qualified names). */
+function canonicalTools(tools: readonly ResponsesTool[], names: NamespaceNames): Json[] {
+  const fn = (name: string, t: { description?: string | null; parameters?: Json | null; strict?: boolean | null }, description = t.description): Json => ({
+    type: "function",
+    function: {
+      name,
+      ...(typeof description === "string" ? { description } : {}),
+      ...(t.parameters ? { parameters: t.parameters } : {}),
+      ...(typeof t.strict === "boolean" ? { strict: t.strict } : {}),
+    },
+  });
+  return tools.flatMap((t) => {
+    if (t.type === "function") return [fn(t.name, t)];
+    const about = typeof t.description === "string" && t.description.trim() !== "" ? t.description.trim() : "";
+    return t.tools.map((m) => {
+      const own = typeof m.description === "string" ? m.description : "";
+      const description = about === "" ? m.description : own === "" ? `${t.name}: ${about}` : `${own}\n\n(Tool "${m.name}" of ${t.name}: ${about})`;
+      return fn(names.qualified.get(memberKey(t.name, m.name))!, m, description);
+    });
+  });
+}
+
 /** A validated Responses body as the canonical request. */
 export function decodeRequest(body: ResponsesRequest): CanonicalRequest {
+  const names = namespaceNames(body.tools);
   const messages: Json[] = [];
   if (typeof body.instructions === "string" && body.instructions !== "") messages.push({ role: "system", content: body.instructions });
   let turn: Turn | undefined;
@@ -117,9 +194,12 @@ export function decodeRequest(body: ResponsesRequest): CanonicalRequest {
           messages.push({ role: item.role, content });
           return;
         }
-        case "function_call":
-          open().toolCalls.push({ id: item.call_id, type: "function", function: { name: item.name, arguments: item.arguments } });
+        case "function_call": {
+          // A namespace member's call goes back under its qualified name (the one the upstream was offered).
+          const name = item.namespace !== undefined ? (names.qualified.get(memberKey(item.namespace, item.name)) ?? qualifiedName(item.namespace, item.name)) : item.name;
+          open().toolCalls.push({ id: item.call_id, type: "function", function: { name, arguments: item.arguments } });
           return;
+        }
         case "reasoning": {
           const t = open();
           const text = item.content && item.content.length > 0 ? item.content.map((c) => c.text).join("") : item.summary.map((s) => s.text).join("");
@@ -145,17 +225,7 @@ export function decodeRequest(body: ResponsesRequest): CanonicalRequest {
   flush();
 
   const req: Json = { model: body.model, messages };
-  if (body.tools !== undefined && body.tools.length > 0) {
-    req.tools = body.tools.map((t) => ({
-      type: "function",
-      function: {
-        name: t.name,
-        ...(typeof t.description === "string" ? { description: t.description } : {}),
-        ...(t.parameters ? { parameters: t.parameters } : {}),
-        ...(typeof t.strict === "boolean" ? { strict: t.strict } : {}),
-      },
-    }));
-  }
+  if (body.tools !== undefined && body.tools.length > 0) req.tools = canonicalTools(body.tools, names);
   const choice = body.tool_choice;
   if (choice !== undefined) req.tool_choice = typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
   if (typeof body.parallel_tool_calls === "boolean") req.parallel_tool_calls = body.parallel_tool_calls;
@@ -206,6 +276,8 @@ export interface Echo {
   user: string | null;
   /** `include` has `reasoning.encrypted_content`. */
   encrypted: boolean;
+  /** Qualified function name → the namespace member it stands for (a call to it is given back as `name` + `namespace`). */
+  namespaced: Map<string, NamespacedName>;
 }
 
 export function echoOf(body: ResponsesRequest | undefined): Echo {
@@ -218,10 +290,15 @@ export function echoOf(body: ResponsesRequest | undefined): Echo {
     temperature: body?.temperature ?? 1,
     text: { format: body?.text?.format ?? { type: "text" }, ...(body?.text?.verbosity ? { verbosity: body.text.verbosity } : {}) },
     tool_choice: body?.tool_choice ?? "auto",
-    tools: (body?.tools ?? []).map((t) => ({ type: "function", name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null })),
+    tools: (body?.tools ?? []).map((t) =>
+      t.type === "namespace"
+        ? { type: "namespace", name: t.name, description: t.description ?? "", tools: t.tools.map((m) => ({ type: "function", name: m.name, description: m.description ?? null, parameters: m.parameters ?? null, strict: m.strict ?? null })) }
+        : { type: "function", name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null },
+    ),
     top_p: body?.top_p ?? 1,
     user: typeof body?.user === "string" ? body.user : null,
     encrypted: body?.include?.includes("reasoning.encrypted_content") === true,
+    namespaced: namespaceNames(body?.tools).members,
   };
 }
 
@@ -320,6 +397,12 @@ export function responsesAnnotation(a: unknown): Json | undefined {
 
 const responsesAnnotations = (list: unknown): Json[] => (Array.isArray(list) ? list.map(responsesAnnotation).filter((a): a is Json => a !== undefined) : []);
 
+/** A function call's `name` (and `namespace` when it calls a namespace member) as the client declared them. */
+function callName(name: string, echo: Echo): { name: string; namespace?: string } {
+  const member = echo.namespaced.get(name);
+  return member ? { name: member.name, namespace: member.namespace } : { name };
+}
+
 /** The canonical answer as a `response` object; its `id` is the generation id. */
 export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json {
   const choice = completion.choices[0];
@@ -336,7 +419,7 @@ export function encodeResponse(completion: CanonicalResponse, echo: Echo): Json 
   if (typeof refusal === "string" && refusal !== "") content.push({ type: "refusal", refusal });
   if (content.length > 0) output.push({ id: itemId("msg", completion.id, output.length), type: "message", status, role: "assistant", content });
   for (const tc of msg?.tool_calls ?? []) {
-    output.push({ id: itemId("fc", completion.id, output.length), type: "function_call", status: "completed", call_id: tc.id, name: tc.function.name, arguments: tc.function.arguments });
+    output.push({ id: itemId("fc", completion.id, output.length), type: "function_call", status: "completed", call_id: tc.id, ...callName(tc.function.name, echo), arguments: tc.function.arguments });
   }
   return responseObject({ id: completion.id, created: completion.created, model: completion.model, status, output, usage: usageOf(completion.usage), incomplete }, echo);
 }
@@ -450,7 +533,7 @@ export class ResponsesStreamEncoder {
       if (index === undefined) {
         this.closeOpen(out);
         index = this.output.length;
-        const item = { id: itemId("fc", this.id, index), type: "function_call", status: "in_progress", call_id: tc.id ?? "", name: tc.function?.name ?? "", arguments: "" };
+        const item = { id: itemId("fc", this.id, index), type: "function_call", status: "in_progress", call_id: tc.id ?? "", ...callName(tc.function?.name ?? "", this.echo), arguments: "" };
         this.output.push(item);
         this.open = { kind: "tool", index, tool: tc.index };
         this.toolItems.set(tc.index, index);

@@ -179,3 +179,121 @@ describe("ResponsesStreamEncoder", () => {
     expect(out[2]!.data.response).toMatchObject({ model: "fallback", status: "completed", output: [] });
   });
 });
+
+describe("namespace tools", () => {
+  const member = (name: string, description?: string) => ({ type: "function", name, ...(description ? { description } : {}), parameters: { type: "object", properties: {} }, strict: false });
+  const violation = (body: unknown): { field: string; message: string } => {
+    try {
+      decodeRequest(ResponsesRequest.parse(body));
+    } catch (err) {
+      return { field: (err as { field: string }).field, message: (err as Error).message };
+    }
+    throw new Error("no violation");
+  };
+
+  it("flattens members into uniquely named function tools, hashed when too long, invalid or taken, deterministically", () => {
+    const long = "n".repeat(70);
+    const body = ResponsesRequest.parse({
+      model: "m",
+      input: "x",
+      tools: [
+        { type: "function", name: "mcp__node_repl__reset" },
+        { type: "namespace", name: "mcp__node_repl", description: "A JS REPL.", tools: [member("js", "Run JS."), member("reset"), member(long)] },
+        { type: "namespace", name: "crm.v2", description: "", tools: [member("find")] },
+      ],
+    });
+    const req = decodeRequest(body) as unknown as { tools: Array<{ function: { name: string; description?: string } }> };
+    const got = req.tools.map((t) => t.function);
+    expect(got[0]).toEqual({ name: "mcp__node_repl__reset" });
+    expect(got[1]).toMatchObject({ name: "mcp__node_repl__js", description: 'Run JS.\n\n(Tool "js" of mcp__node_repl: A JS REPL.)' });
+    expect(got[2]!.name).toMatch(/^mcp__node_repl__reset_[0-9a-f]{10}$/);
+    expect(got[2]!.description).toBe("mcp__node_repl: A JS REPL.");
+    expect(got[3]!.name).toMatch(/^mcp__node_repl__n+_[0-9a-f]{10}$/);
+    expect(got[4]!.name).toMatch(/^crm_v2__find_[0-9a-f]{10}$/);
+    expect(got[4]).not.toHaveProperty("description");
+    for (const t of got) expect(t.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    expect((decodeRequest(body) as unknown as { tools: unknown }).tools).toEqual(req.tools);
+
+    // The answer's calls to qualified names come back as name + namespace; a top-level function stays as it is.
+    const echo = echoOf(body);
+    const r = encodeResponse(
+      {
+        id: "g",
+        object: "chat.completion",
+        created: 1,
+        model: "m",
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: "assistant",
+              content: null,
+              tool_calls: [
+                { id: "c1", type: "function", function: { name: "mcp__node_repl__js", arguments: "{}" } },
+                { id: "c2", type: "function", function: { name: got[2]!.name, arguments: "{}" } },
+                { id: "c3", type: "function", function: { name: "mcp__node_repl__reset", arguments: "{}" } },
+              ],
+            },
+            finish_reason: "tool_calls",
+          },
+        ],
+      },
+      echo,
+    ) as { output: unknown[]; tools: unknown[] };
+    expect(r.output).toEqual([
+      { id: "fc_g_0", type: "function_call", status: "completed", call_id: "c1", name: "js", namespace: "mcp__node_repl", arguments: "{}" },
+      { id: "fc_g_1", type: "function_call", status: "completed", call_id: "c2", name: "reset", namespace: "mcp__node_repl", arguments: "{}" },
+      { id: "fc_g_2", type: "function_call", status: "completed", call_id: "c3", name: "mcp__node_repl__reset", arguments: "{}" },
+    ]);
+    expect(r.tools[1]).toMatchObject({ type: "namespace", name: "mcp__node_repl", description: "A JS REPL.", tools: [{ type: "function", name: "js" }, {}, {}] });
+
+    // Replayed calls with their namespace go back under the qualified name; outputs are unchanged.
+    const next = decodeRequest(
+      ResponsesRequest.parse({
+        model: "m",
+        tools: body.tools,
+        input: [
+          { role: "user", content: "x" },
+          { type: "function_call", call_id: "c1", name: "js", namespace: "mcp__node_repl", arguments: "{}" },
+          { type: "function_call", call_id: "c2", name: "reset", namespace: "mcp__node_repl", arguments: "{}" },
+          { type: "function_call", call_id: "c3", name: "gone", namespace: "old", arguments: "{}" },
+          { type: "function_call_output", call_id: "c1", output: "1" },
+        ],
+      }),
+    ) as unknown as { messages: Array<{ tool_calls?: Array<{ function: { name: string } }> }> };
+    expect(next.messages[1]!.tool_calls!.map((c) => c.function.name)).toEqual(["mcp__node_repl__js", got[2]!.name, "old__gone"]);
+    expect(next.messages[2]).toEqual({ role: "tool", tool_call_id: "c1", content: "1" });
+  });
+
+  it("streams name + namespace in output_item.added / .done, arguments events and response.completed", () => {
+    const body = ResponsesRequest.parse({ model: "m", input: "x", tools: [{ type: "namespace", name: "ns", description: "d", tools: [member("js")] }] });
+    const enc = new ResponsesStreamEncoder("m", echoOf(body));
+    const out = [
+      ...enc.push(ev({ tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "ns__js", arguments: '{"a"' } }] })),
+      ...enc.push(ev({ tool_calls: [{ index: 0, function: { arguments: ":1}" } }] }, "tool_calls")),
+      ...enc.end(),
+    ];
+    const added = out.find((e) => e.type === "response.output_item.added")!.data as any;
+    expect(added.item).toMatchObject({ type: "function_call", name: "js", namespace: "ns", call_id: "c1" });
+    expect(out.find((e) => e.type === "response.function_call_arguments.done")!.data).toMatchObject({ name: "js", arguments: '{"a":1}' });
+    expect((out.find((e) => e.type === "response.output_item.done")!.data as any).item).toMatchObject({ name: "js", namespace: "ns", arguments: '{"a":1}', status: "completed" });
+    expect((out.at(-1)!.data as any).response.output).toEqual([expect.objectContaining({ name: "js", namespace: "ns", arguments: '{"a":1}' })]);
+  });
+
+  it("refuses custom members, a member declared twice, and a namespace without tools, naming the field", () => {
+    expect(violation({ model: "m", input: "x", tools: [{ type: "namespace", name: "ns", description: "", tools: [{ type: "custom", name: "apply_patch" }] }] })).toMatchObject({
+      field: "tools[0].tools[0].type",
+      message: expect.stringMatching(/must be one of "function", got "custom"/),
+    });
+    expect(violation({ model: "m", input: "x", tools: [{ type: "namespace", name: "ns", tools: [member("a"), member("a")] }] })).toMatchObject({
+      field: "tools[0].tools[1].name",
+      message: expect.stringMatching(/declared twice in namespace "ns"/),
+    });
+    expect(violation({ model: "m", input: "x", tools: [{ type: "namespace", name: "ns", tools: [] }] }).field).toBe("tools[0].tools");
+    // OpenAI's tool_choice has no namespace: refused naming it; a member is forced by its qualified name.
+    const nsTool = { type: "namespace", name: "ns", description: "", tools: [member("js")] };
+    expect(violation({ model: "m", input: "x", tools: [nsTool], tool_choice: { type: "function", name: "js", namespace: "ns" } })).toMatchObject({ field: "tool_choice.namespace" });
+    expect(decodeRequest(ResponsesRequest.parse({ model: "m", input: "x", tools: [nsTool], tool_choice: { type: "function", name: "ns__js" } })).tool_choice).toEqual({ type: "function", function: { name: "ns__js" } });
+    expect(violation({ model: "m", input: "x", tools: [{ type: "web_search" }] })).toMatchObject({ field: "tools[0].type", message: expect.stringMatching(/must be one of "function", "namespace", got "web_search"/) });
+  });
+});
