@@ -196,6 +196,10 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     expect(final.usage.cost).toBeCloseTo(cost, 12);
     const sum = gens.reduce((a, g) => a + (g.total_cost as number), 0);
     expect(final.usage.cost).toBeCloseTo(sum, 12);
+    // The session view shows the run's usage as recorded with its end: the same sum.
+    const session = await api(h, "GET", `/interns/${internId}/sessions/${encodeURIComponent(final.session_id)}`, { key: h.tenant.apiKey });
+    expect(session.json).toMatchObject({ state: "idle", run_id: runId, usage: { prompt_tokens: 30, completion_tokens: 10, total_tokens: 40 } });
+    expect(session.json.usage.cost).toBeCloseTo(cost, 12);
 
     // After the run ended the token is refused, on every instance.
     for (const base of [h.baseUrl, h2.baseUrl]) {
@@ -210,6 +214,9 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     const pending = chat(h, internId, chatBody("hold"), { key: h.tenant.apiKey });
     const turn = await held;
     const { token } = turn.gateway;
+    // While the run is live its session shows the sum of its generations so far (the one call made).
+    const live = await api(h, "GET", `/interns/${internId}/sessions/${encodeURIComponent(turn.start.sessionId)}`, { key: h.tenant.apiKey });
+    expect(live.json).toMatchObject({ state: "streaming", run_id: turn.start.runId, usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 } });
     upstream.script = { text: ["ok"], finish: "stop", usage: { input: 1, output: 1 } };
     for (const header of ["bearer", "x-api-key", "x-goog-api-key"] as const) {
       for (const base of [h.baseUrl, h2.baseUrl]) {
