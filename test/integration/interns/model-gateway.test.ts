@@ -255,6 +255,25 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     expect(h2.logs.join("").includes(token)).toBe(false);
   });
 
+  it("bills and limits the calls as the key that started the run (its spend limit applies)", async () => {
+    const held = nextHold();
+    const pending = chat(h, internId, chatBody("hold"), { key: h.tenant.apiKey });
+    const turn = await held;
+    const limited = await api(h, "PATCH", `/keys/${h.tenant.apiKeyHash}`, { key: h.tenant.managementKey, body: { limit: 0.000001 } });
+    expect(limited.status, limited.text).toBe(200);
+    try {
+      const res = await post(h.baseUrl, "/chat/completions", turn.gateway.token, chatCall("x"));
+      expect(res.status).toBe(402);
+      expect(((await res.json()) as any).error.message).toContain("this API key's spend limit");
+    } finally {
+      const lifted = await api(h, "PATCH", `/keys/${h.tenant.apiKeyHash}`, { key: h.tenant.managementKey, body: { limit: null } });
+      expect(lifted.status, lifted.text).toBe(200);
+    }
+    release.get(turn.start.runId)!();
+    const r = await pending;
+    expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
+  });
+
   it("refuses the token once the run is cancelled, on every instance", async () => {
     const sessionId = `s-${Math.random().toString(36).slice(2)}`;
     const held = nextHold();
