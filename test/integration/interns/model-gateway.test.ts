@@ -16,6 +16,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StartRun } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
+import { bearer, grpc, grpcClient, unary } from "../../helpers/grpc.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
@@ -189,6 +190,19 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     expect((byIntern.json.data as any[]).map((g) => g.id).sort()).toEqual(gens.map((g) => g.id).sort());
     const ownKey = await api(h, "GET", `/generations?run_id=${runId}`, { key: h.tenant.apiKey });
     expect(ownKey.json.data).toHaveLength(2);
+    // gRPC ListGenerations filters the same way and carries the links.
+    const generations = grpcClient("portico/generations/v1/generations_service.proto", "portico.generations.v1.GenerationsService", h.coreUrl);
+    try {
+      const g = await unary(generations, "ListGenerations", { run_id: runId, intern_id: internId }, bearer(h.tenant.managementKey));
+      expect(g.error).toBeUndefined();
+      expect(g.response.generations.map((x: any) => x.id).sort()).toEqual(gens.map((x) => x.id).sort());
+      expect(g.response.generations[0]).toMatchObject({ intern_id: internId, run_id: runId, intern_session_id: final.session_id });
+      // The run credential is refused on this RPC too.
+      const refused = await unary(generations, "ListGenerations", {}, bearer(turn.gateway.token));
+      expect(refused.error?.code).toBe(grpc.status.PERMISSION_DENIED);
+    } finally {
+      (generations as any).close();
+    }
 
     // The final chunk's usage is the sum of the generations (cost included), not what the agent reported.
     const cost = (10 + 20) * PRICE.prompt + (4 + 6) * PRICE.completion;
