@@ -54,6 +54,9 @@ const RUN_CREDENTIAL_PROCEDURES = new Set<string>([
   "portico.chat.v1.ChatService/CountMessageTokens",
   "portico.chat.v1.ChatService/CreateResponse",
   "portico.chat.v1.ChatService/StreamResponse",
+  "portico.chat.v1.ChatService/GenerateContent",
+  "portico.chat.v1.ChatService/StreamGenerateContent",
+  "portico.chat.v1.ChatService/CountGeminiTokens",
   "portico.embeddings.v1.EmbeddingsService/CreateEmbeddings",
 ]);
 
@@ -132,7 +135,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
       // An intern run's credential: the model endpoints only, as the key that started the run.
       const procedure = `${req.service.typeName}/${req.method.name}`;
       if (!acceptsRunCredential(procedure)) {
-        throw permissionDenied("An intern run credential can call the model endpoints only (chat completions, messages, responses, embeddings)");
+        throw permissionDenied("An intern run credential can call the model endpoints only (chat completions, messages, responses, embeddings, the Gemini dialect)");
       }
       const check = opts.runCredentials ? await opts.runCredentials(token) : ({ ok: false, why: "unknown" } as const);
       if (!check.ok) throw unauthenticated(RUN_CREDENTIAL_REFUSED[check.why]);

@@ -239,6 +239,16 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
         expect(upstream.requests.at(-1)!.body.model).toBe("m1");
       }
     }
+    // The Gemini dialect (gemini-cli's side call id, x-goog-api-key): served by the intern's model too.
+    for (const base of [h.baseUrl, h2.baseUrl]) {
+      const res = await fetch(`${base}/api/v1beta/models/gemini-3.5-flash-lite:generateContent`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-goog-api-key": token },
+        body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(upstream.requests.at(-1)!.body.model).toBe("m1");
+    }
     // Every other route refuses it, naming why (403), and never echoes the token.
     const refusals = [
       await api(h, "GET", "/generations", { key: token }),
@@ -261,9 +271,9 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     release.get(turn.start.runId)!();
     const r = await pending;
     expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
-    // 1 call before the hold, 6 during it, 1 Messages call after: all linked to the run and summed.
+    // 1 call before the hold, 8 during it, 1 Messages call after: all linked to the run and summed.
     const gens = (await api(h, "GET", `/generations?run_id=${turn.start.runId}`, { key: h.tenant.managementKey })).json.data as any[];
-    expect(gens).toHaveLength(8);
+    expect(gens).toHaveLength(10);
     expect(finalOf(r.chunks).usage.prompt_tokens).toBe(gens.reduce((a, g) => a + g.prompt_tokens, 0));
     expect(h.logs.join("").includes(token)).toBe(false);
     expect(h2.logs.join("").includes(token)).toBe(false);
