@@ -213,12 +213,15 @@ export function createInternRepository(db: Db) {
       if (extra.usage) data.usage = extra.usage as unknown as Prisma.InputJsonValue;
       if (extra.model) data.model = extra.model;
       if (extra.lastSeq !== undefined) data.lastSeq = extra.lastSeq;
-      const res = await db.internRun.updateMany({ where: { id, state: { in: from } }, data });
-      // The one write of every run's end: the run's model credential (run-credentials.ts) is revoked with it.
-      if (terminal && res.count === 1) {
-        await db.internRunCredential.updateMany({ where: { runId: id, revokedAt: null }, data: { revokedAt: data.endedAt as Date } });
-      }
-      return res.count === 1;
+      if (!terminal) return (await db.internRun.updateMany({ where: { id, state: { in: from } }, data })).count === 1;
+      // The one write of every run's end: the run's model credential (run-credentials.ts) is revoked with it, in
+      // the same transaction (the end and the revocation become visible together).
+      return db.$transaction(async (tx) => {
+        const res = await tx.internRun.updateMany({ where: { id, state: { in: from } }, data });
+        if (res.count !== 1) return false;
+        await tx.internRunCredential.updateMany({ where: { runId: id, revokedAt: null }, data: { revokedAt: data.endedAt as Date } });
+        return true;
+      });
     },
 
     /**
