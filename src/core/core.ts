@@ -222,7 +222,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const chatDeps = {
     accountRouting: routingSettingsCache.filtersFor,
     presets: presetsRepository,
-    generations: withGenerationMetrics(generations, metrics),
+    generations: withGenerationMetrics(
+      {
+        // A model call of an intern run (docs/interns.md) is written at once, not at the next flush: the run's
+        // usage is summed from the database at its end, perhaps by another instance.
+        record(rec) {
+          generations.record(rec);
+          if (rec.internRunId) void generations.flush().catch(() => undefined);
+        },
+      },
+      metrics,
+    ),
     tracing: config.tracing !== undefined,
     credentials,
     shared,
