@@ -35,6 +35,15 @@ export interface InternChatConfig {
   advertiseUrl: string | undefined;
   /** Prefix of the Redis keys and channels of the intern cross-instance path (PORTICO_REDIS_PREFIX). */
   redisPrefix: string;
+  /**
+   * Base URL of this Portico's HTTP gateway as intern hosts reach it, without a trailing slash
+   * (PORTICO_INTERN_GATEWAY_URL, else PORTICO_PUBLIC_URL; `portico serve` defaults to its own listening address).
+   * Set: an intern with a model sends its agent's model calls through it, with a per-run credential
+   * (docs/interns.md, "Model calls through Portico"). Unset: agents use the providers their profiles name.
+   */
+  gatewayUrl: string | undefined;
+  /** Lifetime of a run's model credential from the run's start (PORTICO_INTERN_RUN_CREDENTIAL_TTL_MS, default 4 h). */
+  runCredentialTtlMs: number;
 }
 
 /**
@@ -515,6 +524,9 @@ const Env = z
     PORTICO_COOLDOWN_BASE_MS: intSetting(1_000, 10, 600_000),
     PORTICO_COOLDOWN_MAX_MS: intSetting(30_000, 10, 3_600_000),
     PORTICO_CORE_ADVERTISE_URL: textSetting(),
+    PORTICO_INTERN_GATEWAY_URL: textSetting(),
+    PORTICO_PUBLIC_URL: textSetting(),
+    PORTICO_INTERN_RUN_CREDENTIAL_TTL_MS: intSetting(4 * 60 * 60 * 1000, 60_000, 7 * 24 * 60 * 60 * 1000),
     PORTICO_REDIS_PREFIX: textSetting(),
     PORTICO_UPSTREAM_FIRST_BYTE_TIMEOUT_MS: intSetting(60_000, 100, 3_600_000),
     PORTICO_CREDENTIAL_ORDER: z.preprocess(emptyAsAbsent, z.enum(["balanced", "ordered"]).default("balanced")),
@@ -602,6 +614,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       linkLivenessTimeoutMs: e.PORTICO_LINK_LIVENESS_TIMEOUT_MS,
       maxPausedRunsPerKey: e.PORTICO_INTERN_MAX_PAUSED_PER_KEY,
       advertiseUrl: e.PORTICO_CORE_ADVERTISE_URL,
+      gatewayUrl: e.PORTICO_INTERN_GATEWAY_URL
+        ? httpUrl("PORTICO_INTERN_GATEWAY_URL", e.PORTICO_INTERN_GATEWAY_URL)
+        : e.PORTICO_PUBLIC_URL
+          ? httpUrl("PORTICO_PUBLIC_URL", e.PORTICO_PUBLIC_URL)
+          : undefined,
+      runCredentialTtlMs: e.PORTICO_INTERN_RUN_CREDENTIAL_TTL_MS,
       redisPrefix: e.PORTICO_REDIS_PREFIX ?? "portico:",
     },
     chat: {

@@ -12,6 +12,10 @@ const REDACT_PATHS = [
   "*.authorization",
   "headers.authorization",
   "req.headers.authorization",
+  'req.headers["x-api-key"]',
+  'req.headers["x-goog-api-key"]',
+  'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
   "request.headers.authorization",
   "key",
   "*.key",
@@ -31,8 +35,8 @@ const REDACT_PATHS = [
   "*.body",
 ];
 
-/** Matches Portico API keys and host tokens (pk-…, pht-…) so they never reach a log line. */
-const KEY_PATTERN = /\b(pk|pht)-v1-[0-9a-f]{16,}\b/g;
+/** Matches Portico API keys, host tokens and intern run credentials (pk-…, pht-…, prt-…) so they never reach a log line. */
+const KEY_PATTERN = /\b(pk|pht|prt)-v1-[0-9a-f]{16,}\b/g;
 
 export function scrubSecrets(text: string): string {
   return text.replace(KEY_PATTERN, "$1-v1-[REDACTED]");

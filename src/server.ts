@@ -139,6 +139,8 @@ export async function startServe(config: Config, logger: Logger): Promise<Runnin
     const { app, url } = await startGateway(config, logger, handle.core!.createInMemoryTransport(), metrics, () => handle.startupComplete, tracing?.fastifyPlugin());
     handle.gateway = app;
     handle.gatewayUrl = url;
+    // Intern hosts reach this gateway here unless PORTICO_INTERN_GATEWAY_URL / PORTICO_PUBLIC_URL say otherwise.
+    handle.core!.gatewayListening(url);
     return handle;
   } catch (err) {
     await handle.close();

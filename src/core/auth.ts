@@ -6,6 +6,7 @@
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { bearerToken, digestsEqual, hashSecret } from "./identity/keys.js";
 import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, Reason, invalidArgument, permissionDenied, serviceError, unauthenticated } from "./errors.js";
+import { isRunToken, type RunCredentialCheck } from "./interns/run-credentials.js";
 
 export interface Caller {
   keyId: string;
@@ -22,7 +23,61 @@ export interface Caller {
   responseCacheTtlSeconds?: number | null;
   /** The workspace's content logging retention in days (docs/operations.md, "Content logging"); absent/null: off. */
   contentLogRetentionDays?: number | null;
+  /**
+   * Set when the call came with an intern run's credential (docs/interns.md, "Model calls through Portico"):
+   * the caller is the API key that started the run; the request uses `model` in place of the one it names and
+   * its generation is linked to the intern, run and session.
+   */
+  run?: CallerRun;
 }
+
+/** The intern run a call made with a run credential belongs to. */
+export interface CallerRun {
+  internId: string;
+  runId: string;
+  /** The run's caller-visible session_id. */
+  sessionKey: string;
+  /** The intern's model (`<provider>/<model>` or `@preset/<slug>`). */
+  model: string;
+}
+
+/**
+ * The procedures that accept an intern run credential: the model endpoints (docs/interns.md, "Model calls
+ * through Portico"). Every other procedure refuses it (403). A new model endpoint opts in with one line:
+ * `acceptRunCredential("<package.Service>/<Method>")` where its handler is registered.
+ */
+const RUN_CREDENTIAL_PROCEDURES = new Set<string>([
+  "portico.chat.v1.ChatService/CreateChatCompletion",
+  "portico.chat.v1.ChatService/StreamChatCompletion",
+  "portico.chat.v1.ChatService/CreateMessage",
+  "portico.chat.v1.ChatService/StreamMessage",
+  "portico.chat.v1.ChatService/CountMessageTokens",
+  "portico.chat.v1.ChatService/CreateResponse",
+  "portico.chat.v1.ChatService/StreamResponse",
+  "portico.chat.v1.ChatService/GenerateContent",
+  "portico.chat.v1.ChatService/StreamGenerateContent",
+  "portico.chat.v1.ChatService/CountGeminiTokens",
+  "portico.embeddings.v1.EmbeddingsService/CreateEmbeddings",
+]);
+
+/** Lets the procedure `<package.Service>/<Method>` (a model endpoint) accept intern run credentials. */
+export function acceptRunCredential(procedure: string): void {
+  RUN_CREDENTIAL_PROCEDURES.add(procedure);
+}
+
+/** Whether `<package.Service>/<Method>` accepts intern run credentials. */
+export function acceptsRunCredential(procedure: string): boolean {
+  return RUN_CREDENTIAL_PROCEDURES.has(procedure);
+}
+
+/** Checks a presented intern run credential (run-credentials.ts). */
+export type RunCredentialLookup = (token: string) => Promise<RunCredentialCheck>;
+
+const RUN_CREDENTIAL_REFUSED: Record<Exclude<RunCredentialCheck, { ok: true }>["why"], string> = {
+  unknown: "Invalid intern run credential",
+  revoked: "This intern run credential was revoked: its run has ended or was cancelled",
+  expired: "This intern run credential has expired",
+};
 
 /** What bounds a caller's chat completions (docs/limits.md). */
 export interface CallerLimits {
@@ -65,6 +120,8 @@ export interface AuthInterceptorOptions {
   lookup: KeyLookup;
   /** Fully-qualified service names that authenticate on their own (health, intern host links). */
   publicServices: ReadonlySet<string>;
+  /** Checks intern run credentials (`prt-v1-…`); absent: they are refused like unknown keys. */
+  runCredentials?: RunCredentialLookup;
 }
 
 export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor {
@@ -72,13 +129,29 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
     if (opts.publicServices.has(req.service.typeName)) return next(req);
     const token = bearerToken(req.header.get("authorization"));
     if (!token) throw unauthenticated("Missing Authentication header");
-    const hash = hashSecret(token);
+    let run: CallerRun | undefined;
+    let hash: string;
+    if (isRunToken(token)) {
+      // An intern run's credential: the model endpoints only, as the key that started the run.
+      const procedure = `${req.service.typeName}/${req.method.name}`;
+      if (!acceptsRunCredential(procedure)) {
+        throw permissionDenied("An intern run credential can call the model endpoints only (chat completions, messages, responses, embeddings, the Gemini dialect)");
+      }
+      const check = opts.runCredentials ? await opts.runCredentials(token) : ({ ok: false, why: "unknown" } as const);
+      if (!check.ok) throw unauthenticated(RUN_CREDENTIAL_REFUSED[check.why]);
+      const { scope } = check;
+      run = { internId: scope.internId, runId: scope.runId, sessionKey: scope.sessionKey, model: scope.model };
+      hash = scope.keyHash;
+    } else {
+      hash = hashSecret(token);
+    }
+    const whose = run ? "The API key that started the intern run" : "API key";
     const record = await opts.lookup(hash);
-    if (!record || !digestsEqual(record.keyHash, hash)) throw unauthenticated("Invalid or missing API key");
-    if (record.revoked) throw unauthenticated("API key has been revoked");
-    if (record.disabled) throw unauthenticated("API key is disabled");
-    if (record.workspaceDeleted) throw unauthenticated("API key's workspace has been deleted");
-    if (record.expiresAtMs != null && Date.now() >= record.expiresAtMs) throw unauthenticated("API key has expired");
+    if (!record || !digestsEqual(record.keyHash, hash)) throw unauthenticated(run ? `${whose} no longer exists` : "Invalid or missing API key");
+    if (record.revoked) throw unauthenticated(`${whose} has been revoked`);
+    if (record.disabled) throw unauthenticated(`${whose} is disabled`);
+    if (record.workspaceDeleted) throw unauthenticated(`${whose}'s workspace has been deleted`);
+    if (record.expiresAtMs != null && Date.now() >= record.expiresAtMs) throw unauthenticated(`${whose} has expired`);
     if (!record.creatorIsMember) throw permissionDenied(CREATOR_DEPARTED);
     const caller: Caller = {
       keyId: record.keyId,
@@ -93,6 +166,7 @@ export function createAuthInterceptor(opts: AuthInterceptorOptions): Interceptor
     if (record.limits) caller.limits = record.limits;
     if (record.responseCacheTtlSeconds) caller.responseCacheTtlSeconds = record.responseCacheTtlSeconds;
     if (record.contentLogRetentionDays) caller.contentLogRetentionDays = record.contentLogRetentionDays;
+    if (run) caller.run = run;
     req.contextValues.set(kCaller, caller);
     return next(req);
   };

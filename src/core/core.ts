@@ -91,6 +91,8 @@ export interface Core {
   createInMemoryTransport(): Transport;
   /** The core's listener is up at `url` (other core processes may forward intern calls there). */
   listening(url: string): void;
+  /** The HTTP gateway in front of this core listens at `url` (the default gateway address handed to intern hosts). */
+  gatewayListening(url: string): void;
   /** A host token for an intern valid only on this process (the embedded host of `portico serve`). */
   issueLocalHostToken(internId: string): string;
   /** Whether a prompt to the intern would find its host now (its link is here or another process holds it). */
@@ -109,7 +111,8 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const db = database.db;
   const identity = createIdentityRepository(db);
   const closers: Array<() => Promise<void>> = [];
-  const interns = createInternsModule({ db, config, logger });
+  // A run's usage is summed from its generations (docs/interns.md): this process's queued records are written first.
+  const interns = createInternsModule({ db, config, logger, flushGenerations: () => generations.flush() });
   closers.push(() => interns.close());
   // Worker processes of `portico serve` without Redis share invalidations through their primary.
   const bus = opts.bus ?? (!config.redisUrl && isServeWorker() ? createIpcInvalidationBus() : createInvalidationBus(config, logger));
@@ -219,7 +222,17 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const chatDeps = {
     accountRouting: routingSettingsCache.filtersFor,
     presets: presetsRepository,
-    generations: withGenerationMetrics(generations, metrics),
+    generations: withGenerationMetrics(
+      {
+        // A model call of an intern run (docs/interns.md) is written at once, not at the next flush: the run's
+        // usage is summed from the database at its end, perhaps by another instance.
+        record(rec) {
+          generations.record(rec);
+          if (rec.internRunId) void generations.flush().catch(() => undefined);
+        },
+      },
+      metrics,
+    ),
     tracing: config.tracing !== undefined,
     credentials,
     shared,
@@ -262,7 +275,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     createErrorBoundaryInterceptor((err, procedure, requestId) =>
       logger.error({ err, procedure, reqId: requestId }, "unexpected error in core handler"),
     ),
-    createAuthInterceptor({ lookup: keyCache.lookup, publicServices: PUBLIC_SERVICES }),
+    createAuthInterceptor({ lookup: keyCache.lookup, publicServices: PUBLIC_SERVICES, runCredentials: interns.checkRunCredential }),
   ];
 
   const routes = (router: ConnectRouter) => {
@@ -319,6 +332,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     interceptors,
     createInMemoryTransport: () => createDirectTransport(routes, interceptors),
     listening: (url) => interns.listening(url),
+    gatewayListening: (url) => interns.gatewayListening(url),
     issueLocalHostToken: (internId) => interns.issueLocalHostToken(internId),
     internReachable: (internId) => interns.reachable(internId),
     async close() {

@@ -251,6 +251,11 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
 
+  // Agents probe the base URL they were given (`<gateway>/api` for claude agents, docs/intern-host.md) with HEAD.
+  for (const url of ["/api", "/api/"]) {
+    app.route({ method: "HEAD", url, schema: { hide: true }, handler: async (_req, reply) => reply.code(200).send() });
+  }
+
   await registerConsoleRoutes(app as unknown as FastifyInstance);
 
   const ctx: GatewayContext = {

@@ -33,6 +33,31 @@ export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallO
   return opts;
 }
 
+/** The headers a model endpoint takes its key from, after `Authorization: Bearer`: Anthropic's, then Google's. */
+const MODEL_KEY_HEADERS = ["x-api-key", "x-goog-api-key"] as const;
+
+/**
+ * Call options for a model endpoint (chat completions, Messages, count_tokens, Responses, embeddings, the Gemini
+ * dialect): as `callOptionsFor`, with the key also taken from `x-api-key` or `x-goog-api-key` when no
+ * Authorization header came (the headers agents send; an intern run's credential comes in any of the three,
+ * docs/interns.md). A new model endpoint opts in by calling this in place of `callOptionsFor`; the core decides
+ * which procedures accept a run credential (src/core/auth.ts `acceptRunCredential`).
+ */
+export function modelCallOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallOptions {
+  const opts = callOptionsFor(req, signal);
+  const headers = opts.headers as Record<string, string>;
+  if (headers.authorization === undefined) {
+    for (const name of MODEL_KEY_HEADERS) {
+      const key = req.headers[name];
+      if (typeof key === "string" && key !== "") {
+        headers.authorization = `Bearer ${key}`;
+        break;
+      }
+    }
+  }
+  return opts;
+}
+
 /**
  * A server-streaming call straight on the transport, read with `next()`: the messages arrive without the
  * promise client's wrapper (a down-levelled async generator costing several promise turns per message).

@@ -111,6 +111,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   await gateway.listen({ host: "127.0.0.1", port: 0 });
   const address = gateway.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
+  // As `portico serve`: intern hosts reach this gateway for model calls (unless the env names another address).
+  core.gatewayListening(`http://127.0.0.1:${port}`);
   const boot = opts.sameDatabaseAs?.bootstrap ?? (await bootstrap(database.db, opts.bootstrapExtensions ?? []));
   const identity = createIdentityRepository(database.db);
 

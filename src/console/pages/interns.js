@@ -204,6 +204,12 @@ export function renderChat(main, params, query) {
           if (chunk.session_id) {
             state.sessionId = chunk.session_id;
             sessionLine.replaceChildren("Session ", h("code", {}, chunk.session_id));
+            // The run's usage: the sum of its model calls when they went through Portico, else what the agent reported.
+            const u = chunk.usage;
+            if (u && typeof u.total_tokens === "number") {
+              const cost = typeof u.cost === "number" ? `, $${u.cost.toFixed(6)}` : "";
+              sessionLine.append(` · last run: ${u.total_tokens} tokens (${u.prompt_tokens} in, ${u.completion_tokens} out${cost})`);
+            }
           }
           continue;
         }

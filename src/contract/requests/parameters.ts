@@ -237,6 +237,8 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
       metadata: metadataFilter,
       cache_hit: boolean().meta({ description: "Only generations answered (true) or not (false) from the response cache (docs/operations.md, \"Response cache\")." }),
       plugin: string({ max: 64 }).meta({ description: "Only generations that ran this plugin (its id); 400 while the deployment records no plugins." }),
+      intern_id: string({ max: 64 }).meta({ description: "Only the model calls of this intern's runs, made with their run credentials (docs/interns.md, \"Model calls through Portico\")." }),
+      run_id: string({ max: 64 }).meta({ description: "Only the model calls of this intern run, made with its run credential." }),
     }),
   },
 };

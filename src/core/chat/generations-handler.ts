@@ -117,6 +117,9 @@ export function generationMessage(row: GenerationRow): Init<Generation> {
     serverTools: opt(row.serverTools),
     attemptsLog: opt(row.attemptsLog),
     dialect: opt(row.dialect),
+    internId: opt(row.internId),
+    runId: opt(row.internRunId),
+    internSessionId: opt(row.internSessionId),
   };
 }
 
@@ -210,6 +213,10 @@ export function createGenerationsHandler(deps: { db: Db; store: GenerationStore;
       if (sessionId !== undefined) and.push({ sessionId });
       const user = text("user", req.user);
       if (user !== undefined) and.push({ user });
+      const internId = text("intern_id", req.internId);
+      if (internId !== undefined) and.push({ internId });
+      const runId = text("run_id", req.runId);
+      if (runId !== undefined) and.push({ internRunId: runId });
       const traceId = text("trace_id", req.traceId);
       if (traceId !== undefined) and.push({ traceId });
       const trace = { trace_name: req.traceName, span_name: req.spanName, generation_name: req.generationName, parent_span_id: req.parentSpanId };

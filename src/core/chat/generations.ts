@@ -39,6 +39,7 @@ const COLUMNS = [
   "serverTools",
   "attemptsLog",
   "dialect",
+  "internId", "internRunId", "internSessionId",
 ] as const;
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
@@ -86,6 +87,7 @@ function values(r: GenerationRecord, provider: DbProvider): unknown[] {
     r.serverTools ?? null,
     r.attemptsLog ?? null,
     r.dialect ?? null,
+    r.internId ?? null, r.internRunId ?? null, r.internSessionId ?? null,
   ];
 }
 

@@ -104,6 +104,13 @@ export interface GenerationRecord {
   failedAttempts?: readonly FailedAttempt[];
   /** The API dialect the request came in (`chat`, `messages`, `responses`, `gemini`); absent: null. */
   dialect?: string | null;
+  /**
+   * Made with an intern run's credential (docs/interns.md, "Model calls through Portico"): the intern, the run and
+   * the run's caller-visible session_id; absent/null for calls made with an API key.
+   */
+  internId?: string | null;
+  internRunId?: string | null;
+  internSessionId?: string | null;
 }
 
 /** An upstream attempt that failed: its provider, its endpoint's catalog model (null: uncatalogued) and the reason. */

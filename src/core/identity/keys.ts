@@ -5,6 +5,8 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const API_KEY_PREFIX = "pk-v1-";
 export const HOST_TOKEN_PREFIX = "pht-v1-";
+/** An intern run's short-lived model credential (docs/interns.md, "Model calls through Portico"). */
+export const RUN_TOKEN_PREFIX = "prt-v1-";
 
 /** 256 random bits, hex encoded, behind a prefix that secret scanners and our log scrubber recognize. */
 export function generateSecret(prefix: string): string {

@@ -29,6 +29,8 @@ export class ActiveRun {
   /** The latest model the intern reported; the next response of this run names it. */
   reportedModel = "";
   usage: UsageRecord | undefined;
+  /** The run's model calls go through Portico with a run credential: its usage is the sum of its generations. */
+  throughGateway = false;
   lastSeq = 0;
   /** A client (StreamChat call) is consuming the queue. */
   attached = false;

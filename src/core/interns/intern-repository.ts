@@ -7,6 +7,7 @@ import type { Db } from "../../db/client.js";
 import { isUniqueViolation } from "../../db/client.js";
 import { Prisma } from "../../db/prisma.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
+import { usd } from "../catalog/cost.js";
 
 export type RunState = "streaming" | "paused" | "finished" | "cancelled" | "ended" | "failed";
 export const TERMINAL_RUN_STATES: readonly RunState[] = ["finished", "cancelled", "ended", "failed"];
@@ -212,8 +213,34 @@ export function createInternRepository(db: Db) {
       if (extra.usage) data.usage = extra.usage as unknown as Prisma.InputJsonValue;
       if (extra.model) data.model = extra.model;
       if (extra.lastSeq !== undefined) data.lastSeq = extra.lastSeq;
-      const res = await db.internRun.updateMany({ where: { id, state: { in: from } }, data });
-      return res.count === 1;
+      if (!terminal) return (await db.internRun.updateMany({ where: { id, state: { in: from } }, data })).count === 1;
+      // The one write of every run's end: the run's model credential (run-credentials.ts) is revoked with it, in
+      // the same transaction (the end and the revocation become visible together).
+      return db.$transaction(async (tx) => {
+        const res = await tx.internRun.updateMany({ where: { id, state: { in: from } }, data });
+        if (res.count !== 1) return false;
+        await tx.internRunCredential.updateMany({ where: { runId: id, revokedAt: null }, data: { revokedAt: data.endedAt as Date } });
+        return true;
+      });
+    },
+
+    /**
+     * The usage of a run's model calls made through Portico (docs/interns.md, "Model calls through Portico"): the
+     * sum of the generations linked to it, cost as the account pays it; undefined when it has none.
+     */
+    async generationUsageOfRun(runId: string): Promise<UsageRecord | undefined> {
+      const agg = await db.generation.aggregate({
+        where: { internRunId: runId },
+        _count: { _all: true },
+        _sum: { promptTokens: true, completionTokens: true, totalTokens: true, cachedTokens: true, costFemtoUsd: true },
+      });
+      if (agg._count._all === 0) return undefined;
+      const prompt = agg._sum.promptTokens ?? 0;
+      const completion = agg._sum.completionTokens ?? 0;
+      const out: UsageRecord = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: agg._sum.totalTokens ?? prompt + completion };
+      if (agg._sum.costFemtoUsd !== null && agg._sum.costFemtoUsd !== undefined) out.cost = usd(BigInt(agg._sum.costFemtoUsd));
+      if (agg._sum.cachedTokens !== null && agg._sum.cachedTokens !== undefined) out.cached_tokens = agg._sum.cachedTokens;
+      return out;
     },
 
     // ---------- interactions ----------

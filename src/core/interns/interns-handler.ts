@@ -295,6 +295,7 @@ export function createInternsHandler(deps: InternsHandlerDeps): ServiceImpl<type
               prompt: await withInstructions(intern, intent.sessionKey, intent.prompt),
               approvalMode: intent.approvalMode,
               callerKey: caller.keyHash,
+              caller,
               signal: ctx.signal,
             })
           : await manager.answer({

@@ -16,11 +16,14 @@ import { createLocalCluster, createRedisCluster, type InternCluster } from "./cl
 import { createForwarder } from "./forwarder.js";
 import { createIpcCluster, isServeWorker } from "../../cluster/ipc.js";
 import { generateHostToken, hashSecret } from "../identity/keys.js";
+import { createRunCredentials } from "./run-credentials.js";
 
 export interface InternsModuleDeps {
   db: Db;
   config: Config;
   logger: Logger;
+  /** Writes the process's queued generation records now (a run's usage is summed from them). */
+  flushGenerations?: () => Promise<void>;
 }
 
 export function createInternsModule(deps: InternsModuleDeps) {
@@ -47,7 +50,13 @@ export function createInternsModule(deps: InternsModuleDeps) {
   const forwarder = createForwarder();
   const localTokens = new Map<string, string>();
   const background = createBackground((err) => deps.logger.error({ err }, "intern background work failed"));
+  const credentials = createRunCredentials(deps.db, { ttlMs: cfg.runCredentialTtlMs });
+  // The gateway address hosts reach: the operator's setting, else (`portico serve`) the gateway's own listener.
+  let gatewayUrl = cfg.gatewayUrl;
   const manager = createRunManager({
+    gatewayUrl: () => gatewayUrl,
+    credentials,
+    ...(deps.flushGenerations ? { flushGenerations: deps.flushGenerations } : {}),
     repo,
     background,
     links,
@@ -105,6 +114,12 @@ export function createInternsModule(deps: InternsModuleDeps) {
     /** Whether a prompt to the intern would find its host: the link is here, or another process holds it. */
     async reachable(internId: string): Promise<boolean> {
       return manager.holdsLink(internId) || (await cluster.ownerOf(internId)) !== undefined;
+    },
+    /** Checks an intern run's model credential (the auth interceptor). */
+    checkRunCredential: (token: string) => credentials.check(token),
+    /** The gateway of this process listens at `url`: hosts reach it there unless PORTICO_INTERN_GATEWAY_URL says otherwise. */
+    gatewayListening(url: string): void {
+      gatewayUrl ??= url.replace(/\/+$/, "");
     },
     /** The core listens at `url`: other processes may forward intern calls there. */
     listening(url: string): void {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ApprovalMode, CancelReason, type RunRejected } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import { ApprovalMode, CancelReason, type ModelGateway, type RunRejected } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
 import type { Intern } from "../../db/prisma.js";
 import { errorDetailOf } from "../errors.js";
 import { ALL_REASONS, Reason, reasonFromWire, ruleOf } from "../../contract/reasons.js";
@@ -13,6 +13,7 @@ import { hostBusy, internError, internTimeout, internUnreachable, keyShareUsed, 
 import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
 import { ActiveRun } from "./active-run.js";
 import type { RunContext, RunLifecycle } from "./run-lifecycle.js";
+import type { Caller } from "../auth.js";
 
 /** How much later than the core's deadline the host's backstop deadline fires. */
 const HOST_BACKSTOP_GRACE_MS = 2_000;
@@ -27,6 +28,8 @@ export interface StartRunInput {
   approvalMode: "manual" | "self-drive";
   /** Hash of the caller's API key: the per-key share of runs held across a question. */
   callerKey?: string;
+  /** The caller's API key: the run's model credential (run-credentials.ts) acts as it. */
+  caller?: Pick<Caller, "keyId" | "keyHash" | "organizationId" | "workspaceId">;
   signal: AbortSignal;
 }
 
@@ -126,7 +129,39 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
       await repo.unlockSession(session.id, runId);
       throw err;
     }
+    // The intern's model calls go through Portico (docs/interns.md, "Model calls through Portico"): the
+    // intern has a model and this core knows the gateway's address. The run's credential is written before
+    // StartRun leaves, so the agent's first call finds it on any instance.
+    let gateway: ModelGateway | undefined;
+    const gatewayUrl = ctx.gatewayUrl();
+    if (intern.configuredModel && gatewayUrl && input.caller && ctx.credentials) {
+      try {
+        const { token, expiresAt } = await ctx.credentials.mint({
+          runId,
+          internId: intern.id,
+          sessionId: session.id,
+          sessionKey,
+          organizationId: input.caller.organizationId,
+          workspaceId: input.caller.workspaceId,
+          keyId: input.caller.keyId,
+          keyHash: input.caller.keyHash,
+          model: intern.configuredModel,
+        });
+        gateway = {
+          $typeName: "portico.internlink.v1.ModelGateway",
+          baseUrl: gatewayUrl,
+          token,
+          expiresAtMs: BigInt(expiresAt.getTime()),
+          model: intern.configuredModel,
+        };
+      } catch (err) {
+        await repo.transitionRun(runId, ["streaming"], "failed", { endReason: "turn_failed" }).catch(() => undefined);
+        await repo.unlockSession(session.id, runId).catch(() => undefined);
+        throw err;
+      }
+    }
     const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
+    run.throughGateway = gateway !== undefined;
     run.callerKey = input.callerKey;
     run.link = link;
     run.attached = true;
@@ -145,6 +180,7 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
       approvalMode: input.approvalMode === "manual" ? ApprovalMode.MANUAL : ApprovalMode.SELF_DRIVE,
       // The host's own backstop fires only if the core could not (link down): later than ours.
       interactionDeadlineMs: BigInt(config.interactionDeadlineMs + config.linkLivenessTimeoutMs + HOST_BACKSTOP_GRACE_MS),
+      ...(gateway ? { gateway } : {}),
     });
     if (!sent) run.startWaiter?.reject(internUnreachable());
     // The run is accepted: the response opens now (role chunk) while the host starts the agent; a

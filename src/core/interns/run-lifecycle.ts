@@ -11,6 +11,7 @@ import type { InternRepository, RunState } from "./intern-repository.js";
 import type { InternLink, LinkRegistry } from "./link-registry.js";
 import type { InternCluster } from "./cluster.js";
 import type { ActiveRun } from "./active-run.js";
+import type { RunCredentials } from "./run-credentials.js";
 import { causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding } from "./run-endings.js";
 
 /** What every part of the run manager shares: the dependencies and the runs this process relays. */
@@ -33,6 +34,12 @@ export interface RunContext {
   unwrittenEnds: Set<string>;
   /** How long a run's owner vouches for it in the database (renewed while the run is live here). */
   runLeaseMs: number;
+  /** The gateway address hosts reach (config, else `portico serve`'s own listener); undefined: no model calls through Portico. */
+  gatewayUrl(): string | undefined;
+  /** Run model credentials (run-credentials.ts); absent in unit tests that do not need them. */
+  credentials?: RunCredentials;
+  /** Writes this process's queued generation records now (before a run's usage is summed from them). */
+  flushGenerations?: () => Promise<void>;
 }
 
 /** Backoff of a run's end write that failed: 100 ms doubling to 5 s, until written or the process stops. */
@@ -40,6 +47,8 @@ const END_RETRY_MIN_MS = 100;
 const END_RETRY_MAX_MS = 5_000;
 /** How long the relay waits for a run's end to be written before it sends the stream's last chunk anyway. */
 const END_WRITE_WAIT_MS = 2_000;
+/** How long a run's end waits for the sum of its generations (docs/interns.md) before it keeps the intern's own figure. */
+const USAGE_SUM_WAIT_MS = 2_000;
 
 export function createRunLifecycle(ctx: RunContext) {
   const { repo, log, later, runs } = ctx;
@@ -107,8 +116,31 @@ export function createRunLifecycle(ctx: RunContext) {
   /** Ends a run the way `cause` ends it per the transition table; returns the ending for the relay to render. */
   async function end(run: ActiveRun, cause: EndingCause): Promise<RunEnding> {
     const ending = endingOf(cause);
+    if (run.throughGateway && run.state !== "done") await sumGenerations(run);
     await finishRun(run, ending.state, ending.endReason);
     return ending;
+  }
+
+  /**
+   * A run whose model calls went through Portico: its usage is the sum of its generations (this process's queued
+   * records written first), in place of what the intern reported; unchanged when it has none or the sum is late.
+   */
+  async function sumGenerations(run: ActiveRun): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const summed = await Promise.race([
+        (async () => {
+          await ctx.flushGenerations?.();
+          return repo.generationUsageOfRun(run.id);
+        })(),
+        new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), USAGE_SUM_WAIT_MS))),
+      ]);
+      if (summed) run.usage = summed;
+    } catch (err) {
+      log.warn({ err, runId: run.id }, "could not sum a run's generations; keeping the usage the intern reported");
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Ends a run here and, when a client is reading it, ends its stream with the ending. */

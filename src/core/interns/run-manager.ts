@@ -37,6 +37,7 @@ import { createRunReconcile } from "./run-reconcile.js";
 import { createRunSessions } from "./run-sessions.js";
 import { createRunSweep } from "./run-sweep.js";
 import { createRunOwnership } from "./run-ownership.js";
+import type { RunCredentials } from "./run-credentials.js";
 
 export { ActiveRun, type RunItem } from "./active-run.js";
 export { RUN_ENDINGS, causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding, type RunFinish } from "./run-endings.js";
@@ -56,6 +57,11 @@ export interface RunManagerDeps {
   brand: string;
   /** How long a run's owner vouches for it in the database (default 30 s; renewed every third of it). */
   runLeaseMs?: number;
+  /** The gateway address hosts reach; undefined: no model calls through Portico (docs/interns.md). */
+  gatewayUrl?: () => string | undefined;
+  credentials?: RunCredentials;
+  /** Writes this process's queued generation records now (a run's usage is summed from them). */
+  flushGenerations?: () => Promise<void>;
 }
 
 /** Default lease of a live run's owner: a run whose process died is ended by another core's sweep within about this. */
@@ -98,6 +104,9 @@ export function createRunManager(deps: RunManagerDeps) {
     stopping: stopping.signal,
     unwrittenEnds: new Set<string>(),
     runLeaseMs: deps.runLeaseMs ?? DEFAULT_RUN_LEASE_MS,
+    gatewayUrl: deps.gatewayUrl ?? (() => undefined),
+    ...(deps.credentials ? { credentials: deps.credentials } : {}),
+    ...(deps.flushGenerations ? { flushGenerations: deps.flushGenerations } : {}),
   };
   const { runs, later } = ctx;
   const lifecycle = createRunLifecycle(ctx);

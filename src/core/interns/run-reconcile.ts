@@ -41,6 +41,8 @@ export function createRunReconcile(ctx: RunContext, lifecycle: RunLifecycle, dea
         const run =
           inMemory ??
           new ActiveRun(row.id, row.internId, row.sessionId, row.sessionKey, row.approvalMode === "manual" ? "manual" : "self-drive");
+        // A run adopted here may have had a model credential: its usage is summed from its generations at its end.
+        if (ctx.gatewayUrl() !== undefined) run.throughGateway = true;
         lifecycle.adoptPaused(run, link, row.model, row.lastSeq, { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) });
         deadlines.scheduleDeadline(run);
         // This process relays it now: its lease is ours to renew.

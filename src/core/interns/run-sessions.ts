@@ -26,7 +26,11 @@ export function createRunSessions(ctx: RunContext, lifecycle: RunLifecycle, dead
     const held = session.activeRunId ? await repo.findRun(session.activeRunId) : null;
     const run = held && !TERMINAL_RUN_STATES.includes(held.state as RunState) ? held : await repo.latestRunOfSession(session.id);
     const pending = run && run.state === "paused" ? await repo.pendingInteractionOfRun(run.id) : null;
-    return sessionToProto(sessionKey, run, pending, brand);
+    // A live run's usage so far: the sum of its generations (model calls through Portico), when it has any.
+    const live = run !== null && !TERMINAL_RUN_STATES.includes(run.state as RunState);
+    if (live) await ctx.flushGenerations?.();
+    const usage = live ? await repo.generationUsageOfRun(run.id) : undefined;
+    return sessionToProto(sessionKey, run, pending, brand, usage);
   }
 
   /**

@@ -6,8 +6,8 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { InternInteraction, InternRun } from "../../db/prisma.js";
-import type { PendingQuestion, Session } from "../../gen/portico/interns/v1/session_pb.js";
-import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
+import type { PendingQuestion, Session, SessionUsage } from "../../gen/portico/interns/v1/session_pb.js";
+import { TERMINAL_RUN_STATES, type RunState, type UsageRecord } from "./intern-repository.js";
 
 /** Largest arguments object (as JSON) a question carries with the host's extra fields. */
 export const MAX_ARGUMENTS_BYTES = 16 * 1024;
@@ -74,13 +74,27 @@ export function sessionToProto(
   run: InternRun | null,
   pending: InternInteraction | null,
   brand: string,
+  /** The run's usage so far (the sum of its generations while it runs); default: what its end recorded. */
+  usage?: UsageRecord,
 ): Init<Session> {
   const live = run !== null && !TERMINAL_RUN_STATES.includes(run.state as RunState);
   const state = live ? run.state : "idle";
+  const u = usage ?? (run?.usage as UsageRecord | null | undefined) ?? undefined;
   return {
     sessionId: sessionKey,
     state,
     ...(run ? { runId: run.id, startedAt: timestampFromDate(run.createdAt) } : {}),
     ...(live && state === "paused" && pending ? { pendingQuestion: pendingQuestionToProto(pending, brand) } : {}),
+    ...(u && typeof u.prompt_tokens === "number" ? { usage: sessionUsage(u) } : {}),
+  };
+}
+
+function sessionUsage(u: UsageRecord): SessionUsage {
+  return {
+    $typeName: "portico.interns.v1.SessionUsage",
+    promptTokens: BigInt(Math.trunc(u.prompt_tokens)),
+    completionTokens: BigInt(Math.trunc(u.completion_tokens ?? 0)),
+    totalTokens: BigInt(Math.trunc(u.total_tokens ?? 0)),
+    ...(typeof u.cost === "number" ? { cost: u.cost } : {}),
   };
 }

@@ -35,6 +35,18 @@ export const sessionSchema = {
     run_id: { type: ["string", "null"], description: "The run holding the session; when idle its latest run; null when it never had one." },
     started_at: { type: ["string", "null"], description: "When that run started (ISO 8601); null with run_id." },
     pending_question: pendingQuestionSchema,
+    usage: {
+      type: ["object", "null"],
+      description:
+        "That run's usage: when its model calls went through Portico, the sum of its generations (so far, while it runs); otherwise what the " +
+        "intern reported at its end; null when none is known.",
+      properties: {
+        prompt_tokens: { type: "integer" },
+        completion_tokens: { type: "integer" },
+        total_tokens: { type: "integer" },
+        cost: { type: "number", description: "USD, as the account pays it; absent when unpriced." },
+      },
+    },
   },
 } as const;
 
@@ -50,5 +62,13 @@ export function presentSession(s: Session) {
     run_id: s.runId ?? null,
     started_at: s.runId !== undefined ? iso(s.startedAt) : null,
     pending_question: presentPendingQuestion(s.pendingQuestion),
+    usage: s.usage
+      ? {
+          prompt_tokens: Number(s.usage.promptTokens),
+          completion_tokens: Number(s.usage.completionTokens),
+          total_tokens: Number(s.usage.totalTokens),
+          ...(s.usage.cost !== undefined ? { cost: s.usage.cost } : {}),
+        }
+      : null,
   };
 }

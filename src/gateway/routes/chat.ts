@@ -15,7 +15,7 @@ import { presentModel } from "../presenters/models.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
+import { abortOnClientClose, callOptionsFor, modelCallOptionsFor, serverStream } from "../rpc.js";
 import { contractRoute, errorResponses, passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 
@@ -179,7 +179,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
       if ((body as { stream?: unknown }).stream !== true) {
         const watch = abortOnClientClose(reply);
         try {
-          const res = await client.createChatCompletion({ body: json, jsonText: true }, callOptionsFor(req, watch.signal));
+          const res = await client.createChatCompletion({ body: json, jsonText: true }, modelCallOptionsFor(req, watch.signal));
           overhead(ctx, reply, res.upstreamMs, res.provider);
           reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.completionJson || JSON.stringify(res.completion ?? {}));
@@ -202,7 +202,7 @@ async function streamCompletion(
   body: Record<string, never>,
 ): Promise<void> {
   const call = ctx.relay.start(req, reply);
-  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body, jsonText: true }, callOptionsFor(req, call.signal));
+  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body, jsonText: true }, modelCallOptionsFor(req, call.signal));
   await call.run(stream, {
     name: "chat",
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's

@@ -12,7 +12,7 @@ import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { EmbeddingsService } from "../../gen/portico/embeddings/v1/embeddings_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicError } from "../errors.js";
-import { abortOnClientClose, callOptionsFor } from "../rpc.js";
+import { abortOnClientClose, modelCallOptionsFor } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
 
 const NOT_AN_OBJECT = publicError(400, "Request body must be a JSON object");
@@ -84,7 +84,7 @@ export async function registerEmbeddingsRoutes(api: FastifyInstance, ctx: Gatewa
       }
       const watch = abortOnClientClose(reply);
       try {
-        const res = await client.createEmbeddings({ body: body as Record<string, never> }, callOptionsFor(req, watch.signal));
+        const res = await client.createEmbeddings({ body: body as Record<string, never> }, modelCallOptionsFor(req, watch.signal));
         reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
         return reply.type("application/json; charset=utf-8").send(res.responseJson);
       } finally {

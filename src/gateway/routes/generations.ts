@@ -19,7 +19,7 @@ const generationSchema = {
     id: { type: "string" },
     key_hash: { type: "string", description: "SHA-256 hex of the API key that made the request." },
     workspace_id: { type: "string", description: "The API key's workspace when it made the request." },
-    requested_model: { type: "string" },
+    requested_model: { type: "string", description: "The model the request named (for a call made with an intern run credential: the id the agent sent, which the intern's model replaced)." },
     model: nullable("string", "The model that served it."),
     provider: nullable("string", "The provider that served it."),
     credential_id: nullable("string", "The BYOK credential used."),
@@ -47,6 +47,9 @@ const generationSchema = {
     user: nullable("string", "The request's `user` (the caller's end-user id), as sent."),
     session_id: nullable("string", "The request's `session_id`, else its `x-session-id` header."),
     dialect: nullable("string", "The API dialect the request came in: `chat`, `messages`, `responses` or `gemini` (docs/dialects.md); null for generations recorded before it was."),
+    intern_id: nullable("string", "Made with an intern run's credential (docs/interns.md, \"Model calls through Portico\"): the intern."),
+    run_id: nullable("string", "Made with an intern run's credential: the run."),
+    intern_session_id: nullable("string", "Made with an intern run's credential: the run's session_id."),
     trace_id: nullable("string", "The request's `trace.trace_id`."),
     trace: { type: ["object", "null"], additionalProperties: true, description: "The request's `trace` object (known keys and custom ones), as sent." },
     metadata: { type: ["object", "null"], additionalProperties: { type: "string" }, description: "The request's `metadata`, as sent." },
@@ -127,6 +130,8 @@ const TEXT_FILTERS = {
   generation_name: "generationName",
   parent_span_id: "parentSpanId",
   plugin: "plugin",
+  intern_id: "internId",
+  run_id: "runId",
 } as const;
 type ListQuery = { limit?: number; offset?: number; starting_after?: string; from?: string; to?: string; cache_hit?: boolean; metadata?: string } & {
   [K in keyof typeof TEXT_FILTERS]?: string;
@@ -279,5 +284,8 @@ function presentGeneration(g: Generation) {
     server_tools: serverToolsOf(g.serverTools),
     attempts_log: attemptsLogOf(g.attemptsLog),
     dialect: g.dialect ?? null,
+    intern_id: g.internId ?? null,
+    run_id: g.runId ?? null,
+    intern_session_id: g.internSessionId ?? null,
   };
 }

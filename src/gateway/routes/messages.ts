@@ -15,7 +15,7 @@ import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor } from "../rpc.js";
+import { abortOnClientClose, modelCallOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { requestSchemas } from "../../contract/requests/index.js";
@@ -84,14 +84,8 @@ function anthropicError(req: FastifyRequest, reply: FastifyReply, err: unknown):
     .send(JSON.stringify({ type: "error", error: { type: errorTypeOf(status), message }, request_id: String(req.id) }));
 }
 
-/** Call options: the caller's key from `x-api-key` when no Authorization header came. */
-function optionsFor(req: FastifyRequest, signal?: AbortSignal) {
-  const opts = callOptionsFor(req, signal);
-  const key = req.headers["x-api-key"];
-  const headers = opts.headers as Record<string, string>;
-  if (headers.authorization === undefined && typeof key === "string" && key !== "") headers.authorization = `Bearer ${key}`;
-  return opts;
-}
+/** Call options: the caller's key from `x-api-key` when no Authorization header came (rpc.ts `modelCallOptionsFor`). */
+const optionsFor = modelCallOptionsFor;
 
 function dialectHeaders(req: FastifyRequest): { anthropicBeta: string; anthropicVersion: string } {
   const h = (name: string) => {

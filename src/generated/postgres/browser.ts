@@ -125,6 +125,14 @@ export type InternSession = Prisma.InternSessionModel
  */
 export type InternRun = Prisma.InternRunModel
 /**
+ * Model InternRunCredential
+ * The short-lived credential of one intern run whose model calls go through Portico (docs/interns.md, "Model
+ * calls through Portico"): handed to the host in StartRun.gateway, accepted on the model endpoints only, as the
+ * API key that started the run. Only its SHA-256 is stored. Refused once revoked (the run ended, failed or was
+ * cancelled: set with the run's end) or past expiresAt.
+ */
+export type InternRunCredential = Prisma.InternRunCredentialModel
+/**
  * Model InternInteraction
  * A question a run asked the caller, with its deadline.
  */

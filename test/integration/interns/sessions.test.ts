@@ -77,7 +77,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern sessions: pending quest
     // Any key that may answer (an ordinary key of the workspace) reads the session.
     const one = await api(h, "GET", `/interns/${internId}/sessions/${encodeURIComponent(sessionId)}`, { key });
     expect(one.status).toBe(200);
-    expect(one.json).toEqual({ session_id: sessionId, state: "paused", run_id: expect.any(String), started_at: expect.any(String), pending_question: expected });
+    expect(one.json).toEqual({ session_id: sessionId, state: "paused", run_id: expect.any(String), started_at: expect.any(String), pending_question: expected, usage: null });
 
     // The intern (management key) lists it with the same question.
     const intern = await api(h, "GET", `/interns/${internId}`, { key: h.tenant.managementKey });

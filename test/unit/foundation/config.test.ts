@@ -15,6 +15,15 @@ describe("configuration", () => {
     expect(c.databaseUrl).toBeUndefined();
   });
 
+  it("reads the gateway address handed to intern hosts and the run credential lifetime", () => {
+    expect(loadConfig({}).interns.gatewayUrl).toBeUndefined();
+    expect(loadConfig({}).interns.runCredentialTtlMs).toBe(4 * 60 * 60 * 1000);
+    expect(loadConfig({ PORTICO_PUBLIC_URL: "https://portico.example/" }).interns.gatewayUrl).toBe("https://portico.example");
+    expect(loadConfig({ PORTICO_PUBLIC_URL: "https://a.example", PORTICO_INTERN_GATEWAY_URL: "http://10.0.0.5:8080" }).interns.gatewayUrl).toBe("http://10.0.0.5:8080");
+    expect(() => loadConfig({ PORTICO_INTERN_GATEWAY_URL: "ftp://x" })).toThrow(/^PORTICO_INTERN_GATEWAY_URL must be an http\(s\) URL$/);
+    expect(() => loadConfig({ PORTICO_INTERN_RUN_CREDENTIAL_TTL_MS: "10" })).toThrow(/^PORTICO_INTERN_RUN_CREDENTIAL_TTL_MS must be an integer between 60000 and /);
+  });
+
   it("refuses malformed values instead of guessing", () => {
     expect(() => loadConfig({ PORT: "eighty" })).toThrow(ConfigError);
     expect(() => loadConfig({ PORT: "70000" })).toThrow(ConfigError);

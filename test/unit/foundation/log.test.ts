@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger, scrubSecrets } from "../../../src/log.js";
-import { generateApiKey, generateHostToken, labelForSecret, hashSecret, digestsEqual, bearerToken } from "../../../src/core/identity/keys.js";
+import { generateApiKey, generateHostToken, labelForSecret, hashSecret, digestsEqual, bearerToken, generateSecret, RUN_TOKEN_PREFIX } from "../../../src/core/identity/keys.js";
 
 function capture() {
   const lines: string[] = [];
@@ -34,6 +34,17 @@ describe("logging redaction", () => {
     expect(out).not.toContain(key);
     expect(out).not.toContain(token);
     expect(scrubSecrets(`a ${key} b`)).toBe("a pk-v1-[REDACTED] b");
+  });
+
+  it("scrubs intern run credentials (prt-v1-) and the x-api-key / x-goog-api-key headers", () => {
+    const { lines, logger } = capture();
+    const token = generateSecret(RUN_TOKEN_PREFIX);
+    logger.info({ req: { headers: { "x-api-key": "secret-a", "x-goog-api-key": "secret-b" } } }, `saw ${token}`);
+    const out = lines.join("");
+    expect(out).not.toContain(token);
+    expect(out).not.toContain("secret-a");
+    expect(out).not.toContain("secret-b");
+    expect(scrubSecrets(`a ${token} b`)).toBe("a prt-v1-[REDACTED] b");
   });
 });
 

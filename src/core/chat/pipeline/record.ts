@@ -68,7 +68,7 @@ function recordOf(track: Tracking, caller: Caller) {
     organizationId: caller.organizationId,
     workspaceId: caller.workspaceId,
     keyHash: caller.keyHash,
-    requestedModel: track.requestedModel,
+    requestedModel: track.agentModel ?? track.requestedModel,
     model: track.model,
     provider: track.provider,
     credentialId: track.credentialId,
@@ -99,5 +99,6 @@ function recordOf(track: Tracking, caller: Caller) {
     attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
     ...(track.failedAttempts ? { failedAttempts: track.failedAttempts } : {}),
     dialect: track.dialect,
+    ...(caller.run ? { internId: caller.run.internId, internRunId: caller.run.runId, internSessionId: caller.run.sessionKey } : {}),
   };
 }

@@ -87,6 +87,11 @@ export interface Tracking {
    * their usage and cost are added to the answer's (the cost stage) and the generation's (the record stage).
    */
   nested: NestedCall[];
+  /**
+   * The model the request named when a run credential replaced it with the intern's (the validate stage,
+   * docs/interns.md): recorded as the generation's `requested_model`; null otherwise.
+   */
+  agentModel: string | null;
 }
 
 /**
@@ -237,5 +242,6 @@ function tracking(streamed: boolean): Tracking {
     attemptsLog: [],
     failedAttempts: null,
     nested: [],
+    agentModel: null,
   };
 }

@@ -410,6 +410,7 @@ export const ModelName = {
   Intern: 'Intern',
   InternSession: 'InternSession',
   InternRun: 'InternRun',
+  InternRunCredential: 'InternRunCredential',
   InternInteraction: 'InternInteraction',
   CatalogOverride: 'CatalogOverride',
   RoutingSettings: 'RoutingSettings'
@@ -428,7 +429,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "generationContent" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internInteraction" | "catalogOverride" | "routingSettings"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "generationContent" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internRunCredential" | "internInteraction" | "catalogOverride" | "routingSettings"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1912,6 +1913,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         }
       }
     }
+    InternRunCredential: {
+      payload: Prisma.$InternRunCredentialPayload<ExtArgs>
+      fields: Prisma.InternRunCredentialFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.InternRunCredentialFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.InternRunCredentialFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        findFirst: {
+          args: Prisma.InternRunCredentialFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.InternRunCredentialFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        findMany: {
+          args: Prisma.InternRunCredentialFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>[]
+        }
+        create: {
+          args: Prisma.InternRunCredentialCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        createMany: {
+          args: Prisma.InternRunCredentialCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.InternRunCredentialCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>[]
+        }
+        delete: {
+          args: Prisma.InternRunCredentialDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        update: {
+          args: Prisma.InternRunCredentialUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        deleteMany: {
+          args: Prisma.InternRunCredentialDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.InternRunCredentialUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.InternRunCredentialUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>[]
+        }
+        upsert: {
+          args: Prisma.InternRunCredentialUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$InternRunCredentialPayload>
+        }
+        aggregate: {
+          args: Prisma.InternRunCredentialAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateInternRunCredential>
+        }
+        groupBy: {
+          args: Prisma.InternRunCredentialGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InternRunCredentialGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.InternRunCredentialCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.InternRunCredentialCountAggregateOutputType> | number
+        }
+      }
+    }
     InternInteraction: {
       payload: Prisma.$InternInteractionPayload<ExtArgs>
       fields: Prisma.InternInteractionFieldRefs
@@ -2277,7 +2352,10 @@ export const GenerationScalarFieldEnum = {
   cacheHit: 'cacheHit',
   serverTools: 'serverTools',
   attemptsLog: 'attemptsLog',
-  dialect: 'dialect'
+  dialect: 'dialect',
+  internId: 'internId',
+  internRunId: 'internRunId',
+  internSessionId: 'internSessionId'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
@@ -2510,6 +2588,26 @@ export const InternRunScalarFieldEnum = {
 } as const
 
 export type InternRunScalarFieldEnum = (typeof InternRunScalarFieldEnum)[keyof typeof InternRunScalarFieldEnum]
+
+
+export const InternRunCredentialScalarFieldEnum = {
+  id: 'id',
+  tokenHash: 'tokenHash',
+  runId: 'runId',
+  internId: 'internId',
+  sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  keyId: 'keyId',
+  keyHash: 'keyHash',
+  model: 'model',
+  expiresAt: 'expiresAt',
+  revokedAt: 'revokedAt',
+  createdAt: 'createdAt'
+} as const
+
+export type InternRunCredentialScalarFieldEnum = (typeof InternRunCredentialScalarFieldEnum)[keyof typeof InternRunCredentialScalarFieldEnum]
 
 
 export const InternInteractionScalarFieldEnum = {
@@ -2821,6 +2919,7 @@ export type GlobalOmitConfig = {
   intern?: Prisma.InternOmit
   internSession?: Prisma.InternSessionOmit
   internRun?: Prisma.InternRunOmit
+  internRunCredential?: Prisma.InternRunCredentialOmit
   internInteraction?: Prisma.InternInteractionOmit
   catalogOverride?: Prisma.CatalogOverrideOmit
   routingSettings?: Prisma.RoutingSettingsOmit

@@ -69,6 +69,7 @@ export const ModelName = {
   Intern: 'Intern',
   InternSession: 'InternSession',
   InternRun: 'InternRun',
+  InternRunCredential: 'InternRunCredential',
   InternInteraction: 'InternInteraction',
   CatalogOverride: 'CatalogOverride',
   RoutingSettings: 'RoutingSettings'
@@ -194,7 +195,10 @@ export const GenerationScalarFieldEnum = {
   cacheHit: 'cacheHit',
   serverTools: 'serverTools',
   attemptsLog: 'attemptsLog',
-  dialect: 'dialect'
+  dialect: 'dialect',
+  internId: 'internId',
+  internRunId: 'internRunId',
+  internSessionId: 'internSessionId'
 } as const
 
 export type GenerationScalarFieldEnum = (typeof GenerationScalarFieldEnum)[keyof typeof GenerationScalarFieldEnum]
@@ -427,6 +431,26 @@ export const InternRunScalarFieldEnum = {
 } as const
 
 export type InternRunScalarFieldEnum = (typeof InternRunScalarFieldEnum)[keyof typeof InternRunScalarFieldEnum]
+
+
+export const InternRunCredentialScalarFieldEnum = {
+  id: 'id',
+  tokenHash: 'tokenHash',
+  runId: 'runId',
+  internId: 'internId',
+  sessionId: 'sessionId',
+  sessionKey: 'sessionKey',
+  organizationId: 'organizationId',
+  workspaceId: 'workspaceId',
+  keyId: 'keyId',
+  keyHash: 'keyHash',
+  model: 'model',
+  expiresAt: 'expiresAt',
+  revokedAt: 'revokedAt',
+  createdAt: 'createdAt'
+} as const
+
+export type InternRunCredentialScalarFieldEnum = (typeof InternRunCredentialScalarFieldEnum)[keyof typeof InternRunCredentialScalarFieldEnum]
 
 
 export const InternInteractionScalarFieldEnum = {

@@ -99,6 +99,9 @@ export type GenerationMinAggregateOutputType = {
   serverTools: string | null
   attemptsLog: string | null
   dialect: string | null
+  internId: string | null
+  internRunId: string | null
+  internSessionId: string | null
 }
 
 export type GenerationMaxAggregateOutputType = {
@@ -141,6 +144,9 @@ export type GenerationMaxAggregateOutputType = {
   serverTools: string | null
   attemptsLog: string | null
   dialect: string | null
+  internId: string | null
+  internRunId: string | null
+  internSessionId: string | null
 }
 
 export type GenerationCountAggregateOutputType = {
@@ -183,6 +189,9 @@ export type GenerationCountAggregateOutputType = {
   serverTools: number
   attemptsLog: number
   dialect: number
+  internId: number
+  internRunId: number
+  internSessionId: number
   _all: number
 }
 
@@ -259,6 +268,9 @@ export type GenerationMinAggregateInputType = {
   serverTools?: true
   attemptsLog?: true
   dialect?: true
+  internId?: true
+  internRunId?: true
+  internSessionId?: true
 }
 
 export type GenerationMaxAggregateInputType = {
@@ -301,6 +313,9 @@ export type GenerationMaxAggregateInputType = {
   serverTools?: true
   attemptsLog?: true
   dialect?: true
+  internId?: true
+  internRunId?: true
+  internSessionId?: true
 }
 
 export type GenerationCountAggregateInputType = {
@@ -343,6 +358,9 @@ export type GenerationCountAggregateInputType = {
   serverTools?: true
   attemptsLog?: true
   dialect?: true
+  internId?: true
+  internRunId?: true
+  internSessionId?: true
   _all?: true
 }
 
@@ -472,6 +490,9 @@ export type GenerationGroupByOutputType = {
   serverTools: string | null
   attemptsLog: string | null
   dialect: string | null
+  internId: string | null
+  internRunId: string | null
+  internSessionId: string | null
   _count: GenerationCountAggregateOutputType | null
   _avg: GenerationAvgAggregateOutputType | null
   _sum: GenerationSumAggregateOutputType | null
@@ -537,6 +558,9 @@ export type GenerationWhereInput = {
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
   dialect?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internRunId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internSessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
 }
 
 export type GenerationOrderByWithRelationInput = {
@@ -579,6 +603,9 @@ export type GenerationOrderByWithRelationInput = {
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
   attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
   dialect?: Prisma.SortOrderInput | Prisma.SortOrder
+  internId?: Prisma.SortOrderInput | Prisma.SortOrder
+  internRunId?: Prisma.SortOrderInput | Prisma.SortOrder
+  internSessionId?: Prisma.SortOrderInput | Prisma.SortOrder
 }
 
 export type GenerationWhereUniqueInput = Prisma.AtLeast<{
@@ -624,6 +651,9 @@ export type GenerationWhereUniqueInput = Prisma.AtLeast<{
   serverTools?: Prisma.StringNullableFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableFilter<"Generation"> | string | null
   dialect?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internRunId?: Prisma.StringNullableFilter<"Generation"> | string | null
+  internSessionId?: Prisma.StringNullableFilter<"Generation"> | string | null
 }, "id">
 
 export type GenerationOrderByWithAggregationInput = {
@@ -666,6 +696,9 @@ export type GenerationOrderByWithAggregationInput = {
   serverTools?: Prisma.SortOrderInput | Prisma.SortOrder
   attemptsLog?: Prisma.SortOrderInput | Prisma.SortOrder
   dialect?: Prisma.SortOrderInput | Prisma.SortOrder
+  internId?: Prisma.SortOrderInput | Prisma.SortOrder
+  internRunId?: Prisma.SortOrderInput | Prisma.SortOrder
+  internSessionId?: Prisma.SortOrderInput | Prisma.SortOrder
   _count?: Prisma.GenerationCountOrderByAggregateInput
   _avg?: Prisma.GenerationAvgOrderByAggregateInput
   _max?: Prisma.GenerationMaxOrderByAggregateInput
@@ -716,6 +749,9 @@ export type GenerationScalarWhereWithAggregatesInput = {
   serverTools?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   attemptsLog?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
   dialect?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  internId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  internRunId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
+  internSessionId?: Prisma.StringNullableWithAggregatesFilter<"Generation"> | string | null
 }
 
 export type GenerationCreateInput = {
@@ -758,6 +794,9 @@ export type GenerationCreateInput = {
   serverTools?: string | null
   attemptsLog?: string | null
   dialect?: string | null
+  internId?: string | null
+  internRunId?: string | null
+  internSessionId?: string | null
 }
 
 export type GenerationUncheckedCreateInput = {
@@ -800,6 +839,9 @@ export type GenerationUncheckedCreateInput = {
   serverTools?: string | null
   attemptsLog?: string | null
   dialect?: string | null
+  internId?: string | null
+  internRunId?: string | null
+  internSessionId?: string | null
 }
 
 export type GenerationUpdateInput = {
@@ -842,6 +884,9 @@ export type GenerationUpdateInput = {
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internSessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateInput = {
@@ -884,6 +929,9 @@ export type GenerationUncheckedUpdateInput = {
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internSessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCreateManyInput = {
@@ -926,6 +974,9 @@ export type GenerationCreateManyInput = {
   serverTools?: string | null
   attemptsLog?: string | null
   dialect?: string | null
+  internId?: string | null
+  internRunId?: string | null
+  internSessionId?: string | null
 }
 
 export type GenerationUpdateManyMutationInput = {
@@ -968,6 +1019,9 @@ export type GenerationUpdateManyMutationInput = {
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internSessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationUncheckedUpdateManyInput = {
@@ -1010,6 +1064,9 @@ export type GenerationUncheckedUpdateManyInput = {
   serverTools?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   attemptsLog?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
   dialect?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internRunId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
+  internSessionId?: Prisma.NullableStringFieldUpdateOperationsInput | string | null
 }
 
 export type GenerationCountOrderByAggregateInput = {
@@ -1052,6 +1109,9 @@ export type GenerationCountOrderByAggregateInput = {
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
   dialect?: Prisma.SortOrder
+  internId?: Prisma.SortOrder
+  internRunId?: Prisma.SortOrder
+  internSessionId?: Prisma.SortOrder
 }
 
 export type GenerationAvgOrderByAggregateInput = {
@@ -1110,6 +1170,9 @@ export type GenerationMaxOrderByAggregateInput = {
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
   dialect?: Prisma.SortOrder
+  internId?: Prisma.SortOrder
+  internRunId?: Prisma.SortOrder
+  internSessionId?: Prisma.SortOrder
 }
 
 export type GenerationMinOrderByAggregateInput = {
@@ -1152,6 +1215,9 @@ export type GenerationMinOrderByAggregateInput = {
   serverTools?: Prisma.SortOrder
   attemptsLog?: Prisma.SortOrder
   dialect?: Prisma.SortOrder
+  internId?: Prisma.SortOrder
+  internRunId?: Prisma.SortOrder
+  internSessionId?: Prisma.SortOrder
 }
 
 export type GenerationSumOrderByAggregateInput = {
@@ -1220,6 +1286,9 @@ export type GenerationSelect<ExtArgs extends runtime.Types.Extensions.InternalAr
   serverTools?: boolean
   attemptsLog?: boolean
   dialect?: boolean
+  internId?: boolean
+  internRunId?: boolean
+  internSessionId?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1262,6 +1331,9 @@ export type GenerationSelectCreateManyAndReturn<ExtArgs extends runtime.Types.Ex
   serverTools?: boolean
   attemptsLog?: boolean
   dialect?: boolean
+  internId?: boolean
+  internRunId?: boolean
+  internSessionId?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetSelect<{
@@ -1304,6 +1376,9 @@ export type GenerationSelectUpdateManyAndReturn<ExtArgs extends runtime.Types.Ex
   serverTools?: boolean
   attemptsLog?: boolean
   dialect?: boolean
+  internId?: boolean
+  internRunId?: boolean
+  internSessionId?: boolean
 }, ExtArgs["result"]["generation"]>
 
 export type GenerationSelectScalar = {
@@ -1346,9 +1421,12 @@ export type GenerationSelectScalar = {
   serverTools?: boolean
   attemptsLog?: boolean
   dialect?: boolean
+  internId?: boolean
+  internRunId?: boolean
+  internSessionId?: boolean
 }
 
-export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools" | "attemptsLog" | "dialect", ExtArgs["result"]["generation"]>
+export type GenerationOmit<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = runtime.Types.Extensions.GetOmit<"id" | "organizationId" | "workspaceId" | "keyHash" | "requestedModel" | "model" | "provider" | "credentialId" | "credentialSource" | "presetSlug" | "presetVersion" | "streamed" | "promptTokens" | "completionTokens" | "totalTokens" | "latencyMs" | "timeToFirstTokenMs" | "status" | "finishReason" | "errorCode" | "attempts" | "createdAt" | "cachedTokens" | "cacheWriteTokens" | "reasoningTokens" | "costFemtoUsd" | "upstreamCostFemtoUsd" | "catalogModel" | "user" | "sessionId" | "traceId" | "trace" | "metadata" | "contextTerms" | "plugins" | "cacheHit" | "serverTools" | "attemptsLog" | "dialect" | "internId" | "internRunId" | "internSessionId", ExtArgs["result"]["generation"]>
 
 export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.InternalArgs = runtime.Types.Extensions.DefaultArgs> = {
   name: "Generation"
@@ -1459,6 +1537,13 @@ export type $GenerationPayload<ExtArgs extends runtime.Types.Extensions.Internal
      * generations recorded before the dialect was (all of them chat completions, Messages or Responses).
      */
     dialect: string | null
+    /**
+     * Made with an intern run's credential (docs/interns.md, "Model calls through Portico"): the intern, its run
+     * and the run's caller-visible session_id; null for calls made with an API key.
+     */
+    internId: string | null
+    internRunId: string | null
+    internSessionId: string | null
   }, ExtArgs["result"]["generation"]>
   composites: {}
 }
@@ -1921,6 +2006,9 @@ export interface GenerationFieldRefs {
   readonly serverTools: Prisma.FieldRef<"Generation", 'String'>
   readonly attemptsLog: Prisma.FieldRef<"Generation", 'String'>
   readonly dialect: Prisma.FieldRef<"Generation", 'String'>
+  readonly internId: Prisma.FieldRef<"Generation", 'String'>
+  readonly internRunId: Prisma.FieldRef<"Generation", 'String'>
+  readonly internSessionId: Prisma.FieldRef<"Generation", 'String'>
 }
     
 

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/interns/v1/session.proto.
  */
 export const file_portico_interns_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("CiBwb3J0aWNvL2ludGVybnMvdjEvc2Vzc2lvbi5wcm90bxIScG9ydGljby5pbnRlcm5zLnYxIrsBCgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RhdGUYAiABKAkSEwoGcnVuX2lkGAMgASgJSACIAQESLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPQoQcGVuZGluZ19xdWVzdGlvbhgFIAEoCzIjLnBvcnRpY28uaW50ZXJucy52MS5QZW5kaW5nUXVlc3Rpb25CCQoHX3J1bl9pZCKPAQoPUGVuZGluZ1F1ZXN0aW9uEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEioKCWFyZ3VtZW50cxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoIZGVhZGxpbmUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiBwb3J0aWNvL2ludGVybnMvdjEvc2Vzc2lvbi5wcm90bxIScG9ydGljby5pbnRlcm5zLnYxIuwBCgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RhdGUYAiABKAkSEwoGcnVuX2lkGAMgASgJSACIAQESLgoKc3RhcnRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPQoQcGVuZGluZ19xdWVzdGlvbhgFIAEoCzIjLnBvcnRpY28uaW50ZXJucy52MS5QZW5kaW5nUXVlc3Rpb24SLwoFdXNhZ2UYBiABKAsyIC5wb3J0aWNvLmludGVybnMudjEuU2Vzc2lvblVzYWdlQgkKB19ydW5faWQicgoMU2Vzc2lvblVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKAMSGQoRY29tcGxldGlvbl90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDEhEKBGNvc3QYBCABKAFIAIgBAUIHCgVfY29zdCKPAQoPUGVuZGluZ1F1ZXN0aW9uEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEioKCWFyZ3VtZW50cxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoIZGVhZGxpbmUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Session is a conversation with an intern, as any key that may prompt it (and answer its questions) sees it.
@@ -55,6 +55,15 @@ export type Session = Message<"portico.interns.v1.Session"> & {
    * @generated from field: portico.interns.v1.PendingQuestion pending_question = 5;
    */
   pendingQuestion?: PendingQuestion | undefined;
+
+  /**
+   * That run's usage: when its model calls went through Portico (docs/interns.md, "Model calls through
+   * Portico"), the sum of its generations (so far, while it runs); otherwise what the intern reported at its
+   * end. Absent when none is known.
+   *
+   * @generated from field: portico.interns.v1.SessionUsage usage = 6;
+   */
+  usage?: SessionUsage | undefined;
 };
 
 /**
@@ -63,6 +72,48 @@ export type Session = Message<"portico.interns.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_portico_interns_v1_session, 0);
+
+/**
+ * SessionUsage is a run's token counts and cost.
+ *
+ * @generated from message portico.interns.v1.SessionUsage
+ */
+export type SessionUsage = Message<"portico.interns.v1.SessionUsage"> & {
+  /**
+   * Prompt (input) tokens.
+   *
+   * @generated from field: int64 prompt_tokens = 1;
+   */
+  promptTokens: bigint;
+
+  /**
+   * Completion (output) tokens.
+   *
+   * @generated from field: int64 completion_tokens = 2;
+   */
+  completionTokens: bigint;
+
+  /**
+   * Total tokens.
+   *
+   * @generated from field: int64 total_tokens = 3;
+   */
+  totalTokens: bigint;
+
+  /**
+   * Cost in USD, as the account pays it; absent when unpriced.
+   *
+   * @generated from field: optional double cost = 4;
+   */
+  cost?: number | undefined;
+};
+
+/**
+ * Describes the message portico.interns.v1.SessionUsage.
+ * Use `create(SessionUsageSchema)` to create a new message.
+ */
+export const SessionUsageSchema: GenMessage<SessionUsage> = /*@__PURE__*/
+  messageDesc(file_portico_interns_v1_session, 1);
 
 /**
  * PendingQuestion is a paused run's question: the `provide_input` tool call its stream carried, so a
@@ -106,5 +157,5 @@ export type PendingQuestion = Message<"portico.interns.v1.PendingQuestion"> & {
  * Use `create(PendingQuestionSchema)` to create a new message.
  */
 export const PendingQuestionSchema: GenMessage<PendingQuestion> = /*@__PURE__*/
-  messageDesc(file_portico_interns_v1_session, 1);
+  messageDesc(file_portico_interns_v1_session, 2);
 
