@@ -17,15 +17,13 @@ import type { Logger } from "pino";
 import { callerOf } from "../auth.js";
 import { GeminiCountTokensRequest, GenerateContentRequest } from "../../contract/requests/gemini-request.js";
 import { fail } from "../../contract/requests/kit.js";
-import { checkRules, Reason, serviceError } from "../errors.js";
-import { compose, newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
+import { checkRules } from "../errors.js";
+import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
 import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
+import { countInputTokens } from "./pipeline/count-tokens.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { decodeRequest, echoOf, encodeResponse, GeminiStreamEncoder, type GeminiEcho } from "./dialects/gemini-generate.js";
-import { estimateInputTokens } from "./dialects/anthropic-messages.js";
-import { UpstreamError } from "./providers/types.js";
-import { tokenCounter } from "../../lib/token-count.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { CanonicalRequest } from "./model.js";
 
@@ -123,26 +121,8 @@ export function createGeminiMethods(deps: GeminiDeps) {
       }
       const request = checkRules(() => decodeRequest({ ...prompt, ...routing } as GenerateContentRequest, model));
       const call = newCall(callerOf(ctx), ctx.signal, false, request, deps.budgetOf(ctx));
-      const planned = compose([stages.validate, stages.preset, stages.route, stages.plan, planOnly]);
-      await planned(call);
-      const counter = call.attempts.find((a) => a.adapter.countTokens !== undefined);
-      if (!counter || counter !== call.attempts[0]) {
-        return { totalTokens: BigInt(estimateInputTokens(call.request, await tokenCounter())), exact: false, provider: "" };
-      }
-      try {
-        const n = await counter.adapter.countTokens!(counter.call);
-        return { totalTokens: BigInt(n), exact: true, provider: counter.provider };
-      } catch (err) {
-        if (!(err instanceof UpstreamError)) throw err;
-        deps.logger.info({ provider: counter.provider, status: err.status }, "token count failed upstream");
-        throw serviceError(Reason.UPSTREAM_FAILED, `The provider could not count the tokens: ${err.message}`, { retryable: err.retryable });
-      }
+      const counted = await countInputTokens(call, [stages.validate, stages.preset, stages.route, stages.plan], deps.logger);
+      return { totalTokens: counted.tokens, exact: counted.exact, provider: counted.provider };
     },
   };
 }
-
-/** Ends the count's chain after planning (nothing is called upstream by the pipeline). */
-const planOnly: ChatStage = {
-  name: "plan-only",
-  run: () => Promise.resolve({ kind: "stream", events: (async function* () {})() }),
-};
