@@ -278,6 +278,9 @@ async function createSqliteClient(url: string, busyTimeoutMs: number, connected:
           "PRAGMA synchronous = NORMAL",
           // Deleted rows (e.g. wiped BYOK ciphertext) are overwritten, not left in free pages.
           "PRAGMA secure_delete = ON",
+          // Statement journals and sorts in memory: a multi-row INSERT inside a transaction (the generation records'
+          // flush) otherwise spills its statement journal to a file in /var/tmp, created and unlinked per flush.
+          "PRAGMA temp_store = MEMORY",
         ].join(";\n"),
       );
       const gated = gateSqliteAdapter(adapter, reuseStatements(adapter, busyTimeoutMs));
