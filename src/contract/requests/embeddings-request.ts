@@ -9,7 +9,7 @@
  *   2,048 entries; empty texts and empty lists are refused (OpenAI refuses them too).
  * - `encoding_format` is `float` (the default) or `base64` (little-endian float32, as OpenAI encodes it).
  */
-import { array, byType, closedObject, fail, integer, isPlainObject, oneOf, string, validate, z } from "./kit.js";
+import { array, bodyDefinition, byType, closedObject, integer, oneOf, string, z, type BodyDefinition } from "./kit.js";
 
 /** The most inputs one request may embed (OpenAI's bound). */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -33,11 +33,4 @@ const embeddingsRequest = closedObject(
 
 export type EmbeddingsRequest = z.output<typeof embeddingsRequest>;
 
-export const EmbeddingsRequest = {
-  schema: embeddingsRequest,
-  /** Validates a parsed JSON body; throws RuleViolation naming the first broken field. */
-  parse(body: unknown): EmbeddingsRequest {
-    if (!isPlainObject(body)) fail("body", "must be a JSON object");
-    return validate(embeddingsRequest, body);
-  },
-};
+export const EmbeddingsRequest: BodyDefinition<typeof embeddingsRequest> = bodyDefinition(embeddingsRequest);

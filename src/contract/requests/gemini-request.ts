@@ -17,7 +17,7 @@
  * - `stopSequences` holds at most 4 entries (the canonical request's bound; Google allows 5); `candidateCount`
  *   is 1 (one candidate, as every other dialect answers).
  */
-import { anything, array, boolean, closedObject, fail, integer, isPlainObject, number, object, oneOf, string, validate, z } from "./kit.js";
+import { anything, array, bodyDefinition, boolean, closedObject, integer, number, object, oneOf, string, z, type BodyDefinition } from "./kit.js";
 
 const str = () => string();
 
@@ -136,19 +136,6 @@ export type GeminiCountTokensRequest = z.output<typeof countTokensRequest>;
 export type GeminiContent = z.output<typeof content>;
 export type GeminiPart = z.output<typeof part>;
 
-export const GenerateContentRequest = {
-  schema: generateContentRequest,
-  /** Validates a parsed JSON body; throws RuleViolation naming the first broken field. */
-  parse(body: unknown): GenerateContentRequest {
-    if (!isPlainObject(body)) fail("body", "must be a JSON object");
-    return validate(generateContentRequest, body);
-  },
-};
+export const GenerateContentRequest: BodyDefinition<typeof generateContentRequest> = bodyDefinition(generateContentRequest);
 
-export const GeminiCountTokensRequest = {
-  schema: countTokensRequest,
-  parse(body: unknown): GeminiCountTokensRequest {
-    if (!isPlainObject(body)) fail("body", "must be a JSON object");
-    return validate(countTokensRequest, body);
-  },
-};
+export const GeminiCountTokensRequest: BodyDefinition<typeof countTokensRequest> = bodyDefinition(countTokensRequest);

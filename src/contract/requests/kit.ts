@@ -226,6 +226,24 @@ export function validate<T extends z.ZodType>(schema: T, body: unknown, root = "
   return res.data;
 }
 
+/** A request body's definition: its schema (the OpenAPI document's, see {@link requestJsonSchema}) and its parser. */
+export interface BodyDefinition<T extends z.ZodType> {
+  schema: T;
+  /** Validates a parsed JSON body; throws RuleViolation naming the first broken field. */
+  parse(body: unknown): z.output<T>;
+}
+
+/** The definition of a body that must be a JSON object valid against `schema`. */
+export function bodyDefinition<T extends z.ZodType>(schema: T): BodyDefinition<T> {
+  return {
+    schema,
+    parse(body) {
+      if (!isPlainObject(body)) fail("body", "must be a JSON object");
+      return validate(schema, body);
+    },
+  };
+}
+
 /**
  * The JSON Schema (draft 2020-12, as OpenAPI 3.1 uses) of what a request may send, derived from its
  * definition: the OpenAPI document's request bodies are exactly these.

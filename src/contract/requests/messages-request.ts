@@ -16,7 +16,7 @@
  *   server tools are refused naming the tool.
  * - `stop_sequences` holds at most 4 entries (the canonical request's bound).
  */
-import { anything, array, boolean, byType, closedObject, discriminated, integer, isPlainObject, nullable, number, object, oneOf, string, validate, z, fail } from "./kit.js";
+import { anything, array, bodyDefinition, boolean, byType, closedObject, discriminated, integer, nullable, number, object, oneOf, string, z, type BodyDefinition } from "./kit.js";
 
 const str = () => string();
 const tag = <const T extends string>(value: T) => z.literal(value);
@@ -117,19 +117,6 @@ const countTokensRequest = closedObject(shared(), { required: ["model", "message
 export type MessagesRequest = z.output<typeof messagesRequest>;
 export type CountTokensRequest = z.output<typeof countTokensRequest>;
 
-export const MessagesRequest = {
-  schema: messagesRequest,
-  /** Validates a parsed JSON body; throws RuleViolation naming the first broken field. */
-  parse(body: unknown): MessagesRequest {
-    if (!isPlainObject(body)) fail("body", "must be a JSON object");
-    return validate(messagesRequest, body);
-  },
-};
+export const MessagesRequest: BodyDefinition<typeof messagesRequest> = bodyDefinition(messagesRequest);
 
-export const CountTokensRequest = {
-  schema: countTokensRequest,
-  parse(body: unknown): CountTokensRequest {
-    if (!isPlainObject(body)) fail("body", "must be a JSON object");
-    return validate(countTokensRequest, body);
-  },
-};
+export const CountTokensRequest: BodyDefinition<typeof countTokensRequest> = bodyDefinition(countTokensRequest);

@@ -5,7 +5,7 @@
  * agent's chat completions call goes through the host's model relay to Portico with the run token, is
  * served with the intern's model and becomes a generation of the run (whose usage is the run's). Runs once the core fills StartRun.gateway (src/core/interns/run-credentials.ts); skipped before.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -17,10 +17,9 @@ import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { chat, chatBody, contentOf, createTestIntern, finalOf } from "../../integration/interns/sse-client.js";
 import { REPO_ROOT } from "../../integration/host/helpers.js";
 
-const coreMintsRunCredentials = existsSync(join(REPO_ROOT, "src/core/interns/run-credentials.ts"));
 const MODEL = "acme/m1";
 
-describe.skipIf(!coreMintsRunCredentials)("the built-in agent behind a real host, through Portico's gateway", () => {
+describe("the built-in agent behind a real host, through Portico's gateway", () => {
   let h: Harness;
   let upstream: FakeUpstream;
   let host: InternHost;
