@@ -300,7 +300,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
     );
     router.service(InternsService, interns.internsHandler);
     router.service(InternLinkService, interns.linkHandler);
-    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links }), brand: config.brand }));
+    router.service(InternAdminService, createInternAdminHandler({ admin: createInternAdmin({ db, links: interns.links, flushGenerations: () => generations.flush() }), brand: config.brand }));
     router.service(ByokService, byok.handler);
     router.service(KeysService, createKeysHandler({ service: keys }));
     router.service(WorkspacesService, createWorkspacesHandler({ service: workspaces }));

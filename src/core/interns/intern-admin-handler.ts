@@ -13,7 +13,7 @@ import { maskPaths } from "../management/rules.js";
 import { internStatus, type InternAdmin, type InternSettings, type InternView } from "./intern-admin.js";
 import { outsideProgramme } from "./intern-errors.js";
 import type { Init } from "../proto-init.js";
-import { pendingQuestionToProto } from "./sessions.js";
+import { pendingQuestionToProto, sessionUsage } from "./sessions.js";
 import { pageFields } from "../paging.js";
 
 export function internViewToProto(v: InternView, brand: string): Init<Intern> {
@@ -43,6 +43,7 @@ export function internViewToProto(v: InternView, brand: string): Init<Intern> {
       runId: r.id,
       startedAt: timestampFromDate(r.createdAt),
       ...(r.state === "paused" && pending.has(r.id) ? { pendingQuestion: pendingQuestionToProto(pending.get(r.id)!, brand) } : {}),
+      ...(v.usage.has(r.id) ? { usage: sessionUsage(v.usage.get(r.id)!) } : {}),
     })),
     createdAt: timestampFromDate(i.createdAt),
     updatedAt: timestampFromDate(i.updatedAt),

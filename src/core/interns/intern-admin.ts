@@ -16,6 +16,7 @@ import { ManagementFields as F } from "../../contract/requests/management.js";
 import { checkField, isUuid, stateConflict } from "../management/rules.js";
 import { internNotFound } from "./intern-errors.js";
 import type { LinkRegistry } from "./link-registry.js";
+import { usageOfSums, type UsageRecord } from "./intern-repository.js";
 import { INVALID_CURSOR } from "../../contract/requests/paging.js";
 import { checkPage, createOrdering, encodeCursor, findArgs, keysetWhere, pageOf, type PageInput } from "../paging.js";
 
@@ -34,6 +35,8 @@ export interface InternView {
   live: InternRun[];
   /** The questions paused runs wait for. */
   pending: InternInteraction[];
+  /** Of the live runs whose model calls went through Portico: the sum of their generations so far, by run id. */
+  usage: Map<string, UsageRecord>;
 }
 
 export interface InternSettings {
@@ -86,6 +89,8 @@ export interface InternAdminDeps {
   db: Db;
   /** This process's live host links (closed at once on suspend, token revocation and delete). */
   links?: LinkRegistry;
+  /** Writes the generations this process has queued, so that a live run's usage counts its latest calls. */
+  flushGenerations?: () => Promise<void>;
 }
 
 /**
@@ -113,7 +118,24 @@ export function createInternAdmin(deps: InternAdminDeps) {
     const live = await db.internRun.findMany({ where: { internId: intern.id, state: { in: ["streaming", "paused"] } }, orderBy: { createdAt: "asc" } });
     const paused = live.filter((r) => r.state === "paused").map((r) => r.id);
     const pending = paused.length === 0 ? [] : await db.internInteraction.findMany({ where: { runId: { in: paused }, state: { in: ["pending", "delivering"] } } });
-    return { intern, live, pending };
+    return { intern, live, pending, usage: await liveUsage(live.map((r) => r.id)) };
+  };
+
+  /** The usage of each of `runIds` that made model calls through Portico: one grouped query over their generations. */
+  const liveUsage = async (runIds: string[]): Promise<Map<string, UsageRecord>> => {
+    const out = new Map<string, UsageRecord>();
+    if (runIds.length === 0) return out;
+    await deps.flushGenerations?.();
+    const groups = await db.generation.groupBy({
+      by: ["internRunId"],
+      where: { internRunId: { in: runIds } },
+      _sum: { promptTokens: true, completionTokens: true, totalTokens: true, costFemtoUsd: true },
+    });
+    for (const g of groups) {
+      if (g.internRunId === null) continue;
+      out.set(g.internRunId, usageOfSums(g._sum));
+    }
+    return out;
   };
 
   const nameTaken = (name: string) => stateConflict(`An intern named "${name}" already exists in this workspace`);

@@ -25,6 +25,23 @@ export class InternRegistryError extends Error {}
 
 const INTERN_NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 
+
+/** A run's usage from the sums of its generations' columns (cost as the account pays it; null sums count as 0). */
+export function usageOfSums(sum: {
+  promptTokens: number | null;
+  completionTokens: number | null;
+  totalTokens: number | null;
+  costFemtoUsd: bigint | number | null;
+  cachedTokens?: number | null;
+}): UsageRecord {
+  const prompt = sum.promptTokens ?? 0;
+  const completion = sum.completionTokens ?? 0;
+  const out: UsageRecord = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: sum.totalTokens ?? prompt + completion };
+  if (sum.costFemtoUsd !== null) out.cost = usd(BigInt(sum.costFemtoUsd));
+  if (sum.cachedTokens !== null && sum.cachedTokens !== undefined) out.cached_tokens = sum.cachedTokens;
+  return out;
+}
+
 export function createInternRepository(db: Db) {
   return {
     // ---------- registry ----------
@@ -235,12 +252,7 @@ export function createInternRepository(db: Db) {
         _sum: { promptTokens: true, completionTokens: true, totalTokens: true, cachedTokens: true, costFemtoUsd: true },
       });
       if (agg._count._all === 0) return undefined;
-      const prompt = agg._sum.promptTokens ?? 0;
-      const completion = agg._sum.completionTokens ?? 0;
-      const out: UsageRecord = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: agg._sum.totalTokens ?? prompt + completion };
-      if (agg._sum.costFemtoUsd !== null && agg._sum.costFemtoUsd !== undefined) out.cost = usd(BigInt(agg._sum.costFemtoUsd));
-      if (agg._sum.cachedTokens !== null && agg._sum.cachedTokens !== undefined) out.cached_tokens = agg._sum.cachedTokens;
-      return out;
+      return usageOfSums(agg._sum);
     },
 
     // ---------- interactions ----------

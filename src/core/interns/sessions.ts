@@ -89,7 +89,8 @@ export function sessionToProto(
   };
 }
 
-function sessionUsage(u: UsageRecord): SessionUsage {
+/** A run's usage as the session views (and the admin view's live sessions) carry it. */
+export function sessionUsage(u: UsageRecord): SessionUsage {
   return {
     $typeName: "portico.interns.v1.SessionUsage",
     promptTokens: BigInt(Math.trunc(u.prompt_tokens)),

@@ -4,7 +4,7 @@
  * tool call's arguments object exactly as the stream carried it (parsed, not a JSON string).
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { PendingQuestion, Session } from "../../gen/portico/interns/v1/session_pb.js";
+import type { PendingQuestion, Session, SessionUsage } from "../../gen/portico/interns/v1/session_pb.js";
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
 
@@ -26,6 +26,20 @@ export const pendingQuestionSchema = {
   },
 } as const;
 
+/** A run's usage (tokens, and cost in USD when priced), or null: the schema, with what it means where it is used. */
+export function usageSchema(description: string) {
+  return {
+    type: ["object", "null"],
+    description,
+    properties: {
+      prompt_tokens: { type: "integer" },
+      completion_tokens: { type: "integer" },
+      total_tokens: { type: "integer" },
+      cost: { type: "number", description: "USD, as the account pays it; absent when unpriced." },
+    },
+  } as const;
+}
+
 export const sessionSchema = {
   type: "object",
   required: ["session_id", "state", "run_id", "started_at", "pending_question"],
@@ -35,18 +49,10 @@ export const sessionSchema = {
     run_id: { type: ["string", "null"], description: "The run holding the session; when idle its latest run; null when it never had one." },
     started_at: { type: ["string", "null"], description: "When that run started (ISO 8601); null with run_id." },
     pending_question: pendingQuestionSchema,
-    usage: {
-      type: ["object", "null"],
-      description:
-        "That run's usage: when its model calls went through Portico, the sum of its generations (so far, while it runs); otherwise what the " +
+    usage: usageSchema(
+      "That run's usage: when its model calls went through Portico, the sum of its generations (so far, while it runs); otherwise what the " +
         "intern reported at its end; null when none is known.",
-      properties: {
-        prompt_tokens: { type: "integer" },
-        completion_tokens: { type: "integer" },
-        total_tokens: { type: "integer" },
-        cost: { type: "number", description: "USD, as the account pays it; absent when unpriced." },
-      },
-    },
+    ),
   },
 } as const;
 
@@ -62,13 +68,17 @@ export function presentSession(s: Session) {
     run_id: s.runId ?? null,
     started_at: s.runId !== undefined ? iso(s.startedAt) : null,
     pending_question: presentPendingQuestion(s.pendingQuestion),
-    usage: s.usage
-      ? {
-          prompt_tokens: Number(s.usage.promptTokens),
-          completion_tokens: Number(s.usage.completionTokens),
-          total_tokens: Number(s.usage.totalTokens),
-          ...(s.usage.cost !== undefined ? { cost: s.usage.cost } : {}),
-        }
-      : null,
+    usage: presentUsage(s.usage),
   };
+}
+
+export function presentUsage(u: SessionUsage | undefined) {
+  return u
+    ? {
+        prompt_tokens: Number(u.promptTokens),
+        completion_tokens: Number(u.completionTokens),
+        total_tokens: Number(u.totalTokens),
+        ...(u.cost !== undefined ? { cost: u.cost } : {}),
+      }
+    : null;
 }

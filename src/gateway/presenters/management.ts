@@ -7,7 +7,7 @@ import type { AuditEvent } from "../../gen/portico/audit/v1/audit_event_pb.js";
 import type { ApiKey } from "../../gen/portico/keys/v1/api_key_pb.js";
 import type { Workspace, WorkspaceMember } from "../../gen/portico/workspaces/v1/workspace_pb.js";
 import type { Intern } from "../../gen/portico/internadmin/v1/intern_pb.js";
-import { pendingQuestionSchema, presentPendingQuestion } from "./intern-sessions.js";
+import { pendingQuestionSchema, presentPendingQuestion, presentUsage, usageSchema } from "./intern-sessions.js";
 import { isoOrNull, usdOrNull } from "../routes/limit-fields.js";
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : new Date(0).toISOString());
@@ -201,6 +201,10 @@ export const internSchema = {
           run_id: str("The run in progress."),
           started_at: str("ISO 8601."),
           pending_question: pendingQuestionSchema,
+          usage: usageSchema(
+            "The run's usage so far when its model calls go through Portico (the sum of its generations, as the session view gives it); " +
+              "null when it has made none (an agent calling its provider directly reports usage only at the run's end).",
+          ),
         },
       },
     },
@@ -239,6 +243,7 @@ export function presentIntern(i: Intern, hostToken?: string) {
       run_id: s.runId,
       started_at: iso(s.startedAt),
       pending_question: presentPendingQuestion(s.pendingQuestion),
+      usage: presentUsage(s.usage),
     })),
     ...(hostToken !== undefined ? { host_token: hostToken } : {}),
   };

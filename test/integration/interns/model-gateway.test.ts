@@ -231,6 +231,13 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
     // While the run is live its session shows the sum of its generations so far (the one call made).
     const live = await api(h, "GET", `/interns/${internId}/sessions/${encodeURIComponent(turn.start.sessionId)}`, { key: h.tenant.apiKey });
     expect(live.json).toMatchObject({ state: "streaming", run_id: turn.start.runId, usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 } });
+    // So does the operator's view of the intern, for each of its live sessions.
+    const admin = await api(h2, "GET", `/interns/${internId}`, { key: h.tenant.managementKey });
+    expect(admin.status).toBe(200);
+    expect(admin.json.sessions).toEqual([
+      expect.objectContaining({ session_id: turn.start.sessionId, run_id: turn.start.runId, usage: expect.objectContaining({ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 }) }),
+    ]);
+    expect(admin.json.sessions[0].usage.cost).toBeCloseTo(10 * PRICE.prompt + 4 * PRICE.completion, 12);
     upstream.script = { text: ["ok"], finish: "stop", usage: { input: 1, output: 1 } };
     for (const header of ["bearer", "x-api-key", "x-goog-api-key"] as const) {
       for (const base of [h.baseUrl, h2.baseUrl]) {

@@ -83,7 +83,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern sessions: pending quest
     const intern = await api(h, "GET", `/interns/${internId}`, { key: h.tenant.managementKey });
     expect(intern.status).toBe(200);
     const listed = intern.json.sessions.find((s: any) => s.session_id === sessionId);
-    expect(listed).toEqual({ session_id: sessionId, state: "paused", run_id: one.json.run_id, started_at: one.json.started_at, pending_question: expected });
+    expect(listed).toEqual({ session_id: sessionId, state: "paused", run_id: one.json.run_id, started_at: one.json.started_at, pending_question: expected, usage: null });
 
     // The same over gRPC.
     const g = await unary(client, "GetSession", { intern_id: internId, session_id: sessionId }, bearer(key));

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { PendingQuestion } from "../../interns/v1/session_pb.js";
+import type { PendingQuestion, SessionUsage } from "../../interns/v1/session_pb.js";
 import { file_portico_interns_v1_session } from "../../interns/v1/session_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/internadmin/v1/intern.proto.
  */
 export const file_portico_internadmin_v1_intern: GenFile = /*@__PURE__*/
-  fileDesc("CiNwb3J0aWNvL2ludGVybmFkbWluL3YxL2ludGVybi5wcm90bxIWcG9ydGljby5pbnRlcm5hZG1pbi52MSKFAwoGSW50ZXJuEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSGAoLZGVzY3JpcHRpb24YAyABKAlIAIgBARIZCgxpbnN0cnVjdGlvbnMYBCABKAlIAYgBARISCgVtb2RlbBgFIAEoCUgCiAEBEg4KBnN0YXR1cxgGIAEoCRIUCgx3b3Jrc3BhY2VfaWQYByABKAkSMAoEaG9zdBgIIAEoCzIiLnBvcnRpY28uaW50ZXJuYWRtaW4udjEuSG9zdFN0YXR1cxI1CghzZXNzaW9ucxgJIAMoCzIjLnBvcnRpY28uaW50ZXJuYWRtaW4udjEuTGl2ZVNlc3Npb24SLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2Rlc2NyaXB0aW9uQg8KDV9pbnN0cnVjdGlvbnNCCAoGX21vZGVsItQBCgpIb3N0U3RhdHVzEhAKCGF0dGFjaGVkGAEgASgIEhUKCGluc3RhbmNlGAIgASgJSACIAQESEgoFYWdlbnQYAyABKAlIAYgBARIvCgthdHRhY2hlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoOcmVwb3J0ZWRfbW9kZWwYBSABKAlIAogBARIRCgloYXNfdG9rZW4YBiABKAhCCwoJX2luc3RhbmNlQggKBl9hZ2VudEIRCg9fcmVwb3J0ZWRfbW9kZWwirwEKC0xpdmVTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RhdGUYAiABKAkSDgoGcnVuX2lkGAMgASgJEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KEHBlbmRpbmdfcXVlc3Rpb24YBSABKAsyIy5wb3J0aWNvLmludGVybnMudjEuUGVuZGluZ1F1ZXN0aW9uYgZwcm90bzM", [file_google_protobuf_timestamp, file_portico_interns_v1_session]);
+  fileDesc("CiNwb3J0aWNvL2ludGVybmFkbWluL3YxL2ludGVybi5wcm90bxIWcG9ydGljby5pbnRlcm5hZG1pbi52MSKFAwoGSW50ZXJuEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSGAoLZGVzY3JpcHRpb24YAyABKAlIAIgBARIZCgxpbnN0cnVjdGlvbnMYBCABKAlIAYgBARISCgVtb2RlbBgFIAEoCUgCiAEBEg4KBnN0YXR1cxgGIAEoCRIUCgx3b3Jrc3BhY2VfaWQYByABKAkSMAoEaG9zdBgIIAEoCzIiLnBvcnRpY28uaW50ZXJuYWRtaW4udjEuSG9zdFN0YXR1cxI1CghzZXNzaW9ucxgJIAMoCzIjLnBvcnRpY28uaW50ZXJuYWRtaW4udjEuTGl2ZVNlc3Npb24SLgoKY3JlYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2Rlc2NyaXB0aW9uQg8KDV9pbnN0cnVjdGlvbnNCCAoGX21vZGVsItQBCgpIb3N0U3RhdHVzEhAKCGF0dGFjaGVkGAEgASgIEhUKCGluc3RhbmNlGAIgASgJSACIAQESEgoFYWdlbnQYAyABKAlIAYgBARIvCgthdHRhY2hlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoOcmVwb3J0ZWRfbW9kZWwYBSABKAlIAogBARIRCgloYXNfdG9rZW4YBiABKAhCCwoJX2luc3RhbmNlQggKBl9hZ2VudEIRCg9fcmVwb3J0ZWRfbW9kZWwi4AEKC0xpdmVTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RhdGUYAiABKAkSDgoGcnVuX2lkGAMgASgJEi4KCnN0YXJ0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KEHBlbmRpbmdfcXVlc3Rpb24YBSABKAsyIy5wb3J0aWNvLmludGVybnMudjEuUGVuZGluZ1F1ZXN0aW9uEi8KBXVzYWdlGAYgASgLMiAucG9ydGljby5pbnRlcm5zLnYxLlNlc3Npb25Vc2FnZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_portico_interns_v1_session]);
 
 /**
  * Intern is an intern as an operator manages it: its settings, its host and its live sessions.
@@ -203,6 +203,14 @@ export type LiveSession = Message<"portico.internadmin.v1.LiveSession"> & {
    * @generated from field: portico.interns.v1.PendingQuestion pending_question = 5;
    */
   pendingQuestion?: PendingQuestion | undefined;
+
+  /**
+   * The run's usage so far when its model calls go through Portico (the sum of its generations, as the session
+   * view gives it); absent when it has made none.
+   *
+   * @generated from field: portico.interns.v1.SessionUsage usage = 6;
+   */
+  usage?: SessionUsage | undefined;
 };
 
 /**
