@@ -1,5 +1,5 @@
 /**
- * The reply plumbing the Anthropic Messages (messages.ts) and OpenAI Responses (responses.ts) routes share: the
+ * The reply plumbing the Anthropic Messages (messages.ts), OpenAI Responses (responses.ts) and, for its unary answer, Gemini (gemini.ts) routes share: the
  * core answers both in the same shapes (a unary answer as JSON text; a stream of messages each carrying whole
  * events `{type, dataJson}`), and each route adds only its dialect's errors and its credentials header.
  *

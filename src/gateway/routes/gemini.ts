@@ -21,12 +21,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, serverStream } from "../rpc.js";
+import { callOptionsFor, serverStream } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { errorBody } from "../../core/chat/dialects/gemini-generate.js";
-import { cacheHeaders, OVERHEAD_HEADER } from "../../contract/overhead.js";
-import { overheadHeaders, overheadMs, OVERHEAD_ROUTES } from "../overhead.js";
+import { cacheHeaders } from "../../contract/overhead.js";
+import { overheadHeaders, OVERHEAD_ROUTES } from "../overhead.js";
+import { replyJson } from "./dialect-reply.js";
 
 /** The methods served, by their name after the `:`. */
 const METHODS = ["generateContent", "streamGenerateContent", "countTokens"] as const;
@@ -150,15 +151,10 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
         return reply.type("application/json; charset=utf-8").send(JSON.stringify({ totalTokens: Number(res.totalTokens) }));
       }
       if (method === "generateContent") {
-        const watch = abortOnClientClose(reply);
-        try {
-          const res = await client.generateContent({ body: json, model }, optionsFor(req, query, watch.signal));
-          reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, OVERHEAD_ROUTES.gemini, res.upstreamMs, res.provider));
-          reply.headers(cacheHeaders(res.cache));
-          return reply.type("application/json; charset=utf-8").send(res.responseJson);
-        } finally {
-          watch.release();
-        }
+        return replyJson(ctx, reply, OVERHEAD_ROUTES.gemini, async (signal) => {
+          const res = await client.generateContent({ body: json, model }, optionsFor(req, query, signal));
+          return { json: res.responseJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
+        });
       }
       const call = ctx.relay.start(req, reply);
       const stream = serverStream(ctx.transport, ChatService.method.streamGenerateContent, { body: json, model }, optionsFor(req, query, call.signal));
