@@ -22,6 +22,7 @@ const Pricing = z.strictObject({
   ...priceSet,
   request: price.optional(),
   image: price.optional(),
+  web_search: price.optional(),
   tiers: z
     .array(
       z.strictObject({

@@ -92,12 +92,15 @@ interface Price {
   read?: string;
   write?: string;
   tiers?: Array<{ above: number; in?: string; out?: string; read?: string }>;
+  /** USD per search of the provider's native web search (the catalog's `web_search`, per search, not per million). */
+  search?: string;
 }
 
 function pricing(p: Price): Pricing {
   const out: Pricing = { prompt: perM(p.in), completion: perM(p.out) };
   if (p.read !== undefined) out.input_cache_read = perM(p.read);
   if (p.write !== undefined) out.input_cache_write = perM(p.write);
+  if (p.search !== undefined) out.web_search = p.search;
   if (p.tiers) {
     out.tiers = p.tiers.map((t) => {
       const tier: PriceTier = { above_prompt_tokens: t.above };
@@ -138,8 +141,15 @@ function model(slug: string, name: string, architecture: CatalogModel["architect
   return rated({ slug, name, context_length: Math.max(...endpoints.map((e) => e.context_length)), architecture, supported_parameters, endpoints });
 }
 
-// Anthropic bills 5-minute cache writes at 1.25× and cache reads at 0.1× the input price.
-const claude = (input: string, output: string, read: string, write: string): Price => ({ in: input, out: output, read, write });
+// Anthropic bills 5-minute cache writes at 1.25× and cache reads at 0.1× the input price, and each search of its web
+// search tool at $10 per 1,000 searches (docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool,
+// "Usage and pricing": `usage.server_tool_use.web_search_requests`).
+const ANTHROPIC_WEB_SEARCH = "0.01";
+const claude = (input: string, output: string, read: string, write: string): Price => ({ in: input, out: output, read, write, search: ANTHROPIC_WEB_SEARCH });
+// Gemini's Grounding with Google Search: $35 per 1,000 grounded prompts on the paid tier for Gemini 2.5 and 2.0
+// (ai.google.dev/gemini-api/docs/pricing; the daily free grounded prompts are an account allowance the catalog
+// cannot see, so every grounded prompt is priced).
+const GEMINI_GROUNDING = "0.035";
 
 export const BUILTIN_CATALOG: CatalogFile = {
   version: 1,
@@ -177,12 +187,12 @@ export const BUILTIN_CATALOG: CatalogFile = {
 
     // ---- Google AI Studio (paid tier; prompts above 200k tokens are billed at the long-context prices) ----
     model("google/gemini-2.5-pro", "Google: Gemini 2.5 Pro", VISION_FILE, GEMINI, [
-      ep("google", "gemini-2.5-pro", { in: "1.25", out: "10", read: "0.31", tiers: [{ above: 200_000, in: "2.50", out: "15", read: "0.625" }] }, 1_048_576, 65_536),
+      ep("google", "gemini-2.5-pro", { in: "1.25", out: "10", read: "0.31", search: GEMINI_GROUNDING, tiers: [{ above: 200_000, in: "2.50", out: "15", read: "0.625" }] }, 1_048_576, 65_536),
     ]),
-    model("google/gemini-2.5-flash", "Google: Gemini 2.5 Flash", VISION_FILE, GEMINI, [ep("google", "gemini-2.5-flash", { in: "0.30", out: "2.50", read: "0.075" }, 1_048_576, 65_536)]),
-    model("google/gemini-2.5-flash-lite", "Google: Gemini 2.5 Flash-Lite", VISION_FILE, GEMINI, [ep("google", "gemini-2.5-flash-lite", { in: "0.10", out: "0.40", read: "0.025" }, 1_048_576, 65_536)]),
+    model("google/gemini-2.5-flash", "Google: Gemini 2.5 Flash", VISION_FILE, GEMINI, [ep("google", "gemini-2.5-flash", { in: "0.30", out: "2.50", read: "0.075", search: GEMINI_GROUNDING }, 1_048_576, 65_536)]),
+    model("google/gemini-2.5-flash-lite", "Google: Gemini 2.5 Flash-Lite", VISION_FILE, GEMINI, [ep("google", "gemini-2.5-flash-lite", { in: "0.10", out: "0.40", read: "0.025", search: GEMINI_GROUNDING }, 1_048_576, 65_536)]),
     model("google/gemini-2.0-flash", "Google: Gemini 2.0 Flash", VISION_FILE, GEMINI.filter((p) => p !== "reasoning" && p !== "include_reasoning"), [
-      ep("google", "gemini-2.0-flash", { in: "0.10", out: "0.40", read: "0.025" }, 1_048_576, 8_192, { aliases: ["gemini-2.0-flash-001"] }),
+      ep("google", "gemini-2.0-flash", { in: "0.10", out: "0.40", read: "0.025", search: GEMINI_GROUNDING }, 1_048_576, 8_192, { aliases: ["gemini-2.0-flash-001"] }),
     ]),
 
     // ---- Open-weight models, several providers each ----

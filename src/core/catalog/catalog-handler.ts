@@ -41,6 +41,7 @@ function endpointOf(model: CatalogModel, e: Endpoint, providerName: string, stat
       ...(p.input_cache_read !== undefined ? { inputCacheRead: p.input_cache_read } : {}),
       ...(p.input_cache_write !== undefined ? { inputCacheWrite: p.input_cache_write } : {}),
       ...(p.internal_reasoning !== undefined ? { internalReasoning: p.internal_reasoning } : {}),
+      ...(p.web_search !== undefined ? { webSearch: p.web_search } : {}),
     },
     contextLength: BigInt(e.context_length),
     ...(e.max_completion_tokens !== null ? { maxCompletionTokens: BigInt(e.max_completion_tokens) } : {}),

@@ -12,6 +12,7 @@
  *   completion_tokens (reasoning included)                 at `completion`; reasoning tokens at
  *                                                          `internal_reasoning` when the endpoint prices them apart
  *   + `request` once, + `image` per input image
+ *   + `web_search` per search of the provider's native search (`server_tool_use.web_search_requests`)
  *
  * When the prompt exceeds a tier's `above_prompt_tokens`, that tier's prices replace the base ones for the whole
  * request (long-context pricing). Counts a provider reports inconsistently (cached + written > prompt) are
@@ -45,6 +46,8 @@ export interface BilledTokens {
   /** Of `completion`: billed at `internal_reasoning` when the endpoint has that price. */
   reasoning: number;
   images: number;
+  /** The provider's native web searches (`server_tool_use.web_search_requests`), billed at `web_search`. */
+  searches: number;
 }
 
 /** Each part of the cost, in femto-dollars. */
@@ -55,6 +58,8 @@ export interface CostParts {
   completion: bigint;
   request: bigint;
   image: bigint;
+  /** The provider's search fees: searches × `web_search`. */
+  webSearch: bigint;
   total: bigint;
 }
 
@@ -73,7 +78,8 @@ export function billedTokens(usage: Usage, images = 0): BilledTokens {
   const cacheWrite = Math.min(prompt - cacheRead, count(details?.cache_write_tokens));
   const completion = count(usage.completion_tokens);
   const reasoning = Math.min(completion, count(usage.completion_tokens_details?.reasoning_tokens));
-  return { uncachedPrompt: prompt - cacheRead - cacheWrite, cacheRead, cacheWrite, completion, reasoning, images: count(images) };
+  const searches = count(usage.server_tool_use?.web_search_requests);
+  return { uncachedPrompt: prompt - cacheRead - cacheWrite, cacheRead, cacheWrite, completion, reasoning, images: count(images), searches };
 }
 
 /** The prices that apply to a prompt of `promptTokens`: the highest tier it exceeds over the base prices. */
@@ -99,6 +105,7 @@ export function costOf(pricing: Pricing, usage: Usage, images = 0): CostParts {
     completion: BigInt(t.completion - t.reasoning) * completionPrice + BigInt(t.reasoning) * reasoningPrice,
     request: pricing.request !== undefined ? femto(pricing.request) : 0n,
     image: BigInt(t.images) * (pricing.image !== undefined ? femto(pricing.image) : 0n),
+    webSearch: BigInt(t.searches) * (pricing.web_search !== undefined ? femto(pricing.web_search) : 0n),
   };
-  return { ...parts, total: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.completion + parts.request + parts.image };
+  return { ...parts, total: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.completion + parts.request + parts.image + parts.webSearch };
 }

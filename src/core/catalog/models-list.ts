@@ -26,6 +26,7 @@ export function pricingOf(e: Endpoint): Omit<ModelPricing, "$typeName" | "$unkno
     ...(p.input_cache_read !== undefined ? { inputCacheRead: p.input_cache_read } : {}),
     ...(p.input_cache_write !== undefined ? { inputCacheWrite: p.input_cache_write } : {}),
     ...(p.internal_reasoning !== undefined ? { internalReasoning: p.internal_reasoning } : {}),
+    ...(p.web_search !== undefined ? { webSearch: p.web_search } : {}),
   };
 }
 

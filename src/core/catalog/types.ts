@@ -32,6 +32,12 @@ export interface Pricing extends PriceSet {
   request?: string;
   /** Per input image. */
   image?: string;
+  /**
+   * Per web search the provider's native search ran (the real-world service's `pricing.web_search`): the canonical
+   * usage's `server_tool_use.web_search_requests` (Anthropic's count of searches; one for a Gemini answer grounded
+   * with Google Search, one for an OpenAI search-model call). Not changed by tiers.
+   */
+  web_search?: string;
   /** Long-context tiers, by threshold; the highest threshold below the prompt's tokens applies to the whole request. */
   tiers?: PriceTier[];
 }

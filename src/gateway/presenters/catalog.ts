@@ -11,6 +11,7 @@ function pricing(p: Pricing | undefined): Record<string, string> {
     ...(p.inputCacheRead !== undefined ? { input_cache_read: p.inputCacheRead } : {}),
     ...(p.inputCacheWrite !== undefined ? { input_cache_write: p.inputCacheWrite } : {}),
     ...(p.internalReasoning !== undefined ? { internal_reasoning: p.internalReasoning } : {}),
+    ...(p.webSearch !== undefined ? { web_search: p.webSearch } : {}),
   };
 }
 
@@ -82,7 +83,7 @@ export function presentCatalogEntry(e: CatalogEntry): Record<string, unknown> {
   return { ...(e.model ?? {}), overridden: e.overridden };
 }
 
-const priceProps = Object.fromEntries(["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning"].map((k) => [k, { type: "string" }]));
+const priceProps = Object.fromEntries(["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning", "web_search"].map((k) => [k, { type: "string" }]));
 const percentile = { type: ["object", "null"], properties: { p50: { type: "number" }, p75: { type: "number" }, p90: { type: "number" }, p99: { type: "number" } } };
 
 export const modelEndpointsSchema = {

@@ -31,6 +31,7 @@ export function presentModel(m: Model): Record<string, unknown> {
           ...(p.inputCacheRead !== undefined ? { input_cache_read: p.inputCacheRead } : {}),
           ...(p.inputCacheWrite !== undefined ? { input_cache_write: p.inputCacheWrite } : {}),
           ...(p.internalReasoning !== undefined ? { internal_reasoning: p.internalReasoning } : {}),
+          ...(p.webSearch !== undefined ? { web_search: p.webSearch } : {}),
         }
       : { prompt: "-1", completion: "-1" },
     supported_parameters: m.supportedParameters,

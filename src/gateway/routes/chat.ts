@@ -111,7 +111,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
                       type: "object",
                       description: "USD per token (per request, per image) as decimal strings; \"-1\" when it depends on the model reached",
                       properties: Object.fromEntries(
-                        ["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning"].map((k) => [k, { type: "string" }]),
+                        ["prompt", "completion", "request", "image", "input_cache_read", "input_cache_write", "internal_reasoning", "web_search"].map((k) => [k, { type: "string" }]),
                       ),
                     },
                     supported_parameters: { type: "array", items: { type: "string" } },

@@ -15,6 +15,8 @@ const errorTypes: Record<number, string> = {
 };
 
 const ev = (type: string, data: Record<string, unknown>) => sse({ type, ...data }, type);
+/** The searches of the web search server tool, as Anthropic reports them in `usage`. */
+const searches = (s: Script) => (s.usage.searches !== undefined ? { server_tool_use: { web_search_requests: s.usage.searches } } : {});
 
 export const anthropicWire: Wire = {
   isStream: (req) => req.body?.stream === true,
@@ -35,7 +37,7 @@ export const anthropicWire: Wire = {
       content,
       stop_reason: s.finish,
       stop_sequence: null,
-      usage: { input_tokens: s.usage.input, cache_creation_input_tokens: s.usage.cacheWrite ?? 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: s.usage.output },
+      usage: { input_tokens: s.usage.input, cache_creation_input_tokens: s.usage.cacheWrite ?? 0, cache_read_input_tokens: s.usage.cached ?? 0, output_tokens: s.usage.output, ...searches(s) },
     };
   },
   streamEvents: (s, req) => {
@@ -68,7 +70,7 @@ export const anthropicWire: Wire = {
       frames.push(ev("content_block_stop", { index }));
       index += 1;
     }
-    frames.push(ev("message_delta", { delta: { stop_reason: s.finish, stop_sequence: null }, usage: { output_tokens: s.usage.output } }));
+    frames.push(ev("message_delta", { delta: { stop_reason: s.finish, stop_sequence: null }, usage: { output_tokens: s.usage.output, ...searches(s) } }));
     frames.push(ev("message_stop", {}));
     return frames;
   },
@@ -76,4 +78,34 @@ export const anthropicWire: Wire = {
 
 export function startFakeAnthropic(script: Script = { ...defaultScript(), finish: "end_turn" }, knobs: Knobs = {}): Promise<FakeUpstream> {
   return startFake(anthropicWire, script, knobs);
+}
+
+/**
+ * A whole Messages answer (`{id, model, content, stop_reason, usage}`) as the SSE events Anthropic streams for it:
+ * text in two deltas, a text block's citations as `citations_delta`s, a (server) tool use's input as one
+ * `input_json_delta`, thinking as `thinking_delta` + `signature_delta`, other blocks (web_search_tool_result) whole
+ * in `content_block_start`; usage in `message_start` (output 1) and `message_delta`.
+ */
+export function messageEvents(message: { id: string; model: string; content: Array<Record<string, any>>; stop_reason: string; usage: Record<string, unknown> }): string[] {
+  const frames = [ev("message_start", { message: { id: message.id, type: "message", role: "assistant", model: message.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...message.usage, output_tokens: 1 } } })];
+  message.content.forEach((block, index) => {
+    if (block.type === "text") {
+      frames.push(ev("content_block_start", { index, content_block: { type: "text", text: "", ...(block.citations ? { citations: [] } : {}) } }));
+      for (const citation of block.citations ?? []) frames.push(ev("content_block_delta", { index, delta: { type: "citations_delta", citation } }));
+      const half = Math.ceil(block.text.length / 2);
+      for (const piece of [block.text.slice(0, half), block.text.slice(half)]) if (piece) frames.push(ev("content_block_delta", { index, delta: { type: "text_delta", text: piece } }));
+    } else if (block.type === "server_tool_use" || block.type === "tool_use") {
+      frames.push(ev("content_block_start", { index, content_block: { ...block, input: {} } }));
+      frames.push(ev("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: JSON.stringify(block.input) } }));
+    } else if (block.type === "thinking") {
+      frames.push(ev("content_block_start", { index, content_block: { type: "thinking", thinking: "" } }));
+      frames.push(ev("content_block_delta", { index, delta: { type: "thinking_delta", thinking: block.thinking } }));
+      frames.push(ev("content_block_delta", { index, delta: { type: "signature_delta", signature: block.signature } }));
+    } else frames.push(ev("content_block_start", { index, content_block: block }));
+    frames.push(ev("content_block_stop", { index }));
+  });
+  const { input_tokens: _i, cache_creation_input_tokens: _c, cache_read_input_tokens: _r, ...delta } = message.usage;
+  frames.push(ev("message_delta", { delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: delta }));
+  frames.push(ev("message_stop", {}));
+  return frames;
 }

@@ -22,7 +22,7 @@ export interface Script {
   toolCalls?: ScriptToolCall[];
   /** Finish in the provider's own vocabulary (e.g. `end_turn`, `MAX_TOKENS`, `length`). */
   finish: string;
-  usage: { input: number; output: number; cached?: number; reasoning?: number; /** Anthropic only: cache_creation_input_tokens. */ cacheWrite?: number };
+  usage: { input: number; output: number; cached?: number; reasoning?: number; /** Anthropic only: cache_creation_input_tokens. */ cacheWrite?: number; /** Anthropic only: server_tool_use.web_search_requests. */ searches?: number };
   model?: string;
   /** Gemini only: the prompt is blocked (`promptFeedback.blockReason`, no candidates). */
   blockReason?: string;

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
-import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
+import { messageEvents, startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream, Script } from "../../helpers/fake-upstreams/server.js";
@@ -84,6 +84,34 @@ const anthropicSearched: Script = {
   },
 };
 const ANTHROPIC_TEXT = `I'll search. Based on the search results, ${CITED}.`;
+
+// A search turn Anthropic pauses (`pause_turn`, its server tools' loop at its limit), then ends on the continuation.
+const SECOND = "https://en.wikipedia.org/wiki/Information_theory";
+const citation2 = { type: "web_search_result_location", url: SECOND, title: "Information theory - Wikipedia", encrypted_index: "Eo8BCioIAhgC", cited_text: "founded by Claude Shannon in the 1940s" };
+type Turn = Parameters<typeof messageEvents>[0];
+const pausedTurn: Turn = {
+  id: "msg_paused1", model: "claude-sonnet-4-5-20250929", stop_reason: "pause_turn",
+  content: [
+    { type: "text", text: "I'll search. " },
+    { type: "server_tool_use", id: "srvtoolu_01", name: "web_search", input: { query: "claude shannon birth date" } },
+    anthropicSearchResult,
+    { type: "text", text: CITED, citations: [citation] },
+  ],
+  usage: { input_tokens: 500, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 40, server_tool_use: { web_search_requests: 1 } },
+};
+const resumedTurn: Turn = {
+  id: "msg_paused2", model: "claude-sonnet-4-5-20250929", stop_reason: "end_turn",
+  content: [
+    { type: "server_tool_use", id: "srvtoolu_02", name: "web_search", input: { query: "information theory founder" } },
+    { type: "web_search_tool_result", tool_use_id: "srvtoolu_02", content: [{ type: "web_search_result", url: SECOND, title: "Information theory - Wikipedia", encrypted_content: "EqgfCioIARgC" }] },
+    { type: "text", text: "; he founded information theory.", citations: [citation2] },
+  ],
+  usage: { input_tokens: 900, cache_creation_input_tokens: 0, cache_read_input_tokens: 100, output_tokens: 30, server_tool_use: { web_search_requests: 2 } },
+};
+const turnScript = (m: Turn): Script => ({ text: [], finish: m.stop_reason, usage: { input: 0, output: 0 }, raw: { completion: m, events: messageEvents(m) } });
+const PAUSED_TEXT = `I'll search. ${CITED}; he founded information theory.`;
+// claude-sonnet-4.5: 1400 uncached × $3/M + 100 cache reads × $0.30/M + 70 output × $15/M + 3 searches × $0.01.
+const PAUSED_COST = 0.03528;
 
 // Gemini: grounding segments count UTF-8 bytes ("Español" has a two-byte ñ before the cited sentence).
 const G1 = "Dans « Español », ";
@@ -227,6 +255,58 @@ describe.each(["sqlite", "postgresql"] as const)("web plugin, native search (%s)
     expect(s.withAnnotations).toHaveLength(1);
     expect(s.finishing[0]!.choices[0].delta.annotations).toEqual(message.annotations);
     expect(s.finishing[0]!.plugins).toEqual([report]);
+  });
+
+  it("Anthropic pause_turn: the paused turn is continued (its content sent back unchanged), one whole answer, usage and search fees summed, streamed and not", async () => {
+    const body = { model: "anthropic/claude-sonnet-4.5", messages, plugins: [{ id: "web", engine: "native" }] };
+    const span = (text: string) => ({ start_index: PAUSED_TEXT.indexOf(text), end_index: PAUSED_TEXT.indexOf(text) + text.length });
+    const annotations = [
+      { type: "url_citation", url_citation: { url: SHANNON, title: "Claude Shannon - Wikipedia", content: CITED_TEXT, ...span(CITED) } },
+      { type: "url_citation", url_citation: { url: SECOND, title: "Information theory - Wikipedia", content: citation2.cited_text, ...span("; he founded information theory.") } },
+    ];
+    const usage = { prompt_tokens: 1500, completion_tokens: 70, total_tokens: 1570, server_tool_use: { web_search_requests: 3 } };
+    try {
+      anthropic.scripts = [turnScript(pausedTurn), turnScript(resumedTurn)];
+      const before = anthropic.requests.length;
+      const res = await client.chat.completions.create(body as never);
+      const [first, second] = anthropic.requests.slice(before).map((r) => r.body);
+      expect(anthropic.requests.length - before).toBe(2);
+      expect(second.messages).toEqual([...first.messages, { role: "assistant", content: pausedTurn.content }]);
+      expect(second.tools).toEqual(first.tools);
+      const message = res.choices[0]!.message as typeof res.choices[0]["message"] & Annotated;
+      expect(message.content).toBe(PAUSED_TEXT);
+      expect(res.choices[0]!.finish_reason).toBe("stop");
+      expect(message.annotations).toEqual(annotations);
+      expect(res.usage).toMatchObject(usage);
+      // BYOK-served: nothing to pay to Portico; the provider's price, search fees included, as the upstream cost.
+      expect((res.usage as unknown as { cost_details: { upstream_inference_cost: number } }).cost_details.upstream_inference_cost).toBe(PAUSED_COST);
+      expect(await generation(res.id)).toMatchObject({ upstream_inference_cost: PAUSED_COST, prompt_tokens: 1500, completion_tokens: 70, finish_reason: "stop" });
+
+      anthropic.scripts = [turnScript(pausedTurn), turnScript(resumedTurn)];
+      const at = anthropic.requests.length;
+      const stream = await client.chat.completions.create({ ...body, stream: true } as never);
+      const chunks: Array<Record<string, any>> = [];
+      for await (const chunk of stream as unknown as AsyncIterable<Record<string, any>>) chunks.push(chunk);
+      expect(anthropic.requests.length - at).toBe(2);
+      expect(anthropic.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: "assistant", content: pausedTurn.content });
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(PAUSED_TEXT);
+      const finishing = chunks.filter((c) => c.choices[0]?.finish_reason);
+      expect(finishing).toHaveLength(1);
+      expect(finishing[0]!.choices[0].delta.annotations).toEqual(annotations);
+      const last = chunks.findLast((c) => c.usage)!;
+      expect(last.usage).toMatchObject({ ...usage, cost_details: { upstream_inference_cost: PAUSED_COST } });
+      expect(await generation(last.id)).toMatchObject({ upstream_inference_cost: PAUSED_COST, streamed: true });
+
+      // The Messages dialect on an Anthropic endpoint gets the continued turn too (docs/dialects.md).
+      anthropic.scripts = [turnScript(pausedTurn), turnScript(resumedTurn)];
+      const native = await api(h, "POST", "/messages", { key: h.tenant.apiKey, body: { ...body, max_tokens: 500 } });
+      expect(native.status, native.text).toBe(200);
+      expect(native.json.stop_reason).toBe("end_turn");
+      expect(native.json.content.map((b: { text?: string }) => b.text ?? "").join("")).toBe(PAUSED_TEXT);
+      expect(native.json.usage).toMatchObject({ input_tokens: 1400, cache_read_input_tokens: 100, output_tokens: 70, server_tool_use: { web_search_requests: 3 } });
+    } finally {
+      anthropic.scripts = undefined;
+    }
   });
 
   it("Gemini: the google_search tool; groundingMetadata's byte offsets become UTF-16 url_citation spans", async () => {

@@ -143,3 +143,72 @@ describe("cost on each adapter's real usage shape (adapter ← fake upstream in 
     expect(usd(costOf(p, streamed!).total)).toBe(expected);
   });
 });
+
+describe("native web search fees (`web_search`, per search of the provider's own search)", () => {
+  const call = (f: FakeUpstream, model: string, baseUrl = f.url): UpstreamCall => ({
+    model,
+    baseUrl,
+    apiKey: "k",
+    signal: new AbortController().signal,
+    body: { model: `x/${model}`, messages: [{ role: "user", content: "hi" }], max_tokens: 100 },
+    webSearch: {},
+  });
+
+  it("searches × web_search, beside the token prices; no price or no search → 0", () => {
+    const u = { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, server_tool_use: { web_search_requests: 3 } };
+    const c = costOf({ prompt: "0.000003", completion: "0.000015", web_search: "0.01" }, u);
+    expect(c.webSearch).toBe(3n * femto("0.01"));
+    expect(usd(c.total)).toBe(0.0345); // 1000 × $3/M + 100 × $15/M + 3 × $0.01
+    expect(billedTokens(u).searches).toBe(3);
+    expect(costOf({ prompt: "0", completion: "0" }, u).webSearch).toBe(0n);
+    expect(costOf({ prompt: "0", completion: "0", web_search: "0.01" }, { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }).webSearch).toBe(0n);
+    // Tiers change token prices only.
+    expect(costOf({ prompt: "0", completion: "0", web_search: "0.01", tiers: [{ above_prompt_tokens: 10, prompt: "0.000001" }] }, u).webSearch).toBe(3n * femto("0.01"));
+  });
+
+  it("the built-in catalog: Anthropic's $10 per 1,000 searches, Gemini's $35 per 1,000 grounded prompts", () => {
+    for (const id of ["claude-sonnet-4-5-20250929", "claude-opus-4-1-20250805", "claude-haiku-4-5-20251001", "claude-3-5-haiku-20241022"]) expect(pricing("anthropic", id).web_search).toBe("0.01");
+    for (const id of ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.0-flash"]) expect(pricing("google-ai-studio", id).web_search).toBe("0.035");
+    expect(pricing("openai", "gpt-4o").web_search).toBeUndefined();
+  });
+
+  it("Anthropic: usage.server_tool_use.web_search_requests, non-streamed and streamed", async () => {
+    fake = await startFakeAnthropic({ text: ["ok"], finish: "end_turn", usage: { input: 1000, output: 100, searches: 2 } });
+    const adapter = new AnthropicAdapter();
+    const p = pricing("anthropic", "claude-sonnet-4-5-20250929");
+    const expected = 0.0245; // 1000 × $3/M + 100 × $15/M + 2 × $0.01
+    const completion = await adapter.complete(call(fake, "claude-sonnet-4-5-20250929"));
+    expect(completion.usage!.server_tool_use).toEqual({ web_search_requests: 2 });
+    expect(usd(costOf(p, completion.usage!).total)).toBe(expected);
+    const streamed = await lastUsage(adapter.stream(call(fake, "claude-sonnet-4-5-20250929")));
+    expect(streamed!.server_tool_use).toEqual({ web_search_requests: 2 });
+    expect(usd(costOf(p, streamed!).total)).toBe(expected);
+  });
+
+  it("Gemini: an answer grounded with Google Search counts one grounded prompt; an ungrounded one none", async () => {
+    const grounding = { webSearchQueries: ["q"], groundingChunks: [{ web: { uri: "https://a.example", title: "a" } }], groundingSupports: [] };
+    const answer = { candidates: [{ content: { parts: [{ text: "ok" }], role: "model" }, finishReason: "STOP", index: 0, groundingMetadata: grounding }], usageMetadata: { promptTokenCount: 1000, candidatesTokenCount: 100, totalTokenCount: 1100 }, modelVersion: "gemini-2.5-flash" };
+    fake = await startFakeGemini({ text: [], finish: "STOP", usage: { input: 1000, output: 100 }, raw: { completion: answer, events: [`data: ${JSON.stringify(answer)}\r\n\r\n`] } });
+    const adapter = new GeminiAdapter();
+    const p = pricing("google-ai-studio", "gemini-2.5-flash");
+    const expected = 0.03555; // 1000 × $0.30/M + 100 × $2.50/M + 1 × $0.035
+    const completion = await adapter.complete(call(fake, "gemini-2.5-flash", `${fake.url}/v1beta`));
+    expect(completion.usage!.server_tool_use).toEqual({ web_search_requests: 1 });
+    expect(usd(costOf(p, completion.usage!).total)).toBe(expected);
+    const streamed = await lastUsage(adapter.stream(call(fake, "gemini-2.5-flash", `${fake.url}/v1beta`)));
+    expect(usd(costOf(p, streamed!).total)).toBe(expected);
+    fake.script = { ...fake.script, raw: undefined, text: ["ok"] };
+    expect((await adapter.complete(call(fake, "gemini-2.5-flash", `${fake.url}/v1beta`))).usage!.server_tool_use).toBeUndefined();
+  });
+
+  it("OpenAI search models: a call with web_search_options counts one search; without it, none", async () => {
+    fake = await startFakeOpenAI({ text: ["ok"], finish: "stop", usage: { input: 10, output: 5 } });
+    const adapter = new OpenAICompatibleAdapter();
+    const searched = await adapter.complete(call(fake, "gpt-4o-search-preview", `${fake.url}/v1`));
+    expect(searched.usage!.server_tool_use).toEqual({ web_search_requests: 1 });
+    const streamed = await lastUsage(adapter.stream(call(fake, "gpt-4o-search-preview", `${fake.url}/v1`)));
+    expect(streamed!.server_tool_use).toEqual({ web_search_requests: 1 });
+    const { webSearch: _w, ...plain } = call(fake, "gpt-4o", `${fake.url}/v1`);
+    expect((await adapter.complete(plain)).usage!.server_tool_use).toBeUndefined();
+  });
+});

@@ -68,6 +68,27 @@ describe("cost stage", () => {
     expect(call.track).toMatchObject({ catalogModel: null, cost: null });
   });
 
+  it("the provider's native searches: priced at the endpoint's web_search, on the prompt side of cost_details", async () => {
+    const call = servedCall("anthropic/claude-sonnet-4", "claude-sonnet-4", "shared");
+    const searched = { ...usage, server_tool_use: { web_search_requests: 2 } };
+    const out = await stage.run(call, async () => ({ kind: "completion", completion: { id: "g", object: "chat.completion", created: 1, model: "m", choices: [], usage: searched } }));
+    // 1000 × $3/M + 100 × $15/M + 2 × $0.01
+    expect(out.kind === "completion" && out.completion.usage).toEqual({
+      ...searched, cost: 0.0245, is_byok: false,
+      cost_details: { upstream_inference_cost: 0.0245, upstream_inference_prompt_cost: 0.023, upstream_inference_completions_cost: 0.0015 },
+    });
+    expect(call.track.cost).toEqual({ femtoUsd: 24_500_000_000_000n, paidBy: "platform" });
+  });
+
+  it("Portico's own searches (the web_search server tool's, track.porticoSearches) are counted, not priced at the provider's price", async () => {
+    const call = servedCall("anthropic/claude-sonnet-4", "claude-sonnet-4", "shared");
+    call.track.porticoSearches = 2;
+    const searched = { ...usage, server_tool_use: { web_search_requests: 3 } };
+    const out = await stage.run(call, async () => ({ kind: "completion", completion: { id: "g", object: "chat.completion", created: 1, model: "m", choices: [], usage: searched } }));
+    // 1000 × $3/M + 100 × $15/M + 1 provider search × $0.01
+    expect(out.kind === "completion" && out.completion.usage).toMatchObject({ server_tool_use: { web_search_requests: 3 }, cost: 0.0145 });
+  });
+
   it("errors pass through untouched and leave no cost", async () => {
     const call = servedCall("openai/gpt-4o-mini", "gpt-4o-mini", "shared");
     await expect(stage.run(call, async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");

@@ -148,16 +148,18 @@ export function stopReasonOf(finish: string | null | undefined, native: string |
 
 /**
  * Anthropic's usage: `input_tokens` excludes cache reads and writes (the canonical `prompt_tokens` includes
- * them), each reported apart.
+ * them), each reported apart; `server_tool_use.web_search_requests` when searches ran (Anthropic's own field).
  */
 export function usageOf(u: Usage | null | undefined): Json {
   const cached = u?.prompt_tokens_details?.cached_tokens ?? 0;
   const written = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
+  const searches = u?.server_tool_use?.web_search_requests;
   return {
     input_tokens: Math.max(0, (u?.prompt_tokens ?? 0) - cached - written),
     cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
     output_tokens: u?.completion_tokens ?? 0,
+    ...(searches ? { server_tool_use: { web_search_requests: searches } } : {}),
   };
 }
 

@@ -52,7 +52,7 @@ export function priceServed(catalog: Catalog, call: ChatCall, usage: Usage): Cos
     track.cost = null;
     return undefined;
   }
-  const parts = costOf(match.endpoint.pricing, usage, imagesOf(call.request));
+  const parts = costOf(match.endpoint.pricing, providerSearches(track, usage), imagesOf(call.request));
   track.catalogModel = match.model.slug;
   const paidBy = track.credentialSource === "byok" ? "byok" : "platform";
   track.cost = { femtoUsd: parts.total, paidBy };
@@ -68,6 +68,13 @@ export function priceServed(catalog: Catalog, call: ChatCall, usage: Usage): Cos
     track.cost = { femtoUsd: upstream, paidBy, accountFemtoUsd: account };
   }
   return parts;
+}
+
+/** `usage` with only the provider's own searches in `web_search_requests` (Portico's are the operator's cost). */
+function providerSearches(track: ChatCall["track"], usage: Usage): Usage {
+  const searches = usage.server_tool_use?.web_search_requests;
+  if (track.porticoSearches === 0 || searches === undefined) return usage;
+  return { ...usage, server_tool_use: { ...usage.server_tool_use, web_search_requests: Math.max(0, searches - track.porticoSearches) } };
 }
 
 /** What the caller's account pays for the priced request (`track.cost`): 0 for a BYOK-served one. */
@@ -90,6 +97,8 @@ export function withNestedUsage(track: ChatCall["track"], usage: Usage): Usage {
     if (cached !== undefined) out.prompt_tokens_details = { ...out.prompt_tokens_details, cached_tokens: cached };
     const reasoning = add(out.completion_tokens_details?.reasoning_tokens, n.completion_tokens_details?.reasoning_tokens);
     if (reasoning !== undefined) out.completion_tokens_details = { ...out.completion_tokens_details, reasoning_tokens: reasoning };
+    const searches = add(out.server_tool_use?.web_search_requests, n.server_tool_use?.web_search_requests);
+    if (searches !== undefined) out.server_tool_use = { ...out.server_tool_use, web_search_requests: searches };
   }
   return out;
 }
@@ -107,7 +116,8 @@ export function createCostStage(deps: { catalog: Catalog }): ChatStage {
     const summed = withNestedUsage(track, usage);
     if (!parts) return { ...summed, cost: null };
     const byok = track.credentialSource === "byok";
-    let prompt = parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image;
+    // Per-request fees (request, images, the provider's searches) count on the prompt side, as the request's.
+    let prompt = parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image + parts.webSearch;
     let completion = parts.completion;
     for (const n of track.nested) {
       prompt += n.cost?.prompt ?? 0n;

@@ -78,6 +78,11 @@ export interface Tracking {
   cache: "hit" | "miss" | null;
   /** The server tools that ran (the server-tools stage and the execute stage's loop, docs/plugins.md); null when none were offered. */
   serverTools: ServerToolsRecord | null;
+  /**
+   * Of the usage's `server_tool_use.web_search_requests`, the searches Portico's own `web_search` server tool ran
+   * through its search engine (the loop): the operator's cost, not priced at the provider's `web_search` price.
+   */
+  porticoSearches: number;
   /** Each upstream attempt and why it ended, in order (the execute stage; docs/operations.md, "Retries and fallback"). */
   attemptsLog: AttemptLogEntry[];
   /** The attempts that failed and why (the execute stage), for the metrics; null until one failed. */
@@ -239,6 +244,7 @@ function tracking(streamed: boolean): Tracking {
     plugins: [],
     cache: null,
     serverTools: null,
+    porticoSearches: 0,
     attemptsLog: [],
     failedAttempts: null,
     nested: [],

@@ -23,6 +23,11 @@ import { anthropicCitation, anthropicWebSearchTool, type UrlAnnotation } from ".
 export const ANTHROPIC_VERSION = "2023-06-01";
 /** Messages requires `max_tokens`; used when the request sets neither max_tokens nor max_completion_tokens. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+/**
+ * How many times one attempt continues a turn Anthropic paused (`stop_reason: "pause_turn"`, its server tools'
+ * loop reached its own iteration limit) before it answers with what there is (docs/plugins.md, "Native search").
+ */
+export const ANTHROPIC_MAX_PAUSE_CONTINUATIONS = 4;
 
 type Block = Record<string, unknown>;
 
@@ -134,7 +139,79 @@ function mapUsage(u: Record<string, unknown> | undefined, outputTokens?: number)
   const written = n(u?.cache_creation_input_tokens);
   const prompt = n(u?.input_tokens) + cached + written;
   const completion = outputTokens ?? n(u?.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached, cache_write_tokens: written } };
+  // The searches Anthropic's web search server tool ran (priced per search: the catalog's `web_search`).
+  const searches = n((u?.server_tool_use as Record<string, unknown> | undefined)?.web_search_requests);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached, cache_write_tokens: written },
+    ...(searches > 0 ? { server_tool_use: { web_search_requests: searches } } : {}),
+  };
+}
+
+/**
+ * Two of Anthropic's raw `usage` objects added up (the messages of a paused turn and its continuations: each is
+ * billed, each reports its own counts): every number, and `server_tool_use`'s counts.
+ */
+function addRawUsage(a: Record<string, unknown> | undefined, b: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    if (typeof v === "number") out[k] = (typeof out[k] === "number" ? (out[k] as number) : 0) + v;
+    else if (k === "server_tool_use" && v && typeof v === "object") out[k] = addRawUsage(out[k] as Record<string, unknown> | undefined, v as Record<string, unknown>);
+    else if (!(k in out)) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * The body of a continuation of a paused turn: the paused assistant content appended as the last assistant turn,
+ * unchanged (server_tool_use and web_search_tool_result blocks included), as Anthropic's docs say to continue a
+ * `pause_turn` ("pass the paused response back as-is"); it joins a trailing assistant turn (a prefill) rather
+ * than following it.
+ */
+function withPausedTurn(body: Record<string, unknown>, paused: readonly Block[]): Record<string, unknown> {
+  if (paused.length === 0) return body;
+  const messages = [...(body.messages as Array<{ role: string; content: unknown }>)];
+  const last = messages.at(-1);
+  if (last?.role === "assistant") {
+    const before = typeof last.content === "string" ? [{ type: "text", text: last.content }] : Array.isArray(last.content) ? (last.content as Block[]) : [];
+    messages[messages.length - 1] = { role: "assistant", content: [...before, ...paused] };
+  } else messages.push({ role: "assistant", content: [...paused] });
+  return { ...body, messages };
+}
+
+/** Builds the content blocks of a streamed message from its events (what a continuation sends back). */
+class StreamedBlocks {
+  readonly blocks: Block[] = [];
+  private readonly open = new Map<number, { block: Block; json: string }>();
+
+  start(index: number, block: Block): void {
+    const copy: Block = { ...block };
+    if (Array.isArray(block.citations)) copy.citations = [...(block.citations as unknown[])];
+    this.open.set(index, { block: copy, json: "" });
+    this.blocks.push(copy);
+  }
+
+  delta(index: number, delta: Block): void {
+    const entry = this.open.get(index);
+    if (!entry) return;
+    const b = entry.block;
+    if (delta.type === "text_delta") b.text = String(b.text ?? "") + String(delta.text ?? "");
+    else if (delta.type === "thinking_delta") b.thinking = String(b.thinking ?? "") + String(delta.thinking ?? "");
+    else if (delta.type === "signature_delta") b.signature = String(delta.signature ?? "");
+    else if (delta.type === "citations_delta") b.citations = [...(Array.isArray(b.citations) ? (b.citations as unknown[]) : []), delta.citation];
+    else if (delta.type === "input_json_delta") entry.json += String(delta.partial_json ?? "");
+  }
+
+  stop(index: number): void {
+    const entry = this.open.get(index);
+    if (!entry) return;
+    if (entry.json !== "") entry.block.input = parseArguments(entry.json);
+    this.open.delete(index);
+  }
 }
 
 export class AnthropicAdapter implements ProviderAdapter {
@@ -172,7 +249,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     return out;
   }
 
-  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal): Promise<UpstreamResponse> {
+  private request(call: UpstreamCall, stream: boolean, signal: AbortSignal, paused: readonly Block[] = []): Promise<UpstreamResponse> {
     const headers: Record<string, string> = {
       "x-api-key": call.apiKey,
       "anthropic-version": call.options?.anthropic_version ?? ANTHROPIC_VERSION,
@@ -182,7 +259,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     return postJson({
       url: joinUrl(call.baseUrl, "v1/messages"),
       headers,
-      body: this.upstreamBody({ ...call, body: { ...call.body, stream } }),
+      body: withPausedTurn(this.upstreamBody({ ...call, body: { ...call.body, stream } }), paused),
       signal,
       apiKey: call.apiKey,
       errorMessage: anthropicErrorMessage,
@@ -210,17 +287,28 @@ export class AnthropicAdapter implements ProviderAdapter {
   }
 
   async complete(call: UpstreamCall): Promise<ChatCompletion> {
-    const response = await this.request(call, false, call.signal);
-    const msg = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
-    if (!Array.isArray(msg?.content)) {
-      throw new UpstreamError(0, `upstream returned no message content${anthropicErrorMessage(msg) ? `: ${anthropicErrorMessage(msg)}` : ""}`, true, msg);
+    // A paused turn (`pause_turn`: the server tools' loop hit its limit) is continued by sending its content back
+    // as the last assistant turn, up to ANTHROPIC_MAX_PAUSE_CONTINUATIONS times; the answer is all the messages'
+    // content in order, their usage summed, the last one's stop reason.
+    const paused: Block[] = [];
+    let msg: Record<string, unknown>;
+    let rawUsage: Record<string, unknown> | undefined;
+    for (let continuations = 0; ; continuations++) {
+      const response = await this.request(call, false, call.signal, paused);
+      msg = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
+      if (!Array.isArray(msg?.content)) {
+        throw new UpstreamError(0, `upstream returned no message content${anthropicErrorMessage(msg) ? `: ${anthropicErrorMessage(msg)}` : ""}`, true, msg);
+      }
+      rawUsage = addRawUsage(rawUsage, msg.usage as Record<string, unknown> | undefined);
+      paused.push(...(msg.content as Block[]));
+      if (msg.stop_reason !== "pause_turn" || continuations >= ANTHROPIC_MAX_PAUSE_CONTINUATIONS) break;
     }
     let text = "";
     let reasoning = "";
     const details: ReasoningDetail[] = [];
     const toolCalls: ToolCall[] = [];
     const annotations: UrlAnnotation[] = [];
-    for (const block of msg.content as Block[]) {
+    for (const block of paused) {
       if (block.type === "text") {
         const start = text.length;
         text += String(block.text ?? "");
@@ -259,25 +347,29 @@ export class AnthropicAdapter implements ProviderAdapter {
           native_finish_reason: (msg.stop_reason as string | null | undefined) ?? null,
         },
       ],
-      usage: mapUsage(msg.usage as Record<string, unknown> | undefined),
+      usage: mapUsage(rawUsage),
     };
   }
 
   async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
     const controller = linkedController(call.signal);
-    const response = await this.request(call, true, controller.signal);
     let id = "";
     let model = call.model;
     const created = nowSeconds();
-    let startUsage: Record<string, unknown> | undefined;
-    /** Content block index → tool call index. */
+    /** The raw usage of the messages of a paused turn already ended (its continuations add theirs). */
+    let doneUsage: Record<string, unknown> | undefined;
+    /** Content block index (of the current message) → tool call index (of the answer). */
     const toolIndex = new Map<number, number>();
-    /** Content block index → reasoning detail index (thinking and redacted thinking blocks). */
+    let tools = 0;
+    /** Content block index (of the current message) → reasoning detail index (thinking and redacted thinking blocks). */
     const reasoningIndex = new Map<number, number>();
+    let details = 0;
     /** Text emitted so far (UTF-16 length), and per open text block its start and its web search citations. */
     let emitted = 0;
     const textBlocks = new Map<number, { start: number; citations: unknown[] }>();
     const annotations: UrlAnnotation[] = [];
+    /** The content of the paused messages so far, sent back to continue the turn. */
+    const paused: Block[] = [];
     const detail = (blockIndex: number, piece: { text?: string; signature?: string }): ReasoningDetail => ({
       type: "reasoning.text",
       ...piece,
@@ -292,92 +384,120 @@ export class AnthropicAdapter implements ProviderAdapter {
       choices: [{ index: 0, delta, finish_reason: finish, ...(native !== undefined ? { native_finish_reason: native } : {}) }],
       ...(usage ? { usage } : {}),
     });
-    for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop", call.apiKey)) {
-      if (event.data === "") continue;
-      const data = parseEventData(event.data);
-      const type = (event.event ?? data.type) as string;
-      switch (type) {
-        case "message_start": {
-          const message = data.message as Record<string, unknown>;
-          id = String(message?.id ?? "");
-          model = String(message?.model ?? call.model);
-          startUsage = message?.usage as Record<string, unknown> | undefined;
-          const first: ChatChunk & { start_usage?: ChatUsage } = chunk({ role: "assistant", content: "" });
-          const known = mapUsage(startUsage, 0);
-          if (known) first.start_usage = known;
-          yield first;
-          break;
-        }
-        case "content_block_start": {
-          const block = data.content_block as Block;
-          const index = Number(data.index);
-          if (block?.type === "tool_use") {
-            const at = toolIndex.size;
-            toolIndex.set(index, at);
-            yield chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] });
-          } else if (block?.type === "text") {
-            textBlocks.set(index, { start: emitted, citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] });
-            if (block.text) {
-              emitted += String(block.text).length;
-              yield chunk({ content: String(block.text) });
+    // One message, then one more per continuation of a paused turn (`pause_turn`), up to
+    // ANTHROPIC_MAX_PAUSE_CONTINUATIONS: the caller's stream carries on across them (one role chunk, one finish chunk).
+    for (let continuations = 0; ; continuations++) {
+      const response = await this.request(call, true, controller.signal, paused);
+      const blocks = new StreamedBlocks();
+      let startUsage: Record<string, unknown> | undefined;
+      let pausedHere = false;
+      toolIndex.clear();
+      reasoningIndex.clear();
+      textBlocks.clear();
+      let stopped = false;
+      for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop", call.apiKey)) {
+        if (event.data === "") continue;
+        const data = parseEventData(event.data);
+        const type = (event.event ?? data.type) as string;
+        switch (type) {
+          case "message_start": {
+            const message = data.message as Record<string, unknown>;
+            startUsage = message?.usage as Record<string, unknown> | undefined;
+            if (continuations > 0) break; // a continuation: the caller's stream has begun already
+            id = String(message?.id ?? "");
+            model = String(message?.model ?? call.model);
+            const first: ChatChunk & { start_usage?: ChatUsage } = chunk({ role: "assistant", content: "" });
+            const known = mapUsage(startUsage, 0);
+            if (known) first.start_usage = known;
+            yield first;
+            break;
+          }
+          case "content_block_start": {
+            const block = data.content_block as Block;
+            const index = Number(data.index);
+            if (block && typeof block === "object") blocks.start(index, block);
+            if (block?.type === "tool_use") {
+              const at = tools++;
+              toolIndex.set(index, at);
+              yield chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] });
+            } else if (block?.type === "text") {
+              textBlocks.set(index, { start: emitted, citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] });
+              if (block.text) {
+                emitted += String(block.text).length;
+                yield chunk({ content: String(block.text) });
+              }
+            } else if (block?.type === "thinking") {
+              reasoningIndex.set(index, details++);
+              yield chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] });
+            } else if (block?.type === "redacted_thinking") {
+              const at = details++;
+              reasoningIndex.set(index, at);
+              yield chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: at }] });
             }
-          } else if (block?.type === "thinking") {
-            reasoningIndex.set(index, reasoningIndex.size);
-            yield chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] });
-          } else if (block?.type === "redacted_thinking") {
-            const at = reasoningIndex.size;
-            reasoningIndex.set(index, at);
-            yield chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: at }] });
+            break;
           }
-          break;
-        }
-        case "content_block_delta": {
-          const delta = data.delta as Block;
-          if (delta?.type === "text_delta") {
-            emitted += String(delta.text ?? "").length;
-            yield chunk({ content: String(delta.text ?? "") });
-          } else if (delta?.type === "citations_delta") textBlocks.get(Number(data.index))?.citations.push(delta.citation);
-          else if (delta?.type === "thinking_delta") {
-            const thinking = String(delta.thinking ?? "");
-            yield chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] });
-          } else if (delta?.type === "signature_delta") yield chunk({ reasoning_details: [detail(Number(data.index), { signature: String(delta.signature ?? "") })] });
-          else if (delta?.type === "input_json_delta") {
-            const at = toolIndex.get(Number(data.index));
-            if (at !== undefined) yield chunk({ tool_calls: [{ index: at, function: { arguments: String(delta.partial_json ?? "") } }] });
-          }
-          break;
-        }
-        case "content_block_stop": {
-          const block = textBlocks.get(Number(data.index));
-          if (block) {
-            for (const c of block.citations) {
-              const a = anthropicCitation(c, block.start, emitted);
-              if (a) annotations.push(a);
+          case "content_block_delta": {
+            const delta = data.delta as Block;
+            if (delta && typeof delta === "object") blocks.delta(Number(data.index), delta);
+            if (delta?.type === "text_delta") {
+              emitted += String(delta.text ?? "").length;
+              yield chunk({ content: String(delta.text ?? "") });
+            } else if (delta?.type === "citations_delta") textBlocks.get(Number(data.index))?.citations.push(delta.citation);
+            else if (delta?.type === "thinking_delta") {
+              const thinking = String(delta.thinking ?? "");
+              yield chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] });
+            } else if (delta?.type === "signature_delta") yield chunk({ reasoning_details: [detail(Number(data.index), { signature: String(delta.signature ?? "") })] });
+            else if (delta?.type === "input_json_delta") {
+              const at = toolIndex.get(Number(data.index));
+              if (at !== undefined) yield chunk({ tool_calls: [{ index: at, function: { arguments: String(delta.partial_json ?? "") } }] });
             }
-            textBlocks.delete(Number(data.index));
+            break;
           }
-          break;
+          case "content_block_stop": {
+            blocks.stop(Number(data.index));
+            const block = textBlocks.get(Number(data.index));
+            if (block) {
+              for (const c of block.citations) {
+                const a = anthropicCitation(c, block.start, emitted);
+                if (a) annotations.push(a);
+              }
+              textBlocks.delete(Number(data.index));
+            }
+            break;
+          }
+          case "message_delta": {
+            const delta = data.delta as { stop_reason?: string | null } | undefined;
+            const usage = data.usage as Record<string, unknown> | undefined;
+            // message_delta's usage is the message's so far (its output tokens counted to here), over message_start's.
+            const message = { ...startUsage, ...usage };
+            if (delta?.stop_reason === "pause_turn" && continuations < ANTHROPIC_MAX_PAUSE_CONTINUATIONS) {
+              pausedHere = true;
+              doneUsage = addRawUsage(doneUsage, message);
+              break;
+            }
+            const total = addRawUsage(doneUsage, message);
+            const output = typeof total?.output_tokens === "number" ? total.output_tokens : undefined;
+            // A native web search's citations, all on the finish chunk (as the web plugin returns its own).
+            yield chunk(annotations.length > 0 ? { annotations: annotations.splice(0) } : {}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage(total, output));
+            break;
+          }
+          case "message_stop":
+            stopped = true;
+            break;
+          case "error": {
+            const safe = redact(data, call.apiKey);
+            const errType = String((data.error as { type?: unknown } | undefined)?.type ?? "api_error");
+            const status = errorStatus[errType] ?? 500;
+            throw new UpstreamError(status, `upstream error: ${anthropicErrorMessage(safe) ?? errType}`, true, safe);
+          }
+          default:
+            break; // ping and event types added later
         }
-        case "message_delta": {
-          const delta = data.delta as { stop_reason?: string | null } | undefined;
-          const usage = data.usage as Record<string, unknown> | undefined;
-          const output = typeof usage?.output_tokens === "number" ? usage.output_tokens : undefined;
-          // A native web search's citations, all on the finish chunk (as the web plugin returns its own).
-          yield chunk(annotations.length > 0 ? { annotations: annotations.splice(0) } : {}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage({ ...startUsage, ...usage }, output));
-          break;
-        }
-        case "message_stop":
-          return;
-        case "error": {
-          const safe = redact(data, call.apiKey);
-          const errType = String((data.error as { type?: unknown } | undefined)?.type ?? "api_error");
-          const status = errorStatus[errType] ?? 500;
-          throw new UpstreamError(status, `upstream error: ${anthropicErrorMessage(safe) ?? errType}`, true, safe);
-        }
-        default:
-          break; // ping, content_block_stop and event types added later
+        if (stopped) break;
       }
+      if (!stopped) throw truncatedStream();
+      if (!pausedHere) return;
+      paused.push(...blocks.blocks);
     }
-    throw truncatedStream();
   }
 }

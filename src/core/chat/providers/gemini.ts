@@ -126,7 +126,19 @@ function thinkingConfig(reasoning: unknown): Record<string, unknown> | undefined
   return budget === 0 ? { thinkingBudget: 0 } : { thinkingBudget: budget, ...(r.exclude === true ? {} : { includeThoughts: true }) };
 }
 
-function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined {
+/**
+ * Whether an answer was grounded with Google Search (its candidates' `groundingMetadata` name the queries run or
+ * the pages used): Google bills per grounded prompt, so such an answer counts one `web_search_requests`.
+ */
+function grounded(metadata: Iterable<unknown>): boolean {
+  for (const m of metadata) {
+    const g = m as { webSearchQueries?: unknown; groundingChunks?: unknown } | undefined;
+    if ((Array.isArray(g?.webSearchQueries) && g.webSearchQueries.length > 0) || (Array.isArray(g?.groundingChunks) && g.groundingChunks.length > 0)) return true;
+  }
+  return false;
+}
+
+function mapUsage(u: Record<string, unknown> | undefined, searched = false): ChatUsage | undefined {
   if (!u) return undefined;
   const n = (v: unknown) => (typeof v === "number" ? v : 0);
   const prompt = n(u.promptTokenCount);
@@ -138,6 +150,7 @@ function mapUsage(u: Record<string, unknown> | undefined): ChatUsage | undefined
     total_tokens: typeof u.totalTokenCount === "number" ? u.totalTokenCount : prompt + completion,
     prompt_tokens_details: { cached_tokens: n(u.cachedContentTokenCount) },
     completion_tokens_details: { reasoning_tokens: reasoning },
+    ...(searched ? { server_tool_use: { web_search_requests: 1 } } : {}),
   };
 }
 
@@ -322,7 +335,7 @@ export class GeminiAdapter implements ProviderAdapter {
       created: nowSeconds(),
       model: String(value.modelVersion ?? call.model),
       choices,
-      usage: mapUsage(value.usageMetadata as Record<string, unknown> | undefined),
+      usage: mapUsage(value.usageMetadata as Record<string, unknown> | undefined, grounded(((value.candidates as Array<Record<string, unknown>> | undefined) ?? []).map((c) => c?.groundingMetadata))),
     };
   }
 
@@ -399,7 +412,7 @@ export class GeminiAdapter implements ProviderAdapter {
         created,
         model: String(value.modelVersion ?? call.model),
         choices,
-        ...(finished && usageMeta ? { usage: mapUsage(usageMeta) } : {}),
+        ...(finished && usageMeta ? { usage: mapUsage(usageMeta, grounded(grounding.values())) } : {}),
       };
     }
     if (!anyFinished) throw truncatedStream();

@@ -4,7 +4,7 @@
  * `stream_options.include_usage` are set. The base URL includes the version path, e.g.
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
-import { UpstreamError, type ChatChunk, type ChatCompletion, type ProviderAdapter, type UpstreamCall } from "./types.js";
+import { UpstreamError, type ChatChunk, type ChatCompletion, type ChatUsage, type ProviderAdapter, type UpstreamCall } from "./types.js";
 import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
@@ -45,6 +45,19 @@ export const GATEWAY_ONLY_FIELDS = [
   "prompt_cache_options",
   "cache",
 ] as const;
+
+/**
+ * Whether the call asks a search model to search (`web_search_options`: the web plugin's native search, or the
+ * caller's own field passed through). OpenAI bills such a call per search call and reports no count in its usage,
+ * so the answer counts one `web_search_requests` (unless the provider reported its own count).
+ */
+function searches(call: UpstreamCall): boolean {
+  return call.webSearch !== undefined || (call.body.web_search_options !== undefined && call.body.web_search_options !== null);
+}
+
+function withSearch(usage: ChatUsage): ChatUsage {
+  return usage.server_tool_use?.web_search_requests !== undefined ? usage : { ...usage, server_tool_use: { ...usage.server_tool_use, web_search_requests: 1 } };
+}
 
 export interface OpenAICompatibleOptions {
   /** Sampling fields this provider rejects (e.g. OpenAI has no `top_k`); dropped from the body. */
@@ -105,6 +118,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       throw new UpstreamError(message ? 502 : 0, message ? `upstream error: ${message}` : "upstream returned no choices", true, value);
     }
     const completion = value as unknown as ChatCompletion;
+    if (completion.usage && searches(call)) completion.usage = withSearch(completion.usage);
     for (const choice of completion.choices) {
       if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
     }
@@ -116,6 +130,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const response = await this.request(call, true, controller.signal);
     // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
     let finished = false;
+    const searched = searches(call);
     for await (const event of sseEvents(response, controller, (e) => e.data.trim() === "[DONE]", call.apiKey)) {
       const data = event.data.trim();
       if (data === "[DONE]") return;
@@ -136,6 +151,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
           }
         }
       }
+      if (searched && chunk.usage) chunk.usage = withSearch(chunk.usage);
       yield chunk;
     }
     if (!finished) throw truncatedStream();

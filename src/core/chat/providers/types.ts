@@ -62,6 +62,12 @@ export interface ChatUsage {
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number };
   completion_tokens_details?: { reasoning_tokens?: number };
+  /**
+   * The provider's own server tools that ran (its native web search, native-search.ts): `web_search_requests`
+   * is the searches it bills (Anthropic's own count; a Gemini answer grounded with Google Search and an OpenAI
+   * search-model call count one). Priced at the endpoint's `web_search` (docs/catalog.md, "Cost rules").
+   */
+  server_tool_use?: { web_search_requests?: number };
   /** Filled by the model catalog (cost issue); adapters leave it absent. */
   cost?: number | null;
 }

@@ -175,6 +175,19 @@ function serverToolUse(s: ServerToolSession): Record<string, number> {
   return out;
 }
 
+/**
+ * The answer's usage: `server_tool_use` counts Portico's server tool calls, and `web_search_requests` also the
+ * searches the provider's native search ran on the last turn (earlier turns' are in `track.nested`, added by the
+ * cost stage). Portico's own searches are noted on the track so that only the provider's are priced.
+ */
+function withServerToolUse(call: ChatCall, own: Usage, s: ServerToolSession): Usage {
+  const counts = serverToolUse(s);
+  const mine = counts.web_search_requests ?? 0;
+  const native = own.server_tool_use?.web_search_requests ?? 0;
+  call.track.porticoSearches = mine;
+  return { ...own, server_tool_use: { ...counts, ...(mine + native > 0 ? { web_search_requests: mine + native } : {}) } } as Usage;
+}
+
 async function completeLoop(call: ChatCall, s: ServerToolSession, turns: Turns, log: Logger): Promise<ChatOutcome> {
   const state = loopState(call, s);
   const texts: string[] = [];
@@ -205,7 +218,7 @@ async function completeLoop(call: ChatCall, s: ServerToolSession, turns: Turns, 
     };
     if (client.length === 0 && out.choices[0]) delete out.choices[0].message.tool_calls;
     const own = state.ownUsage();
-    if (own) out.usage = { ...own, server_tool_use: serverToolUse(s) } as Usage;
+    if (own) out.usage = withServerToolUse(call, own, s);
     call.track.usage = out.usage ?? null;
     call.track.finishReason = finish;
     call.track.status = "success";
@@ -332,7 +345,7 @@ async function* loopEvents(call: ChatCall, s: ServerToolSession, turns: Turns, s
     track.finishReason = finishReason;
     const own = state.ownUsage();
     if (own) {
-      const usage = { ...own, server_tool_use: serverToolUse(s) } as Usage;
+      const usage = withServerToolUse(call, own, s);
       track.usage = usage;
       yield { ...meta(), choices: [], usage } as StreamEvent;
     }
@@ -344,7 +357,7 @@ function turnCall(call: ChatCall, usage: Usage, served: Attempt | undefined): Ne
   let cost: NestedCall["cost"] = null;
   if (served?.endpoint) {
     const p = costOf(served.endpoint.pricing, usage, imagesOf(call.request));
-    cost = { prompt: p.prompt + p.cacheRead + p.cacheWrite + p.request + p.image, completion: p.completion, total: p.total };
+    cost = { prompt: p.prompt + p.cacheRead + p.cacheWrite + p.request + p.image + p.webSearch, completion: p.completion, total: p.total };
   }
   return { usage, cost, paidBy: served?.credentialSource === "byok" ? "byok" : "platform" };
 }

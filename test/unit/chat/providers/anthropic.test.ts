@@ -1,8 +1,8 @@
 import { describe, expect, it, afterEach } from "vitest";
-import { AnthropicAdapter, anthropicFinish } from "../../../../src/core/chat/providers/anthropic.js";
+import { ANTHROPIC_MAX_PAUSE_CONTINUATIONS, AnthropicAdapter, anthropicFinish } from "../../../../src/core/chat/providers/anthropic.js";
 import type { UpstreamCall } from "../../../../src/core/chat/providers/types.js";
-import { startFakeAnthropic } from "../../../helpers/fake-upstreams/anthropic.js";
-import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
+import { messageEvents, startFakeAnthropic } from "../../../helpers/fake-upstreams/anthropic.js";
+import type { FakeUpstream, Script } from "../../../helpers/fake-upstreams/server.js";
 import { KEY, adapterContract, collect } from "./contract.js";
 
 const adapter = new AnthropicAdapter();
@@ -162,6 +162,104 @@ describe("Anthropic adapter against the fake upstream", () => {
     const last = chunks.at(-1)!;
     expect(last.choices[0]).toMatchObject({ finish_reason: "tool_calls", native_finish_reason: "tool_use" });
     expect(last.usage).toMatchObject({ prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 });
+  });
+});
+
+// A turn Anthropic pauses (`pause_turn`: its server tools' loop hit its limit) after a search, then ends on the
+// continuation (docs.anthropic.com, "Handling stop reasons", pause_turn: send the paused response back as-is).
+const C1 = { type: "web_search_result_location", url: "https://a.example/1", title: "One", cited_text: "first fact" };
+const C2 = { type: "web_search_result_location", url: "https://b.example/2", title: "Two", cited_text: "second fact" };
+const pausedMessage = {
+  id: "msg_p1", model: "claude-sonnet-4-5", stop_reason: "pause_turn",
+  content: [
+    { type: "text", text: "Searching. " },
+    { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "first" } },
+    { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [{ type: "web_search_result", url: "https://a.example/1", title: "One", encrypted_content: "EqA" }] },
+    { type: "text", text: "The first fact (é).", citations: [C1] },
+  ],
+  usage: { input_tokens: 500, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 40, server_tool_use: { web_search_requests: 1 } },
+};
+const resumedMessage = {
+  id: "msg_p2", model: "claude-sonnet-4-5", stop_reason: "end_turn",
+  content: [
+    { type: "server_tool_use", id: "srvtoolu_2", name: "web_search", input: { query: "second" } },
+    { type: "web_search_tool_result", tool_use_id: "srvtoolu_2", content: [{ type: "web_search_result", url: "https://b.example/2", title: "Two", encrypted_content: "EqB" }] },
+    { type: "text", text: " The second fact.", citations: [C2] },
+  ],
+  usage: { input_tokens: 900, cache_creation_input_tokens: 0, cache_read_input_tokens: 100, output_tokens: 30, server_tool_use: { web_search_requests: 2 } },
+};
+const raw = (m: typeof pausedMessage): Script => ({ text: [], finish: m.stop_reason, usage: { input: 0, output: 0 }, raw: { completion: m, events: messageEvents(m) } });
+const WHOLE = "Searching. The first fact (é). The second fact.";
+
+describe("Anthropic adapter: a paused turn (pause_turn) is continued", () => {
+  const searchCall = (f: FakeUpstream) => ({ ...call(f), webSearch: { maxUses: 5 } });
+
+  it("non-streamed: the paused content goes back as the last assistant turn, unchanged; one answer, usage summed, citations offset", async () => {
+    fake = await startFakeAnthropic();
+    fake.scripts = [raw(pausedMessage), raw(resumedMessage)];
+    const res = await adapter.complete(searchCall(fake));
+    expect(fake.requests).toHaveLength(2);
+    const [first, second] = fake.requests.map((r) => r.body);
+    expect(first.messages).toEqual([{ role: "user", content: [{ type: "text", text: "hi" }] }]);
+    expect(second.messages).toEqual([...first.messages, { role: "assistant", content: pausedMessage.content }]);
+    expect(second.tools).toEqual(first.tools);
+    const message = res.choices[0]!.message;
+    expect(message.content).toBe(WHOLE);
+    expect(res.choices[0]).toMatchObject({ finish_reason: "stop", native_finish_reason: "end_turn" });
+    const span = (text: string) => ({ start_index: WHOLE.indexOf(text), end_index: WHOLE.indexOf(text) + text.length });
+    expect(message.annotations).toEqual([
+      { type: "url_citation", url_citation: { url: C1.url, title: "One", content: "first fact", ...span("The first fact (é).") } },
+      { type: "url_citation", url_citation: { url: C2.url, title: "Two", content: "second fact", ...span(" The second fact.") } },
+    ]);
+    expect(res.usage).toEqual({
+      prompt_tokens: 1500, completion_tokens: 70, total_tokens: 1570,
+      prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 0 }, server_tool_use: { web_search_requests: 3 },
+    });
+  });
+
+  it("streamed: one stream across the continuation (one role chunk, one finish), the paused blocks rebuilt from the events and sent back", async () => {
+    fake = await startFakeAnthropic();
+    fake.scripts = [raw(pausedMessage), raw(resumedMessage)];
+    const chunks = await collect(adapter.stream(searchCall(fake)));
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[1]!.body.messages.at(-1)).toEqual({ role: "assistant", content: pausedMessage.content });
+    expect(chunks.filter((c) => c.choices[0]?.delta.role)).toHaveLength(1);
+    const finishing = chunks.filter((c) => c.choices[0]?.finish_reason);
+    expect(finishing).toHaveLength(1);
+    expect(finishing[0]!.choices[0]).toMatchObject({ finish_reason: "stop", native_finish_reason: "end_turn" });
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe(WHOLE);
+    expect(chunks.every((c) => c.id === "msg_p1")).toBe(true);
+    const done = await adapter.complete(searchCall(Object.assign(fake, { scripts: [raw(pausedMessage), raw(resumedMessage)] })));
+    expect(finishing[0]!.choices[0]!.delta.annotations).toEqual(done.choices[0]!.message.annotations);
+    expect(finishing[0]!.usage).toEqual(done.usage);
+  });
+
+  it(`bounded: after ${ANTHROPIC_MAX_PAUSE_CONTINUATIONS} continuations the answer ends with what there is (native_finish_reason pause_turn)`, async () => {
+    fake = await startFakeAnthropic();
+    fake.scripts = [raw(pausedMessage)];
+    const res = await adapter.complete(searchCall(fake));
+    expect(fake.requests).toHaveLength(1 + ANTHROPIC_MAX_PAUSE_CONTINUATIONS);
+    // Each continuation carries every paused message's content so far, in order.
+    expect(fake.requests.at(-1)!.body.messages.at(-1).content).toHaveLength(pausedMessage.content.length * ANTHROPIC_MAX_PAUSE_CONTINUATIONS);
+    expect(res.choices[0]).toMatchObject({ finish_reason: "stop", native_finish_reason: "pause_turn" });
+    expect(res.usage!.server_tool_use).toEqual({ web_search_requests: 1 + ANTHROPIC_MAX_PAUSE_CONTINUATIONS });
+
+    fake.requests.length = 0;
+    const chunks = await collect(adapter.stream(searchCall(fake)));
+    expect(fake.requests).toHaveLength(1 + ANTHROPIC_MAX_PAUSE_CONTINUATIONS);
+    const finishing = chunks.filter((c) => c.choices[0]?.finish_reason);
+    expect(finishing).toHaveLength(1);
+    expect(finishing[0]!.choices[0]!.native_finish_reason).toBe("pause_turn");
+  });
+
+  it("a prefilled assistant turn: the paused content joins it rather than following it", async () => {
+    fake = await startFakeAnthropic();
+    fake.scripts = [raw(pausedMessage), raw(resumedMessage)];
+    await adapter.complete({ ...searchCall(fake), body: { model: "m", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure:" }] } });
+    expect(fake.requests[1]!.body.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "hi" }] },
+      { role: "assistant", content: [{ type: "text", text: "Sure:" }, ...pausedMessage.content] },
+    ]);
   });
 });
 

@@ -153,7 +153,7 @@ export function createFusionRunner(deps: FusionDeps): FusionRunner {
     call.track.nested.push(...turns);
     if (own) {
       const parts = priceServed(deps.catalog, sub, own);
-      cost = parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image, completion: parts.completion, total: parts.total } : null;
+      cost = parts ? { prompt: parts.prompt + parts.cacheRead + parts.cacheWrite + parts.request + parts.image + parts.webSearch, completion: parts.completion, total: parts.total } : null;
       call.track.nested.push({ usage: own, cost, paidBy: sub.track.credentialSource === "byok" ? "byok" : "platform" });
       for (const t of turns) {
         if (!cost || !t.cost) continue;
