@@ -292,6 +292,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     // content in order, their usage summed, the last one's stop reason.
     const paused: Block[] = [];
     let msg: Record<string, unknown>;
+    let firstId: unknown;
     let rawUsage: Record<string, unknown> | undefined;
     for (let continuations = 0; ; continuations++) {
       const response = await this.request(call, false, call.signal, paused);
@@ -299,6 +300,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       if (!Array.isArray(msg?.content)) {
         throw new UpstreamError(0, `upstream returned no message content${anthropicErrorMessage(msg) ? `: ${anthropicErrorMessage(msg)}` : ""}`, true, msg);
       }
+      firstId ??= msg.id;
       rawUsage = addRawUsage(rawUsage, msg.usage as Record<string, unknown> | undefined);
       paused.push(...(msg.content as Block[]));
       if (msg.stop_reason !== "pause_turn" || continuations >= ANTHROPIC_MAX_PAUSE_CONTINUATIONS) break;
@@ -328,7 +330,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       }
     }
     return {
-      id: String(msg.id ?? ""),
+      id: String(firstId ?? ""),
       object: "chat.completion",
       created: nowSeconds(),
       model: String(msg.model ?? call.model),
