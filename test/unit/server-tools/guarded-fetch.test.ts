@@ -99,7 +99,7 @@ describe("guarded fetch", () => {
   it("HTML becomes readable markdown: main content kept (with the table), navigation, footer and scripts dropped, links absolute", async () => {
     const f = createGuardedFetcher({ ...base, allowAddresses: ["127.0.0.1"] });
     const page = await f.fetchPage(`http://127.0.0.1:${port}/article`);
-    const { title, text } = pageText(page.body, page.contentType, page.finalUrl);
+    const { title, text } = await pageText(page.body, page.contentType, page.finalUrl);
     expect(title).toBe("Tides");
     expect(text).toContain("The tide rises twice a day");
     expect(text).toMatch(/\| Day\s*\| High\s*\|/);
@@ -108,7 +108,7 @@ describe("guarded fetch", () => {
     expect(text).not.toContain("© the harbour");
     expect(text).not.toContain("[About]");
     // A page that is not an article: its body without navigation, links absolute.
-    const plain = pageText(Buffer.from('<html><body><nav><a href="/">Home</a></nav><p>Short <a href="/x">x</a></p></body></html>'), "text/html", "http://h.test/a/b");
+    const plain = await pageText(Buffer.from('<html><body><nav><a href="/">Home</a></nav><p>Short <a href="/x">x</a></p></body></html>'), "text/html", "http://h.test/a/b");
     expect(plain.text).toBe("Short [x](http://h.test/x)");
   });
 });

@@ -17,7 +17,11 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, request, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
+import { onFirstUse } from "../../../lib/on-first-use.js";
+
+/** undici (≈ 5 MB of heap once loaded) is loaded with the first fetched page or search, not at start-up. */
+export const undici = onFirstUse([import.meta.resolve("undici")], () => import("undici"));
 
 /** A fetch the guard refused or that failed; `message` is safe to show to the model and the caller. */
 export class FetchRefused extends Error {}
@@ -92,27 +96,30 @@ export function hostMatches(host: string, domain: string): boolean {
 export function createGuardedFetcher(base: Omit<GuardOptions, "allowedDomains" | "blockedDomains">) {
   const allow = parseAllow(base.allowAddresses);
   const resolve: LookupFn = base.lookup ?? ((hostname, options, cb) => dnsLookup(hostname, options, cb));
-  const agent = new Agent({
-    connect: {
-      // Node calls this for host names only; `options.all` depends on its family auto-selection.
-      lookup(hostname: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) {
-        resolve(hostname, { all: true }, (err, addresses) => {
-          if (err) return cb(err);
-          const refused = addresses.find((a) => !addressAllowed(a.address, allow));
-          if (refused || addresses.length === 0) {
-            return cb(new FetchRefused(`${hostname} resolves to an address web_fetch may not connect to (private, loopback, link-local or otherwise not public)`));
-          }
-          if (options.all) cb(null, addresses);
-          else cb(null, addresses[0]!.address, addresses[0]!.family);
-        });
-      },
-    } as never,
-    headersTimeout: base.timeoutMs,
-    bodyTimeout: base.timeoutMs,
-    // Pages are fetched once; an idle connection is not kept for long (nor does it keep a stopping process up long).
-    keepAliveTimeout: 1_000,
-    keepAliveMaxTimeout: 1_000,
-  });
+  // The agent is made with the first page (undici is loaded then); `close` before any page has nothing to close.
+  let agent: Agent | undefined;
+  const makeAgent = (Agent: typeof import("undici").Agent) =>
+    new Agent({
+      connect: {
+        // Node calls this for host names only; `options.all` depends on its family auto-selection.
+        lookup(hostname: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) {
+          resolve(hostname, { all: true }, (err, addresses) => {
+            if (err) return cb(err);
+            const refused = addresses.find((a) => !addressAllowed(a.address, allow));
+            if (refused || addresses.length === 0) {
+              return cb(new FetchRefused(`${hostname} resolves to an address web_fetch may not connect to (private, loopback, link-local or otherwise not public)`));
+            }
+            if (options.all) cb(null, addresses);
+            else cb(null, addresses[0]!.address, addresses[0]!.family);
+          });
+        },
+      } as never,
+      headersTimeout: base.timeoutMs,
+      bodyTimeout: base.timeoutMs,
+      // Pages are fetched once; an idle connection is not kept for long (nor does it keep a stopping process up long).
+      keepAliveTimeout: 1_000,
+      keepAliveMaxTimeout: 1_000,
+    });
 
   function checkUrl(raw: string, opts: GuardOptions): URL {
     let url: URL;
@@ -138,9 +145,11 @@ export function createGuardedFetcher(base: Omit<GuardOptions, "allowedDomains" |
   async function fetchPage(raw: string, filters: Pick<GuardOptions, "allowedDomains" | "blockedDomains"> = {}, signal?: AbortSignal): Promise<FetchedPage> {
     const opts: GuardOptions = { ...base, ...filters };
     const maxRedirects = base.maxRedirects ?? 5;
+    let url = checkUrl(raw, opts);
+    const { Agent, request } = await undici();
+    agent ??= makeAgent(Agent);
     const timeout = AbortSignal.timeout(base.timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    let url = checkUrl(raw, opts);
     for (let hop = 0; ; hop++) {
       let res: Dispatcher.ResponseData;
       try {
@@ -188,7 +197,7 @@ export function createGuardedFetcher(base: Omit<GuardOptions, "allowedDomains" |
     }
   }
 
-  return { fetchPage, close: () => agent.close() };
+  return { fetchPage, close: async () => agent?.close() };
 }
 
 export type GuardedFetcher = ReturnType<typeof createGuardedFetcher>;

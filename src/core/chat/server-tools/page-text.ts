@@ -3,18 +3,27 @@
  * linkedom DOM (main content, no scripts run) and node-html-markdown (tables kept as GFM tables); a page
  * Readability cannot read is converted whole (its body). Plain text, markdown, JSON and XML are given as they are.
  */
-import { Readability, isProbablyReaderable } from "@mozilla/readability";
-import { parseHTML } from "linkedom";
-import { NodeHtmlMarkdown } from "node-html-markdown";
+import { onFirstUse } from "../../../lib/on-first-use.js";
+
+/** The three libraries (several MB of code and tables) are loaded with the first page, not at start-up. */
+const libraries = onFirstUse([import.meta.resolve("@mozilla/readability"), import.meta.resolve("linkedom"), import.meta.resolve("node-html-markdown")], async () => {
+  const [readability, linkedom, markdown] = await Promise.all([
+    import("@mozilla/readability"),
+    import("linkedom"),
+    import("node-html-markdown"),
+  ]);
+  return { Readability: readability.Readability, isProbablyReaderable: readability.isProbablyReaderable, parseHTML: linkedom.parseHTML, NodeHtmlMarkdown: markdown.NodeHtmlMarkdown };
+});
 
 export interface PageText {
   title: string | null;
   text: string;
 }
 
-export function pageText(body: Buffer, contentType: string, finalUrl: string): PageText {
+export async function pageText(body: Buffer, contentType: string, finalUrl: string): Promise<PageText> {
   const raw = body.toString("utf8");
   if (contentType !== "" && !/html/.test(contentType)) return { title: null, text: raw };
+  const { Readability, isProbablyReaderable, parseHTML, NodeHtmlMarkdown } = await libraries();
   const { document } = parseHTML(raw);
   // Relative links become absolute: Readability resolves them against the document's base.
   if (document.head) {

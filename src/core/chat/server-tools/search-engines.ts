@@ -6,7 +6,7 @@
  * not the guarded one of web_fetch (which is for URLs a model or a caller supplies). The key never appears
  * in an error.
  */
-import { request } from "undici";
+import { undici } from "./guarded-fetch.js";
 import type { ServerToolsConfig } from "../../../config.js";
 
 export interface SearchResult {
@@ -42,6 +42,7 @@ export class SearchFailed extends Error {}
 
 async function getJson(url: URL, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, engine: string): Promise<{ status: number; json: unknown }> {
   const both = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+  const { request } = await undici();
   try {
     const res = await request(url, { method: "GET", headers: { accept: "application/json", ...headers }, signal: both });
     const text = await res.body.text();

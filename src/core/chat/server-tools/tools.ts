@@ -4,7 +4,6 @@
  * model into a result text (JSON) the model reads. A failing call is a result too (`{"error": …}`): the model
  * sees why and may answer anyway; nothing of it leaks a secret.
  */
-import { encode, decode } from "gpt-tokenizer";
 import type { Catalog } from "../../catalog/catalog.js";
 import { invalidArgument } from "../../errors.js";
 import type { ServerToolsConfig } from "../../../config.js";
@@ -16,6 +15,10 @@ import type { ServerToolKind } from "./kinds.js";
 import type { ChatCall } from "../pipeline/stage.js";
 import type { CanonicalRequest } from "../model.js";
 import { judgePrompt, noAnswer, refuseNestedFusion, type FusionRunner } from "../pipeline/plugins/fusion.js";
+import { onFirstUse } from "../../../lib/on-first-use.js";
+
+/** The o200k tokenizer's tables (≈ 20 MB of heap) are loaded with the first fetched page, not at start-up. */
+const tokenizer = onFirstUse([import.meta.resolve("gpt-tokenizer")], () => import("gpt-tokenizer"));
 
 /** What a tool needs to run. */
 export interface ToolDeps {
@@ -91,9 +94,10 @@ function engineAuto(params: Params, field: string, kind: string): void {
   throw fail(`${field}.engine`, `"${String(v)}" is not offered: Portico runs ${kind} itself (engine "auto" or absent)`);
 }
 
-function truncateTokens(text: string, maxTokens: number): { text: string; truncated: boolean } {
+async function truncateTokens(text: string, maxTokens: number): Promise<{ text: string; truncated: boolean }> {
   // Cut the text first (a token is rarely more than 8 characters), so encoding stays cheap on a long page.
   const cut = text.length > maxTokens * 8 ? text.slice(0, maxTokens * 8) : text;
+  const { encode, decode } = await tokenizer();
   const tokens = encode(cut);
   if (tokens.length <= maxTokens && cut.length === text.length) return { text, truncated: false };
   if (tokens.length <= maxTokens) return { text: cut, truncated: true };
@@ -173,8 +177,8 @@ export function activate(kind: ServerToolKind, type: string, params: Params, fie
           const url = typeof args.url === "string" ? args.url : "";
           try {
             const page = await deps.fetcher.fetchPage(url, { ...(allowedDomains ? { allowedDomains } : {}), ...(blockedDomains ? { blockedDomains } : {}) }, signal);
-            const { title, text } = pageText(page.body, page.contentType, page.finalUrl);
-            const cut = truncateTokens(text, maxTokens);
+            const { title, text } = await pageText(page.body, page.contentType, page.finalUrl);
+            const cut = await truncateTokens(text, maxTokens);
             return {
               ok: page.status < 400,
               content: json({ url: page.url, final_url: page.finalUrl, status: page.status, content_type: page.contentType, title, content: cut.text, truncated: cut.truncated || page.truncated }),
