@@ -4,7 +4,7 @@
  * process, taking turns every `--requests` requests, so the load moves them alike.
  *
  *   node bin/run-ts.mjs bench/tracing-cost.ts [--base <checkout>[,<checkout>…]] [--requests 2000] [--rounds 7]
- *       [--pairs 2] [--ratio 1]
+ *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]]
  *
  * Per tree (this one, then each `--base`, in a child process of its own, `--pairs` times in turn), the tree's own
  * modules (its `src/`, no build needed) make two stacks:
@@ -17,8 +17,9 @@
  * Requests go in with `app.inject` one after the other; each round runs `--requests` requests off, then as many on,
  * then flushes the spans still queued (inside the "on" window, so the export is counted). CPU: `process.cpuUsage`
  * (the whole process: Fastify, the pipeline, the SDK, the exporter's HTTP client). Reported: CPU µs per request off
- * and on (median of the rounds) and the median of the rounds' differences. `--ratio 0.1` samples one new trace in
- * ten (`parentbased_traceidratio`).
+ * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
+ * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
+ * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`).
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -73,6 +74,7 @@ async function child(): Promise<void> {
     PORTICO_DATA_DIR: tmpdir(),
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: flag("sink")!,
     ...(ratio < 1 ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: String(ratio) } : {}),
+    ...(flag("batch") ? { OTEL_BSP_MAX_EXPORT_BATCH_SIZE: flag("batch") } : {}),
   });
   const tracing = await startTracing(config.tracing, logger);
 
@@ -204,28 +206,31 @@ async function child(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const trees = [resolve(import.meta.dirname, ".."), ...(flag("base")?.split(",").map((b) => resolve(b)) ?? [])];
+  const roots = [resolve(import.meta.dirname, ".."), ...(flag("base")?.split(",").map((b) => resolve(b)) ?? [])];
+  // Each tree with each export batch size asked for (OTEL_BSP_MAX_EXPORT_BATCH_SIZE; the default when none).
+  const batchSizes = flag("batch")?.split(",") ?? [undefined];
+  const trees = roots.flatMap((root) => batchSizes.map((batch) => ({ root, batch })));
   const pairs = num("pairs", 2);
-  let batches = 0;
-  let bytes = 0;
+  // Bytes exported, per tree (the sink path's last part is the tree's index).
+  const bytes = trees.map(() => 0);
   const sink = http.createServer((req, res) => {
-    req.on("data", (d: Buffer) => (bytes += d.length));
-    req.on("end", () => {
-      batches++;
-      res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
-    });
+    const i = Number(req.url?.split("/").at(-1));
+    req.on("data", (d: Buffer) => (bytes[i] = (bytes[i] ?? 0) + d.length));
+    req.on("end", () => res.writeHead(200, { "content-type": "application/x-protobuf" }).end());
   });
   await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
   const pass = ["requests", "rounds", "ratio"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
+  const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
-  console.log("| pair | tree | CPU µs per request, off | on | added (median of rounds' differences) | added % | load |");
-  console.log("|---|---|---:|---:|---:|---:|---|");
+  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | exported bytes per request | load |");
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---|");
   for (let p = 1; p <= pairs; p++) {
-    for (const tree of trees) {
+    for (const [ti, { root: tree, batch }] of trees.entries()) {
+      const before = bytes[ti]!;
       const out = await new Promise<string>((done, fail) => {
-        const c = spawn(process.execPath, [resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", sinkUrl, ...pass], {
+        const c = spawn(process.execPath, [resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
           cwd: tree,
           stdio: ["ignore", "pipe", "inherit"],
         });
@@ -237,11 +242,14 @@ async function main(): Promise<void> {
       const offM = median(r.off);
       const onM = median(r.on);
       const added = median(r.on.map((v, i) => v - r.off[i]!));
-      console.log(`| ${p} | ${tree} | ${offM.toFixed(1)} | ${onM.toFixed(1)} | ${added.toFixed(1)} | ${((100 * added) / offM).toFixed(1)} | ${load()} |`);
+      const bestOff = Math.min(...r.off);
+      const bestOn = Math.min(...r.on);
+      const traced = r.on.length * num("requests", 2000) + 2000;
+      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
       console.error(`  rounds off ${r.off.map((v) => v.toFixed(1)).join(" ")}; on ${r.on.map((v) => v.toFixed(1)).join(" ")}`);
     }
   }
-  console.log(`\nSink: ${batches} export requests, ${(bytes / 1024).toFixed(0)} KB. Load average at end ${load()}.`);
+  console.log(`\nLoad average at end ${load()}.`);
   sink.close();
 }
 

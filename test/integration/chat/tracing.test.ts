@@ -86,7 +86,7 @@ function expectServedAttempt(a: ReceivedSpan) {
   expect(a.attributes).toMatchObject({
     "gen_ai.provider.name": "groq",
     "gen_ai.request.model": "llama-3.3-70b-versatile",
-    "portico.requested_model": SERVED_MODEL,
+    "portico.catalog_model": "meta-llama/llama-3.3-70b-instruct",
     "portico.attempt.outcome": "served",
     "portico.credential_source": "byok",
   });
@@ -214,7 +214,9 @@ describe("tracing over OTLP", () => {
       });
       // Tokens, cost and the response model are the served attempt's, on its span only (a back end summing a
       // trace's gen_ai.usage counts the call once).
-      for (const k of ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "portico.cost.usd", "gen_ai.response.model", "gen_ai.system"]) expect(t.core.attributes[k]).toBeUndefined();
+      for (const k of ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "portico.cost.usd", "gen_ai.response.model", "portico.catalog_model", "gen_ai.system"]) expect(t.core.attributes[k]).toBeUndefined();
+      // The caller's model name is the request's (gen_ai.request.model above), not repeated on each attempt.
+      for (const a of t.attempts) expect(a.attributes["portico.requested_model"]).toBeUndefined();
       expect(t.core.attributes["portico.generation_id"]).toBe(res.id);
 
       // The exporter sent the configured headers, as OTLP/JSON.

@@ -48,8 +48,9 @@ const open = new WeakMap<ChatCall, RequestSpans>();
 
 /**
  * Tokens, cost, finish reason and response model: on the served attempt's span (the provider call, where the GenAI
- * conventions put them), or on the request's when no attempt served it (a response cache hit). Never on both, so a
- * back end that sums `gen_ai.usage.*` over a trace's spans counts each call once.
+ * conventions put them), or on the request's when no attempt served it (a response cache hit). Never on both: a back
+ * end that sums `gen_ai.usage.*` over a trace's spans counts each call once, and nothing is exported twice (the
+ * serialisation of attributes is most of what tracing costs, bench/README.md).
  */
 function setOutcome(span: Span, track: Tracking, responseModel: string | undefined): void {
   const u = track.usage;
@@ -92,8 +93,12 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   }
   span.setAttribute("portico.generation_id", track.id);
   span.setAttribute("portico.streamed", call.streamed);
-  if (!served) setOutcome(span, track, responseModel);
-  if (track.catalogModel) span.setAttribute("portico.catalog_model", track.catalogModel);
+  // What served the request is on the served attempt's span (its catalog model, tokens, cost); on the request's only
+  // when no attempt served it (a response cache hit).
+  if (!served) {
+    setOutcome(span, track, responseModel);
+    if (track.catalogModel) span.setAttribute("portico.catalog_model", track.catalogModel);
+  }
   span.setAttribute("portico.attempts", track.attempts);
   span.setAttribute("portico.status", track.status === "pending" ? (err === undefined ? "success" : "error") : track.status);
   if (track.provider) span.setAttribute(GEN_AI.PROVIDER_NAME, track.provider);
@@ -162,7 +167,6 @@ export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan 
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
   span.setAttribute(GEN_AI.PROVIDER_NAME, a.provider);
   span.setAttribute(GEN_AI.REQUEST_MODEL, a.call.model);
-  span.setAttribute("portico.requested_model", a.requestedModel);
   span.setAttribute("portico.attempt", n);
   span.setAttribute("portico.credential_source", a.credentialSource);
   span.setAttribute("portico.credential_id", a.credentialId);
