@@ -1,14 +1,16 @@
 /**
  * One server span per core RPC (docs/operations.md, "Tracing"), installed only when tracing is on. Its parent is
  * the caller's W3C `traceparent` (and `tracestate`) request header, which the gateway sends on every core call
- * (src/gateway/rpc.ts), over gRPC and in process alike. The span's context is filed under the call's AbortSignal
- * (src/lib/tracing.ts `setRequestContext`: no context manager runs), where the chat pipeline's trace stage finds
- * its parent; for a stream the span ends with the stream. Bidi streams (intern host links, open for hours) get none.
+ * (src/gateway/rpc.ts), over gRPC and in process alike. A recording span is filed under the call's AbortSignal
+ * (src/lib/tracing.ts `setRequestSpan`: no context manager runs), where the chat pipeline's trace stage finds it: a
+ * chat RPC's span is also its GenAI request span (the stage names it and adds the `gen_ai.*` attributes; one span
+ * fewer per request than a child of its own). For a stream the span ends with the stream. Bidi streams (intern host
+ * links, open for hours) get none.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Span, type TextMapGetter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, type Span, type TextMapGetter } from "@opentelemetry/api";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { setRequestContext, tracer } from "../lib/tracing.js";
+import { setRequestSpan, tracer } from "../lib/tracing.js";
 
 const headerGetter: TextMapGetter<Headers> = {
   get: (carrier, key) => carrier.get(key) ?? undefined,
@@ -70,10 +72,10 @@ export function createTracingInterceptor(): Interceptor {
       },
       parent,
     );
-    // Filed even when the span is not sampled: the spans under it then follow its decision.
-    setRequestContext(req.signal, trace.setSpan(parent, span));
-    // Not sampled: nothing to record or end (a non-recording span holds no state).
+    // Not sampled: nothing to record or end (a non-recording span holds no state), and nothing filed, so the trace
+    // stage and the attempts make no span either.
     if (!span.isRecording()) return next(req);
+    setRequestSpan(req.signal, span);
     let res;
     try {
       res = await next(req);

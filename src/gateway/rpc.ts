@@ -9,12 +9,10 @@ import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 import { SESSION_HEADERS } from "../contract/session-headers.js";
+import { injectTraceContext } from "../lib/tracing.js";
 
 /** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
 const FORWARDED_HEADERS = ["authorization", ...SESSION_HEADERS, "x-request-timeout-ms"] as const;
-
-/** What @fastify/otel decorates a request with when tracing is on (src/lib/tracing.ts); absent otherwise. */
-type TracedRequest = { opentelemetry?: () => { instrumented: boolean; inject(carrier: Record<string, string>): void } };
 
 export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallOptions {
   const headers: Record<string, string> = { "x-request-id": String(req.id) };
@@ -23,11 +21,7 @@ export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallO
     if (typeof value === "string") headers[name] = value;
   }
   // Tracing on: the request span's W3C `traceparent` (and `tracestate`) go to the core, whose spans continue it.
-  const otel = (req as unknown as TracedRequest).opentelemetry;
-  if (otel !== undefined) {
-    const o = otel.call(req);
-    if (o.instrumented) o.inject(headers);
-  }
+  injectTraceContext(req, headers);
   const opts: CallOptions = { headers };
   if (signal) opts.signal = signal;
   return opts;

@@ -3,19 +3,20 @@
  * (src/config.ts `tracing`): then, and only then, the SDK and the OTLP exporter are loaded (dynamic imports),
  * a tracer provider with W3C trace-context propagation is registered globally, and spans are exported in
  * batches over OTLP/HTTP (protobuf or JSON). Off, the code that makes spans is not even installed (the core's
- * tracing interceptor, the chat pipeline's trace stage, the gateway's Fastify plugin); what remains is
- * @opentelemetry/api's no-op propagator on the gateway's core calls.
+ * tracing interceptor, the chat pipeline's trace stage, the gateway's Fastify plugin); what remains is one property
+ * read per core call ({@link injectTraceContext} finding no span) and one WeakMap lookup per upstream attempt.
  *
  * One provider per process: `portico serve`'s core and gateway, or a test starting a split core and gateway
  * in one process, share it (counted; the last `close()` flushes and unregisters it).
  *
  * No context manager is registered (no AsyncLocalStorage: on Node 20 it runs a hook on every promise the process
  * makes, traced or not). Portico hands the trace context on explicitly instead: the gateway writes its request
- * span's `traceparent` into each core call's headers (src/gateway/rpc.ts), the core's tracing interceptor files the
- * RPC span's context under the call's AbortSignal ({@link setRequestContext}), which the chat pipeline's trace
- * stage and its attempts read ({@link requestContext}). `context.active()` is the root context throughout.
+ * span's `traceparent` into each core call's headers (src/gateway/rpc.ts), the core's tracing interceptor files its
+ * RPC span, when recording, under the call's AbortSignal ({@link setRequestSpan}), where the chat pipeline's trace
+ * stage finds it, adds the GenAI attributes to it and makes its attempts' spans its children ({@link requestSpan}).
+ * `context.active()` is the root context throughout.
  */
-import { ROOT_CONTEXT, context, propagation, trace, type Context, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Span, type Tracer } from "@opentelemetry/api";
 import type { FastifyPluginCallback } from "fastify";
 import type { Logger } from "pino";
 import type { TracingConfig } from "../config.js";
@@ -27,17 +28,70 @@ export function tracer(): Tracer {
   return trace.getTracer(TRACER_NAME);
 }
 
-/** The trace context of each core call being served, by its AbortSignal (one per call; gone with it). */
-const requestContexts = new WeakMap<AbortSignal, Context>();
+/** The recording span of each core call being served (its RPC span), by the call's AbortSignal (one per call; gone with it). */
+const requestSpans = new WeakMap<AbortSignal, Span>();
 
-/** Files `ctx` as the trace context of the call whose signal is `signal` (the core's tracing interceptor, the trace stage). */
-export function setRequestContext(signal: AbortSignal, ctx: Context): void {
-  requestContexts.set(signal, ctx);
+/** Files `span` as the recording span of the call whose signal is `signal` (the core's tracing interceptor). */
+export function setRequestSpan(signal: AbortSignal, span: Span): void {
+  requestSpans.set(signal, span);
 }
 
-/** The trace context of the call whose signal is `signal`: its RPC span's (or its chat span's), else the root. */
-export function requestContext(signal: AbortSignal): Context {
-  return requestContexts.get(signal) ?? ROOT_CONTEXT;
+/** The recording span of the call whose signal is `signal` (the chat pipeline's trace stage); undefined when the call is not traced. */
+export function requestSpan(signal: AbortSignal): Span | undefined {
+  return requestSpans.get(signal);
+}
+
+/** Where the gateway's plugin keeps a request's span (a request decoration: null until its onRequest hook ran). */
+const kHttpSpan = Symbol("portico.httpSpan");
+type WithSpan = { [kHttpSpan]?: Span | null };
+
+/**
+ * Writes the W3C trace context (`traceparent`, `tracestate`) of the HTTP request `req`'s span into `headers`, for
+ * a core call made on its behalf (src/gateway/rpc.ts); nothing when tracing is off (no span on the request). An
+ * unsampled span's context goes too (sampled flag unset), so that the core records nothing below it.
+ */
+export function injectTraceContext(req: object, headers: Record<string, string>): void {
+  const span = (req as WithSpan)[kHttpSpan];
+  if (span) propagation.inject(trace.setSpan(ROOT_CONTEXT, span), headers);
+}
+
+/**
+ * The gateway's Fastify plugin (tracing on): one SERVER span per HTTP request, from its onRequest hook (continuing
+ * the caller's `traceparent`, else a new trace) to its onResponse hook, named `<method> <route>` (the method alone
+ * when no route matched), with `http.request.method`, `http.route`, `url.path` (without the query string) and
+ * `http.response.status_code`; a 5xx answer sets the span's status to error. Two hooks of its own, in place of
+ * @fastify/otel's plugin (which also wraps every route with onSend and onError hooks, decorates each request with a
+ * function building an object per call and adds a `fastify.root` attribute to every span).
+ */
+function httpSpans(t: Tracer): FastifyPluginCallback {
+  const plugin: FastifyPluginCallback = (app, _opts, done) => {
+    app.decorateRequest(kHttpSpan, null);
+    app.addHook("onRequest", (req, _reply, next) => {
+      const route = req.routeOptions.url;
+      const span = t.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, propagation.extract(ROOT_CONTEXT, req.headers));
+      if (span.isRecording()) {
+        span.setAttribute("http.request.method", req.method);
+        if (route) span.setAttribute("http.route", route);
+        const q = req.url.indexOf("?");
+        span.setAttribute("url.path", q < 0 ? req.url : req.url.slice(0, q));
+      }
+      (req as WithSpan)[kHttpSpan] = span;
+      next();
+    });
+    app.addHook("onResponse", (req, reply, next) => {
+      const span = (req as WithSpan)[kHttpSpan];
+      if (span?.isRecording()) {
+        span.setAttribute("http.response.status_code", reply.statusCode);
+        if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      }
+      next();
+    });
+    done();
+  };
+  // Its hooks apply to the whole application (fastify-plugin's marker), not to an encapsulated child.
+  (plugin as unknown as Record<symbol, unknown>)[Symbol.for("skip-override")] = true;
+  return plugin;
 }
 
 export interface Tracing {
@@ -85,10 +139,9 @@ function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: Trac
 }
 
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
-  const [node, resources, otel, exporterModule] = await Promise.all([
+  const [node, resources, exporterModule] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
     import("@opentelemetry/resources"),
-    import("@fastify/otel"),
     cfg.protocol === "http/json" ? import("@opentelemetry/exporter-trace-otlp-http") : import("@opentelemetry/exporter-trace-otlp-proto"),
   ]);
   const exporter = new exporterModule.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers });
@@ -106,16 +159,6 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
   });
   // No context manager (see the module comment); the W3C trace-context (and baggage) propagator as by default.
   provider.register({ contextManager: null });
-  const instrumentation = new otel.FastifyOtelInstrumentation({
-    // One span per request: no span per hook or handler.
-    instrumentHooks: false,
-    instrumentHandler: false,
-    requestHook(span, request) {
-      // The path without its query string; the route as the span's name.
-      span.setAttribute("url.path", request.url.split("?")[0] ?? request.url);
-      if (request.routeOptions.url) span.updateName(`${request.method} ${request.routeOptions.url}`);
-    },
-  });
   // The URL without any user:password it may hold; the headers (a collector's token) are never logged.
   const shown = new URL(cfg.url);
   shown.username = "";
@@ -123,9 +166,8 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
   logger.info({ url: shown.href, protocol: cfg.protocol, serviceName: cfg.serviceName }, "tracing on: exporting spans over OTLP");
   return {
     refs: 0,
-    plugin: () => instrumentation.plugin() as FastifyPluginCallback,
+    plugin: () => httpSpans(trace.getTracer(TRACER_NAME)),
     async shutdown() {
-      instrumentation.disable();
       await provider.shutdown().catch((err: unknown) => logger.warn({ err }, "tracing: the last spans could not be exported"));
       trace.disable();
       propagation.disable();

@@ -2,8 +2,8 @@
  * Tracing (docs/operations.md, "Tracing"): Portico started through its own composition roots (`portico serve`'s
  * in-process core and gateway, then a split core and gateway over real gRPC) with OTEL_EXPORTER_OTLP_ENDPOINT
  * pointed at a real OTLP/HTTP receiver on loopback (http/json, so the test reads the spans). Chat requests from
- * the `openai` client, against fake providers, must give the span tree gateway request → core RPC → chat
- * request → one span per upstream attempt, in one trace that continues the caller's `traceparent`, with the GenAI
+ * the `openai` client, against fake providers, must give the span tree gateway request → core RPC (also the chat
+ * request's span, with its GenAI attributes) → one span per upstream attempt, in one trace that continues the caller's `traceparent`, with the GenAI
  * attributes, and nothing secret (keys, the prompt, the answer) anywhere in what was exported. Also the
  * per-provider/model Prometheus series the same requests feed. `serve` runs on SQLite, the split pair on PostgreSQL.
  */
@@ -34,7 +34,6 @@ const STREAM_RPC = "portico.chat.v1.ChatService/StreamChatCompletion";
 
 const SERVER = 2;
 const CLIENT = 3;
-const INTERNAL = 1;
 const ERROR = 2;
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
@@ -50,38 +49,44 @@ function quietLogger() {
   return { logger: createLogger({ level: "info", destination: sink }), lines };
 }
 
-/** The spans of one chat request's trace once its attempt spans and the gateway's request span have arrived. */
+/**
+ * The spans of one chat request's trace once its attempt spans and the gateway's request span have arrived: the
+ * gateway's HTTP span, the core's RPC span (also the chat request's span: named `chat <model>`, with the GenAI
+ * attributes) and one span per attempt.
+ */
 async function chatTrace(receiver: OtlpReceiver, traceId: () => string | undefined, attempts: number, rpc: string, route = "/api/v1/chat/completions") {
   const seen = () => receiver.spans.filter((s) => s.traceId === traceId()).map((s) => `${s.name} (kind ${s.kind}, route ${String(s.attributes["http.route"])})`);
-  return waitFor(() => `the spans of trace ${traceId()} (gateway, ${rpc}, chat, ${attempts} attempt(s)); seen: ${seen().join(", ") || "none"}`, () => {
+  return waitFor(() => `the spans of trace ${traceId()} (gateway, ${rpc}, ${attempts} attempt(s)); seen: ${seen().join(", ") || "none"}`, () => {
     const id = traceId();
     const spans = receiver.spans.filter((s) => (id ? s.traceId === id : false));
     const gateway = spans.find((s) => s.kind === SERVER && s.attributes["http.route"] === route);
-    const core = spans.find((s) => s.name === rpc);
+    const core = spans.find((s) => s.kind === SERVER && `${String(s.attributes["rpc.service"])}/${String(s.attributes["rpc.method"])}` === rpc);
     // Portico's own (scope `portico`): an instrumented client (the Anthropic SDK) makes GenAI spans of its own.
-    const chat = spans.find((s) => s.scope === "portico" && s.kind === INTERNAL && s.attributes["gen_ai.operation.name"] === "chat");
     const tried = spans.filter((s) => s.scope === "portico" && s.kind === CLIENT && s.attributes["gen_ai.operation.name"] === "chat");
-    if (!gateway || !core || !chat || tried.length < attempts) return undefined;
+    if (!gateway || !core || tried.length < attempts) return undefined;
     tried.sort((a, b) => Number(a.attributes["portico.attempt"]) - Number(b.attributes["portico.attempt"]));
-    return { gateway, core, chat, attempts: tried };
+    return { gateway, core, attempts: tried };
   });
 }
 
-function expectTree(t: { gateway: ReceivedSpan; core: ReceivedSpan; chat: ReceivedSpan; attempts: ReceivedSpan[] }) {
+/** gateway → core (the chat request) → attempts, one trace; the core's span names the request. */
+function expectTree(t: { gateway: ReceivedSpan; core: ReceivedSpan; attempts: ReceivedSpan[] }) {
   expect(t.core.parentSpanId).toBe(t.gateway.spanId);
-  expect(t.chat.parentSpanId).toBe(t.core.spanId);
-  for (const a of t.attempts) expect(a.parentSpanId).toBe(t.chat.spanId);
-  const ids = new Set([t.gateway, t.core, t.chat, ...t.attempts].map((s) => s.traceId));
+  for (const a of t.attempts) expect(a.parentSpanId).toBe(t.core.spanId);
+  const ids = new Set([t.gateway, t.core, ...t.attempts].map((s) => s.traceId));
   expect(ids.size).toBe(1);
+  expect(t.core.scope).toBe("portico");
+  expect(t.core.attributes["gen_ai.operation.name"]).toBe("chat");
+  expect(t.core.name).toBe(`chat ${String(t.core.attributes["gen_ai.request.model"])}`);
+  expect(t.core.attributes["rpc.system"]).toBe("connect_rpc");
 }
 
 function expectServedAttempt(a: ReceivedSpan) {
   expect(a.name).toBe("chat llama-3.3-70b-versatile");
   expect(a.attributes).toMatchObject({
     "gen_ai.provider.name": "groq",
-    "gen_ai.system": "groq",
     "gen_ai.request.model": "llama-3.3-70b-versatile",
-    "portico.requested_model": SERVED_MODEL,
+    "portico.catalog_model": "meta-llama/llama-3.3-70b-instruct",
     "portico.attempt.outcome": "served",
     "portico.credential_source": "byok",
   });
@@ -90,6 +95,8 @@ function expectServedAttempt(a: ReceivedSpan) {
   expect(a.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
   expect(a.attributes["portico.cost.usd"]).toBeGreaterThan(0);
   expect(a.statusCode).not.toBe(ERROR);
+  // An attribute of the conventions' older name is not sent beside gen_ai.provider.name.
+  expect(a.attributes["gen_ai.system"]).toBeUndefined();
 }
 
 /** Nothing secret in any export: keys (the caller's and the providers'), the prompt, the answer. */
@@ -165,7 +172,7 @@ describe("tracing over OTLP", () => {
       await proc?.close();
     });
 
-    it("continues an incoming traceparent: gateway → core RPC → chat → one span per attempt, GenAI attributes, no secrets", async () => {
+    it("continues an incoming traceparent: gateway → core RPC (the chat request) → one span per attempt, GenAI attributes, no secrets", async () => {
       const traceId = hex(16);
       const parentId = hex(8);
       const res = await client.chat.completions.create(
@@ -178,8 +185,10 @@ describe("tracing over OTLP", () => {
       expectTree(t);
       expect(t.gateway.parentSpanId).toBe(parentId);
       expect(t.gateway.name).toBe("POST /api/v1/chat/completions");
-      expect(t.gateway.attributes["url.path"]).toBe("/api/v1/chat/completions");
+      expect(t.gateway.attributes).toMatchObject({ "http.request.method": "POST", "url.path": "/api/v1/chat/completions", "http.response.status_code": 200 });
       expect(t.core.attributes).toMatchObject({ "rpc.service": "portico.chat.v1.ChatService", "rpc.method": "CreateChatCompletion" });
+      // Three spans for the request: gateway, core, one per attempt.
+      expect(receiver.spans.filter((s) => s.traceId === traceId)).toHaveLength(4);
       expect(t.gateway.resource["service.name"]).toBe("portico-test");
 
       const [failed, served] = t.attempts;
@@ -195,9 +204,20 @@ describe("tracing over OTLP", () => {
       expect(served!.attributes["portico.attempt"]).toBe(2);
       expectServedAttempt(served!);
 
-      expect(t.chat.attributes).toMatchObject({ "gen_ai.provider.name": "groq", "portico.attempts": 2, "portico.status": "success", "portico.streamed": false });
-      expect(t.chat.attributes["gen_ai.usage.input_tokens"]).toBe(served!.attributes["gen_ai.usage.input_tokens"]);
-      expect(t.chat.attributes["portico.generation_id"]).toBe(res.id);
+      expect(t.core.attributes).toMatchObject({
+        "gen_ai.provider.name": "groq",
+        "gen_ai.request.model": "openai/gpt-4o",
+        "portico.attempts": 2,
+        "portico.status": "success",
+        "portico.streamed": false,
+        "rpc.method": "CreateChatCompletion",
+      });
+      // Tokens, cost and the response model are the served attempt's, on its span only (a back end summing a
+      // trace's gen_ai.usage counts the call once).
+      for (const k of ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "portico.cost.usd", "gen_ai.response.model", "portico.catalog_model", "gen_ai.system"]) expect(t.core.attributes[k]).toBeUndefined();
+      // The caller's model name is the request's (gen_ai.request.model above), not repeated on each attempt.
+      for (const a of t.attempts) expect(a.attributes["portico.requested_model"]).toBeUndefined();
+      expect(t.core.attributes["portico.generation_id"]).toBe(res.id);
 
       // The exporter sent the configured headers, as OTLP/JSON.
       const exp = receiver.exports.find((e) => e.path === "/v1/traces")!;
@@ -220,8 +240,8 @@ describe("tracing over OTLP", () => {
       expectTree(t);
       expect(t.gateway.parentSpanId).toBe("");
       expectServedAttempt(t.attempts[0]!);
-      expect(t.chat.attributes["portico.streamed"]).toBe(true);
-      expect(t.chat.attributes["portico.time_to_first_token_ms"]).toBeGreaterThan(0);
+      expect(t.core.attributes["portico.streamed"]).toBe(true);
+      expect(t.core.attributes["portico.time_to_first_token_ms"]).toBeGreaterThan(0);
       expectNoSecrets(receiver, [apiKey, GROQ_KEY, PROMPT, "Hello, world"]);
     });
 
@@ -247,9 +267,10 @@ describe("tracing over OTLP", () => {
       expect((err as { status?: number }).status).toBe(502);
       const t = await chatTrace(receiver, () => traceId, 1, CHAT_RPC);
       expectTree(t);
-      expect(t.chat.statusCode).toBe(ERROR);
-      expect(t.chat.attributes["error.type"]).toBe("upstream_failed");
       expect(t.core.statusCode).toBe(ERROR);
+      expect(t.core.attributes["error.type"]).toBe("upstream_failed");
+      expect(t.gateway.attributes["http.response.status_code"]).toBe(502);
+      expect(t.gateway.statusCode).toBe(ERROR);
       expect(t.attempts[0]!.attributes["portico.attempt.outcome"]).toBe("failed");
     });
 
@@ -267,8 +288,8 @@ describe("tracing over OTLP", () => {
       expectTree(t);
       expect(t.attempts[0]!.attributes).toMatchObject({ "gen_ai.provider.name": "together", "portico.attempt.outcome": "served", "error.type": "stream_error" });
       expect(t.attempts[0]!.statusCode).toBe(ERROR);
-      expect(t.chat.attributes).toMatchObject({ "portico.status": "error", "error.type": "stream_error" });
-      expect(t.chat.statusCode).toBe(ERROR);
+      expect(t.core.attributes).toMatchObject({ "portico.status": "error", "error.type": "stream_error" });
+      expect(t.core.statusCode).toBe(ERROR);
       expectNoSecrets(receiver, ["tg-trace-secret-key", PROMPT]);
     });
 
@@ -292,7 +313,7 @@ describe("tracing over OTLP", () => {
       const traceId = hex(16);
       const res = await client.chat.completions.create(body, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
       const t = await waitFor("the cache hit's chat span", () => {
-        const chat = receiver.spans.find((s) => s.traceId === traceId && s.scope === "portico" && s.kind === INTERNAL);
+        const chat = receiver.spans.find((s) => s.traceId === traceId && s.attributes["rpc.method"] === "CreateChatCompletion");
         return chat?.attributes["portico.generation_id"] === (res as { id: string }).id ? chat : undefined;
       });
       expect(t.attributes).toMatchObject({ "portico.cache": "hit", "portico.attempts": 0, "portico.status": "success" });

@@ -1,20 +1,22 @@
 /**
- * Stage "trace" (installed only when tracing is on; docs/operations.md, "Tracing"): one span per chat request,
- * a child of the core RPC's span, and through `attemptSpan` one CLIENT span per upstream attempt, a child of
- * the request's. Attributes follow the OpenTelemetry GenAI semantic conventions (`gen_ai.*`, copied here rather
- * than imported from the conventions' incubating entry point, whose names may change in a minor release) plus a
- * few of Portico's own (`portico.*`). Never on a span: the messages (prompts or answers), keys of any kind, the
- * caller's metadata.
+ * Stage "trace" (installed only when tracing is on; docs/operations.md, "Tracing"): the chat request's span is the
+ * core RPC's (made by src/core/tracing-interceptor.ts, found under the call's signal: src/lib/tracing.ts
+ * `requestSpan`); this stage names it `chat <requested model>` and adds the request's GenAI attributes to it, and
+ * through `attemptSpan` makes one CLIENT span per upstream attempt, children of it. One span fewer per request than
+ * a chat span of its own under the RPC's (both said the same thing one hop apart in process). Attributes follow the
+ * OpenTelemetry GenAI semantic conventions (`gen_ai.*`, copied here rather than imported from the conventions'
+ * incubating entry point, whose names may change in a minor release) plus a few of Portico's own (`portico.*`).
+ * Never on a span: the messages (prompts or answers), keys of any kind, the caller's metadata.
  *
  * The served attempt's span stays open until the request ends, so that it carries the tokens, the response model
- * and the cost (a stream's usage comes with its last event). The parent comes from the call's trace context
- * (src/lib/tracing.ts `requestContext`, filed by the core's tracing interceptor), not from a context manager. A
- * request whose trace is not sampled makes no attempt span and builds no attribute.
+ * and the cost (a stream's usage comes with its last event). A request whose trace is not sampled has no span
+ * filed: no attribute is built and no attempt span made. The attributes are set one by one once the request ends
+ * (no attribute object is built on the way).
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf } from "../../../lib/service-error.js";
-import { requestContext, tracer } from "../../../lib/tracing.js";
+import { requestSpan, tracer } from "../../../lib/tracing.js";
 import { usd } from "../../catalog/cost.js";
 import { UpstreamError } from "../providers/index.js";
 import { tapEvents } from "./tap.js";
@@ -24,8 +26,6 @@ import type { Attempt, ChatCall, ChatStage, Tracking } from "./stage.js";
 export const GEN_AI = {
   OPERATION_NAME: "gen_ai.operation.name",
   PROVIDER_NAME: "gen_ai.provider.name",
-  /** The older name of the provider attribute, still read by many back ends. */
-  SYSTEM: "gen_ai.system",
   REQUEST_MODEL: "gen_ai.request.model",
   RESPONSE_MODEL: "gen_ai.response.model",
   RESPONSE_ID: "gen_ai.response.id",
@@ -36,6 +36,8 @@ export const GEN_AI = {
 
 interface RequestSpans {
   span: Span;
+  /** `span` as the parent context of the attempts' spans (made once). */
+  parent: Context;
   /** The attempt that answered, open until the request ends. */
   served?: Span;
   /** The model the provider said answered (the completion's, or a stream's first event's). */
@@ -44,18 +46,22 @@ interface RequestSpans {
 
 const open = new WeakMap<ChatCall, RequestSpans>();
 
-function usageAttributes(track: Tracking): Attributes {
-  const out: Attributes = {};
+/**
+ * Tokens, cost, finish reason and response model: on the served attempt's span (the provider call, where the GenAI
+ * conventions put them), or on the request's when no attempt served it (a response cache hit). Never on both: a back
+ * end that sums `gen_ai.usage.*` over a trace's spans counts each call once, and nothing is exported twice (the
+ * serialisation of attributes is most of what tracing costs, bench/README.md).
+ */
+function setOutcome(span: Span, track: Tracking, responseModel: string | undefined): void {
   const u = track.usage;
-  if (typeof u?.prompt_tokens === "number") out[GEN_AI.INPUT_TOKENS] = u.prompt_tokens;
-  if (typeof u?.completion_tokens === "number") out[GEN_AI.OUTPUT_TOKENS] = u.completion_tokens;
+  if (typeof u?.prompt_tokens === "number") span.setAttribute(GEN_AI.INPUT_TOKENS, u.prompt_tokens);
+  if (typeof u?.completion_tokens === "number") span.setAttribute(GEN_AI.OUTPUT_TOKENS, u.completion_tokens);
   if (track.cost) {
-    out["portico.cost.usd"] = usd(track.cost.femtoUsd);
-    out["portico.cost.paid_by"] = track.cost.paidBy;
+    span.setAttribute("portico.cost.usd", usd(track.cost.femtoUsd));
+    span.setAttribute("portico.cost.paid_by", track.cost.paidBy);
   }
-  if (track.catalogModel) out["portico.catalog_model"] = track.catalogModel;
-  if (track.finishReason) out[GEN_AI.RESPONSE_FINISH_REASONS] = [track.finishReason];
-  return out;
+  if (track.finishReason) span.setAttribute(GEN_AI.RESPONSE_FINISH_REASONS, [track.finishReason]);
+  if (responseModel) span.setAttribute(GEN_AI.RESPONSE_MODEL, responseModel);
 }
 
 /** The public reason of an error (`rate_limited`, `upstream_failed`, …), or its kind. */
@@ -64,32 +70,38 @@ function errorType(err: unknown): string {
   return err instanceof Error ? err.name : "error";
 }
 
+function streamBroke(span: Span): void {
+  span.setAttribute("error.type", "stream_error");
+  span.setStatus({ code: SpanStatusCode.ERROR, message: "the provider's stream broke" });
+}
+
+/** The request's attributes on its span (the RPC's, which the tracing interceptor ends); the served attempt's span ends here. */
 function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   open.delete(call);
   const { track } = call;
-  const { span } = spans;
-  const usage = usageAttributes(track);
-  if (spans.served) {
-    spans.served.setAttributes(usage);
-    if (spans.responseModel) spans.served.setAttribute(GEN_AI.RESPONSE_MODEL, spans.responseModel);
-    if (track.status === "error") {
-      // The provider's stream broke after its first event.
-      spans.served.setAttribute("error.type", "stream_error");
-      spans.served.setStatus({ code: SpanStatusCode.ERROR, message: "the provider's stream broke" });
-    }
-    spans.served.end();
+  const { span, served, responseModel } = spans;
+  if (served) {
+    setOutcome(served, track, responseModel);
+    // The provider's stream broke after its first event.
+    if (track.status === "error") streamBroke(served);
+    served.end();
   }
+  span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
   if (track.requestedModel) {
     span.updateName(`chat ${track.requestedModel}`);
     span.setAttribute(GEN_AI.REQUEST_MODEL, track.requestedModel);
   }
-  span.setAttributes({
-    ...usage,
-    "portico.attempts": track.attempts,
-    "portico.status": track.status === "pending" ? (err === undefined ? "success" : "error") : track.status,
-  });
-  if (track.provider) span.setAttributes({ [GEN_AI.PROVIDER_NAME]: track.provider, [GEN_AI.SYSTEM]: track.provider });
-  if (spans.responseModel) span.setAttribute(GEN_AI.RESPONSE_MODEL, spans.responseModel);
+  span.setAttribute("portico.generation_id", track.id);
+  span.setAttribute("portico.streamed", call.streamed);
+  // What served the request is on the served attempt's span (its catalog model, tokens, cost); on the request's only
+  // when no attempt served it (a response cache hit).
+  if (!served) {
+    setOutcome(span, track, responseModel);
+    if (track.catalogModel) span.setAttribute("portico.catalog_model", track.catalogModel);
+  }
+  span.setAttribute("portico.attempts", track.attempts);
+  span.setAttribute("portico.status", track.status === "pending" ? (err === undefined ? "success" : "error") : track.status);
+  if (track.provider) span.setAttribute(GEN_AI.PROVIDER_NAME, track.provider);
   if (track.timeToFirstTokenMs !== null) span.setAttribute("portico.time_to_first_token_ms", track.timeToFirstTokenMs);
   if (track.presetSlug) span.setAttribute("portico.preset", track.presetSlug);
   if (track.cache) span.setAttribute("portico.cache", track.cache);
@@ -97,34 +109,17 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
     const type = errorType(err);
     span.setAttribute("error.type", type);
     span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-  } else if (track.status === "error") {
-    span.setAttribute("error.type", "stream_error");
-    span.setStatus({ code: SpanStatusCode.ERROR, message: "the provider's stream broke" });
-  }
-  span.end();
+  } else if (track.status === "error") streamBroke(span);
 }
 
 export function createTraceStage(): ChatStage {
-  const t = tracer();
   return {
     name: "trace",
     async run(call, next) {
-      const parent = requestContext(call.signal);
-      const span = t.startSpan(
-        "chat",
-        {
-          kind: SpanKind.INTERNAL,
-          attributes: {
-            [GEN_AI.OPERATION_NAME]: "chat",
-            "portico.generation_id": call.track.id,
-            "portico.streamed": call.streamed,
-          },
-        },
-        parent,
-      );
-      // Not sampled: no attempt span, no attributes.
-      if (!span.isRecording()) return next();
-      const spans: RequestSpans = { span };
+      const span = requestSpan(call.signal);
+      // Not sampled (or not a traced RPC): no attributes, no attempt span.
+      if (span === undefined) return next();
+      const spans: RequestSpans = { span, parent: trace.setSpan(ROOT_CONTEXT, span) };
       open.set(call, spans);
       let outcome;
       try {
@@ -168,24 +163,14 @@ export interface AttemptSpan {
 export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan | undefined {
   const spans = open.get(call);
   if (!spans) return undefined;
-  const span = tracer().startSpan(
-    `chat ${a.call.model}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        [GEN_AI.OPERATION_NAME]: "chat",
-        [GEN_AI.PROVIDER_NAME]: a.provider,
-        [GEN_AI.SYSTEM]: a.provider,
-        [GEN_AI.REQUEST_MODEL]: a.call.model,
-        "portico.requested_model": a.requestedModel,
-        "portico.attempt": n,
-        "portico.credential_source": a.credentialSource,
-        "portico.credential_id": a.credentialId,
-        ...(a.catalogModel ? { "portico.catalog_model": a.catalogModel } : {}),
-      },
-    },
-    trace.setSpan(ROOT_CONTEXT, spans.span),
-  );
+  const span = tracer().startSpan(`chat ${a.call.model}`, { kind: SpanKind.CLIENT }, spans.parent);
+  span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
+  span.setAttribute(GEN_AI.PROVIDER_NAME, a.provider);
+  span.setAttribute(GEN_AI.REQUEST_MODEL, a.call.model);
+  span.setAttribute("portico.attempt", n);
+  span.setAttribute("portico.credential_source", a.credentialSource);
+  span.setAttribute("portico.credential_id", a.credentialId);
+  if (a.catalogModel) span.setAttribute("portico.catalog_model", a.catalogModel);
   return {
     served() {
       span.setAttribute("portico.attempt.outcome", "served");

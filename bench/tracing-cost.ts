@@ -1,0 +1,257 @@
+/**
+ * CPU that tracing adds to one non-streaming chat request, in process (issue 29: ≤ 10 % with every request
+ * sampled). Steadier than `bench/chat-resilience.ts --only tracing` on a loaded machine: both modes run in one
+ * process, taking turns every `--requests` requests, so the load moves them alike.
+ *
+ *   node bin/run-ts.mjs bench/tracing-cost.ts [--base <checkout>[,<checkout>…]] [--requests 2000] [--rounds 7]
+ *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]]
+ *
+ * Per tree (this one, then each `--base`, in a child process of its own, `--pairs` times in turn), the tree's own
+ * modules (its `src/`, no build needed) make two stacks:
+ * - off: a Fastify app whose chat route calls the tree's `callOptionsFor` (gateway/rpc.ts) and the tree's chat
+ *   handler (createChatHandler, every stage, in-memory stores, a provider adapter answering at once, as
+ *   bench/chat-pipeline.ts builds it) with the headers it made;
+ * - on: the same with the tree's tracing started (src/lib/tracing.ts `startTracing`, the OTLP http/protobuf
+ *   exporter posting to a sink in the parent process), its Fastify plugin registered, the core's tracing
+ *   interceptor around the handler and the chat pipeline's trace stage in it (`tracing: true`).
+ * Requests go in with `app.inject` one after the other; each round runs `--requests` requests off, then as many on,
+ * then flushes the spans still queued (inside the "on" window, so the export is counted). CPU: `process.cpuUsage`
+ * (the whole process: Fastify, the pipeline, the SDK, the exporter's HTTP client). Reported: CPU µs per request off
+ * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
+ * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
+ * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`).
+ */
+import { spawn } from "node:child_process";
+import http from "node:http";
+import type net from "node:net";
+import { loadavg, tmpdir } from "node:os";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const flag = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+
+interface ChildResult {
+  off: number[];
+  on: number[];
+}
+
+async function child(): Promise<void> {
+  const root = resolve(flag("tree")!);
+  const requests = num("requests", 2000);
+  const rounds = num("rounds", 7);
+  const ratio = num("ratio", 1);
+  const m = (p: string) => import(pathToFileURL(resolve(root, "src", p)).href);
+  const [{ loadConfig }, { startTracing }, { callOptionsFor }, { createTracingInterceptor }, { createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createContextValues }, pino, { default: Fastify }, api] =
+    await Promise.all([
+      m("config.ts"),
+      m("lib/tracing.ts"),
+      m("gateway/rpc.ts"),
+      m("core/tracing-interceptor.ts"),
+      m("core/chat/chat-handler.ts"),
+      m("core/auth.ts"),
+      m("core/catalog/catalog.ts"),
+      m("core/catalog/builtin-catalog.ts"),
+      m("core/chat/providers/index.ts"),
+      m("lib/concurrency-limiter.ts"),
+      m("lib/health-memory.ts"),
+      m("lib/session-affinity.ts"),
+      import("@connectrpc/connect"),
+      import("pino"),
+      import("fastify"),
+      import("@opentelemetry/api"),
+    ]);
+  const logger = pino.default({ level: "silent" });
+  const config = loadConfig({
+    PORTICO_DATA_DIR: tmpdir(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: flag("sink")!,
+    ...(ratio < 1 ? { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: String(ratio) } : {}),
+    ...(flag("batch") ? { OTEL_BSP_MAX_EXPORT_BATCH_SIZE: flag("batch") } : {}),
+  });
+  const tracing = await startTracing(config.tracing, logger);
+
+  const adapter = {
+    async complete() {
+      return {
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1_700_000_000,
+        model: "llama-3.3-70b",
+        choices: [{ index: 0, message: { role: "assistant", content: "Hello, world!" }, finish_reason: "stop", native_finish_reason: "stop" }],
+        usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 },
+      };
+    },
+    async *stream() {},
+    upstreamBody: () => ({}),
+  };
+  const providers = new ProviderRegistry();
+  (providers.get("groq") as { adapter: unknown }).adapter = adapter;
+  const credential = {
+    id: "cred-1",
+    provider: "groq",
+    disabled: false,
+    allowedModels: null,
+    allowedApiKeyHashes: null,
+    allowedUserIds: null,
+    isRequired: false,
+    isFallback: false,
+    isByokOnly: false,
+    sortOrder: 0,
+    createdAt: new Date(0),
+    apiKey: "gsk-bench-key-0123456789",
+  };
+  const caller = {
+    keyId: "key-1",
+    keyHash: "hash-1",
+    keyLabel: "bench",
+    organizationId: "org-1",
+    workspaceId: "ws-1",
+    userId: "user-1",
+    isManagement: false,
+    internsProgramme: false,
+    responseCacheTtlSeconds: null,
+    contentLogRetentionDays: null,
+  };
+  const handlerOf = (traced: boolean) =>
+    createChatHandler({
+      presets: {} as never,
+      generations: { record: () => undefined },
+      credentials: { forProvider: async (_ws: string, p: string) => (p === "groq" ? [credential] : []), listAll: async () => [credential] },
+      providers,
+      catalog: createCatalog(BUILTIN_CATALOG),
+      brand: "portico",
+      limits: { maxAttempts: 3, maxConcurrentPerKey: 64, spendReservationTtlMs: 60_000 } as never,
+      slots: createMemoryConcurrencyLimiter(),
+      spend: {} as never,
+      rates: { admit: async () => ({ ok: true }), addTokens: async () => undefined, close: async () => undefined },
+      logger,
+      timeouts: { firstByteMs: 60_000, answerMs: 300_000, budgetMs: 600_000, retries: 0, retryBaseMs: 250, retryMaxMs: 4000, streamFloorBytesPerSecond: 0, streamProbeMs: 2000 },
+      health: createMemoryHealthMemory(),
+      keepaliveMs: 15_000,
+      accountRouting: async () => [],
+      credentialOrder: "balanced",
+      affinity: createMemorySessionAffinity({ ttlMs: 3_600_000, maxEntries: 10_000 }),
+      responseCache: undefined,
+      contentLog: undefined,
+      tracing: traced,
+    });
+  const service = { typeName: "portico.chat.v1.ChatService" };
+  const method = { name: "CreateChatCompletion", methodKind: "unary" };
+  /** The core's side of one call: the RPC's headers in, the completion's JSON out (as the in-process transport's handler context). */
+  const coreOf = (traced: boolean) => {
+    const handler = handlerOf(traced);
+    type Req = { header: Headers; signal: AbortSignal; message: unknown };
+    const call = async (req: Req) => {
+      const values = createContextValues();
+      values.set(kCaller, caller);
+      const ctx = { signal: req.signal, requestHeader: req.header, responseHeader: new Headers(), responseTrailer: new Headers(), values, timeoutMs: () => undefined };
+      const res = await handler.createChatCompletion(req.message, ctx);
+      return { stream: false, message: res, header: new Headers(), trailer: new Headers() };
+    };
+    const chain = traced ? createTracingInterceptor()(call as never) : call;
+    return (headers: Record<string, string>, message: unknown) => {
+      const ac = new AbortController();
+      return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method });
+    };
+  };
+  const appOf = async (traced: boolean) => {
+    const app = Fastify({ logger: false });
+    if (traced) await app.register(tracing!.fastifyPlugin());
+    const core = coreOf(traced);
+    app.post("/api/v1/chat/completions", async (req, reply) => {
+      const opts = callOptionsFor(req);
+      const res = await core(opts.headers as Record<string, string>, { body: req.body, jsonText: true });
+      reply.header("content-type", "application/json; charset=utf-8");
+      return res.message.completionJson;
+    });
+    await app.ready();
+    return app;
+  };
+  const off = await appOf(false);
+  const on = await appOf(true);
+  const payload = JSON.stringify({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "Say hello." }] });
+  const headers = { "content-type": "application/json", authorization: "Bearer sk-bench" };
+  const provider = (api.trace.getTracerProvider() as unknown as { getDelegate(): { forceFlush(): Promise<void> } }).getDelegate();
+  const cpu = () => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
+  const run = async (app: typeof off, n: number, flush: boolean) => {
+    const t0 = cpu();
+    for (let i = 0; i < n; i++) {
+      const r = await app.inject({ method: "POST", url: "/api/v1/chat/completions", payload, headers });
+      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${r.body}`);
+    }
+    if (flush) await provider.forceFlush();
+    return (cpu() - t0) / n;
+  };
+  // Warm-up (JIT) of both stacks.
+  await run(off, 2000, false);
+  await run(on, 2000, true);
+  const result: ChildResult = { off: [], on: [] };
+  for (let r = 0; r < rounds; r++) {
+    result.off.push(await run(off, requests, false));
+    result.on.push(await run(on, requests, true));
+  }
+  await tracing!.close();
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+}
+
+async function main(): Promise<void> {
+  const roots = [resolve(import.meta.dirname, ".."), ...(flag("base")?.split(",").map((b) => resolve(b)) ?? [])];
+  // Each tree with each export batch size asked for (OTEL_BSP_MAX_EXPORT_BATCH_SIZE; the default when none).
+  const batchSizes = flag("batch")?.split(",") ?? [undefined];
+  const trees = roots.flatMap((root) => batchSizes.map((batch) => ({ root, batch })));
+  const pairs = num("pairs", 2);
+  // Bytes exported, per tree (the sink path's last part is the tree's index).
+  const bytes = trees.map(() => 0);
+  const sink = http.createServer((req, res) => {
+    const i = Number(req.url?.split("/").at(-1));
+    req.on("data", (d: Buffer) => (bytes[i] = (bytes[i] ?? 0) + d.length));
+    req.on("end", () => res.writeHead(200, { "content-type": "application/x-protobuf" }).end());
+  });
+  await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
+  const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
+  const pass = ["requests", "rounds", "ratio"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
+  const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
+  const loadStart = load();
+  console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
+  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | exported bytes per request | load |");
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---|");
+  for (let p = 1; p <= pairs; p++) {
+    for (const [ti, { root: tree, batch }] of trees.entries()) {
+      const before = bytes[ti]!;
+      const out = await new Promise<string>((done, fail) => {
+        const c = spawn(process.execPath, [resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
+          cwd: tree,
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        let text = "";
+        c.stdout.on("data", (d: Buffer) => (text += d.toString()));
+        c.on("exit", (code) => (code === 0 ? done(text) : fail(new Error(`child for ${tree} exited with ${code}: ${text}`))));
+      });
+      const r = JSON.parse(/RESULT (.*)/.exec(out)![1]!) as ChildResult;
+      const offM = median(r.off);
+      const onM = median(r.on);
+      const added = median(r.on.map((v, i) => v - r.off[i]!));
+      const bestOff = Math.min(...r.off);
+      const bestOn = Math.min(...r.on);
+      const traced = r.on.length * num("requests", 2000) + 2000;
+      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
+      console.error(`  rounds off ${r.off.map((v) => v.toFixed(1)).join(" ")}; on ${r.on.map((v) => v.toFixed(1)).join(" ")}`);
+    }
+  }
+  console.log(`\nLoad average at end ${load()}.`);
+  sink.close();
+}
+
+if (flag("role") === "child") await child();
+else await main();
