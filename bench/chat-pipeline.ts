@@ -2,7 +2,8 @@
  * CPU of the core's chat pipeline alone, per request and per streamed chunk: `createChatHandler` built as
  * src/core/core.ts builds it (every stage in its chain: record, limits, rate, cost, validate, content, preset,
  * route, server tools, cache, plan, plugins, spend, execute; sticky sessions, account routing settings, the
- * health memory), with in-memory stores and a provider adapter that answers at once (no HTTP, no sockets), called
+ * health memory), with in-memory stores and a provider adapter that answers at once (no HTTP, no sockets; a stream's
+ * events are read from their upstream data text as the OpenAI-compatible adapter reads them), called
  * the way the in-process transport calls it (`createChatCompletion` / `streamChatCompletion` with a handler
  * context). The request is the hot-path bench's: no plugin, cache, tool, preset or tracing; one BYOK credential.
  *
@@ -47,7 +48,7 @@ async function treeAt(name: string, root: string): Promise<Tree> {
   const m = (p: string) => import(pathToFileURL(resolve(root, "src", p)).href);
   // Older trees (e.g. bcea282, before the health memory and sticky sessions) lack some modules: what they lack is left out.
   const optional = (p: string) => m(p).catch(() => ({}));
-  const [{ createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createMemoryCooldowns }, { createContextValues }, pino] =
+  const [{ createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createMemoryCooldowns }, { createContextValues }, pino, { parseEventData }, { createEventReader }] =
     await Promise.all([
       m("core/chat/chat-handler.ts"),
       m("core/auth.ts"),
@@ -60,9 +61,21 @@ async function treeAt(name: string, root: string): Promise<Tree> {
       optional("core/chat/cooldowns.ts"),
       import("@connectrpc/connect"),
       import("pino"),
+      m("core/chat/providers/http.ts"),
+      optional("core/chat/raw-events.ts"),
     ]);
-  const text = Array.from({ length: chunks }, (_, i) => `w${i} `);
-  // The fake adapter: the OpenAI-compatible adapter's shape, answering at once.
+  // The upstream's events as the hot-path bench's fake provider writes them (test/helpers/fake-upstreams/openai.ts):
+  // a role chunk, content chunks, a finishing chunk and the usage chunk, `chunks + 1` events in all.
+  const head = { id: "chatcmpl-fake1", object: "chat.completion.chunk", created: 1_700_000_000, model: "llama-3.3-70b", system_fingerprint: "fp_fake" };
+  const line = (delta: unknown, finish: string | null = null) => JSON.stringify({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null });
+  const lines = [
+    line({ role: "assistant", content: "", refusal: null }),
+    ...Array.from({ length: chunks - 2 }, (_, i) => line({ content: `w${i} ` })),
+    line({}, "stop"),
+    JSON.stringify({ ...head, choices: [], usage: { prompt_tokens: 12, completion_tokens: chunks, total_tokens: 12 + chunks } }),
+  ];
+  // The fake adapter: answers at once; a stream's events are read from their data text as the tree's OpenAI-compatible
+  // adapter reads them (its event reader where it has one, else `parseEventData`; the same checks per event).
   const adapter = {
     async complete() {
       return {
@@ -74,17 +87,18 @@ async function treeAt(name: string, root: string): Promise<Tree> {
         usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 },
       };
     },
-    async *stream() {
-      for (let i = 0; i < chunks; i++) {
-        yield {
-          id: "chatcmpl-1",
-          object: "chat.completion.chunk",
-          created: 1_700_000_000,
-          model: "llama-3.3-70b",
-          choices: [{ index: 0, delta: { content: text[i] }, finish_reason: i === chunks - 1 ? "stop" : null, native_finish_reason: null }],
-        };
+    async *stream(call: { rawEvents?: unknown }) {
+      const read: (data: string) => Record<string, unknown> = call.rawEvents && createEventReader ? createEventReader(parseEventData, call.rawEvents) : parseEventData;
+      for (const data of lines) {
+        const value = read(data) as { error?: unknown; choices?: Array<{ finish_reason?: unknown; native_finish_reason?: unknown }> };
+        if (value.error !== undefined && !Array.isArray(value.choices)) throw new Error("upstream error");
+        if (Array.isArray(value.choices)) {
+          for (const choice of value.choices) {
+            if (choice.finish_reason && choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+          }
+        }
+        yield value;
       }
-      yield { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1_700_000_000, model: "llama-3.3-70b", choices: [], usage: { prompt_tokens: 12, completion_tokens: chunks, total_tokens: 12 + chunks } };
     },
     upstreamBody: () => ({}),
   };

@@ -11,7 +11,8 @@
  */
 import { ConnectError, type ServiceImpl, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { StreamChatCompletionResponseSchema, type ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GenerationRecorder } from "./seams.js";
 import { callerOf } from "../auth.js";
 import { UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
@@ -23,6 +24,7 @@ import type { ChatLimitsConfig, PluginsConfig, ServerToolsConfig } from "../../c
 import { createGuardedFetcher, type LookupFn } from "./server-tools/guarded-fetch.js";
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
+import { createRawSlot, takeRawJson } from "./raw-events.js";
 import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
@@ -112,6 +114,9 @@ const DEFAULT_SERVER_TOOLS: ServerToolsConfig = {
   webFetch: { allowAddresses: [], maxBytes: 2_097_152, timeoutMs: 10_000 },
   search: { engine: undefined, searxngUrl: undefined, braveUrl: "https://api.search.brave.com", braveApiKey: undefined, timeoutMs: 10_000 },
 };
+
+/** A streamed chat message with every field at its default; each `json_text` message is a copy of it with its fields set. */
+const STREAM_MESSAGE = create(StreamChatCompletionResponseSchema);
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
 export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
@@ -272,6 +277,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
      */
     async *streamChatCompletion(req, ctx: HandlerContext) {
       const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
+      const raw = req.jsonText ? (call.rawEvents = createRawSlot()) : undefined;
       const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
@@ -279,8 +285,10 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       // header at stream open); the others carry only their chunk.
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       for await (const event of outcome.events) {
-        const chunk = encodeEvent(event);
-        yield req.jsonText ? { chunkJson: JSON.stringify(chunk), ...timing } : { chunk, ...timing };
+        // An upstream event passed through untouched but for `id` and `provider` leaves as its own text (raw-events.ts).
+        // A copy of a default message (no `create` per chunk in the in-process transport).
+        if (raw) yield { ...STREAM_MESSAGE, chunkJson: takeRawJson(raw, event) ?? JSON.stringify(encodeEvent(event)), ...timing };
+        else yield { chunk: encodeEvent(event), ...timing };
         timing = undefined;
       }
     },

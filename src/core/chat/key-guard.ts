@@ -18,8 +18,11 @@ export const KEY_GUARD_PREFIX = 16;
 
 const REDACTED = "[redacted]";
 
-/** One stream's guard: `apply(chunk)` rewrites the chunk's text pieces in place. Undefined for keys too short to guard. */
-export function createKeyGuard(key: string): { apply(chunk: ChatChunk): void } | undefined {
+/**
+ * One stream's guard: `apply(chunk)` rewrites the chunk's text pieces in place and tells whether it changed any.
+ * Undefined for keys too short to guard.
+ */
+export function createKeyGuard(key: string): { apply(chunk: ChatChunk): boolean } | undefined {
   if (key.length < KEY_GUARD_PREFIX * 2) return undefined;
   const fail = failureTable(key);
   const first = key[0]!;
@@ -53,18 +56,37 @@ export function createKeyGuard(key: string): { apply(chunk: ChatChunk): void } |
 
   return {
     apply(chunk) {
+      let changed = false;
       for (const choice of chunk.choices ?? []) {
         const delta = choice.delta;
         if (!delta) continue;
-        if (typeof delta.content === "string" && delta.content !== "") delta.content = guard(`${choice.index}:c`, delta.content);
-        if (typeof delta.reasoning === "string" && delta.reasoning !== "") delta.reasoning = guard(`${choice.index}:r`, delta.reasoning);
+        if (typeof delta.content === "string" && delta.content !== "") {
+          const text = guard(`${choice.index}:c`, delta.content);
+          if (text !== delta.content) {
+            delta.content = text;
+            changed = true;
+          }
+        }
+        if (typeof delta.reasoning === "string" && delta.reasoning !== "") {
+          const text = guard(`${choice.index}:r`, delta.reasoning);
+          if (text !== delta.reasoning) {
+            delta.reasoning = text;
+            changed = true;
+          }
+        }
         if (delta.tool_calls) {
           for (const call of delta.tool_calls) {
             const args = call.function?.arguments;
-            if (typeof args === "string" && args !== "") call.function!.arguments = guard(`${choice.index}:t${call.index}`, args);
+            if (typeof args !== "string" || args === "") continue;
+            const text = guard(`${choice.index}:t${call.index}`, args);
+            if (text !== args) {
+              call.function!.arguments = text;
+              changed = true;
+            }
           }
         }
       }
+      return changed;
     },
   };
 }

@@ -8,8 +8,8 @@
  * Portkey translate every schema to and from it). So:
  *
  * - the OpenAI chat-completions dialect (src/core/chat/dialects/openai-chat.ts) decodes by validating and
- *   encodes by stamping the generation id and provider: the same-dialect pass-through costs no copy per chunk
- *   beyond the one shallow spread that stamps `id` and `provider`;
+ *   encodes by stamping the generation id and provider (in place); a plain content chunk of an OpenAI-compatible
+ *   upstream leaves as its own JSON text with `id` and `provider` rewritten (raw-events.ts);
  * - a second dialect (Anthropic Messages, Responses) decodes into these shapes at the edge and encodes out of
  *   them, and provider adapters for other wire formats (Anthropic, Gemini) translate from and to them;
  * - fields the OpenAI format lacks are added here under their own names (usage `cache_write_tokens`, `cost`)

@@ -18,6 +18,7 @@ import { Reason, serviceError } from "../../errors.js";
 import { ruleOf } from "../../../contract/reasons.js";
 import { createMemoryHealthMemory } from "../../../lib/health-memory.js";
 import { createKeyGuard } from "../key-guard.js";
+import { dropRaw } from "../raw-events.js";
 import { credentialKey, noteFailure, noteSuccess, type HealthMemory } from "../routing/health.js";
 import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
@@ -277,7 +278,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
   function stream(call: ChatCall): Promise<ChatOutcome> {
     const { track } = call;
     return attemptLoop(call, async (a, started, own) => {
-      const iterator = a.adapter.stream(a.call)[Symbol.asyncIterator]();
+      const iterator = a.adapter.stream(call.rawEvents ? { ...a.call, rawEvents: call.rawEvents } : a.call)[Symbol.asyncIterator]();
       const first = await headOrClose(a, iterator, started, own);
       served(track, a);
       track.timeToFirstTokenMs = performance.now() - track.start;
@@ -306,7 +307,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
       // A key spelled out over several chunks (each event was already scrubbed of the whole key).
       const guard = createKeyGuard(a.call.apiKey);
       for (const event of first.events) {
-        guard?.apply(event);
+        if (guard?.apply(event) && call.rawEvents) dropRaw(call.rawEvents, event);
         observe(track, event);
         yield stamp(event, track.id, a.provider);
       }
@@ -334,7 +335,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
           return;
         }
         if (next.done) return;
-        guard?.apply(next.value);
+        if (guard?.apply(next.value) && call.rawEvents) dropRaw(call.rawEvents, next.value);
         observe(track, next.value);
         yield stamp(next.value, track.id, a.provider);
       }

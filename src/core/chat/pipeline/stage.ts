@@ -19,6 +19,7 @@ import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
 import type { Endpoint } from "../../catalog/types.js";
 import type { ServerToolSession, ServerToolsRecord } from "../server-tools/session.js";
 import type { FailedAttempt } from "../seams.js";
+import type { RawSlot } from "../raw-events.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -164,6 +165,11 @@ export interface ChatCall {
   budgetMs?: number;
   /** The `x-session-id` header, when sent (the body's `session_id` wins; context.ts). */
   sessionHeader?: string;
+  /**
+   * A streamed request whose events leave as JSON text in the chat-completions dialect (the gateway's `json_text`):
+   * the adapters leave each event's upstream text here for a same-dialect pass-through (../raw-events.ts).
+   */
+  rawEvents?: RawSlot;
   /** The request's server tools, when it has any (the server-tools stage; the execute stage runs the loop). */
   serverTools?: ServerToolSession;
   /**

@@ -5,7 +5,8 @@
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ChatUsage, type ProviderAdapter, type UpstreamCall } from "./types.js";
-import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { createEventReader } from "../raw-events.js";
+import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -130,30 +131,43 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const response = await this.request(call, true, controller.signal);
     // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
     let finished = false;
+    let done = false;
     const searched = searches(call);
-    for await (const event of sseEvents(response, controller, (e) => e.data.trim() === "[DONE]", call.apiKey)) {
-      const data = event.data.trim();
-      if (data === "[DONE]") return;
-      if (data === "") continue;
-      const value = parseEventData(data);
-      if (value.error !== undefined && !isChatObject(value)) {
-        const safe = redact(value, call.apiKey);
-        const status = Number((value.error as { code?: unknown })?.code);
-        const code = Number.isInteger(status) && status >= 400 && status < 600 ? status : 502;
-        throw new UpstreamError(code, `upstream error: ${openAiErrorMessage(safe) ?? "stream error"}`, true, safe);
-      }
-      const chunk = value as unknown as ChatChunk;
-      if (Array.isArray(chunk.choices)) {
-        for (const choice of chunk.choices) {
-          if (choice.finish_reason) {
-            finished = true;
-            if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+    // Events the caller passes on as JSON text keep their text where it is exact (../raw-events.ts).
+    const read = call.rawEvents ? createEventReader(parseEventData, call.rawEvents) : parseEventData;
+    // The per-event work runs inside the SSE reader's generator (`yield*`: no for-await layer per event).
+    yield* sseMap(
+      response,
+      controller,
+      (event): ChatChunk | undefined | typeof SSE_END => {
+        const data = event.data.trim();
+        if (data === "[DONE]") {
+          done = true;
+          return SSE_END;
+        }
+        if (data === "") return undefined;
+        const value = read(data);
+        if (value.error !== undefined && !isChatObject(value)) {
+          const safe = redact(value, call.apiKey);
+          const status = Number((value.error as { code?: unknown })?.code);
+          const code = Number.isInteger(status) && status >= 400 && status < 600 ? status : 502;
+          throw new UpstreamError(code, `upstream error: ${openAiErrorMessage(safe) ?? "stream error"}`, true, safe);
+        }
+        const chunk = value as unknown as ChatChunk;
+        if (Array.isArray(chunk.choices)) {
+          for (const choice of chunk.choices) {
+            if (choice.finish_reason) {
+              finished = true;
+              if (choice.native_finish_reason === undefined) choice.native_finish_reason = choice.finish_reason;
+            }
           }
         }
-      }
-      if (searched && chunk.usage) chunk.usage = withSearch(chunk.usage);
-      yield chunk;
-    }
-    if (!finished) throw truncatedStream();
+        if (searched && chunk.usage) chunk.usage = withSearch(chunk.usage);
+        return chunk;
+      },
+      (e) => e.data.trim() === "[DONE]",
+      call.apiKey,
+    );
+    if (!done && !finished) throw truncatedStream();
   }
 }

@@ -15,6 +15,7 @@
  */
 
 import type { NativeWebSearch, UrlAnnotation } from "./native-search.js";
+import type { RawSlot } from "../raw-events.js";
 
 /** A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter. */
 export type ChatBody = Record<string, unknown> & {
@@ -43,6 +44,11 @@ export interface UpstreamCall {
   limits?: UpstreamLimits;
   /** The provider's own web search, asked for by the `web` plugin (native-search.ts); the adapter adds its tool. */
   webSearch?: NativeWebSearch;
+  /**
+   * Streams: the caller passes the events on as JSON text, so an adapter may leave each event's upstream text here
+   * (../raw-events.ts) where the text is exactly what the event's `JSON.stringify` would write.
+   */
+  rawEvents?: RawSlot;
 }
 
 /** Time limits of one provider's calls, ms; absent: the defaults. */
