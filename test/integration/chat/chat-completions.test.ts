@@ -133,6 +133,29 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
     expect(usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 });
   });
 
+  it("streaming: each chunk is the upstream's with id and provider set, as JSON.stringify writes it (same-dialect text pass-through)", async () => {
+    const res = await api(h, "POST", "/chat/completions", {
+      key: h.tenant.apiKey,
+      body: { model: "together/some-model", messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } },
+    });
+    expect(res.status).toBe(200);
+    const lines = res.text.split("\n\n").filter((l) => l.startsWith("data: {")).map((l) => l.slice(6));
+    expect(lines.length).toBe(1 + 50 + 1 + 1); // role chunk, 50 pieces, finishing chunk, usage
+    const id = (JSON.parse(lines[0]!) as { id: string }).id;
+    expect(id).toMatch(/^gen-/);
+    let text = "";
+    for (const line of lines) {
+      const chunk = JSON.parse(line) as Record<string, unknown> & { choices: Array<{ delta: { content?: string } }> };
+      expect(line).toBe(JSON.stringify(chunk));
+      // The upstream's keys in its order, `id` in its place, `provider` added last.
+      expect(Object.keys(chunk)).toEqual(["id", "object", "created", "model", "system_fingerprint", "choices", "usage", "provider"]);
+      expect(chunk).toMatchObject({ id, object: "chat.completion.chunk", created: 1_700_000_000, system_fingerprint: "fp_fake", provider: "together" });
+      text += chunk.choices[0]?.delta.content ?? "";
+    }
+    expect(text).toBe(Array.from({ length: 50 }, (_, i) => `w${i} `).join(""));
+    expect(JSON.parse(lines.at(-1)!).usage).toMatchObject({ prompt_tokens: 1, completion_tokens: 50 });
+  });
+
   it("a 5xx before the first byte moves on to the next model's provider", async () => {
     const before = down.requests.length;
     const res = await client.chat.completions.create({
