@@ -145,7 +145,10 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
   const keys = createKeysService({ db, workspaces, spend, onKeyChanged: (hash) => bus.publish(AUTH_TOPIC, hash) });
 
   const presetsRepository = createPresetsRepository(db, { provider: database.provider });
-  const generations = createGenerationStore({ db, provider: database.provider, logger, registry: metrics.registry, execute: database.executeRaw });
+  const generations = createGenerationStore({
+    db, provider: database.provider, logger, registry: metrics.registry,
+    execute: database.executeRaw, writeSqlite: database.writeSqlite, executePrepared: database.executePrepared,
+  });
   closers.push(() => generations.close());
   // Content logging (docs/operations.md, "Content logging"): sealed with the BYOK keyring, swept by retention.
   const contentLog = createContentLog({ db, keyring: byok.keyring, logger });

@@ -64,9 +64,13 @@ const WRITE = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
  * Makes an adapter's queries outside transactions wait for open transactions (mutates it in place).
  * With `lock`, a transaction that holds the gate first waits for the database's write lock, and so does
  * a writing statement outside a transaction (it then holds the gate as a transaction of its own).
+ * `gate` is the one the adapter's transactions take; pass it to run work of your own in turn with them.
  */
-export function gateSqliteAdapter<T extends GateableTransaction, A extends GateableAdapter<T>>(adapter: A, lock?: WriteLock): A {
-  const gate = createTransactionGate();
+export function gateSqliteAdapter<T extends GateableTransaction, A extends GateableAdapter<T>>(
+  adapter: A,
+  lock?: WriteLock,
+  gate: ReturnType<typeof createTransactionGate> = createTransactionGate(),
+): A {
   const outside = <F extends (...args: never[]) => Promise<unknown>>(fn: F): F =>
     (async (...args: Parameters<F>) => {
       const sql = (args[0] as { sql?: unknown } | undefined)?.sql;

@@ -18,7 +18,7 @@
  */
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
-import type { Db, DbProvider } from "../../db/client.js";
+import type { DatabaseHandle, Db, DbProvider } from "../../db/client.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
 export interface GenerationStore extends GenerationRecorder {
@@ -44,6 +44,12 @@ const COLUMNS = [
 /** BIGINT columns: PostgreSQL casts their parameters (sent as decimal text), SQLite binds them as BigInt. */
 const BIGINT_COLUMNS: ReadonlySet<string> = new Set(["costFemtoUsd", "upstreamCostFemtoUsd"]);
 const ROWS_PER_STATEMENT = 50;
+/**
+ * SQLite: rows written in one transaction (statements of ROWS_PER_STATEMENT): one COMMIT, and one WAL frame for each
+ * page the rows share, per flush of up to `batch` rows (~13 µs of CPU per row: a 200-row flush holds the event loop
+ * ~3 ms).
+ */
+const ROWS_PER_TRANSACTION = 200;
 
 /** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax; cached per n. */
 function insertStatement(provider: DbProvider): (rows: number) => string {
@@ -68,27 +74,59 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
 }
 
 /**
- * One row's parameters, stored as Prisma stores them (SQLite: booleans as 0/1, times as ISO text with +00:00,
- * BIGINTs as BigInt; PostgreSQL: BIGINTs as decimal text cast in the statement).
+ * Puts rows' parameters into `out` (COLUMNS.length per row, in COLUMNS' order) as Prisma stores them: on SQLite
+ * booleans as 0/1, times as ISO text with +00:00, BIGINTs as BigInt; on PostgreSQL BIGINTs as decimal text cast in
+ * the statement. Written into one flat array (no array per row) since this runs once per column of every request.
  */
-function values(r: GenerationRecord, provider: DbProvider): unknown[] {
-  const sqlite = provider === "sqlite";
-  const big = (v: bigint | null): unknown => (v === null ? null : sqlite ? v : v.toString());
-  return [
-    r.id, r.organizationId, r.workspaceId, r.keyHash, r.requestedModel, r.model, r.provider, r.credentialId,
-    r.credentialSource, r.presetSlug, r.presetVersion, sqlite ? (r.streamed ? 1 : 0) : r.streamed, r.promptTokens,
-    r.completionTokens, r.totalTokens, Math.round(r.latencyMs),
-    r.timeToFirstTokenMs === null ? null : Math.round(r.timeToFirstTokenMs), r.status, r.finishReason, r.errorCode,
-    r.attempts, sqlite ? r.createdAt.toISOString().replace(/Z$/, "+00:00") : r.createdAt.toISOString(),
-    r.cachedTokens, r.cacheWriteTokens, r.reasoningTokens, big(r.costFemtoUsd), big(r.upstreamCostFemtoUsd), r.catalogModel ?? null,
-    r.user ?? null, r.sessionId ?? null, r.traceId ?? null, r.trace ?? null, r.metadata ?? null, r.contextTerms ?? null,
-    r.plugins ?? null,
-    sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true,
-    r.serverTools ?? null,
-    r.attemptsLog ?? null,
-    r.dialect ?? null,
-    r.internId ?? null, r.internRunId ?? null, r.internSessionId ?? null,
-  ];
+function putValues(out: unknown[], rows: readonly GenerationRecord[], sqlite: boolean): unknown[] {
+  let i = 0;
+  for (const r of rows) {
+    const iso = r.createdAt.toISOString();
+    out[i++] = r.id;
+    out[i++] = r.organizationId;
+    out[i++] = r.workspaceId;
+    out[i++] = r.keyHash;
+    out[i++] = r.requestedModel;
+    out[i++] = r.model;
+    out[i++] = r.provider;
+    out[i++] = r.credentialId;
+    out[i++] = r.credentialSource;
+    out[i++] = r.presetSlug;
+    out[i++] = r.presetVersion;
+    out[i++] = sqlite ? (r.streamed ? 1 : 0) : r.streamed;
+    out[i++] = r.promptTokens;
+    out[i++] = r.completionTokens;
+    out[i++] = r.totalTokens;
+    out[i++] = Math.round(r.latencyMs);
+    out[i++] = r.timeToFirstTokenMs === null ? null : Math.round(r.timeToFirstTokenMs);
+    out[i++] = r.status;
+    out[i++] = r.finishReason;
+    out[i++] = r.errorCode;
+    out[i++] = r.attempts;
+    // toISOString() always ends in "Z".
+    out[i++] = sqlite ? `${iso.slice(0, -1)}+00:00` : iso;
+    out[i++] = r.cachedTokens;
+    out[i++] = r.cacheWriteTokens;
+    out[i++] = r.reasoningTokens;
+    out[i++] = r.costFemtoUsd === null ? null : sqlite ? r.costFemtoUsd : r.costFemtoUsd.toString();
+    out[i++] = r.upstreamCostFemtoUsd === null ? null : sqlite ? r.upstreamCostFemtoUsd : r.upstreamCostFemtoUsd.toString();
+    out[i++] = r.catalogModel ?? null;
+    out[i++] = r.user ?? null;
+    out[i++] = r.sessionId ?? null;
+    out[i++] = r.traceId ?? null;
+    out[i++] = r.trace ?? null;
+    out[i++] = r.metadata ?? null;
+    out[i++] = r.contextTerms ?? null;
+    out[i++] = r.plugins ?? null;
+    out[i++] = sqlite ? (r.cacheHit ? 1 : 0) : r.cacheHit === true;
+    out[i++] = r.serverTools ?? null;
+    out[i++] = r.attemptsLog ?? null;
+    out[i++] = r.dialect ?? null;
+    out[i++] = r.internId ?? null;
+    out[i++] = r.internRunId ?? null;
+    out[i++] = r.internSessionId ?? null;
+  }
+  return out;
 }
 
 export interface GenerationStoreOptions {
@@ -108,6 +146,10 @@ export interface GenerationStoreOptions {
   registry?: Registry;
   /** Runs a raw statement past the Prisma client (DatabaseHandle.executeRaw); default `db.$executeRawUnsafe`. */
   execute?: (sql: string, args: readonly unknown[]) => Promise<number>;
+  /** SQLite: writes on the better-sqlite3 connection itself (DatabaseHandle.writeSqlite) in place of `execute`. */
+  writeSqlite?: DatabaseHandle["writeSqlite"];
+  /** PostgreSQL: named prepared statements on the pool (DatabaseHandle.executePrepared) in place of `execute`. */
+  executePrepared?: DatabaseHandle["executePrepared"];
 }
 
 /** Failed tries, while the database answers, after which a batch is written row by row. */
@@ -120,8 +162,9 @@ const TRIES_BEFORE_SPLIT = 3;
  */
 function isRowError(err: unknown): boolean {
   const e = err as { message?: unknown; code?: unknown; meta?: unknown; cause?: unknown };
-  // Prisma client errors carry the driver's error in `meta`, the driver adapter's own errors in `cause`.
-  const text = `${String(e?.message ?? "")} ${JSON.stringify(e?.meta ?? {})} ${JSON.stringify(e?.cause ?? {})}`;
+  // Prisma client errors carry the driver's error in `meta`, the driver adapter's own errors in `cause`; the
+  // drivers' own errors (writeSqlite, executePrepared) their SQLSTATE or SQLITE_… code in `code`.
+  const text = `${String(e?.message ?? "")} ${String(e?.code ?? "")} ${JSON.stringify(e?.meta ?? {})} ${JSON.stringify(e?.cause ?? {})}`;
   return /\b2[23][0-9A-Z]{3}\b|constraint|violates|datatype mismatch|invalid input|out of range|too long/i.test(text);
 }
 
@@ -176,18 +219,38 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
   };
 
   const insert = insertStatement(provider);
-  /** Writes rows in statements of ROWS_PER_STATEMENT; returns how many were written before a failure. */
+  const sqlite = provider === "sqlite";
+  const writeSqlite = sqlite ? deps.writeSqlite : undefined;
+  const executePrepared = sqlite ? undefined : deps.executePrepared;
+  const params = (part: readonly GenerationRecord[]) => putValues(new Array(part.length * COLUMNS.length), part, sqlite);
+  /** PostgreSQL: one name per statement size, kept prepared per pooled connection. */
+  const names = Array.from({ length: ROWS_PER_STATEMENT + 1 }, (_, n) => `portico_generation_insert_${n}`);
+  // Raw multi-row INSERTs: Prisma's createMany costs ~0.4 ms of CPU per row here (query compiler and per-field
+  // processing), which stalled the event loop of the serving process for tens of ms per flush; a prepared
+  // statement of at most ROWS_PER_STATEMENT rows costs a small part of that and bounds each stall. Sent past the
+  // Prisma client (whose raw calls cost ~40 µs per row, issue 24) and past the driver adapters' argument mapping:
+  // on SQLite on the connection itself, ROWS_PER_TRANSACTION rows per transaction; on PostgreSQL as named
+  // prepared statements (parsed once per connection: ~half the server's and this process's CPU per row).
+  const chunkRows = writeSqlite ? ROWS_PER_TRANSACTION : ROWS_PER_STATEMENT;
+  const writeChunk: (chunk: GenerationRecord[]) => Promise<unknown> = writeSqlite
+    ? (chunk) =>
+        writeSqlite((connection) => {
+          for (let j = 0; j < chunk.length; j += ROWS_PER_STATEMENT) {
+            const part = chunk.length <= ROWS_PER_STATEMENT ? chunk : chunk.slice(j, j + ROWS_PER_STATEMENT);
+            connection.prepare(insert(part.length)).run(params(part));
+          }
+        })
+    : executePrepared
+      ? (part) => executePrepared(names[part.length]!, insert(part.length), params(part))
+      : (part) => execute(insert(part.length), params(part));
+  /** Writes rows in chunks (statements, on SQLite transactions); returns how many were written before a failure. */
   const write = async (rows: GenerationRecord[]): Promise<{ written: number; error?: unknown }> => {
-    // Raw multi-row INSERTs: Prisma's createMany costs ~0.4 ms of CPU per row here (query compiler and
-    // per-field processing), which stalled the event loop of the serving process for tens of ms per flush;
-    // a prepared statement of at most ROWS_PER_STATEMENT rows costs a tenth of that and bounds each stall.
-    // Sent past the Prisma client (`execute`), whose raw calls still cost ~40 µs per row (issue 24).
     let written = 0;
     try {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const part = rows.slice(i, i + ROWS_PER_STATEMENT);
-        await execute(insert(part.length), part.flatMap((r) => values(r, provider)));
-        written += part.length;
+      for (let i = 0; i < rows.length; i += chunkRows) {
+        const chunk = rows.length <= chunkRows ? rows : rows.slice(i, i + chunkRows);
+        await writeChunk(chunk);
+        written += chunk.length;
       }
       return { written };
     } catch (error) {

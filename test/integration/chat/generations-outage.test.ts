@@ -118,8 +118,11 @@ describe.each([
     const lines: string[] = [];
     const logger = createLogger({ level: "debug", destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
     const registry = new Registry();
-    // As the core writes them: past the Prisma client, on the driver adapter.
-    store = createGenerationStore({ db: s.handle.db, provider, logger, flushMs: 5, retryMinMs: 10, retryMaxMs: 100, registry, execute: s.handle.executeRaw, ...opts });
+    // As the core writes them: past the Prisma client, on the SQLite connection or as PostgreSQL prepared statements.
+    store = createGenerationStore({
+      db: s.handle.db, provider, logger, flushMs: 5, retryMinMs: 10, retryMaxMs: 100, registry,
+      execute: s.handle.executeRaw, writeSqlite: s.handle.writeSqlite, executePrepared: s.handle.executePrepared, ...opts,
+    });
     const count = () => s!.handle.db.generation.count();
     return { lines, registry, count, store, outage: s.outage };
   };
@@ -139,6 +142,18 @@ describe.each([
     await until("every record written", async () => (await count()) === 610);
     expect(store.dropped()).toBe(0);
     expect(lines.filter((l) => l.includes("generation records lost"))).toEqual([]);
+  });
+
+  it("drops only a row the database refuses (counted as refused) and writes the others", async () => {
+    const { lines, registry, count, store } = await open({});
+    store.record(rec(0));
+    store.record({ ...rec(1), organizationId: null as unknown as string }); // NOT NULL: refused on both databases
+    store.record(rec(2));
+    await until("the refused row dropped", () => store.dropped() === 1);
+    await until("the other rows written", async () => (await count()) === 2);
+    const metric = await registry.getSingleMetric("portico_generation_records_dropped_total")!.get();
+    expect(metric.values.find((v) => v.labels["reason"] === "refused")?.value).toBe(1);
+    expect(lines.some((l) => l.includes("the database refused a generation record"))).toBe(true);
   });
 
   it("counts what is lost when the in-memory bound is hit (metric and log line)", async () => {

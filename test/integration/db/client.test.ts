@@ -60,6 +60,42 @@ describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
     ]);
   });
 
+  it("writeSqlite (SQLite) and executePrepared (PostgreSQL) run prepared statements past the adapter", async () => {
+    const label = `hot-${Math.random().toString(36).slice(2)}`;
+    const at = new Date("2026-01-02T03:04:05.678Z");
+    if (provider === "sqlite") {
+      expect(h.executePrepared).toBeUndefined();
+      const sql = `INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?), (?, ?, ?, ?)`;
+      const stamp = at.toISOString().replace(/Z$/, "+00:00");
+      const changed = await h.writeSqlite!((c) => {
+        const st = c.prepare(sql);
+        return st.run([`${label}-1`, `${label}-1@x.invalid`, label, stamp, `${label}-2`, `${label}-2@x.invalid`, label, stamp]).changes;
+      });
+      expect(changed).toBe(2);
+      // A throw rolls back every statement of the call, and the error is the driver's.
+      const failed = await h
+        .writeSqlite!((c) => {
+          c.prepare(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`).run([`${label}-3`, `${label}-3@x.invalid`, label, stamp]);
+          c.prepare(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`).run([`${label}-4`, null, label, stamp]);
+        })
+        .catch((e: { code?: string }) => e.code);
+      expect(failed).toBe("SQLITE_CONSTRAINT_NOTNULL");
+    } else {
+      expect(h.writeSqlite).toBeUndefined();
+      const sql = `INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES ($1, $2, $3, $4::timestamp(3))`;
+      // The same name twice (and on more than one pooled connection at once): prepared once per connection.
+      const changed = await Promise.all(
+        [1, 2, 3].map((i) => h.executePrepared!("test_user_insert", sql, [`${label}-${i}`, `${label}-${i}@x.invalid`, label, at.toISOString()])),
+      );
+      expect(changed).toEqual([1, 1, 1]);
+      expect(await h.executePrepared!("test_user_insert", sql, [`${label}-1`, `${label}-dup@x.invalid`, label, at.toISOString()]).catch((e: { code?: string }) => e.code)).toBe("23505");
+    }
+    const rows = await h.db.user.findMany({ where: { name: label }, orderBy: { id: "asc" } });
+    expect(rows.map((r) => [r.id, r.createdAt.toISOString()])).toEqual(
+      (provider === "sqlite" ? [1, 2] : [1, 2, 3]).map((i) => [`${label}-${i}`, at.toISOString()]),
+    );
+  });
+
   it("distinguishes DbNull from JsonNull and filters with equals", async () => {
     const base = { organizationId: "o", workspaceId: "w", provider: "openai", label: "k" };
     const dbNull = await h.db.byokCredential.create({ data: { ...base, allowedModels: DbNull } });

@@ -69,6 +69,37 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
     expect(await db.user.count({ where: { name: "in tx 2" } })).toBe(0);
   });
 
+  it("keeps a writeSqlite call (on the connection itself) out of an open transaction that rolls back", async () => {
+    const db = h.db;
+    let inside!: () => void;
+    const insideReady = new Promise<void>((r) => (inside = r));
+    let finish!: () => void;
+    const mayFinish = new Promise<void>((r) => (finish = r));
+    const rolledBack = db
+      .$transaction(async (tx) => {
+        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 3"}, ${new Date()})`;
+        inside();
+        await mayFinish;
+        throw new Error("roll back");
+      })
+      .catch((e: Error) => e.message);
+    await insideReady;
+    const outsideEmail = `direct-${randomUUID()}@x.invalid`;
+    let ran = false;
+    const outsideWrite = h.writeSqlite!((c) => {
+      ran = true;
+      return c.prepare(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`).run([randomUUID(), outsideEmail, "outside direct", new Date().toISOString().replace(/Z$/, "+00:00")]).changes;
+    });
+    // It waits for the transaction to end rather than run inside it.
+    await new Promise((r) => setImmediate(r));
+    expect(ran).toBe(false);
+    finish();
+    expect(await rolledBack).toBe("roll back");
+    expect(await outsideWrite).toBe(1);
+    expect(await db.user.count({ where: { email: outsideEmail } })).toBe(1);
+    expect(await db.user.count({ where: { name: "in tx 3" } })).toBe(0);
+  });
+
   it("still runs independent transactions and queries concurrently to completion", async () => {
     const db = h.db;
     const n = 40;

@@ -12,7 +12,7 @@
  * Adding a stage: one module exporting a `ChatStage`, its place in the order (pipeline/chain.ts, which every dialect
  * runs) and one line where chat-handler.ts builds the stages.
  */
-import { randomUUID } from "node:crypto";
+import { generationId } from "../generation-id.js";
 import type { Caller } from "../../auth.js";
 import type { CanonicalRequest, CanonicalResponse, PluginReport, StreamEvent, Usage } from "../model.js";
 import type { ProviderAdapter, UpstreamCall } from "../providers/index.js";
@@ -225,7 +225,7 @@ export function newCall(caller: Caller, signal: AbortSignal, streamed: boolean, 
 
 function tracking(streamed: boolean): Tracking {
   return {
-    id: `gen-${randomUUID()}`,
+    id: generationId(),
     start: performance.now(),
     startedAt: Date.now(),
     streamed,
