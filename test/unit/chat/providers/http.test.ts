@@ -4,7 +4,7 @@
  * headers and in the middle of a stream alike.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { linkedController, postJson, sseEvents } from "../../../../src/core/chat/providers/http.js";
+import { linkedController, postJson, sseEvents, type UpstreamResponse } from "../../../../src/core/chat/providers/http.js";
 import { UpstreamError } from "../../../../src/core/chat/providers/types.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
@@ -48,5 +48,56 @@ describe("upstream idle timeout", () => {
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).toMatchObject({ status: 0, retryable: true });
     await fake.clientAborted();
+  });
+});
+
+/** A response whose body is the given reads, for the SSE reader alone. */
+function bodyOf(reads: Buffer[]): UpstreamResponse {
+  return {
+    status: 200,
+    ok: true,
+    headers: {},
+    text: async () => Buffer.concat(reads).toString("utf8"),
+    chunks: async function* () {
+      yield* reads;
+    },
+    cancel: () => undefined,
+    release: () => undefined,
+  };
+}
+
+describe("the SSE reader", () => {
+  it("decodes a character split across two reads, and drops a leading byte-order mark", async () => {
+    const bytes = Buffer.from("\ufeffdata: {\"t\":\"h\u00e9llo \u{1F600}\"}\n\ndata: [DONE]\n\n", "utf8");
+    const cut = bytes.indexOf(Buffer.from("\u{1F600}", "utf8")) + 2; // inside the emoji's four bytes
+    const reads = [bytes.subarray(0, 2), bytes.subarray(2, cut), bytes.subarray(cut)]; // and inside the BOM's three
+    const data: string[] = [];
+    for await (const e of sseEvents(bodyOf(reads), new AbortController())) data.push(e.data);
+    expect(data).toEqual(['{"t":"h\u00e9llo \u{1F600}"}', "[DONE]"]);
+  });
+});
+
+describe("the request", () => {
+  it("the caller's abort before the response rejects with its reason, and the upstream sees the request dropped", async () => {
+    const fake = await startFakeOpenAI(undefined, { headerDelayMs: 60_000 });
+    open.push(fake);
+    const caller = new AbortController();
+    const pending = post(fake, {}, caller.signal).catch((e: unknown) => e);
+    while (fake.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    const reason = new Error("the caller left");
+    caller.abort(reason);
+    expect(await pending).toBe(reason);
+    await fake.clientAborted();
+  });
+
+  it("credentials in the URL go as Basic authorization, unless the call sets its own", async () => {
+    const fake = await startFakeOpenAI();
+    open.push(fake);
+    const url = fake.url.replace("http://", "http://user:p%40ss@");
+    const call = (headers: Record<string, string>) =>
+      postJson({ url: `${url}/v1/chat/completions`, headers, body: { model: "m", messages: [] }, signal: new AbortController().signal, apiKey: "", errorMessage: () => undefined }).then((r) => r.text());
+    await call({});
+    await call({ authorization: "Bearer own" });
+    expect(fake.requests.map((r) => r.headers.authorization)).toEqual([`Basic ${Buffer.from("user:p@ss").toString("base64")}`, "Bearer own"]);
   });
 });
