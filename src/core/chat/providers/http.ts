@@ -139,7 +139,7 @@ function dispatcherFor(connectMs: number): Agent {
       keepAliveTimeout: KEEPALIVE_IDLE_MS,
       keepAliveMaxTimeout: KEEPALIVE_IDLE_MS,
       keepAliveTimeoutThreshold: 1_000,
-      // Each call sets its own (the idle limit); 0 here would be "none" for a call that did not.
+      // Defaults only: every call sets its own (its idle limit).
       headersTimeout: UPSTREAM_IDLE_TIMEOUT_MS,
       bodyTimeout: UPSTREAM_IDLE_TIMEOUT_MS,
     });
