@@ -6,7 +6,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { Agent, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
+import { onFirstUse } from "../../../lib/on-first-use.js";
 import { UpstreamError, isRetryableStatus, type UpstreamCall } from "./types.js";
 
 export interface PostOptions {
@@ -131,10 +132,18 @@ export const KEEPALIVE_IDLE_MS = 4_000;
  */
 const dispatchers = new Map<number, Agent>();
 
+/**
+ * undici (≈ 5 MB of heap) is loaded with the first upstream call, not at start-up (as for web_fetch,
+ * src/lib/on-first-use.ts): a process that never calls a provider does not hold it. Later calls use the module
+ * kept here, without an await.
+ */
+const loadUndici = onFirstUse([import.meta.resolve("undici")], () => import("undici"));
+let undici: typeof import("undici") | undefined;
+
 function dispatcherFor(connectMs: number): Agent {
   let d = dispatchers.get(connectMs);
   if (d === undefined) {
-    d = new Agent({
+    d = new undici!.Agent({
       connect: { timeout: connectMs },
       keepAliveTimeout: KEEPALIVE_IDLE_MS,
       keepAliveMaxTimeout: KEEPALIVE_IDLE_MS,
@@ -398,6 +407,12 @@ function send(
   if (target.protocol !== "http:" && target.protocol !== "https:") return Promise.reject(new UpstreamError(0, `unsupported upstream URL scheme ${target.protocol}`, false));
   if (signal.aborted) return Promise.reject(signal.reason);
   if (target.auth !== undefined && headers.authorization === undefined) headers.authorization = target.auth;
+  if (undici === undefined) {
+    return loadUndici().then((module) => {
+      undici = module;
+      return send(target, headers, payload, signal, idleMs, firstByteMs, connectMs);
+    });
+  }
   return new Promise((resolve, reject) => {
     const exchange = new Exchange(signal, idleMs, connectMs, firstByteMs, resolve, reject);
     dispatcherFor(connectMs).dispatch({ origin: target.origin, path: target.path, method: "POST", headers, body: payload, headersTimeout: idleMs, bodyTimeout: idleMs }, exchange);
