@@ -22,7 +22,7 @@
  *   divided by the chunk events the client received;
  * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32.
  * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit); with `--base`, the
- * base's serve1 too, into `<dir>/base`.
+ * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split`.
  *
  * Before/after in one run: `--base <checkout>` adds the target "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
@@ -170,8 +170,9 @@ async function main(): Promise<void> {
         start: async () => {
           if (!keys) await stop((await startServe(1, "bootstrap")).children[0]!);
           const grpcPort = await freePort();
-          const core = await spawnUntil(["bin/portico.mjs", "core"], { ...providerEnv, PORTICO_GRPC_PORT: String(grpcPort) }, join(dir, "core.log"), (out) => (/core listening/.test(out) ? true : undefined));
-          const gateway = await spawnUntil(["bin/portico.mjs", "gateway"], { ...providerEnv, PORT: "0", PORTICO_CORE_URL: `http://127.0.0.1:${grpcPort}` }, join(dir, "gateway.log"), (out) => /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1]);
+          const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, "split")}`] : [];
+          const core = await spawnUntil([...prof, "bin/portico.mjs", "core"], { ...providerEnv, PORTICO_GRPC_PORT: String(grpcPort) }, join(dir, "core.log"), (out) => (/core listening/.test(out) ? true : undefined));
+          const gateway = await spawnUntil([...prof, "bin/portico.mjs", "gateway"], { ...providerEnv, PORT: "0", PORTICO_CORE_URL: `http://127.0.0.1:${grpcPort}` }, join(dir, "gateway.log"), (out) => /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1]);
           const pids = [core.child.pid!, gateway.child.pid!];
           return { ...porticoTarget("Portico core + gateway over gRPC", gateway.value, keys!.api), pids: () => pids, children: [core.child, gateway.child] };
         },

@@ -3,7 +3,7 @@
  * calls, beside the all-healthy run; (b) the CPU cost of tracing (OTLP export on vs off).
  *
  *   npm run -s build && node bin/run-ts.mjs bench/chat-resilience.ts [--seconds 10] [--warmup 2] [--rounds 2]
- *       [--concurrency 32] [--fail-status 500] [--only tracing] [--base <checkout>] [--profile <dir>]
+ *       [--concurrency 32] [--fail-status 500] [--only tracing] [--protocol http/protobuf|http/json] [--base <checkout>] [--profile <dir>]
  *
  * `--only tracing` skips the failing-credential phase; `--base <checkout>` adds `portico serve` of another checkout
  * (its dist/ built), tracing off and on, measured in the same rounds (before/after in one run); `--profile <dir>`
@@ -99,7 +99,11 @@ async function main(): Promise<void> {
       return s;
     };
     // Each traced process exports to a path of its own, so the sink counts what each sent over the run.
-    const traced = (name: string) => ({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${fake.value.sink}/v1/traces/${name}` });
+    const protocol = argOf("protocol");
+    const traced = (name: string) => ({
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${fake.value.sink}/v1/traces/${name}`,
+      ...(protocol ? { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: protocol } : {}),
+    });
     const off = await serve("off");
     const on = await serve("on", traced("on"));
     // One new trace in ten recorded (the documented sampler setting).
@@ -112,7 +116,7 @@ async function main(): Promise<void> {
     const phases: Array<{ name: string; serve: Serve; flaky: boolean; tracing?: string }> = [
       { name: "tracing off, 3 healthy credentials", serve: off, flaky: false, tracing: "tracing off" },
       ...(tracingOnly ? [] : [{ name: `tracing off, 1 of 3 credentials failing half its calls (${failStatus})`, serve: off, flaky: true }]),
-      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false, tracing: "tracing on (OTLP http/protobuf to a local sink)" },
+      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false, tracing: `tracing on (OTLP ${argOf("protocol") ?? "http/protobuf"} to a local sink)` },
       { name: "tracing on, 1 trace in 10 sampled", serve: sampled, flaky: false, tracing: "tracing on, `parentbased_traceidratio` 0.1" },
       ...(baseOff && baseOn
         ? [
