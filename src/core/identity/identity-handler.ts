@@ -23,7 +23,7 @@ export function createIdentityHandler(limits: KeyLimits & { keySpend: KeySpendRe
         keyHash: c.keyHash,
         rateLimitRequests: limits.rateLimitRequests,
         rateLimitIntervalSeconds: limits.rateLimitIntervalSeconds,
-        spend: await limits.keySpend(c.keyId, c.keyHash),
+        spend: await limits.keySpend(c.keyId, c.keyHash, c.organizationId),
       };
     },
     authorize(req, ctx) {

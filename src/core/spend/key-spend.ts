@@ -14,17 +14,18 @@ import { windowStarts } from "./windows.js";
 export function createKeySpendReader(deps: { db: Db; store: SpendStore; now?: () => number }) {
   const { db, store } = deps;
   const now = deps.now ?? Date.now;
-  return async function keySpend(keyId: string, keyHash: string): Promise<Init<KeySpend>> {
+  /** `organizationId`: the key's organization, so that the sums read the request log's (organization, key, time) index. */
+  return async function keySpend(keyId: string, keyHash: string, organizationId: string): Promise<Init<KeySpend>> {
     const w = windowStarts(now());
     const since = [null, w.daily, w.weekly, w.monthly] as const;
     const sums = await db.$transaction([
       ...since.map((s) =>
-        db.generation.aggregate({ _sum: { costFemtoUsd: true }, where: { keyHash, ...(s === null ? {} : { createdAt: { gte: new Date(s) } }) } }),
+        db.generation.aggregate({ _sum: { costFemtoUsd: true }, where: { organizationId, keyHash, ...(s === null ? {} : { createdAt: { gte: new Date(s) } }) } }),
       ),
       ...since.map((s) =>
         db.generation.aggregate({
           _sum: { upstreamCostFemtoUsd: true },
-          where: { keyHash, credentialSource: "byok", ...(s === null ? {} : { createdAt: { gte: new Date(s) } }) },
+          where: { organizationId, keyHash, credentialSource: "byok", ...(s === null ? {} : { createdAt: { gte: new Date(s) } }) },
         }),
       ),
     ]);
