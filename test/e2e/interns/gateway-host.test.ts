@@ -5,7 +5,7 @@
  * agent's chat completions call goes through the host's model relay to Portico with the run token, is
  * served with the intern's model and becomes a generation of the run (whose usage is the run's). Runs once the core fills StartRun.gateway (src/core/interns/run-credentials.ts); skipped before.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -16,6 +16,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { chat, chatBody, contentOf, createTestIntern, finalOf } from "../../integration/interns/sse-client.js";
 import { REPO_ROOT } from "../../integration/host/helpers.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 const MODEL = "acme/m1";
 
@@ -29,14 +30,7 @@ describe("the built-in agent behind a real host, through Portico's gateway", () 
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI();
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 100_000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 100_000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }]);
     h = await startHarness({
       env: {
         PORTICO_INTERN_START_TIMEOUT_MS: "30000",

@@ -8,7 +8,7 @@
  * the sum of its generations, and the run credential the agent's calls carried is refused once the run has ended.
  * A pass-through in front of the gateway (the host's gateway address) records the credentials the calls carried.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -23,6 +23,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { ensureRealAgents, type REAL_AGENT_BINS } from "../../helpers/real-agents.js";
 import { chat, chatBody, contentOf, createTestIntern, finalOf } from "../../integration/interns/sse-client.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 const MODEL = "acme/m1";
 
@@ -38,14 +39,7 @@ describe("real agents behind a host, their model calls through Portico with a ru
   beforeAll(async () => {
     bins = await ensureRealAgents();
     upstream = await startFakeOpenAI();
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 200_000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 200_000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }]);
     let target = "";
     tap = createServer((req, res) => {
       const chunks: Buffer[] = [];

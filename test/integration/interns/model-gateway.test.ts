@@ -9,9 +9,6 @@
  * after a cancel and past its expiry, and a second instance sharing the database honours both. SQLite and
  * PostgreSQL.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +19,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { startFakeHost, type FakeHost, type FakeRun } from "./fake-host.js";
 import { chat, chatBody, createTestIntern, finalOf, finishOf } from "./sse-client.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 const ENV = {
   PORTICO_HEARTBEAT_INTERVAL_MS: "5000",
@@ -102,14 +100,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern model calls through the
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI();
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 100_000, pricing: { prompt: String(PRICE.prompt), completion: String(PRICE.completion) } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: MODEL, name: MODEL, endpoints: [{ provider: "acme", model_id: "m1", context_length: 100_000, pricing: { prompt: String(PRICE.prompt), completion: String(PRICE.completion) } }] }]);
     const env = {
       ...ENV,
       PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `acme=${upstream.url}/v1`,
