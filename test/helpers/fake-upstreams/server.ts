@@ -95,6 +95,8 @@ export interface FakeUpstream {
   knobs: Knobs;
   /** Resolves once `count` (default 1) responses lost their client before their end (the client aborted). */
   clientAborted(count?: number): Promise<void>;
+  /** Resolves once `count` (default 1) requests have been received (their bodies read and recorded). */
+  received(count?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -107,6 +109,7 @@ export const defaultScript = (): Script => ({
 export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   let abortWaiters: Array<{ count: number; resolve: () => void }> = [];
+  let receiveWaiters: Array<{ count: number; resolve: () => void }> = [];
   let aborted = 0;
   const fake: FakeUpstream = {
     url: "",
@@ -116,6 +119,8 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     knobs,
     clientAborted: (count = 1) =>
       aborted >= count ? Promise.resolve() : new Promise<void>((resolve) => abortWaiters.push({ count, resolve })),
+    received: (count = 1) =>
+      requests.length >= count ? Promise.resolve() : new Promise<void>((resolve) => receiveWaiters.push({ count, resolve })),
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -140,6 +145,9 @@ export async function startFake(wire: Wire, script: Script, knobs: Knobs = {}): 
     }
     const recorded: RecordedRequest = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
     requests.push(recorded);
+    const arrived = receiveWaiters.filter((w) => requests.length >= w.count);
+    receiveWaiters = receiveWaiters.filter((w) => requests.length < w.count);
+    for (const w of arrived) w.resolve();
     const k = fake.knobs;
     if (k.headerDelayMs) {
       const gone = await new Promise<boolean>((resolve) => {
