@@ -6,8 +6,9 @@
  *
  * The eight sums and the key's own fields are read in ONE raw statement, on SQLite and PostgreSQL alike: each
  * window is a conditional sum (`CASE WHEN "createdAt" >= <window start>`) over the key's rows of the request log's
- * `(organizationId, keyHash, createdAt, id)` index. It ran as eight Prisma `aggregate` queries and a key read,
- * each compiled by Prisma's query compiler: ≈ 3.5 ms of CPU per request (bench/README.md, issue 24).
+ * `(organizationId, keyHash, createdAt, id)` index, sent past the Prisma client (DatabaseHandle.queryRaw: on
+ * PostgreSQL a named prepared statement). It ran as eight Prisma `aggregate` queries and a key read, each compiled
+ * by Prisma's query compiler: ≈ 3.5 ms of CPU per request (bench/README.md, issue 24).
  *
  * Money is summed exactly, as in the activity totals (src/core/activity/activity-repository.ts): costs are integer
  * femto-dollars (BIGINT). PostgreSQL's SUM of a BIGINT is an exact NUMERIC; SQLite's SUM of integers is a 64-bit
@@ -16,7 +17,7 @@
  * $9.2 trillion). Every sum leaves the database as text and is read with BigInt, never as a float.
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Db, DbProvider } from "../../db/client.js";
+import type { DatabaseHandle, DbProvider } from "../../db/client.js";
 import type { KeySpend } from "../../gen/portico/identity/v1/identity_service_pb.js";
 import type { Init } from "../proto-init.js";
 import { keyCounterId, type SpendStore } from "./spend-store.js";
@@ -24,7 +25,7 @@ import { windowStarts } from "./windows.js";
 
 const MICRO = 1_000_000_000n;
 
-/** The sums' column names, in KeySpend's order: all time, today, this week, this month; paid, then BYOK. */
+/** The sums' column names, in KeySpend's order: all time, today, this week, this month; paid, then BYOK. Read by place. */
 const SUMS = ["u", "ud", "uw", "um", "b", "bd", "bw", "bm"] as const;
 
 /**
@@ -50,7 +51,9 @@ function keySpendStatement(provider: DbProvider): { sql: string; order: number[]
   // The sums are one row (an aggregate without GROUP BY), whatever the key; the key is LEFT JOINed to it.
   const text =
     `SELECT s.*, CAST(k."limitFemtoUsd" AS TEXT) AS "limitFemtoUsd", k."limitReset" AS "limitReset", ` +
-    `k."expiresAt" AS "expiresAt", k."rateLimitRpm" AS "rateLimitRpm", k."rateLimitTpm" AS "rateLimitTpm" ` +
+    // PostgreSQL: the time as ISO text (pg would read a timestamp without time zone in the process's zone).
+    `${sqlite ? `k."expiresAt"` : `to_char(k."expiresAt", 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`} AS "expiresAt", ` +
+    `k."rateLimitRpm" AS "rateLimitRpm", k."rateLimitTpm" AS "rateLimitTpm" ` +
     `FROM (SELECT ${exprs.map((e, i) => money(e, SUMS[i]!)).join(", ")} FROM "Generation" ` +
     `WHERE "organizationId" = ${ph(4)} AND "keyHash" = ${ph(5)}) s ` +
     `LEFT JOIN "ApiKey" k ON k."id" = ${ph(6)}`;
@@ -73,45 +76,51 @@ function dateOrNull(v: unknown): Date | null {
 
 const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-export function createKeySpendReader(deps: { db: Db; provider: DbProvider; store: SpendStore; now?: () => number }) {
-  const { db, store } = deps;
+export function createKeySpendReader(deps: {
+  /** DatabaseHandle.queryRaw: the statement past the Prisma client. */
+  query: DatabaseHandle["queryRaw"];
+  provider: DbProvider;
+  store: SpendStore;
+  now?: () => number;
+}) {
+  const { query, store } = deps;
   const now = deps.now ?? Date.now;
   const sqlite = deps.provider === "sqlite";
   const { sql, order } = keySpendStatement(deps.provider);
+  /** Columns per sum: SQLite's two parts, PostgreSQL's one; the key's fields follow the sums. */
+  const per = sqlite ? 2 : 1;
+  const k = SUMS.length * per;
   /** A window start in the column's stored form: SQLite keeps ISO text with `+00:00`, PostgreSQL a timestamp(3). */
   const time = (ms: number): string => {
     const iso = new Date(ms).toISOString();
     return sqlite ? `${iso.slice(0, -1)}+00:00` : iso;
   };
+  const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as string));
   /** `organizationId`: the key's organization, so that the sums read the request log's (organization, key, time) index. */
   return async function keySpend(keyId: string, keyHash: string, organizationId: string): Promise<Init<KeySpend>> {
     const w = windowStarts(now());
     const values = [time(w.daily), time(w.weekly), time(w.monthly), organizationId, keyHash, keyId];
-    const rows = await db.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, ...order.map((i) => values[i]));
-    const row = rows[0] ?? {};
-    const sum = (as: (typeof SUMS)[number]): bigint => {
-      const hi = row[`${as}_hi`];
-      const lo = row[`${as}_lo`];
-      return (hi == null ? 0n : BigInt(hi as string)) * (sqlite ? MICRO : 1n) + (lo == null ? 0n : BigInt(lo as string));
-    };
+    const rows = await query("portico_key_spend", sql, order.map((i) => values[i]));
+    const row = rows[0] ?? [];
+    const sum = (i: number): bigint => (sqlite ? big(row[2 * i]) * MICRO + big(row[2 * i + 1]) : big(row[i]));
     const out: Init<KeySpend> = {
-      usageFemtoUsd: sum("u"),
-      usageDailyFemtoUsd: sum("ud"),
-      usageWeeklyFemtoUsd: sum("uw"),
-      usageMonthlyFemtoUsd: sum("um"),
-      byokUsageFemtoUsd: sum("b"),
-      byokUsageDailyFemtoUsd: sum("bd"),
-      byokUsageWeeklyFemtoUsd: sum("bw"),
-      byokUsageMonthlyFemtoUsd: sum("bm"),
-      limitReset: (row["limitReset"] as string | null | undefined) ?? "none",
+      usageFemtoUsd: sum(0),
+      usageDailyFemtoUsd: sum(1),
+      usageWeeklyFemtoUsd: sum(2),
+      usageMonthlyFemtoUsd: sum(3),
+      byokUsageFemtoUsd: sum(4),
+      byokUsageDailyFemtoUsd: sum(5),
+      byokUsageWeeklyFemtoUsd: sum(6),
+      byokUsageMonthlyFemtoUsd: sum(7),
+      limitReset: (row[k + 1] as string | null | undefined) ?? "none",
     };
-    const expiresAt = dateOrNull(row["expiresAt"]);
+    const expiresAt = dateOrNull(row[k + 2]);
     if (expiresAt) out.expiresAt = timestampFromDate(expiresAt);
-    const rpm = intOrNull(row["rateLimitRpm"]);
-    const tpm = intOrNull(row["rateLimitTpm"]);
+    const rpm = intOrNull(row[k + 3]);
+    const tpm = intOrNull(row[k + 4]);
     if (rpm !== null) out.rateLimitRpm = rpm;
     if (tpm !== null) out.rateLimitTpm = tpm;
-    const limit = row["limitFemtoUsd"];
+    const limit = row[k];
     if (limit !== null && limit !== undefined) {
       const limitFemtoUsd = BigInt(limit as string);
       out.limitFemtoUsd = limitFemtoUsd;

@@ -67,7 +67,7 @@ describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
   });
 
   const reader = (h: DatabaseHandle, nowMs: number) =>
-    createKeySpendReader({ db: h.db, provider: h.provider, store: createSpendStore({ db: h.db, reservationTtlMs: 60_000, now: () => nowMs }), now: () => nowMs });
+    createKeySpendReader({ query: h.queryRaw, provider: h.provider, store: createSpendStore({ db: h.db, reservationTtlMs: 60_000, now: () => nowMs }), now: () => nowMs });
 
   it("counts a generation in a window from the window's first millisecond, BYOK apart, only the key's own", async () => {
     handle = await fresh();
