@@ -4,7 +4,9 @@
  * reads another checkout's src/ (e.g. /work/base-main, whose reader ran eight Prisma aggregates and a key read), so
  * two trees can be compared call for call; `--database-url` a PostgreSQL database (created if missing, left).
  *
- *   node bin/run-ts.mjs bench/key-spend.ts [--root <tree>] [--calls 2000] [--database-url postgresql://…]
+ * `--generations N`: the key first gets N generations (priced, one in four BYOK) spread over the last 60 days.
+ *
+ *   node bin/run-ts.mjs bench/key-spend.ts [--root <tree>] [--calls 2000] [--generations 0] [--database-url postgresql://…]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
@@ -29,6 +31,17 @@ const dir = mkdtempSync(join(tmpdir(), "portico-bench-key-spend-"));
 const database = await openDatabase(url ? { databaseUrl: url, dataDir: dir } : { dataDir: join(dir, "data") });
 if ((await database.db.apiKey.count()) === 0) await bootstrap(database.db, []);
 const key = (await database.db.apiKey.findFirst())!;
+const generations = Number(opt("generations") ?? 0);
+const nowMs = Date.now();
+for (let i = 0; i < generations; i += 2000) {
+  const data = Array.from({ length: Math.min(2000, generations - i) }, (_, j) => ({
+    id: `gen-bench-${nowMs}-${i + j}`, organizationId: key.organizationId, workspaceId: key.workspaceId, keyHash: key.hash,
+    requestedModel: "m", streamed: false, latencyMs: 1, status: "success", attempts: 1,
+    createdAt: new Date(nowMs - Math.floor(((i + j) / generations) * 60 * 86_400_000)),
+    costFemtoUsd: (i + j) % 4 === 0 ? 0n : 1_234_567_890n, upstreamCostFemtoUsd: 1_234_567_890n, credentialSource: (i + j) % 4 === 0 ? "byok" : "shared",
+  }));
+  await database.db.generation.createMany({ data });
+}
 const store = createSpendStore({ db: database.db, reservationTtlMs: 60_000 });
 // Trees before the one-statement read take the Prisma client.
 const handle = database as Partial<typeof database>;
@@ -43,7 +56,7 @@ for (let i = 0; i < calls; i++) await read(key.id, key.hash, key.organizationId)
 const c = process.cpuUsage(c0);
 const t = performance.now() - t0;
 console.log(
-  `${root} (${database.provider}): ${((c.user + c.system) / 1000 / calls).toFixed(3)} ms CPU per call, ${(t / calls).toFixed(3)} ms wall per call, ${calls} calls; load ${load} → ${loadavg()[0]!.toFixed(2)}`,
+  `${root} (${database.provider}): ${((c.user + c.system) / 1000 / calls).toFixed(3)} ms CPU per call, ${(t / calls).toFixed(3)} ms wall per call, ${calls} calls, ${generations} generations; load ${load} → ${loadavg()[0]!.toFixed(2)}`,
 );
 await database.close();
 rmSync(dir, { recursive: true, force: true });

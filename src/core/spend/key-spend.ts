@@ -33,7 +33,7 @@ const SUMS = ["u", "ud", "uw", "um", "b", "bd", "bw", "bm"] as const;
  * organization, the key hash, the key id): SQLite's `?` are numbered by their place in the text (better-sqlite3
  * takes no `?NNN`), so there a value used several times is passed as often.
  */
-function keySpendStatement(provider: DbProvider): { sql: string; order: number[] } {
+export function keySpendStatement(provider: DbProvider): { sql: string; order: number[] } {
   const sqlite = provider === "sqlite";
   /** A parameter's marker, made a placeholder once the text is whole. */
   const ph = (i: number) => `{{${i}}}`;
