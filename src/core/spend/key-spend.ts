@@ -12,9 +12,10 @@
  *
  * Money is summed exactly, as in the activity totals (src/core/activity/activity-repository.ts): costs are integer
  * femto-dollars (BIGINT). PostgreSQL's SUM of a BIGINT is an exact NUMERIC; SQLite's SUM of integers is a 64-bit
- * integer that raises "integer overflow" past $9,223, so there each cost is summed in two parts, whole
- * micro-dollars (`c / 10^9`) and the femto remainder (`c % 10^9`), recombined here with BigInt (exact up to
- * $9.2 trillion). Every sum leaves the database as text and is read with BigInt, never as a float.
+ * integer, exact until it raises "integer overflow" past $9,223: then the statement runs again with each cost
+ * summed in two parts, whole micro-dollars (`c / 10^9`) and the femto remainder (`c % 10^9`), recombined here
+ * with BigInt (exact up to $9.2 trillion; split always, the sums cost ≈ 1.5× as much per generation of the key).
+ * Every sum leaves the database as text and is read with BigInt, never as a float.
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { DatabaseHandle, DbProvider } from "../../db/client.js";
@@ -31,16 +32,17 @@ const SUMS = ["u", "ud", "uw", "um", "b", "bd", "bw", "bm"] as const;
 /**
  * The statement for `provider`, and the parameters it takes in order as indexes into (the three window starts, the
  * organization, the key hash, the key id): SQLite's `?` are numbered by their place in the text (better-sqlite3
- * takes no `?NNN`), so there a value used several times is passed as often.
+ * takes no `?NNN`), so there a value used several times is passed as often. `split` (SQLite): each sum in two
+ * parts, micro-dollars and the femto remainder (two columns per sum), which never overflows.
  */
-export function keySpendStatement(provider: DbProvider): { sql: string; order: number[] } {
+export function keySpendStatement(provider: DbProvider, split = false): { sql: string; order: number[] } {
   const sqlite = provider === "sqlite";
   /** A parameter's marker, made a placeholder once the text is whole. */
   const ph = (i: number) => `{{${i}}}`;
   // PostgreSQL: the window starts are ISO text cast to the column's type (a trailing Z is ignored by the cast).
   const since = (i: number) => (sqlite ? ph(i) : `${ph(i)}::timestamp(3)`);
   const money = (expr: string, as: string): string =>
-    sqlite
+    sqlite && split
       ? `CAST(COALESCE(SUM((${expr}) / ${MICRO}), 0) AS TEXT) AS "${as}_hi", CAST(COALESCE(SUM((${expr}) % ${MICRO}), 0) AS TEXT) AS "${as}_lo"`
       : `CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS "${as}_hi"`;
   const windowed = (column: string, extra: string) => [
@@ -86,10 +88,8 @@ export function createKeySpendReader(deps: {
   const { query, store } = deps;
   const now = deps.now ?? Date.now;
   const sqlite = deps.provider === "sqlite";
-  const { sql, order } = keySpendStatement(deps.provider);
-  /** Columns per sum: SQLite's two parts, PostgreSQL's one; the key's fields follow the sums. */
-  const per = sqlite ? 2 : 1;
-  const k = SUMS.length * per;
+  const plain = keySpendStatement(deps.provider);
+  const split = sqlite ? keySpendStatement(deps.provider, true) : plain;
   /** A window start in the column's stored form: SQLite keeps ISO text with `+00:00`, PostgreSQL a timestamp(3). */
   const time = (ms: number): string => {
     const iso = new Date(ms).toISOString();
@@ -100,9 +100,19 @@ export function createKeySpendReader(deps: {
   return async function keySpend(keyId: string, keyHash: string, organizationId: string): Promise<Init<KeySpend>> {
     const w = windowStarts(now());
     const values = [time(w.daily), time(w.weekly), time(w.monthly), organizationId, keyHash, keyId];
-    const rows = await query("portico_key_spend", sql, order.map((i) => values[i]));
+    let parts = 1;
+    let rows: unknown[][];
+    try {
+      rows = await query("portico_key_spend", plain.sql, plain.order.map((i) => values[i]));
+    } catch (err) {
+      if (!sqlite || !/integer overflow/i.test(String((err as Error)?.message))) throw err;
+      parts = 2;
+      rows = await query("", split.sql, split.order.map((i) => values[i]));
+    }
     const row = rows[0] ?? [];
-    const sum = (i: number): bigint => (sqlite ? big(row[2 * i]) * MICRO + big(row[2 * i + 1]) : big(row[i]));
+    /** The key's fields follow the sums. */
+    const k = SUMS.length * parts;
+    const sum = (i: number): bigint => (parts === 2 ? big(row[2 * i]) * MICRO + big(row[2 * i + 1]) : big(row[i]));
     const out: Init<KeySpend> = {
       usageFemtoUsd: sum(0),
       usageDailyFemtoUsd: sum(1),
