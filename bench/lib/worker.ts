@@ -5,11 +5,19 @@
  */
 import { Worker } from "node:worker_threads";
 
-export function runInWorker<T>(moduleUrl: string, data: unknown): Promise<T> {
+export function runInWorker<T>(moduleUrl: string, data: unknown, onEdge?: (edge: "start" | "end") => void): Promise<T> {
   return new Promise((resolve, reject) => {
     const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(moduleUrl)});`;
     const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: data });
-    worker.once("message", resolve);
+    // `{ edge }` messages (the measured window opening and closing, from closedLoop's onWindow) go to onEdge; the
+    // first other message is the result.
+    const onMessage = (msg: unknown) => {
+      const edge = (msg as { edge?: unknown } | null)?.edge;
+      if (onEdge && (edge === "start" || edge === "end")) return onEdge(edge);
+      worker.off("message", onMessage);
+      resolve(msg as T);
+    };
+    worker.on("message", onMessage);
     worker.once("error", reject);
     worker.once("exit", (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
   });

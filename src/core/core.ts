@@ -298,7 +298,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
       createIdentityHandler({
         rateLimitRequests: config.interns.rateLimitTurns,
         rateLimitIntervalSeconds: config.interns.rateLimitWindowSeconds,
-        keySpend: createKeySpendReader({ db, store: spend }),
+        keySpend: createKeySpendReader({ query: database.queryRaw, provider: database.provider, store: spend }),
       }),
     );
     router.service(InternsService, interns.internsHandler);

@@ -60,6 +60,19 @@ describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
     ]);
   });
 
+  it("queryRaw reads rows past the Prisma client, as arrays, the same named statement on several connections at once", async () => {
+    const label = `read-${Math.random().toString(36).slice(2)}`;
+    await h.db.user.create({ data: { id: `${label}-1`, email: `${label}@x.invalid`, name: label } });
+    const sql =
+      provider === "sqlite"
+        ? `SELECT "id", CAST(? AS TEXT), CAST(9223372036854775807 AS TEXT), COUNT(*) OVER () FROM "User" WHERE "name" = ?`
+        : `SELECT "id", CAST($1 AS TEXT), CAST(9223372036854775807 AS TEXT), CAST(COUNT(*) OVER () AS INT) FROM "User" WHERE "name" = $2`;
+    const answers = await Promise.all([1, 2, 3].map(() => h.queryRaw("test_user_read", sql, ["x", label])));
+    // An INTEGER arrives as the adapter maps it on SQLite (a decimal string), as a number from pg's int4.
+    for (const rows of answers) expect(rows.map((r) => [r[0], r[1], r[2], Number(r[3])])).toEqual([[`${label}-1`, "x", "9223372036854775807", 1]]);
+    expect(await h.queryRaw("test_user_read", sql, ["x", `${label}-none`])).toEqual([]);
+  });
+
   it("writeSqlite (SQLite) and executePrepared (PostgreSQL) run prepared statements past the adapter", async () => {
     const label = `hot-${Math.random().toString(36).slice(2)}`;
     const at = new Date("2026-01-02T03:04:05.678Z");

@@ -69,6 +69,28 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
     expect(await db.user.count({ where: { name: "in tx 2" } })).toBe(0);
   });
 
+  it("runs a queryRaw read (past the Prisma client) outside an open transaction: it never sees its rows", async () => {
+    const db = h.db;
+    let inside!: () => void;
+    const insideReady = new Promise<void>((r) => (inside = r));
+    let finish!: () => void;
+    const mayFinish = new Promise<void>((r) => (finish = r));
+    const rolledBack = db
+      .$transaction(async (tx) => {
+        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 4"}, ${new Date()})`;
+        inside();
+        await mayFinish;
+        throw new Error("roll back");
+      })
+      .catch((e: Error) => e.message);
+    await insideReady;
+    const read = h.queryRaw("", `SELECT COUNT(*) FROM "User" WHERE "name" = ?`, ["in tx 4"]);
+    finish();
+    expect(await rolledBack).toBe("roll back");
+    // Run inside the transaction, it would have counted the row the transaction then rolled back.
+    expect(Number((await read)[0]![0])).toBe(0);
+  });
+
   it("keeps a writeSqlite call (on the connection itself) out of an open transaction that rolls back", async () => {
     const db = h.db;
     let inside!: () => void;

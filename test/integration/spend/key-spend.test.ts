@@ -1,0 +1,160 @@
+/**
+ * The key's spend as GET /api/v1/key and GetCaller report it (src/core/spend/key-spend.ts), on SQLite and
+ * PostgreSQL, with an injected clock: a generation made exactly at the start of today, of this week (Monday) or of
+ * this month (UTC) counts in that window, one a millisecond before does not; BYOK-served generations are summed
+ * apart at the provider's price; other keys' and other organizations' generations and unpriced ones count 0; the
+ * key's own fields (limit, reset, expiry, rate limits) come back as stored. The figures are also compared with
+ * eight Prisma `aggregate` queries and a key read (how they were read before the one statement). And sums past a
+ * 64-bit integer of femto-dollars ($9,223; SQLite's SUM raises "integer overflow" there) come back exact.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { dbProviders } from "../../helpers/db.js";
+import type { DatabaseHandle, Db } from "../../../src/db/client.js";
+import { createKeySpendReader } from "../../../src/core/spend/key-spend.js";
+import { createSpendStore } from "../../../src/core/spend/spend-store.js";
+import { windowStarts } from "../../../src/core/spend/windows.js";
+import { createIdentityRepository } from "../../../src/core/identity/identity-repository.js";
+
+const DAY = 86_400_000;
+
+/** An org, a workspace, a user and a key; returns what the reader takes. */
+async function newKey(db: Db, name = "org") {
+  const repo = createIdentityRepository(db);
+  const org = await repo.createOrganization({ name, internsProgramme: false });
+  const user = await repo.findOrCreateUser({ email: `${name}-${org.id}@example.test`, name });
+  await repo.addMember(org.id, user.id, "owner");
+  const ws = await repo.createWorkspace({ organizationId: org.id, name: `${name}-ws`, isDefault: true });
+  const { record } = await repo.createApiKey({ organizationId: org.id, workspaceId: ws.id, creatorUserId: user.id, name, isManagement: false });
+  return { keyId: record.id, keyHash: record.hash, organizationId: org.id, workspaceId: ws.id };
+}
+
+let seq = 0;
+type Key = Awaited<ReturnType<typeof newKey>>;
+/** One generation of `key` at `at` (Unix ms). */
+function gen(key: Key, at: number, cost: bigint | null, upstream: bigint | null, source: "byok" | "shared" | null) {
+  return {
+    id: `gen-test-${++seq}`, organizationId: key.organizationId, workspaceId: key.workspaceId, keyHash: key.keyHash,
+    requestedModel: "m", streamed: false, latencyMs: 1, status: "success", attempts: 1, createdAt: new Date(at),
+    costFemtoUsd: cost, upstreamCostFemtoUsd: upstream, credentialSource: source,
+  };
+}
+
+/** How the figures were read before (eight Prisma aggregates and a key read): the reference. */
+async function byAggregates(db: Db, key: Key, nowMs: number) {
+  const w = windowStarts(nowMs);
+  const since = [null, w.daily, w.weekly, w.monthly];
+  const where = (s: number | null) => ({ organizationId: key.organizationId, keyHash: key.keyHash, ...(s === null ? {} : { createdAt: { gte: new Date(s) } }) });
+  const paid = await Promise.all(since.map((s) => db.generation.aggregate({ _sum: { costFemtoUsd: true }, where: where(s) })));
+  const byok = await Promise.all(since.map((s) => db.generation.aggregate({ _sum: { upstreamCostFemtoUsd: true }, where: { ...where(s), credentialSource: "byok" } })));
+  const k = await db.apiKey.findUnique({ where: { id: key.keyId } });
+  return {
+    usage: paid.map((a) => a._sum.costFemtoUsd ?? 0n),
+    byok: byok.map((a) => a._sum.upstreamCostFemtoUsd ?? 0n),
+    limitReset: k?.limitReset ?? "none",
+    expiresAt: k?.expiresAt ? timestampFromDate(k.expiresAt) : undefined,
+    rateLimitRpm: k?.rateLimitRpm ?? undefined,
+    rateLimitTpm: k?.rateLimitTpm ?? undefined,
+    limitFemtoUsd: k?.limitFemtoUsd ?? undefined,
+  };
+}
+
+describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
+  let handle: DatabaseHandle | undefined;
+  afterEach(async () => {
+    await handle?.close();
+    handle = undefined;
+  });
+
+  const reader = (h: DatabaseHandle, nowMs: number) =>
+    createKeySpendReader({ query: h.queryRaw, provider: h.provider, store: createSpendStore({ db: h.db, reservationTtlMs: 60_000, now: () => nowMs }), now: () => nowMs });
+
+  it("counts a generation in a window from the window's first millisecond, BYOK apart, only the key's own", async () => {
+    handle = await fresh();
+    const db = handle.db;
+    const key = await newKey(db, "a");
+    const other = await newKey(db, "b");
+    // Wednesday 2 December 2026, 15:00 UTC: the week (Monday 30 November) starts before the month.
+    const nowA = Date.UTC(2026, 11, 2, 15);
+    // Wednesday 4 November 2026, 15:00 UTC: the month (Sunday 1 November) starts before the week (Monday 2).
+    const nowB = Date.UTC(2026, 10, 4, 15);
+    const rows: Array<ReturnType<typeof gen>> = [];
+    let cb = 0n; // cost bits
+    let ub = 0n; // upstream cost bits
+    // Each generation's cost is its own power of two, so each sum says which generations it counted.
+    for (const nowMs of [nowA, nowB]) {
+      const w = windowStarts(nowMs);
+      for (const t of [w.daily, w.weekly, w.monthly]) {
+        for (const at of [t, t - 1]) {
+          for (const source of ["byok", "shared", null] as const) {
+            const cost = source === "byok" ? 0n : 1n << cb++;
+            rows.push(gen(key, at, cost, 1n << ub++, source));
+          }
+        }
+      }
+    }
+    rows.push(gen(key, nowA - 400 * DAY, 1n << cb++, 1n << ub++, "byok"));
+    rows.push(gen(key, nowA - 1, null, null, "byok")); // unpriced
+    rows.push(gen(key, nowA - 1, null, null, null));
+    rows.push(gen(other, nowA - 1, 1n << cb++, 1n << ub++, "byok")); // another key
+    rows.push({ ...gen(key, nowA - 1, 1n << cb++, 1n << ub++, "byok"), organizationId: other.organizationId }); // same hash, another organization
+    await db.generation.createMany({ data: rows });
+    await db.apiKey.update({ where: { id: key.keyId }, data: { limitFemtoUsd: 5_000_000_000_000_000n, limitReset: "weekly", expiresAt: new Date(Date.UTC(2027, 0, 2, 3, 4, 5, 678)), rateLimitRpm: 60, rateLimitTpm: 10_000 } });
+
+    for (const nowMs of [nowA, nowB]) {
+      const spend = await reader(handle, nowMs)(key.keyId, key.keyHash, key.organizationId);
+      const ref = await byAggregates(db, key, nowMs);
+      expect([spend.usageFemtoUsd, spend.usageDailyFemtoUsd, spend.usageWeeklyFemtoUsd, spend.usageMonthlyFemtoUsd]).toEqual(ref.usage);
+      expect([spend.byokUsageFemtoUsd, spend.byokUsageDailyFemtoUsd, spend.byokUsageWeeklyFemtoUsd, spend.byokUsageMonthlyFemtoUsd]).toEqual(ref.byok);
+      expect(spend).toMatchObject({ limitReset: ref.limitReset, expiresAt: ref.expiresAt, rateLimitRpm: ref.rateLimitRpm, rateLimitTpm: ref.rateLimitTpm, limitFemtoUsd: ref.limitFemtoUsd });
+      expect(spend).toMatchObject({ limitReset: "weekly", rateLimitRpm: 60, rateLimitTpm: 10_000, limitFemtoUsd: 5_000_000_000_000_000n, limitRemainingFemtoUsd: 5_000_000_000_000_000n });
+      expect(spend.expiresAt).toEqual(timestampFromDate(new Date(Date.UTC(2027, 0, 2, 3, 4, 5, 678))));
+
+      // Explicitly: which generations each window counts.
+      const w = windowStarts(nowMs);
+      const inWindow = (start: number | null, byok: boolean) =>
+        rows
+          .filter((r) => r.organizationId === key.organizationId && r.keyHash === key.keyHash && (start === null || r.createdAt.getTime() >= start))
+          .filter((r) => !byok || r.credentialSource === "byok")
+          .reduce((s, r) => s + ((byok ? r.upstreamCostFemtoUsd : r.costFemtoUsd) ?? 0n), 0n);
+      expect(spend.usageDailyFemtoUsd).toBe(inWindow(w.daily, false));
+      expect(spend.usageWeeklyFemtoUsd).toBe(inWindow(w.weekly, false));
+      expect(spend.usageMonthlyFemtoUsd).toBe(inWindow(w.monthly, false));
+      expect(spend.usageFemtoUsd).toBe(inWindow(null, false));
+      expect(spend.byokUsageDailyFemtoUsd).toBe(inWindow(w.daily, true));
+      expect(spend.byokUsageWeeklyFemtoUsd).toBe(inWindow(w.weekly, true));
+      expect(spend.byokUsageMonthlyFemtoUsd).toBe(inWindow(w.monthly, true));
+      expect(spend.byokUsageFemtoUsd).toBe(inWindow(null, true));
+      expect(spend.usageDailyFemtoUsd).not.toBe(0n);
+    }
+
+    // A key with no generation and no limit: zeros, "none", no optional field.
+    const empty = await newKey(db, "c");
+    const none = await reader(handle, nowA)(empty.keyId, empty.keyHash, empty.organizationId);
+    expect(none).toEqual({
+      usageFemtoUsd: 0n, usageDailyFemtoUsd: 0n, usageWeeklyFemtoUsd: 0n, usageMonthlyFemtoUsd: 0n,
+      byokUsageFemtoUsd: 0n, byokUsageDailyFemtoUsd: 0n, byokUsageWeeklyFemtoUsd: 0n, byokUsageMonthlyFemtoUsd: 0n, limitReset: "none",
+    });
+  });
+
+  it("sums past a 64-bit integer of femto-dollars exactly (SQLite's SUM would raise integer overflow)", async () => {
+    handle = await fresh();
+    const db = handle.db;
+    const key = await newKey(db);
+    const nowMs = Date.UTC(2026, 10, 26, 12);
+    const max = 9_223_372_036_854_775_807n; // the largest BIGINT: $9,223.372036854775807
+    const costs = [max, max, 123_456_789n, 999_999_999n, 1n];
+    await db.generation.createMany({
+      data: costs.map((c, i) => gen(key, nowMs - 1000 - i, c, max - BigInt(i), "byok")),
+    });
+    const spend = await reader(handle, nowMs)(key.keyId, key.keyHash, key.organizationId);
+    const total = costs.reduce((a, b) => a + b, 0n);
+    expect(total > max).toBe(true);
+    expect(spend.usageFemtoUsd).toBe(total);
+    expect(spend.usageDailyFemtoUsd).toBe(total);
+    expect(spend.usageMonthlyFemtoUsd).toBe(total);
+    expect(spend.byokUsageWeeklyFemtoUsd).toBe(5n * max - 10n);
+    // What the HTTP answer carries (USD as a number) is as near as a double gets.
+    expect(Number(spend.usageFemtoUsd) / 1e15).toBe(Number(total) / 1e15);
+  });
+});
