@@ -58,4 +58,17 @@ describe("SseWriter", () => {
     expect(body).toBe("data: a\n\ndata: b\n\ndata: [DONE]\n\n");
     expect(writes).toEqual(["data: a\n\n", "data: b\n\ndata: [DONE]\n\n"]);
   });
+
+  it("backpressure: while the socket drains, a write of the turn waits too, and the joined text still arrives", async () => {
+    const big = "x".repeat(256 * 1024);
+    const { body } = await serve(async (sse) => {
+      const first = sse.data(big);
+      expect(first).toBeInstanceOf(Promise);
+      const second = sse.data("after");
+      expect(second).toBeInstanceOf(Promise);
+      expect(await first).toBe(true);
+      expect(await second).toBe(true);
+    });
+    expect(body).toBe(`data: ${big}\n\ndata: after\n\n`);
+  });
 });
