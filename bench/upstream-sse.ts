@@ -1,10 +1,11 @@
 /**
  * CPU per upstream SSE event read by `sseEvents` (providers/http.ts) over a real keep-alive HTTP response:
  * a provider in a child process writes `--events` events, one write per event (each its own socket read
- * here); this process posts with `postJson` and reads the events. CPU µs of this process (the reader) per
+ * here; with `--burst`, all of them in one loop turn, as the hot-path bench's fake provider does, so that one
+ * socket read here brings many); this process posts with `postJson` and reads the events. CPU µs of this process (the reader) per
  * event, best of `--repeats` runs; `--base DIR` runs another checkout's http.ts taking turns with this tree.
  *
- *   node bin/run-ts.mjs bench/upstream-sse.ts [--base /work/main] [--events 200] [--streams 100] [--pairs 3] [--repeats 3]
+ *   node bin/run-ts.mjs bench/upstream-sse.ts [--base /work/main] [--events 200] [--streams 100] [--pairs 3] [--repeats 3] [--burst]
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -22,6 +23,7 @@ const streams = num("streams", 100);
 const pairs = num("pairs", 3);
 const repeats = num("repeats", 3);
 const base = flag("base");
+const burst = process.argv.includes("--burst");
 
 const PROVIDER = `
 const http = require("node:http");
@@ -33,7 +35,8 @@ http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream" });
     let i = 0;
     const step = () => {
-      if (i < n) { res.write(line(i++)); setImmediate(step); }
+      if (i < n && ${burst}) { while (i < n) res.write(line(i++)); step(); }
+      else if (i < n) { res.write(line(i++)); setImmediate(step); }
       else { res.end("data: [DONE]\\n\\n"); }
     };
     step();
@@ -75,7 +78,7 @@ async function main(): Promise<void> {
     }
     return best;
   };
-  console.log(`load average at start ${loadavg()[0]!.toFixed(2)}; ${streams} streams of ${events} events, best of ${repeats}`);
+  console.log(`load average at start ${loadavg()[0]!.toFixed(2)}; ${streams} streams of ${events} events${burst ? " written in one burst" : ""}, best of ${repeats}`);
   for (let p = 0; p < pairs; p++) {
     const row = [];
     for (const t of trees) row.push(`${t.name} ${(await perEvent(t)).toFixed(2)} µs/event`);

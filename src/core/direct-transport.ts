@@ -88,20 +88,27 @@ function mapMessages<T, U>(source: AsyncIterable<T>, fn: (value: T) => U, onEnd:
           onEnd();
         }
       };
+      // `then` callbacks made once, not an async `next` (its own promise and an await per message).
+      const mapped = (r: IteratorResult<T>): IteratorResult<U> => {
+        if (r.done) {
+          end();
+          return { done: true, value: undefined };
+        }
+        try {
+          return { done: false, value: fn(r.value) };
+        } catch (err) {
+          end();
+          throw err;
+        }
+      };
+      const failed = (err: unknown): never => {
+        end();
+        throw err;
+      };
       return {
-        async next() {
-          if (ended) return { done: true, value: undefined };
-          try {
-            const r = await it.next();
-            if (r.done) {
-              end();
-              return { done: true, value: undefined };
-            }
-            return { done: false, value: fn(r.value) };
-          } catch (err) {
-            end();
-            throw err;
-          }
+        next(): Promise<IteratorResult<U>> {
+          if (ended) return Promise.resolve({ done: true, value: undefined });
+          return it.next().then(mapped, failed);
         },
         async return() {
           try {

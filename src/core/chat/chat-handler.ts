@@ -27,7 +27,7 @@ import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-ch
 import { createRawSlot, takeRawJson } from "./raw-events.js";
 import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
-import { untilOutcome } from "./pipeline/keepalive.js";
+import { thenEvents, untilOutcome } from "./pipeline/keepalive.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createTraceStage } from "./pipeline/trace.js";
@@ -275,22 +275,31 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
      * a second: the call is open and alive while a slow provider thinks. Errors before the first chunk are
      * the call's status, as without keepalives.
      */
-    async *streamChatCompletion(req, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
-      const raw = req.jsonText ? (call.rawEvents = createRawSlot()) : undefined;
-      const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
-      const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
-      if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
+    streamChatCompletion(req, ctx: HandlerContext) {
+      let raw: ReturnType<typeof createRawSlot> | undefined;
       // The first message carries the wait on providers until the first chunk and the provider (the overhead
       // header at stream open); the others carry only their chunk.
-      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
-      for await (const event of outcome.events) {
+      let timing: { upstreamMs: number; provider: string; cache: string } | undefined;
+      // Until the answer begins: keepalives (a generator, started by the first read as before).
+      const head = (async function* () {
+        const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
+        raw = req.jsonText ? (call.rawEvents = createRawSlot()) : undefined;
+        const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
+        const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
+        if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
+        timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
+        return outcome.events;
+      })();
+      // Then one message per event, mapped by a hand-written iterator (no generator layer per chunk).
+      return thenEvents(head, (event) => {
         // An upstream event passed through untouched but for `id` and `provider` leaves as its own text (raw-events.ts).
         // A copy of a default message (no `create` per chunk in the in-process transport).
-        if (raw) yield { ...STREAM_MESSAGE, chunkJson: takeRawJson(raw, event) ?? JSON.stringify(encodeEvent(event)), ...timing };
-        else yield { chunk: encodeEvent(event), ...timing };
+        const message = raw
+          ? { ...STREAM_MESSAGE, chunkJson: takeRawJson(raw, event) ?? JSON.stringify(encodeEvent(event)), ...timing }
+          : { chunk: encodeEvent(event), ...timing };
         timing = undefined;
-      }
+        return message;
+      });
     },
   };
 }

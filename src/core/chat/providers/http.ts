@@ -113,6 +113,11 @@ export interface UpstreamResponse {
   headers: IncomingHttpHeaders;
   /** The body as it arrives; pauses the connection while the consumer is not reading (backpressure). */
   chunks(): AsyncIterable<Buffer>;
+  /**
+   * The next piece of the body already received, without waiting (undefined when none is queued): the SSE reader
+   * takes every piece one socket read delivered at once, and parses them together.
+   */
+  takeQueued?(): Buffer | undefined;
   /** Drops the body and the connection it arrives on. */
   cancel(): void;
   /** Reads what is left of a body no longer needed, so the connection can serve the next request. */
@@ -357,13 +362,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     return this;
   }
 
+  takeQueued(): Buffer | undefined {
+    if (this.queue.length === 0) return undefined;
+    const value = this.queue.shift()!;
+    this.queued -= value.length;
+    if (this.controller?.paused && this.queued < BODY_HIGH_WATER / 2) this.controller.resume();
+    return value;
+  }
+
   next(): Promise<IteratorResult<Buffer>> {
-    if (this.queue.length > 0) {
-      const value = this.queue.shift()!;
-      this.queued -= value.length;
-      if (this.controller?.paused && this.queued < BODY_HIGH_WATER / 2) this.controller.resume();
-      return Promise.resolve({ done: false, value });
-    }
+    if (this.queue.length > 0) return Promise.resolve({ done: false, value: this.takeQueued()! });
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.resolve(DONE);
     return new Promise((resolve, reject) => {
@@ -477,7 +485,7 @@ export function sseEvents(
   controller: AbortController,
   isLast?: (event: EventSourceMessage) => boolean,
   apiKey?: string,
-): AsyncGenerator<EventSourceMessage> {
+): AsyncIterableIterator<EventSourceMessage> {
   return sseMap(response, controller, (event) => event, isLast, apiKey);
 }
 
@@ -486,77 +494,173 @@ export const SSE_END: unique symbol = Symbol("end of the upstream stream");
 
 /**
  * {@link sseEvents} with each event turned into what `map` returns (undefined: nothing yielded; {@link SSE_END}: the
- * stream ends) in the same generator: an adapter's per-event work without an async-generator layer of its own
- * (one `await` and one result object per event less; bench/README.md).
+ * stream ends) in the same iterator: an adapter's per-event work without an async-generator layer of its own
+ * (one `await` and one result object per event less; bench/README.md). `map` runs as each event is read (not
+ * when its socket read arrives), so an event it rejects fails the stream after the events before it were read.
  */
-export async function* sseMap<T>(
+export function sseMap<T>(
   response: UpstreamResponse,
   controller: AbortController,
   map: (event: EventSourceMessage) => T | undefined | typeof SSE_END,
   isLast?: (event: EventSourceMessage) => boolean,
   apiKey?: string,
-): AsyncGenerator<T> {
-  const queue: EventSourceMessage[] = [];
-  // The credential never reaches a consumer: each event's data is scrubbed like a non-streamed answer.
-  const scrub = apiKey ? keyScrubber(apiKey) : undefined;
-  const parser = createParser({
-    onEvent: scrub
-      ? (event) => {
-          const data = scrub(event.data);
-          queue.push(data === event.data ? event : { ...event, data });
-        }
-      : (event) => queue.push(event),
-  });
+): AsyncIterableIterator<T> {
+  return new SseReader(response, controller, map, isLast, apiKey);
+}
+
+const ITERATION_DONE: IteratorResult<never> = { done: true, value: undefined };
+
+/**
+ * The SSE reader, hand-written rather than an async generator: an event already parsed is handed out with one
+ * resolved promise (no generator resumption, no await of the body), and every piece of the body one socket read
+ * delivered is decoded and parsed in one go (one `StringDecoder.write` and one parser feed instead of one per
+ * piece and an await between them; bench/README.md, "CPU per relayed chunk, the writes and the reader").
+ *
+ * Ending: the body's end with every event read finishes it (the connection is the dispatcher's again); reading
+ * the end-of-response event (`isLast`) and stopping there (`map` says {@link SSE_END}, or the consumer returns)
+ * reads the rest of the body so the connection is kept alive; any other early stop (`return()`, an error, an
+ * event `map` rejects) aborts `controller` and drops the body, which closes the upstream connection.
+ */
+class SseReader<T> implements AsyncIterableIterator<T> {
+  /** Events parsed and not yet read. */
+  private readonly events: EventSourceMessage[] = [];
+  private readonly parser: ReturnType<typeof createParser>;
   // node:string_decoder rather than TextDecoder: 2.5x (one event a read) to 6x (a burst of 20) cheaper per read
   // (bench/README.md); it keeps a leading byte-order mark, which TextDecoder and the SSE format drop.
-  const decoder = new StringDecoder("utf8");
-  let first = true;
-  const iterator = response.chunks()[Symbol.asyncIterator]();
-  let finished = false;
-  let complete = false;
-  const next = () => {
-    const event = queue.shift()!;
-    if (isLast?.(event)) complete = true;
-    return map(event);
-  };
-  try {
-    for (;;) {
-      let chunk: IteratorResult<Buffer>;
+  private readonly decoder = new StringDecoder("utf8");
+  private readonly chunks: AsyncIterator<Buffer>;
+  private first = true;
+  /** The body ended; what it held is in `events`. */
+  private bodyEnded = false;
+  /** The end-of-response event was read. */
+  private complete = false;
+  /** Ended: no more events (`finished`: the body was read whole, nothing to drop). */
+  private closed = false;
+  private finished = false;
+
+  constructor(
+    private readonly response: UpstreamResponse,
+    private readonly controller: AbortController,
+    private readonly map: (event: EventSourceMessage) => T | undefined | typeof SSE_END,
+    private readonly isLast: ((event: EventSourceMessage) => boolean) | undefined,
+    apiKey: string | undefined,
+  ) {
+    const events = this.events;
+    // The credential never reaches a consumer: each event's data is scrubbed like a non-streamed answer.
+    const scrub = apiKey ? keyScrubber(apiKey) : undefined;
+    this.parser = createParser({
+      onEvent: scrub
+        ? (event) => {
+            const data = scrub(event.data);
+            events.push(data === event.data ? event : { ...event, data });
+          }
+        : (event) => events.push(event),
+    });
+    this.chunks = response.chunks()[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.closed) return Promise.resolve(ITERATION_DONE);
+    if (this.events.length > 0 || this.bodyEnded) {
+      let out: IteratorResult<T> | undefined;
       try {
-        chunk = await iterator.next();
+        out = this.take();
       } catch (err) {
-        if (controller.signal.aborted) throw controller.signal.reason ?? err;
-        throw new UpstreamError(0, `upstream stream broke: ${(err as Error).message}`, true);
+        this.close();
+        return Promise.reject(err);
       }
-      if (chunk.done) break;
-      let text = decoder.write(chunk.value);
-      if (first && text !== "") {
-        first = false;
-        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      }
-      parser.feed(text);
-      while (queue.length > 0) {
-        const out = next();
-        if (out === SSE_END) return;
-        if (out !== undefined) yield out;
-      }
+      if (out !== undefined) return Promise.resolve(out);
     }
-    const rest = decoder.end();
-    parser.feed(first && rest.charCodeAt(0) === 0xfeff ? rest.slice(1) : rest);
-    parser.feed("\n\n");
-    while (queue.length > 0) {
-      const out = next();
-      if (out === SSE_END) return;
-      if (out !== undefined) yield out;
-    }
-    finished = true;
-  } finally {
-    if (!finished) {
-      if (complete && !controller.signal.aborted) response.release();
-      else {
-        controller.abort();
-        response.cancel();
+    return this.read();
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.close();
+    return Promise.resolve(ITERATION_DONE);
+  }
+
+  throw(err?: unknown): Promise<IteratorResult<T>> {
+    this.close();
+    return Promise.reject(err);
+  }
+
+  /** Waits for the body's next piece (and takes the others already there) until an event can be read. */
+  private async read(): Promise<IteratorResult<T>> {
+    try {
+      for (;;) {
+        let chunk: IteratorResult<Buffer>;
+        try {
+          chunk = await this.chunks.next();
+        } catch (err) {
+          if (this.closed) return ITERATION_DONE;
+          if (this.controller.signal.aborted) throw this.controller.signal.reason ?? err;
+          throw new UpstreamError(0, `upstream stream broke: ${(err as Error).message}`, true);
+        }
+        if (this.closed) return ITERATION_DONE;
+        if (chunk.done) {
+          this.bodyEnded = true;
+          const rest = this.decoder.end();
+          this.parser.feed(this.first && rest.charCodeAt(0) === 0xfeff ? rest.slice(1) : rest);
+          this.parser.feed("\n\n");
+        } else this.feed(chunk.value);
+        const out = this.take();
+        if (out !== undefined) return out;
       }
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+
+  /** Decodes and parses `piece` with every other piece already received. */
+  private feed(piece: Buffer): void {
+    const more = this.response.takeQueued?.();
+    let bytes = piece;
+    if (more !== undefined) {
+      const pieces = [piece, more];
+      for (let b = this.response.takeQueued!(); b !== undefined; b = this.response.takeQueued!()) pieces.push(b);
+      bytes = Buffer.concat(pieces);
+    }
+    let text = this.decoder.write(bytes);
+    if (this.first && text !== "") {
+      this.first = false;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    this.parser.feed(text);
+  }
+
+  /** The next event `map` keeps; the end when the stream ends here; undefined when more of the body is needed. */
+  private take(): IteratorResult<T> | undefined {
+    const events = this.events;
+    while (events.length > 0) {
+      const event = events.shift()!;
+      if (this.isLast?.(event)) this.complete = true;
+      const out = this.map(event);
+      if (out === SSE_END) {
+        this.close();
+        return ITERATION_DONE;
+      }
+      if (out !== undefined) return { done: false, value: out };
+    }
+    if (!this.bodyEnded) return undefined;
+    this.finished = true;
+    this.close();
+    return ITERATION_DONE;
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.events.length = 0;
+    if (this.finished) return;
+    if (this.complete && !this.controller.signal.aborted) this.response.release();
+    else {
+      this.controller.abort();
+      this.response.cancel();
     }
   }
 }

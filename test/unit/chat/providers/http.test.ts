@@ -4,7 +4,7 @@
  * headers and in the middle of a stream alike.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { linkedController, postJson, sseEvents, type UpstreamResponse } from "../../../../src/core/chat/providers/http.js";
+import { linkedController, postJson, sseEvents, sseMap, SSE_END, type UpstreamResponse } from "../../../../src/core/chat/providers/http.js";
 import { UpstreamError } from "../../../../src/core/chat/providers/types.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
@@ -74,6 +74,70 @@ describe("the SSE reader", () => {
     const data: string[] = [];
     for await (const e of sseEvents(bodyOf(reads), new AbortController())) data.push(e.data);
     expect(data).toEqual(['{"t":"h\u00e9llo \u{1F600}"}', "[DONE]"]);
+  });
+
+  /** A body whose first read brings `first`, with `queued` already received behind it (taken without waiting). */
+  function queuedBody(first: Buffer, queued: Buffer[]) {
+    const calls = { cancel: 0, release: 0 };
+    const rest = [...queued];
+    const res: UpstreamResponse = {
+      ...bodyOf([first]),
+      takeQueued: () => rest.shift(),
+      cancel: () => void calls.cancel++,
+      release: () => void calls.release++,
+    };
+    return { res, calls, rest };
+  }
+
+  it("parses every piece one read delivered together (a character and an event split across them), in order", async () => {
+    const bytes = Buffer.from("\ufeffdata: a\n\ndata: {\"t\":\"\u{1F600}\"}\n\ndata: c\n\ndata: [DONE]\n\n", "utf8");
+    const emoji = bytes.indexOf(Buffer.from("\u{1F600}", "utf8")) + 1;
+    const { res, calls, rest } = queuedBody(bytes.subarray(0, 1), [bytes.subarray(1, emoji), bytes.subarray(emoji, emoji + 5), bytes.subarray(emoji + 5)]);
+    const controller = new AbortController();
+    const data: string[] = [];
+    for await (const e of sseEvents(res, controller, (ev) => ev.data === "[DONE]")) {
+      data.push(e.data);
+      if (e.data === "[DONE]") break;
+    }
+    expect(data).toEqual(["a", '{"t":"\u{1F600}"}', "c", "[DONE]"]);
+    expect(rest).toEqual([]);
+    // Stopped after the end marker: the rest of the body is read (connection kept), nothing aborted.
+    expect(calls).toEqual({ cancel: 0, release: 1 });
+    expect(controller.signal.aborted).toBe(false);
+  });
+
+  it("an event the map rejects fails the stream after the events before it, and drops the body", async () => {
+    const { res, calls } = queuedBody(Buffer.from("data: a\n\n"), [Buffer.from("data: bad\n\ndata: c\n\n")]);
+    const controller = new AbortController();
+    const it = sseMap(res, controller, (e) => {
+      if (e.data === "bad") throw new UpstreamError(502, "bad event", true);
+      return e.data;
+    });
+    expect(await it.next()).toEqual({ done: false, value: "a" });
+    await expect(it.next()).rejects.toThrow("bad event");
+    expect(await it.next()).toEqual({ done: true, value: undefined });
+    expect(calls).toEqual({ cancel: 1, release: 0 });
+    expect(controller.signal.aborted).toBe(true);
+  });
+
+  it("SSE_END ends the stream there; a reader that returns early drops the body; a body read whole drops nothing", async () => {
+    const end = queuedBody(Buffer.from("data: a\n\ndata: [DONE]\n\ndata: late\n\n"), []);
+    const ended: string[] = [];
+    for await (const v of sseMap(end.res, new AbortController(), (e) => (e.data === "[DONE]" ? SSE_END : e.data), (e) => e.data === "[DONE]")) ended.push(v);
+    expect(ended).toEqual(["a"]);
+    expect(end.calls).toEqual({ cancel: 0, release: 1 });
+
+    const early = queuedBody(Buffer.from("data: a\n\ndata: b\n\n"), []);
+    const controller = new AbortController();
+    for await (const e of sseEvents(early.res, controller)) if (e.data === "a") break;
+    expect(early.calls).toEqual({ cancel: 1, release: 0 });
+    expect(controller.signal.aborted).toBe(true);
+
+    const whole = queuedBody(Buffer.from("data: a\n\ndata: b"), []);
+    const all: string[] = [];
+    for await (const e of sseEvents(whole.res, new AbortController())) all.push(e.data);
+    expect(all).toEqual(["a", "b"]);
+    expect(whole.calls).toEqual({ cancel: 0, release: 0 });
   });
 });
 
