@@ -146,17 +146,8 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       // The request: exactly one message frame within readMaxBytes.
       const parsed = parseTimeout((headers["grpc-timeout"] as string | undefined) ?? null, Number.MAX_SAFE_INTEGER);
       if (parsed.error) throw parsed.error;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let tooLarge = false;
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        size += chunk.byteLength;
-        if (size > readMaxBytes + 5) {
-          tooLarge = true;
-          break;
-        }
-        chunks.push(chunk);
-      }
+      // The body read with listeners (a for-await on the stream costs an async iterator and promise turns per call).
+      const { chunks, size, tooLarge } = await readBody(stream, readMaxBytes + 5);
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       const length = body.byteLength >= 5 ? body.readUInt32BE(1) : -1;
       if (tooLarge || length > readMaxBytes) throw new ConnectError(`message size ${tooLarge ? size - 5 : length} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
@@ -235,6 +226,34 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       for (const ac of open) ac.abort(reason);
     },
   };
+}
+
+/** The request body's chunks, up to `limit` bytes (then `tooLarge`, and the rest is not read). */
+function readBody(stream: ServerHttp2Stream, limit: number): Promise<{ chunks: Buffer[]; size: number; tooLarge: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (tooLarge: boolean) => {
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("close", onClose);
+      resolve({ chunks, size, tooLarge });
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) done(true);
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done(false);
+    const onClose = () => {
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      reject(new ConnectError("the client closed the stream", Code.Canceled));
+    };
+    stream.on("data", onData);
+    stream.once("end", onEnd);
+    stream.once("close", onClose);
+  });
 }
 
 /** The request of a server-streaming call as the transport takes it. */
