@@ -52,13 +52,17 @@ function channelOptions(o: GrpcJsTransportOptions): grpc.ChannelOptions {
   };
 }
 
+const PRINTABLE_ASCII = /^[ -~]*$/;
+
 function metadataOf(header: ConstructorParameters<typeof Headers>[0]): grpc.Metadata {
   const md = new grpc.Metadata();
   if (!header) return md;
   const add = (value: string, key: string) => {
     const k = key.toLowerCase();
     if (k.endsWith("-bin")) md.add(k, Buffer.from(value, "base64"));
-    else md.add(k, value);
+    else if (PRINTABLE_ASCII.test(value)) md.add(k, value);
+    // gRPC metadata is printable ASCII: a header forwarded with other bytes is refused, naming it (400).
+    else throw new ConnectError(`the ${k} header has characters outside printable ASCII`, Code.InvalidArgument);
   };
   if (header instanceof Headers) header.forEach(add);
   else if (Array.isArray(header)) for (const [k, v] of header) add(v!, k!);
@@ -118,6 +122,12 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
 
     unary(method, signal, timeoutMs, header, input) {
       if (signal?.aborted) return Promise.reject(abortError(signal));
+      let md: grpc.Metadata;
+      try {
+        md = metadataOf(header);
+      } catch (err) {
+        return Promise.reject(err);
+      }
       return new Promise<never>((resolve, reject) => {
         const call = open(method, timeoutMs);
         let responseHeader: Headers | undefined;
@@ -130,9 +140,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
           reject(abortError(signal!));
         };
         signal?.addEventListener("abort", onAbort, { once: true });
-        call.start(metadataOf(header), {
-          onReceiveMetadata(md) {
-            responseHeader = headersOf(md);
+        call.start(md, {
+          onReceiveMetadata(m) {
+            responseHeader = headersOf(m);
           },
           onReceiveMessage(bytes: Buffer | null) {
             if (bytes === null || message !== undefined) return;
@@ -168,6 +178,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
       if (method.methodKind !== "server_streaming") throw new ConnectError(`${method.methodKind} is not supported by the core client`, Code.Unimplemented);
       const first = await input[Symbol.asyncIterator]().next();
       if (signal?.aborted) throw abortError(signal);
+      const md = metadataOf(header);
       const call = open(method, timeoutMs);
       const trailer = new Headers();
       let responseHeader: Headers | undefined;
@@ -211,9 +222,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
 
       await new Promise<void>((resolve, reject) => {
         opened = { resolve, reject };
-        call.start(metadataOf(header), {
-          onReceiveMetadata(md) {
-            responseHeader = headersOf(md);
+        call.start(md, {
+          onReceiveMetadata(m) {
+            responseHeader = headersOf(m);
             if (opened) {
               const o = opened;
               opened = undefined;
