@@ -22,11 +22,11 @@
  *   divided by the chunk events the client received;
  * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32.
  * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit); with `--base`, the
- * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split`.
+ * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split` (the base's into `<dir>/split-base`).
  *
  * Before/after in one run: `--base <checkout>` adds the target "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
- * folder of its own, measured the same way right after serve1. `--serve-model` / `--serve-long-model` name the
+ * folder of its own, measured the same way right after serve1; with the split target, "split (base)" too. `--serve-model` / `--serve-long-model` name the
  * models the Portico targets request (default `groq/llama-3.3-70b` and `together/llama-3.3-70b`, which the catalog
  * does not list; `groq/llama-3.3-70b-versatile` and `together/meta-llama/Llama-3.3-70B-Instruct-Turbo` are catalog
  * endpoints, so the request is routed through the catalog and priced).
@@ -164,19 +164,21 @@ async function main(): Promise<void> {
     if (wanted.includes("serve1")) serveTargets.push({ name: "Portico serve, 1 worker", start: () => startServe(1, "Portico serve, 1 worker") });
     if (base) serveTargets.push({ name: "Portico serve, 1 worker (base)", start: () => startServe(1, "Portico serve, 1 worker (base)", resolve(base)) });
     if (wanted.includes("serve2")) serveTargets.push({ name: "Portico serve, 2 workers", start: () => startServe(2, "Portico serve, 2 workers") });
-    if (wanted.includes("split"))
-      serveTargets.push({
-        name: "Portico core + gateway over gRPC",
-        start: async () => {
-          if (!keys) await stop((await startServe(1, "bootstrap")).children[0]!);
-          const grpcPort = await freePort();
-          const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, "split")}`] : [];
-          const core = await spawnUntil([...prof, "bin/portico.mjs", "core"], { ...providerEnv, PORTICO_GRPC_PORT: String(grpcPort) }, join(dir, "core.log"), (out) => (/core listening/.test(out) ? true : undefined));
-          const gateway = await spawnUntil([...prof, "bin/portico.mjs", "gateway"], { ...providerEnv, PORT: "0", PORTICO_CORE_URL: `http://127.0.0.1:${grpcPort}` }, join(dir, "gateway.log"), (out) => /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1]);
-          const pids = [core.child.pid!, gateway.child.pid!];
-          return { ...porticoTarget("Portico core + gateway over gRPC", gateway.value, keys!.api), pids: () => pids, children: [core.child, gateway.child] };
-        },
-      });
+    // The split pair of a checkout (with `--base`, the base's too, on the base's data folder and keys, right after).
+    const startSplit = async (name: string, checkout = root) => {
+      const isBase = checkout !== root;
+      if (!(isBase ? baseKeys : keys)) await stop((await startServe(1, isBase ? "bootstrap (base)" : "bootstrap", checkout)).children[0]!);
+      const own = (isBase ? baseKeys : keys)!;
+      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}) };
+      const grpcPort = await freePort();
+      const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, isBase ? "split-base" : "split")}`] : [];
+      const core = await spawnUntil([...prof, "bin/portico.mjs", "core"], { ...env, PORTICO_GRPC_PORT: String(grpcPort) }, join(dir, `${name}-core.log`), (out) => (/core listening/.test(out) ? true : undefined), 60_000, checkout);
+      const gateway = await spawnUntil([...prof, "bin/portico.mjs", "gateway"], { ...env, PORT: "0", PORTICO_CORE_URL: `http://127.0.0.1:${grpcPort}` }, join(dir, `${name}-gateway.log`), (out) => /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1], 60_000, checkout);
+      const pids = [core.child.pid!, gateway.child.pid!];
+      return { ...porticoTarget(name, gateway.value, own.api), pids: () => pids, children: [core.child, gateway.child] };
+    };
+    if (wanted.includes("split")) serveTargets.push({ name: "Portico core + gateway over gRPC", start: () => startSplit("Portico core + gateway over gRPC") });
+    if (wanted.includes("split") && base) serveTargets.push({ name: "Portico core + gateway over gRPC (base)", start: () => startSplit("Portico core + gateway over gRPC (base)", resolve(base)) });
 
     const job = (t: Target, stream: boolean, concurrency: number, mode: Job["mode"] = "load"): Job => ({
       mode,

@@ -190,7 +190,7 @@ export async function startMetricsListener(config: Config, logger: Logger, metri
   };
 }
 
-/** `portico gateway --core <url>`: the gateway alone, dialing a core over gRPC (pooled HTTP/2 sessions). */
+/** `portico gateway --core <url>`: the gateway alone, dialing a core over gRPC (a grpc-js channel per core URL). */
 export async function startSplitGateway(config: Config, logger: Logger, coreUrl: string): Promise<RunningProcess> {
   const handle = processHandle();
   const metrics = createMetrics();

@@ -1,12 +1,13 @@
 /**
- * The split gateway's transport to the core: one pooled gRPC transport per core URL. With several
+ * The split gateway's transport to the core: one gRPC channel per core URL (@grpc/grpc-js, one HTTP/2
+ * connection kept open; src/gateway/grpc-js-transport.ts). With several
  * URLs (`--core a,b` / PORTICO_CORE_URL=a,b) a call that cannot reach the current core (connection
  * refused, unknown host, unreachable) is sent to the next one, which then stays current. A call that
  * reached a core is never repeated elsewhere: only a refused connection fails over.
  */
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { parseCoreUrls } from "../lib/core-urls.js";
+import { createGrpcJsTransport } from "./grpc-js-transport.js";
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
@@ -24,7 +25,7 @@ function unreachable(err: unknown): boolean {
 
 export function createCoreTransport(coreUrl: string): Transport {
   const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) =>
-    createGrpcTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 }),
+    createGrpcJsTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 }),
   );
   if (transports.length === 1) return transports[0]!;
   let current = 0;

@@ -11,6 +11,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../../../src/gateway/app.js";
+import { createCoreTransport } from "../../../src/gateway/core-transport.js";
 import { createMetrics } from "../../../src/lib/metrics.js";
 import { createLogger } from "../../../src/log.js";
 import { runPortico, startPortico } from "../../helpers/cli.js";
@@ -26,7 +27,13 @@ function freePort(): Promise<number> {
   });
 }
 
-describe("split gateway with a dead core", () => {
+/** connect-node's gRPC transport (what a gateway built on Connect dials with), and the split gateway's own core client. */
+const transports = [
+  { name: "connect-node gRPC transport", make: (url: string) => createGrpcTransport({ baseUrl: url }) },
+  { name: "the split gateway's core client", make: (url: string) => createCoreTransport(url) },
+];
+
+describe.each(transports)("split gateway with a dead core ($name)", ({ make }) => {
   const dir = mkdtempSync(join(tmpdir(), "portico-deadcore-"));
   let gateway: FastifyInstance | undefined;
   afterAll(async () => {
@@ -40,7 +47,7 @@ describe("split gateway with a dead core", () => {
     const startCore = () => startPortico(["core"], env, (out) => (out.includes("core listening") ? true : undefined));
     let core = await startCore();
     gateway = await buildGateway({
-      transport: createGrpcTransport({ baseUrl: `http://127.0.0.1:${env.PORTICO_GRPC_PORT}` }),
+      transport: make(`http://127.0.0.1:${env.PORTICO_GRPC_PORT}`),
       logger: createLogger({ level: "silent" }),
       metrics: createMetrics(),
       bodyLimitBytes: 1_048_576,

@@ -52,6 +52,8 @@ describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
   const prefix = `test-${randomUUID()}:`;
   /** Requests to `held` whose client left, so far (the fake counts them cumulatively). */
   let heldAborts = 0;
+  /** Requests to `slow` whose client left, so far. */
+  let slowAborts = 0;
   const secrets = ["sk-fail-openai", "sk-fail-mistral", "sk-fail-deepseek"];
 
   beforeAll(async () => {
@@ -298,7 +300,8 @@ describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
         expect(new TextDecoder().decode(first.value)).toContain("data: ");
         ctl.abort();
       }
-      await slow.clientAborted(MAX_CONCURRENT);
+      slowAborts += MAX_CONCURRENT;
+      await slow.clientAborted(slowAborts);
       expect(slow.requests.length - leftBefore).toBe(MAX_CONCURRENT);
       await expect.poll(async () => (await post(key, { model: "groq/llama", messages: hi })).status, { timeout: 10_000, interval: 20 }).toBe(200);
     });
@@ -326,6 +329,44 @@ describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
       heldAborts += calls.length;
       await held.clientAborted(heldAborts);
       await expect.poll(async () => (await grpcUnary(key, { model: "groq/llama", messages: hi })).err?.code ?? 0, { timeout: 10_000, interval: 20 }).toBe(0);
+    });
+
+    it("split gateway (gRPC to the core): a client leaving before the first byte or mid-stream cancels the core's call and the upstream request", async () => {
+      const { buildGateway } = await import("../../../src/gateway/app.js");
+      const { createCoreTransport } = await import("../../../src/gateway/core-transport.js");
+      const { createMetrics } = await import("../../../src/lib/metrics.js");
+      const split = await buildGateway({ transport: createCoreTransport(h.coreUrl), logger: h.gateway.log as never, metrics: createMetrics(), bodyLimitBytes: h.config.bodyLimitBytes, brand: h.config.brand });
+      await split.listen({ host: "127.0.0.1", port: 0 });
+      try {
+        const url = `http://127.0.0.1:${(split.server.address() as { port: number }).port}/api/v1/chat/completions`;
+        const key = await newKey();
+        const send = (body: Record<string, unknown>, signal: AbortSignal) =>
+          fetch(url, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body), signal });
+        // Before the first byte: a unary call and a stream, both held by the upstream.
+        const before = held.requests.length;
+        const open = [false, true].map((stream) => {
+          const ctl = new AbortController();
+          send({ model: "together/m", messages: hi, stream }, ctl.signal).catch(() => undefined);
+          return ctl;
+        });
+        await expect.poll(() => held.requests.length, { timeout: 10_000, interval: 10 }).toBe(before + 2);
+        for (const c of open) c.abort();
+        heldAborts += open.length;
+        await held.clientAborted(heldAborts);
+        // Mid-stream: the client leaves after the first chunk.
+        const ctl = new AbortController();
+        const res = await send({ model: "fireworks/m", messages: hi, stream: true }, ctl.signal);
+        expect(res.status).toBe(200);
+        const first = await res.body!.getReader().read();
+        expect(new TextDecoder().decode(first.value)).toContain("data: ");
+        ctl.abort();
+        slowAborts += 1;
+        await slow.clientAborted(slowAborts);
+        // The slots came back: the key is served again.
+        await expect.poll(async () => (await send({ model: "groq/llama", messages: hi }, new AbortController().signal)).status, { timeout: 10_000, interval: 20 }).toBe(200);
+      } finally {
+        await split.close();
+      }
     });
   });
 });

@@ -1,0 +1,294 @@
+/**
+ * The split gateway's gRPC client for the hop to the core: a Connect `Transport` (unary and server streaming)
+ * on @grpc/grpc-js's channel, messages encoded with protobuf-es. The gateway calls it exactly as it calls
+ * connect-node's gRPC transport (and the in-process one), for a fraction of the CPU per call: connect-node's
+ * client runs every call through its async-iterable pipeline, links two abort controllers and sets up the
+ * HTTP/2 stream through Node's compat wrappers (bench/README.md, "The split path on a lean gRPC client").
+ *
+ * Same wire and same behaviour as connect-node's gRPC transport for the gateway's calls:
+ * - request headers become metadata (`-bin` ones decoded from base64); `timeoutMs` becomes the call's deadline
+ *   (grpc-timeout on the wire, DeadlineExceeded locally when it passes);
+ * - the caller's signal cancels the call (the core sees the stream reset), and the call rejects with
+ *   `ConnectError.from(signal.reason, Code.Canceled)`, as connect's does;
+ * - a non-OK status becomes a ConnectError with the code, the message, the details of `grpc-status-details-bin`
+ *   (as connect's `findTrailerError` decodes them) and the trailers then the response headers as metadata;
+ * - a stream's messages come out in order and all of them before its final status: the call reads ahead into a
+ *   queue of at most READ_AHEAD messages (grpc-js reports an error status as soon as it arrives, so the messages
+ *   must already be read by then), and stops reading (HTTP/2 flow control holds the core) while the queue is full;
+ * - a reader that stops (`return()`) cancels the call.
+ * Client and bidi streaming are not used by the gateway and answer Unimplemented.
+ */
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import * as grpc from "@grpc/grpc-js";
+
+type Call = ReturnType<grpc.Channel["createCall"]>;
+
+/** Messages a stream reads ahead of its reader; the Readable of grpc-js's own stream client holds 16. */
+const READ_AHEAD = 16;
+
+export interface GrpcJsTransportOptions {
+  /** `http://host:port` (cleartext HTTP/2) or `https://host:port` (TLS, Node's CAs). */
+  baseUrl: string;
+  /** HTTP/2 PING every this many ms while calls are open (connect-node's pingIntervalMs). */
+  pingIntervalMs?: number;
+  /** Close the connection after this many ms without calls. */
+  idleConnectionTimeoutMs?: number;
+}
+
+/** The channel's options: no size limits of the client's own (the core limits what it accepts), keepalive, idle close, short reconnect backoff. */
+function channelOptions(o: GrpcJsTransportOptions): grpc.ChannelOptions {
+  return {
+    "grpc.max_receive_message_length": -1,
+    "grpc.max_send_message_length": -1,
+    ...(o.pingIntervalMs ? { "grpc.keepalive_time_ms": o.pingIntervalMs, "grpc.keepalive_timeout_ms": 15_000 } : {}),
+    ...(o.idleConnectionTimeoutMs ? { "grpc.client_idle_timeout_ms": o.idleConnectionTimeoutMs } : {}),
+    // A core that comes back is dialled again within a second (grpc-js's default backoff grows to two minutes).
+    "grpc.initial_reconnect_backoff_ms": 250,
+    "grpc.max_reconnect_backoff_ms": 1_000,
+    // Connect's client does not retry either; grpc-js still replays a call the core never saw (refused stream).
+    "grpc.enable_retries": 0,
+  };
+}
+
+const PRINTABLE_ASCII = /^[ -~]*$/;
+
+function metadataOf(header: ConstructorParameters<typeof Headers>[0]): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (!header) return md;
+  const add = (value: string, key: string) => {
+    const k = key.toLowerCase();
+    if (k.endsWith("-bin")) md.add(k, Buffer.from(value, "base64"));
+    else if (PRINTABLE_ASCII.test(value)) md.add(k, value);
+    // gRPC metadata is printable ASCII: a header forwarded with other bytes is refused, naming it (400).
+    else throw new ConnectError(`the ${k} header has characters outside printable ASCII`, Code.InvalidArgument);
+  };
+  if (header instanceof Headers) header.forEach(add);
+  else if (Array.isArray(header)) for (const [k, v] of header) add(v!, k!);
+  else for (const k of Object.keys(header)) add((header as Record<string, string>)[k]!, k);
+  return md;
+}
+
+/** grpc-js metadata as fetch Headers (`-bin` values base64, as connect-node presents them). */
+function headersOf(md: grpc.Metadata | undefined, into = new Headers()): Headers {
+  if (!md) return into;
+  const map = md.toJSON();
+  for (const key of Object.keys(map)) {
+    for (const v of map[key]!) into.append(key, typeof v === "string" ? v : v.toString("base64"));
+  }
+  return into;
+}
+
+/** The ConnectError a non-OK status stands for, as connect-node's gRPC transport builds it. */
+function errorOf(status: grpc.StatusObject, header: Headers | undefined): ConnectError {
+  const trailer = headersOf(status.metadata);
+  let err = trailer.has("grpc-status-details-bin") ? findTrailerError(trailer) : undefined;
+  if (!err) {
+    const code = status.code in Code ? (status.code as number as Code) : Code.Unknown;
+    // Errors grpc-js raises itself (connection refused, dropped) carry their cause in the message only.
+    const cause = code === Code.Unavailable ? new Error(status.details) : undefined;
+    err = new ConnectError(status.details, code, trailer, undefined, cause);
+  }
+  header?.forEach((value, key) => err.metadata.append(key, value));
+  return err;
+}
+
+function serialize<D extends DescMessage>(schema: D, input: unknown): Buffer {
+  const bytes = toBinary(schema, isMessage(input, schema) ? input : create(schema, input as never));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function pathOf(method: DescMethod): string {
+  return `/${method.parent.typeName}/${method.name}`;
+}
+
+function abortError(signal: AbortSignal): ConnectError {
+  return ConnectError.from(signal.reason, Code.Canceled);
+}
+
+export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transport & { close(): void } {
+  const url = new URL(options.baseUrl);
+  const tls = url.protocol === "https:";
+  const target = `${url.hostname.includes(":") && !url.hostname.startsWith("[") ? `[${url.hostname}]` : url.hostname}:${url.port || (tls ? 443 : 80)}`;
+  const client = new grpc.Client(target, tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(), channelOptions(options));
+  const channel = client.getChannel();
+
+  const open = (method: DescMethod, timeoutMs: number | undefined): Call =>
+    channel.createCall(pathOf(method), timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : Infinity, undefined, null, null);
+
+  return {
+    close: () => client.close(),
+
+    unary(method, signal, timeoutMs, header, input) {
+      if (signal?.aborted) return Promise.reject(abortError(signal));
+      let md: grpc.Metadata;
+      try {
+        md = metadataOf(header);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return new Promise<never>((resolve, reject) => {
+        const call = open(method, timeoutMs);
+        let responseHeader: Headers | undefined;
+        let message: unknown;
+        let settled = false;
+        const onAbort = () => {
+          if (settled) return;
+          settled = true;
+          call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client");
+          reject(abortError(signal!));
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+        call.start(md, {
+          onReceiveMetadata(m) {
+            responseHeader = headersOf(m);
+          },
+          onReceiveMessage(bytes: Buffer | null) {
+            if (bytes === null || message !== undefined) return;
+            try {
+              message = fromBinary(method.output, bytes);
+            } catch (e) {
+              call.cancelWithStatus(grpc.status.INTERNAL, `Response message parsing error: ${e instanceof Error ? e.message : String(e)}`);
+            }
+          },
+          onReceiveStatus(status) {
+            signal?.removeEventListener("abort", onAbort);
+            if (settled) return;
+            settled = true;
+            if (status.code !== grpc.status.OK) return reject(errorOf(status, responseHeader));
+            if (message === undefined) return reject(new ConnectError("protocol error: missing output message for unary method", Code.Unimplemented));
+            resolve({
+              stream: false,
+              service: method.parent,
+              method,
+              header: responseHeader ?? new Headers(),
+              message,
+              trailer: headersOf(status.metadata),
+            } as unknown as UnaryResponse as never);
+          },
+        });
+        call.startRead();
+        call.sendMessageWithContext({}, serialize(method.input, input));
+        call.halfClose();
+      });
+    },
+
+    async stream(method, signal, timeoutMs, header, input) {
+      if (method.methodKind !== "server_streaming") throw new ConnectError(`${method.methodKind} is not supported by the core client`, Code.Unimplemented);
+      const first = await input[Symbol.asyncIterator]().next();
+      if (signal?.aborted) throw abortError(signal);
+      const md = metadataOf(header);
+      const call = open(method, timeoutMs);
+      const trailer = new Headers();
+      let responseHeader: Headers | undefined;
+      /** Messages read ahead of the reader. */
+      const queue: unknown[] = [];
+      let reading = false;
+      let status: grpc.StatusObject | undefined;
+      /** The end the reader sees after the queue: undefined while open, null on success, else the error. */
+      let end: ConnectError | null | undefined;
+      let waiter: { resolve(r: IteratorResult<unknown>): void; reject(e: unknown): void } | undefined;
+      let opened: { resolve(): void; reject(e: unknown): void } | undefined;
+
+      const read = () => {
+        if (!reading && end === undefined && status === undefined && queue.length < READ_AHEAD) {
+          reading = true;
+          call.startRead();
+        }
+      };
+      const finish = (outcome: ConnectError | null) => {
+        if (end !== undefined) return;
+        end = outcome;
+        signal?.removeEventListener("abort", onAbort);
+        if (opened) {
+          const o = opened;
+          opened = undefined;
+          if (outcome) o.reject(outcome);
+          else o.resolve();
+        }
+        if (waiter && queue.length === 0) {
+          const w = waiter;
+          waiter = undefined;
+          if (outcome) w.reject(outcome);
+          else w.resolve({ done: true, value: undefined });
+        }
+      };
+      const onAbort = () => {
+        call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client");
+        finish(abortError(signal!));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+
+      await new Promise<void>((resolve, reject) => {
+        opened = { resolve, reject };
+        call.start(md, {
+          onReceiveMetadata(m) {
+            responseHeader = headersOf(m);
+            if (opened) {
+              const o = opened;
+              opened = undefined;
+              o.resolve();
+            }
+          },
+          onReceiveMessage(bytes: Buffer) {
+            reading = false;
+            if (end !== undefined) return;
+            let message: unknown;
+            try {
+              message = fromBinary(method.output, bytes);
+            } catch (e) {
+              call.cancelWithStatus(grpc.status.INTERNAL, `Response message parsing error: ${e instanceof Error ? e.message : String(e)}`);
+              return;
+            }
+            if (waiter) {
+              const w = waiter;
+              waiter = undefined;
+              w.resolve({ done: false, value: message });
+            } else queue.push(message);
+            read();
+          },
+          onReceiveStatus(s) {
+            status = s;
+            headersOf(s.metadata, trailer);
+            finish(s.code === grpc.status.OK ? null : errorOf(s, responseHeader));
+          },
+        });
+        call.sendMessageWithContext({}, serialize(method.input, first.value));
+        call.halfClose();
+        read();
+      });
+
+      const iterator: AsyncIterator<unknown> = {
+        next() {
+          if (queue.length > 0) {
+            const value = queue.shift();
+            read();
+            return Promise.resolve({ done: false, value });
+          }
+          if (end === null) return Promise.resolve({ done: true, value: undefined });
+          if (end) return Promise.reject(end);
+          if (waiter) return Promise.reject(new ConnectError("concurrent next() on a stream", Code.Internal));
+          read();
+          return new Promise((resolve, reject) => (waiter = { resolve, reject }));
+        },
+        return() {
+          if (end === undefined) {
+            call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client");
+            finish(null);
+          }
+          queue.length = 0;
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      };
+      return {
+        stream: true,
+        service: method.parent,
+        method,
+        header: responseHeader ?? new Headers(),
+        trailer,
+        message: { [Symbol.asyncIterator]: () => iterator },
+      } as unknown as StreamResponse as never;
+    },
+  };
+}
