@@ -16,3 +16,12 @@ export function femtoOfUsd(usd: unknown): bigint | undefined {
 
 /** femto-USD as the USD number the wire carries. */
 export const usdOfFemto = (femtos: bigint): number => Number(femtos) / 1e15;
+
+const FEMTO_PER_USD = 10n ** 15n;
+/** Integer femto-dollars → the exact USD decimal string (`"0.3"`, `"10000"`, `"0"`). */
+export function usdString(femtos: bigint): string {
+  const sign = femtos < 0n ? "-" : "";
+  const abs = femtos < 0n ? -femtos : femtos;
+  const frac = (abs % FEMTO_PER_USD).toString().padStart(15, "0").replace(/0+$/, "");
+  return `${sign}${abs / FEMTO_PER_USD}${frac ? `.${frac}` : ""}`;
+}

@@ -10,6 +10,7 @@
  * ending today with `include_today`, or the single day `date` (one of the last 30 completed days, or today).
  */
 import type { ServiceImpl } from "@connectrpc/connect";
+import { usdString } from "../../contract/money.js";
 import type { Db } from "../../db/client.js";
 import type { ActivityItem, ActivityService } from "../../gen/portico/activity/v1/activity_service_pb.js";
 import { callerOf } from "../auth.js";
@@ -109,14 +110,7 @@ type Item = Init<ActivityItem>;
 /** An item while rows are merged: money still in integer femto-dollars. */
 type Acc = Omit<Item, "usageUsd" | "byokUsageInferenceUsd"> & { usage: bigint; byok: bigint };
 
-const FEMTO_PER_USD = 10n ** 15n;
-/** Integer femto-dollars → the exact USD decimal string (`"0.3"`, `"10000"`, `"0"`). */
-export function usdString(femtos: bigint): string {
-  const sign = femtos < 0n ? "-" : "";
-  const abs = femtos < 0n ? -femtos : femtos;
-  const frac = (abs % FEMTO_PER_USD).toString().padStart(15, "0").replace(/0+$/, "");
-  return `${sign}${abs / FEMTO_PER_USD}${frac ? `.${frac}` : ""}`;
-}
+export { usdString };
 
 /** Database rows → items: canonical model slugs applied (rows of one model under several ids merged, exactly), sorted. */
 export function present(rows: ActivityRow[], grouping: ActivityGrouping, canonicalSlug: ActivityHandlerDeps["canonicalSlug"]): Item[] {

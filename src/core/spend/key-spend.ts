@@ -23,6 +23,9 @@ import type { KeySpend } from "../../gen/portico/identity/v1/identity_service_pb
 import type { Init } from "../proto-init.js";
 import { keyCounterId, type SpendStore } from "./spend-store.js";
 import { windowStarts } from "./windows.js";
+import { usdString } from "../../contract/money.js";
+
+const INT64_MAX = 2n ** 63n - 1n;
 
 const MICRO = 1_000_000_000n;
 
@@ -113,15 +116,27 @@ export function createKeySpendReader(deps: {
     /** The key's fields follow the sums. */
     const k = SUMS.length * parts;
     const sum = (i: number): bigint => (parts === 2 ? big(row[2 * i]) * MICRO + big(row[2 * i + 1]) : big(row[i]));
+    const sums = SUMS.map((_, i) => sum(i));
+    /** The int64 field: the sum while it fits, else INT64_MAX (the `*_usd` text field is exact). */
+    const fits = (i: number): bigint => (sums[i]! > INT64_MAX ? INT64_MAX : sums[i]!);
+    const text = (i: number): string => usdString(sums[i]!);
     const out: Init<KeySpend> = {
-      usageFemtoUsd: sum(0),
-      usageDailyFemtoUsd: sum(1),
-      usageWeeklyFemtoUsd: sum(2),
-      usageMonthlyFemtoUsd: sum(3),
-      byokUsageFemtoUsd: sum(4),
-      byokUsageDailyFemtoUsd: sum(5),
-      byokUsageWeeklyFemtoUsd: sum(6),
-      byokUsageMonthlyFemtoUsd: sum(7),
+      usageFemtoUsd: fits(0),
+      usageDailyFemtoUsd: fits(1),
+      usageWeeklyFemtoUsd: fits(2),
+      usageMonthlyFemtoUsd: fits(3),
+      byokUsageFemtoUsd: fits(4),
+      byokUsageDailyFemtoUsd: fits(5),
+      byokUsageWeeklyFemtoUsd: fits(6),
+      byokUsageMonthlyFemtoUsd: fits(7),
+      usageUsd: text(0),
+      usageDailyUsd: text(1),
+      usageWeeklyUsd: text(2),
+      usageMonthlyUsd: text(3),
+      byokUsageUsd: text(4),
+      byokUsageDailyUsd: text(5),
+      byokUsageWeeklyUsd: text(6),
+      byokUsageMonthlyUsd: text(7),
       limitReset: (row[k + 1] as string | null | undefined) ?? "none",
     };
     const expiresAt = dateOrNull(row[k + 2]);

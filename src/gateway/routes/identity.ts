@@ -80,7 +80,8 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
     async (req) => {
       const c = await client.getCaller({}, callOptionsFor(req));
       const s = c.spend;
-      const usd = (f: bigint | undefined) => usdOfFemto(f ?? 0n);
+      /** The exact decimal text when the core sent it (a sum past an int64 of femto-USD), else the femto-USD field. */
+      const usd = (text: string | undefined, f: bigint | undefined) => (text ? Number(text) : usdOfFemto(f ?? 0n));
       return {
         data: {
           label: c.keyLabel,
@@ -107,14 +108,14 @@ export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayC
           free_model_daily_requests: { limit: 0, remaining: 0, used: 0 },
           allowed_data_regions: ["global"],
           expires_at: s?.expiresAt ? timestampDate(s.expiresAt).toISOString() : null,
-          usage: usd(s?.usageFemtoUsd),
-          usage_daily: usd(s?.usageDailyFemtoUsd),
-          usage_weekly: usd(s?.usageWeeklyFemtoUsd),
-          usage_monthly: usd(s?.usageMonthlyFemtoUsd),
-          byok_usage: usd(s?.byokUsageFemtoUsd),
-          byok_usage_daily: usd(s?.byokUsageDailyFemtoUsd),
-          byok_usage_weekly: usd(s?.byokUsageWeeklyFemtoUsd),
-          byok_usage_monthly: usd(s?.byokUsageMonthlyFemtoUsd),
+          usage: usd(s?.usageUsd, s?.usageFemtoUsd),
+          usage_daily: usd(s?.usageDailyUsd, s?.usageDailyFemtoUsd),
+          usage_weekly: usd(s?.usageWeeklyUsd, s?.usageWeeklyFemtoUsd),
+          usage_monthly: usd(s?.usageMonthlyUsd, s?.usageMonthlyFemtoUsd),
+          byok_usage: usd(s?.byokUsageUsd, s?.byokUsageFemtoUsd),
+          byok_usage_daily: usd(s?.byokUsageDailyUsd, s?.byokUsageDailyFemtoUsd),
+          byok_usage_weekly: usd(s?.byokUsageWeeklyUsd, s?.byokUsageWeeklyFemtoUsd),
+          byok_usage_monthly: usd(s?.byokUsageMonthlyUsd, s?.byokUsageMonthlyFemtoUsd),
         },
       };
     },

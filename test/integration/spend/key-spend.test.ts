@@ -8,7 +8,10 @@
  * 64-bit integer of femto-dollars ($9,223; SQLite's SUM raises "integer overflow" there) come back exact.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { usdString } from "../../../src/contract/money.js";
+import { KeySpendSchema } from "../../../src/gen/portico/identity/v1/identity_service_pb.js";
 import { dbProviders } from "../../helpers/db.js";
 import type { DatabaseHandle, Db } from "../../../src/db/client.js";
 import { createKeySpendReader } from "../../../src/core/spend/key-spend.js";
@@ -126,6 +129,9 @@ describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
       expect(spend.byokUsageMonthlyFemtoUsd).toBe(inWindow(w.monthly, true));
       expect(spend.byokUsageFemtoUsd).toBe(inWindow(null, true));
       expect(spend.usageDailyFemtoUsd).not.toBe(0n);
+      // The decimal text fields say the same figures.
+      expect([spend.usageUsd, spend.usageDailyUsd, spend.usageWeeklyUsd, spend.usageMonthlyUsd]).toEqual(ref.usage.map(usdString));
+      expect([spend.byokUsageUsd, spend.byokUsageDailyUsd, spend.byokUsageWeeklyUsd, spend.byokUsageMonthlyUsd]).toEqual(ref.byok.map(usdString));
     }
 
     // A key with no generation and no limit: zeros, "none", no optional field.
@@ -134,6 +140,8 @@ describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
     expect(none).toEqual({
       usageFemtoUsd: 0n, usageDailyFemtoUsd: 0n, usageWeeklyFemtoUsd: 0n, usageMonthlyFemtoUsd: 0n,
       byokUsageFemtoUsd: 0n, byokUsageDailyFemtoUsd: 0n, byokUsageWeeklyFemtoUsd: 0n, byokUsageMonthlyFemtoUsd: 0n, limitReset: "none",
+      usageUsd: "0", usageDailyUsd: "0", usageWeeklyUsd: "0", usageMonthlyUsd: "0",
+      byokUsageUsd: "0", byokUsageDailyUsd: "0", byokUsageWeeklyUsd: "0", byokUsageMonthlyUsd: "0",
     });
   });
 
@@ -150,11 +158,19 @@ describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
     const spend = await reader(handle, nowMs)(key.keyId, key.keyHash, key.organizationId);
     const total = costs.reduce((a, b) => a + b, 0n);
     expect(total > max).toBe(true);
-    expect(spend.usageFemtoUsd).toBe(total);
-    expect(spend.usageDailyFemtoUsd).toBe(total);
-    expect(spend.usageMonthlyFemtoUsd).toBe(total);
-    expect(spend.byokUsageWeeklyFemtoUsd).toBe(5n * max - 10n);
+    // Exact in the decimal text fields; the int64 fields hold INT64_MAX (the sums do not fit them).
+    expect(spend.usageUsd).toBe(usdString(total));
+    expect(spend.usageDailyUsd).toBe(usdString(total));
+    expect(spend.usageMonthlyUsd).toBe(usdString(total));
+    expect(spend.byokUsageWeeklyUsd).toBe(usdString(5n * max - 10n));
+    expect(spend.usageUsd).toBe("18446.744074833008403");
+    expect(spend.usageFemtoUsd).toBe(max);
+    expect(spend.byokUsageWeeklyFemtoUsd).toBe(max);
+    // The answer encodes for gRPC (a split deployment's gateway, gRPC clients) and decodes to the same figures.
+    const back = fromBinary(KeySpendSchema, toBinary(KeySpendSchema, create(KeySpendSchema, spend)));
+    expect(back.usageUsd).toBe(usdString(total));
+    expect(back.usageFemtoUsd).toBe(max);
     // What the HTTP answer carries (USD as a number) is as near as a double gets.
-    expect(Number(spend.usageFemtoUsd) / 1e15).toBe(Number(total) / 1e15);
+    expect(Number(spend.usageUsd)).toBe(Number(total) / 1e15);
   });
 });

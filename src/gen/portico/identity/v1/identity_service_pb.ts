@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file portico/identity/v1/identity_service.proto.
  */
 export const file_portico_identity_v1_identity_service: GenFile = /*@__PURE__*/
-  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCKeAgoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCRIbChNyYXRlX2xpbWl0X3JlcXVlc3RzGAggASgFEiMKG3JhdGVfbGltaXRfaW50ZXJ2YWxfc2Vjb25kcxgJIAEoBRIsCgVzcGVuZBgKIAEoCzIdLnBvcnRpY28uaWRlbnRpdHkudjEuS2V5U3BlbmQiwQQKCEtleVNwZW5kEhcKD3VzYWdlX2ZlbXRvX3VzZBgBIAEoAxIdChV1c2FnZV9kYWlseV9mZW10b191c2QYAiABKAMSHgoWdXNhZ2Vfd2Vla2x5X2ZlbXRvX3VzZBgDIAEoAxIfChd1c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgEIAEoAxIcChRieW9rX3VzYWdlX2ZlbXRvX3VzZBgFIAEoAxIiChpieW9rX3VzYWdlX2RhaWx5X2ZlbXRvX3VzZBgGIAEoAxIjChtieW9rX3VzYWdlX3dlZWtseV9mZW10b191c2QYByABKAMSJAocYnlva191c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgIIAEoAxIcCg9saW1pdF9mZW10b191c2QYCSABKANIAIgBARImChlsaW1pdF9yZW1haW5pbmdfZmVtdG9fdXNkGAogASgDSAGIAQESEwoLbGltaXRfcmVzZXQYCyABKAkSMwoKZXhwaXJlc19hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIbCg5yYXRlX2xpbWl0X3JwbRgNIAEoBUgDiAEBEhsKDnJhdGVfbGltaXRfdHBtGA4gASgFSASIAQFCEgoQX2xpbWl0X2ZlbXRvX3VzZEIcChpfbGltaXRfcmVtYWluaW5nX2ZlbXRvX3VzZEINCgtfZXhwaXJlc19hdEIRCg9fcmF0ZV9saW1pdF9ycG1CEQoPX3JhdGVfbGltaXRfdHBtMskBCg9JZGVudGl0eVNlcnZpY2USWgoJR2V0Q2FsbGVyEiUucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5HZXRDYWxsZXJSZXNwb25zZRJaCglBdXRob3JpemUSJS5wb3J0aWNvLmlkZW50aXR5LnYxLkF1dGhvcml6ZVJlcXVlc3QaJi5wb3J0aWNvLmlkZW50aXR5LnYxLkF1dGhvcml6ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Cipwb3J0aWNvL2lkZW50aXR5L3YxL2lkZW50aXR5X3NlcnZpY2UucHJvdG8SE3BvcnRpY28uaWRlbnRpdHkudjEiLgoQQXV0aG9yaXplUmVxdWVzdBIaChJyZXF1aXJlX21hbmFnZW1lbnQYASABKAgiEwoRQXV0aG9yaXplUmVzcG9uc2UiEgoQR2V0Q2FsbGVyUmVxdWVzdCKeAgoRR2V0Q2FsbGVyUmVzcG9uc2USFwoPb3JnYW5pemF0aW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhEKCWtleV9sYWJlbBgEIAEoCRIZChFpc19tYW5hZ2VtZW50X2tleRgFIAEoCBIZChFpbnRlcm5zX3Byb2dyYW1tZRgGIAEoCBIQCghrZXlfaGFzaBgHIAEoCRIbChNyYXRlX2xpbWl0X3JlcXVlc3RzGAggASgFEiMKG3JhdGVfbGltaXRfaW50ZXJ2YWxfc2Vjb25kcxgJIAEoBRIsCgVzcGVuZBgKIAEoCzIdLnBvcnRpY28uaWRlbnRpdHkudjEuS2V5U3BlbmQilwYKCEtleVNwZW5kEhcKD3VzYWdlX2ZlbXRvX3VzZBgBIAEoAxIdChV1c2FnZV9kYWlseV9mZW10b191c2QYAiABKAMSHgoWdXNhZ2Vfd2Vla2x5X2ZlbXRvX3VzZBgDIAEoAxIfChd1c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgEIAEoAxIcChRieW9rX3VzYWdlX2ZlbXRvX3VzZBgFIAEoAxIiChpieW9rX3VzYWdlX2RhaWx5X2ZlbXRvX3VzZBgGIAEoAxIjChtieW9rX3VzYWdlX3dlZWtseV9mZW10b191c2QYByABKAMSJAocYnlva191c2FnZV9tb250aGx5X2ZlbXRvX3VzZBgIIAEoAxIcCg9saW1pdF9mZW10b191c2QYCSABKANIAIgBARImChlsaW1pdF9yZW1haW5pbmdfZmVtdG9fdXNkGAogASgDSAGIAQESEwoLbGltaXRfcmVzZXQYCyABKAkSMwoKZXhwaXJlc19hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIbCg5yYXRlX2xpbWl0X3JwbRgNIAEoBUgDiAEBEhsKDnJhdGVfbGltaXRfdHBtGA4gASgFSASIAQESEQoJdXNhZ2VfdXNkGA8gASgJEhcKD3VzYWdlX2RhaWx5X3VzZBgQIAEoCRIYChB1c2FnZV93ZWVrbHlfdXNkGBEgASgJEhkKEXVzYWdlX21vbnRobHlfdXNkGBIgASgJEhYKDmJ5b2tfdXNhZ2VfdXNkGBMgASgJEhwKFGJ5b2tfdXNhZ2VfZGFpbHlfdXNkGBQgASgJEh0KFWJ5b2tfdXNhZ2Vfd2Vla2x5X3VzZBgVIAEoCRIeChZieW9rX3VzYWdlX21vbnRobHlfdXNkGBYgASgJQhIKEF9saW1pdF9mZW10b191c2RCHAoaX2xpbWl0X3JlbWFpbmluZ19mZW10b191c2RCDQoLX2V4cGlyZXNfYXRCEQoPX3JhdGVfbGltaXRfcnBtQhEKD19yYXRlX2xpbWl0X3RwbTLJAQoPSWRlbnRpdHlTZXJ2aWNlEloKCUdldENhbGxlchIlLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVxdWVzdBomLnBvcnRpY28uaWRlbnRpdHkudjEuR2V0Q2FsbGVyUmVzcG9uc2USWgoJQXV0aG9yaXplEiUucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXF1ZXN0GiYucG9ydGljby5pZGVudGl0eS52MS5BdXRob3JpemVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * AuthorizeRequest says what the operation being checked requires.
@@ -253,6 +253,63 @@ export type KeySpend = Message<"portico.identity.v1.KeySpend"> & {
    * @generated from field: optional int32 rate_limit_tpm = 14;
    */
   rateLimitTpm?: number | undefined;
+
+  /**
+   * The eight spend figures above (fields 1 to 8, in that order) as exact decimal USD text ("12.5", "0"). A sum past
+   * what an int64 of femto-USD holds (about 9,223 USD) is only exact here: its femto-USD field then holds INT64_MAX.
+   *
+   * @generated from field: string usage_usd = 15;
+   */
+  usageUsd: string;
+
+  /**
+   * Today, as decimal USD text.
+   *
+   * @generated from field: string usage_daily_usd = 16;
+   */
+  usageDailyUsd: string;
+
+  /**
+   * This week, as decimal USD text.
+   *
+   * @generated from field: string usage_weekly_usd = 17;
+   */
+  usageWeeklyUsd: string;
+
+  /**
+   * This month, as decimal USD text.
+   *
+   * @generated from field: string usage_monthly_usd = 18;
+   */
+  usageMonthlyUsd: string;
+
+  /**
+   * BYOK, all time, as decimal USD text.
+   *
+   * @generated from field: string byok_usage_usd = 19;
+   */
+  byokUsageUsd: string;
+
+  /**
+   * BYOK, today, as decimal USD text.
+   *
+   * @generated from field: string byok_usage_daily_usd = 20;
+   */
+  byokUsageDailyUsd: string;
+
+  /**
+   * BYOK, this week, as decimal USD text.
+   *
+   * @generated from field: string byok_usage_weekly_usd = 21;
+   */
+  byokUsageWeeklyUsd: string;
+
+  /**
+   * BYOK, this month, as decimal USD text.
+   *
+   * @generated from field: string byok_usage_monthly_usd = 22;
+   */
+  byokUsageMonthlyUsd: string;
 };
 
 /**
