@@ -5,9 +5,10 @@
  * code statistics to a file; /proc/<pid>/smaps gives the native side by mapping.
  *
  *   npm run -s build && node bin/run-ts.mjs bench/serve-memory.ts [--seconds 60] [--node-args "--max-semi-space-size=4"]
- *       [--snapshot] [--keep] [--checkout <dir>] [--idle-after <s>]
+ *       [--snapshot] [--keep] [--checkout <dir>] [--idle-after <s>] [--during <s>]
  *
- * Readings: 3 s after ready (idle), right after the load, and `--idle-after` seconds later.
+ * Readings: 3 s after ready (idle), `--during` seconds into the load (with `--snapshot`, a heap snapshot of what
+ * is alive while requests run), right after the load, and `--idle-after` seconds later.
  */
 import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -21,6 +22,7 @@ const argOf = (name: string) => {
 };
 const seconds = Number(argOf("seconds") ?? 60);
 const idleAfter = Number(argOf("idle-after") ?? 0);
+const during = Number(argOf("during") ?? 0);
 const nodeArgs = (argOf("node-args") ?? "").split(/\s+/).filter(Boolean);
 const checkout = argOf("checkout");
 const snapshot = process.argv.includes("--snapshot");
@@ -90,7 +92,12 @@ try {
   await sleep(3000);
   await reading(pid, out, "idle, 3 s after ready");
   const job = { mode: "load", url: `${s.api}/chat/completions`, key: s.apiKey, model: "groq/llama-3.3-70b", stream: false, concurrency: 32, seconds, warmup: 0, pids: [pid] };
-  const f = await runInWorker<{ rps: number; errors: number; requests: number; cpuMs: number; p99: number }>(hotPath, job);
+  const load = runInWorker<{ rps: number; errors: number; requests: number; cpuMs: number; p99: number }>(hotPath, job);
+  if (during > 0 && during < seconds) {
+    await sleep(during * 1000);
+    await reading(pid, out, `${during} s into the load`);
+  }
+  const f = await load;
   await reading(pid, out, `after ${seconds} s at c=32 (${f.rps.toFixed(0)} req/s, p99 ${f.p99.toFixed(1)} ms, ${(f.cpuMs / f.requests).toFixed(3)} ms CPU per request, ${f.errors} errors)`);
   if (idleAfter > 0) {
     await sleep(idleAfter * 1000);

@@ -26,6 +26,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { LightAbortController } from "../lib/light-abort.js";
 
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
@@ -141,7 +142,7 @@ function toMessage<D extends DescMessage>(schema: D, value: unknown) {
  * controllers, a deadline and a linked one, each abort dispatching an event: most of a short call's cost).
  */
 function linkSignal(signal: AbortSignal | undefined, timeoutMs: number | undefined): { ac: AbortController; end(reason: unknown): void; release(): void } {
-  const ac = new AbortController();
+  const ac = new LightAbortController();
   let onAbort: (() => void) | undefined;
   if (signal) {
     if (signal.aborted) ac.abort(signal.reason);

@@ -9,6 +9,7 @@ import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 import { SESSION_HEADERS } from "../contract/session-headers.js";
+import { LightAbortController } from "../lib/light-abort.js";
 import { injectTraceContext } from "../lib/tracing.js";
 
 /** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
@@ -84,7 +85,7 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
  * (the RPC made with it stops, and with it the upstream work). `release()` stops watching.
  */
 export function abortOnClientClose(reply: FastifyReply): { signal: AbortSignal; release(): void } {
-  const ac = new AbortController();
+  const ac = new LightAbortController();
   const onClose = () => {
     if (!reply.raw.writableFinished) ac.abort();
   };

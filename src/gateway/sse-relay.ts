@@ -18,6 +18,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { SseWriter } from "./sse.js";
+import { LightAbortController } from "../lib/light-abort.js";
 
 /** A message that writes nothing but opens the stream (when not yet open) and counts as a keepalive. */
 export const HEARTBEAT: unique symbol = Symbol("heartbeat");
@@ -127,9 +128,9 @@ export function createSseRelay(opts: SseRelayOptions): SseRelay {
 
 class ActiveStream implements RelayCall {
   /** Aborts the RPC: the client left or the server stops this stream. */
-  private readonly ac = new AbortController();
+  private readonly ac = new LightAbortController();
   /** Aborts only when the client left (the writer still writes the in-band end of a stopped stream). */
-  private readonly client = new AbortController();
+  private readonly client = new LightAbortController();
   private stopped = false;
   private clientGone = false;
   private sse: SseWriter | undefined;

@@ -17,6 +17,7 @@ import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
 import { ruleOf } from "../../../contract/reasons.js";
 import { createMemoryHealthMemory } from "../../../lib/health-memory.js";
+import { LightAbortController } from "../../../lib/light-abort.js";
 import { createKeyGuard } from "../key-guard.js";
 import { dropRaw } from "../raw-events.js";
 import { credentialKey, noteFailure, noteSuccess, type HealthMemory } from "../routing/health.js";
@@ -145,7 +146,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     }, Math.max(0, deadline - performance.now()));
     /** A controller made current: already aborted when the caller left or the budget ran out. */
     const controller = () => {
-      const ac = new AbortController();
+      const ac = new LightAbortController();
       if (call.signal.aborted) ac.abort(call.signal.reason);
       else if (budgetOut) ac.abort(budgetExceeded(budgetMs, track.attempts));
       current = ac;

@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { Agent, Dispatcher } from "undici";
+import { LightAbortController } from "../../../lib/light-abort.js";
 import { onFirstUse } from "../../../lib/on-first-use.js";
 import { UpstreamError, isRetryableStatus, type UpstreamCall } from "./types.js";
 
@@ -672,7 +673,7 @@ export function truncatedStream(): UpstreamError {
 
 /** An AbortController that also aborts when the caller's signal does. */
 export function linkedController(signal: AbortSignal): AbortController {
-  const controller = new AbortController();
+  const controller = new LightAbortController();
   if (signal.aborted) controller.abort(signal.reason);
   else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
   return controller;
