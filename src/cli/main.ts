@@ -10,6 +10,7 @@ import { installShutdown } from "./shutdown.js";
 import type { RunningProcess } from "../server.js";
 import cluster from "node:cluster";
 import { availableParallelism } from "node:os";
+import { capHeapGrowth } from "./heap-growth.js";
 import { isServeWorker, reportReady } from "../cluster/ipc.js";
 import { startServePrimary } from "../cluster/primary.js";
 import { printServingBanner } from "./banner.js";
@@ -72,6 +73,7 @@ program
   )
   .action(async () => {
     const cfg = config();
+    capHeapGrowth();
     const workers = cfg.workers === 0 ? availableParallelism() : cfg.workers;
     if (cluster.isPrimary && workers > 1) {
       // The primary forks the workers and holds what they share; it serves nothing itself.
