@@ -51,6 +51,29 @@ const ROWS_PER_STATEMENT = 50;
  */
 const ROWS_PER_TRANSACTION = 200;
 
+/**
+ * The statement sizes a part of `n` rows is written in: ROWS_PER_STATEMENT while that many are left, then the
+ * remainder by powers of two (37 → 32, 4, 1). Each size is a statement of its own, prepared once and kept
+ * (SQLite: in the client's statement cache, ≈ 150 KB of native memory for 50 rows of these columns; PostgreSQL: a
+ * named statement per pooled connection), so at most 7 sizes instead of one per row count up to 50 (≈ 7 MB of
+ * malloc in a `serve` process under load; bench/README.md, "Resident memory under load").
+ */
+export function statementSizes(n: number): number[] {
+  const sizes: number[] = [];
+  let left = n;
+  while (left >= ROWS_PER_STATEMENT) {
+    sizes.push(ROWS_PER_STATEMENT);
+    left -= ROWS_PER_STATEMENT;
+  }
+  for (let size = 32; size >= 1; size >>= 1) {
+    if (left >= size) {
+      sizes.push(size);
+      left -= size;
+    }
+  }
+  return sizes;
+}
+
 /** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax; cached per n. */
 function insertStatement(provider: DbProvider): (rows: number) => string {
   const cache = new Map<number, string>();
@@ -235,14 +258,22 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
   const writeChunk: (chunk: GenerationRecord[]) => Promise<unknown> = writeSqlite
     ? (chunk) =>
         writeSqlite((connection) => {
-          for (let j = 0; j < chunk.length; j += ROWS_PER_STATEMENT) {
-            const part = chunk.length <= ROWS_PER_STATEMENT ? chunk : chunk.slice(j, j + ROWS_PER_STATEMENT);
-            connection.prepare(insert(part.length)).run(params(part));
+          let j = 0;
+          for (const size of statementSizes(chunk.length)) {
+            const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
+            j += size;
+            connection.prepare(insert(size)).run(params(part));
           }
         })
-    : executePrepared
-      ? (part) => executePrepared(names[part.length]!, insert(part.length), params(part))
-      : (part) => execute(insert(part.length), params(part));
+    : async (chunk) => {
+        let j = 0;
+        for (const size of statementSizes(chunk.length)) {
+          const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
+          j += size;
+          if (executePrepared) await executePrepared(names[size]!, insert(size), params(part));
+          else await execute(insert(size), params(part));
+        }
+      };
   /** Writes rows in chunks (statements, on SQLite transactions); returns how many were written before a failure. */
   const write = async (rows: GenerationRecord[]): Promise<{ written: number; error?: unknown }> => {
     let written = 0;

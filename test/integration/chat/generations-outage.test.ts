@@ -144,6 +144,17 @@ describe.each([
     expect(lines.filter((l) => l.includes("generation records lost"))).toEqual([]);
   });
 
+  it("writes flushes of any size, in statements of 50 rows and powers of two", async () => {
+    const { count, store } = await open({});
+    let n = 0;
+    for (const size of [137, 7, 1, 50, 63, 249]) {
+      for (let i = 0; i < size; i++) store.record(rec(n++));
+      await store.flush();
+      expect(await count()).toBe(n);
+    }
+    expect(store.dropped()).toBe(0);
+  });
+
   it("drops only a row the database refuses (counted as refused) and writes the others", async () => {
     const { lines, registry, count, store } = await open({});
     store.record(rec(0));
