@@ -4,7 +4,7 @@
  * process, taking turns every `--requests` requests, so the load moves them alike.
  *
  *   node bin/run-ts.mjs bench/tracing-cost.ts [--base <checkout>[,<checkout>…]] [--requests 2000] [--rounds 7]
- *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]]
+ *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]] [--profile <dir>]
  *
  * Per tree (this one, then each `--base`, in a child process of its own, `--pairs` times in turn), the tree's own
  * modules (its `src/`, no build needed) make two stacks:
@@ -19,7 +19,8 @@
  * (the whole process: Fastify, the pipeline, the SDK, the exporter's HTTP client). Reported: CPU µs per request off
  * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
  * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
- * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`).
+ * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`). `--profile <dir>` writes a V8 CPU profile of
+ * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`).
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -230,7 +231,8 @@ async function main(): Promise<void> {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
       const out = await new Promise<string>((done, fail) => {
-        const c = spawn(process.execPath, [resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
+        const profile = flag("profile") ? ["--cpu-prof", "--cpu-prof-dir", resolve(flag("profile")!)] : [];
+        const c = spawn(process.execPath, [...profile, resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
           cwd: tree,
           stdio: ["ignore", "pipe", "inherit"],
         });

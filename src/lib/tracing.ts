@@ -19,6 +19,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Span, type Tracer } from "@opentelemetry/api";
 import type { FastifyPluginCallback } from "fastify";
 import type { Logger } from "pino";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { TracingConfig } from "../config.js";
 
 /** The instrumentation scope of every span Portico makes. */
@@ -138,13 +139,34 @@ function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: Trac
   return s.parentBased ? new node.ParentBasedSampler({ root }) : root;
 }
 
+/**
+ * The http/protobuf exporter: the SDK's OTLP/HTTP export delegate (what `@opentelemetry/exporter-trace-otlp-proto`'s
+ * exporter is made of: its configuration from `cfg` and the OTEL_EXPORTER_OTLP_* variables, retries, timeout,
+ * compression, the response's partial success) with Portico's span encoder (src/lib/otlp-trace-encoder.ts: the same
+ * bytes as the SDK's serializer for less CPU) in place of the SDK's serializer.
+ */
+async function protobufExporter(cfg: TracingConfig): Promise<SpanExporter> {
+  const [base, nodeHttp, transformer, { encodeTraceRequest }] = await Promise.all([
+    import("@opentelemetry/otlp-exporter-base"),
+    import("@opentelemetry/otlp-exporter-base/node-http"),
+    import("@opentelemetry/otlp-transformer"),
+    import("./otlp-trace-encoder.js"),
+  ]);
+  const options = nodeHttp.convertLegacyHttpOptions({ url: cfg.url, headers: cfg.headers }, "TRACES", "v1/traces", { "Content-Type": "application/x-protobuf" });
+  const serializer = { serializeRequest: encodeTraceRequest, deserializeResponse: transformer.ProtobufTraceSerializer.deserializeResponse };
+  return new base.OTLPExporterBase(
+    nodeHttp.createOtlpHttpExportDelegate(options, serializer, "otlp_http_span_exporter", transformer.TraceExporterMetricsHelper, undefined),
+  );
+}
+
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
-  const [node, resources, exporterModule] = await Promise.all([
+  const [node, resources, exporter] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
     import("@opentelemetry/resources"),
-    cfg.protocol === "http/json" ? import("@opentelemetry/exporter-trace-otlp-http") : import("@opentelemetry/exporter-trace-otlp-proto"),
+    cfg.protocol === "http/json"
+      ? import("@opentelemetry/exporter-trace-otlp-http").then((m) => new m.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers }))
+      : protobufExporter(cfg),
   ]);
-  const exporter = new exporterModule.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers });
   const provider = new node.NodeTracerProvider({
     resource: resources.resourceFromAttributes({
       "service.name": cfg.serviceName,
