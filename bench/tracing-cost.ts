@@ -20,7 +20,8 @@
  * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
  * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
  * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`). `--profile <dir>` writes a V8 CPU profile of
- * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`).
+ * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
+ * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -198,9 +199,10 @@ async function child(): Promise<void> {
   await run(off, 2000, false);
   await run(on, 2000, true);
   const result: ChildResult = { off: [], on: [] };
+  const only = flag("only");
   for (let r = 0; r < rounds; r++) {
-    result.off.push(await run(off, requests, false));
-    result.on.push(await run(on, requests, true));
+    result.off.push(only === "on" ? Number.NaN : await run(off, requests, false));
+    result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
   }
   await tracing!.close();
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
@@ -221,7 +223,7 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
-  const pass = ["requests", "rounds", "ratio"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
+  const pass = ["requests", "rounds", "ratio", "only"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
@@ -241,6 +243,9 @@ async function main(): Promise<void> {
         c.on("exit", (code) => (code === 0 ? done(text) : fail(new Error(`child for ${tree} exited with ${code}: ${text}`))));
       });
       const r = JSON.parse(/RESULT (.*)/.exec(out)![1]!) as ChildResult;
+      // A mode left out (`--only`) came as null (NaN in JSON).
+      r.off = r.off.map((v) => v ?? Number.NaN);
+      r.on = r.on.map((v) => v ?? Number.NaN);
       const offM = median(r.off);
       const onM = median(r.on);
       const added = median(r.on.map((v, i) => v - r.off[i]!));
