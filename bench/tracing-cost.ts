@@ -10,7 +10,7 @@
  * modules (its `src/`, no build needed) make two stacks:
  * - off: a Fastify app whose chat route calls the tree's `callOptionsFor` (gateway/rpc.ts) and the tree's chat
  *   handler (createChatHandler, every stage, in-memory stores, a provider adapter answering at once, as
- *   bench/chat-pipeline.ts builds it) with the headers it made;
+ *   bench/chat-pipeline.ts builds it) with the headers and context values it made (as the in-process transport);
  * - on: the same with the tree's tracing started (src/lib/tracing.ts `startTracing`, the OTLP http/protobuf
  *   exporter posting to a sink in the parent process), its Fastify plugin registered, the core's tracing
  *   interceptor around the handler and the chat pipeline's trace stage in it (`tracing: true`).
@@ -150,18 +150,19 @@ async function child(): Promise<void> {
   /** The core's side of one call: the RPC's headers in, the completion's JSON out (as the in-process transport's handler context). */
   const coreOf = (traced: boolean) => {
     const handler = handlerOf(traced);
-    type Req = { header: Headers; signal: AbortSignal; message: unknown };
+    type Req = { header: Headers; signal: AbortSignal; message: unknown; contextValues: { set(k: unknown, v: unknown): unknown } };
     const call = async (req: Req) => {
-      const values = createContextValues();
+      const values = req.contextValues;
       values.set(kCaller, caller);
       const ctx = { signal: req.signal, requestHeader: req.header, responseHeader: new Headers(), responseTrailer: new Headers(), values, timeoutMs: () => undefined };
       const res = await handler.createChatCompletion(req.message, ctx);
       return { stream: false, message: res, header: new Headers(), trailer: new Headers() };
     };
-    const chain = traced ? createTracingInterceptor()(call as never) : call;
-    return (headers: Record<string, string>, message: unknown) => {
+    const chain = traced ? createTracingInterceptor(config.tracing.sampler)(call as never) : call;
+    // As the direct transport: the caller's context values (a tree handing the gateway's span over in them), else new ones.
+    return (headers: Record<string, string>, message: unknown, contextValues?: Req["contextValues"]) => {
       const ac = new AbortController();
-      return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method });
+      return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method, contextValues: contextValues ?? createContextValues() });
     };
   };
   const appOf = async (traced: boolean) => {
@@ -170,7 +171,7 @@ async function child(): Promise<void> {
     const core = coreOf(traced);
     app.post("/api/v1/chat/completions", async (req, reply) => {
       const opts = callOptionsFor(req);
-      const res = await core(opts.headers as Record<string, string>, { body: req.body, jsonText: true });
+      const res = await core(opts.headers as Record<string, string>, { body: req.body, jsonText: true }, opts.contextValues);
       reply.header("content-type", "application/json; charset=utf-8");
       return res.message.completionJson;
     });
