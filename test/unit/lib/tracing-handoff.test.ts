@@ -1,6 +1,6 @@
 /**
  * How a gateway request's span reaches the core (src/lib/tracing.ts): in process in the call's context values (no
- * `traceparent` header made), over gRPC as W3C headers written by the split gateway's transport interceptor, and the
+ * `traceparent` header made), over gRPC as W3C headers written by the split gateway's transport wrapper, and the
  * core's tracing interceptor continuing either one; an unsampled parent gives no core span. The spans are exported to
  * a loopback sink that only counts bytes (tracing.test.ts checks the exported trees).
  */
@@ -13,7 +13,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTracingInterceptor } from "../../../src/core/tracing-interceptor.js";
 import { callOptionsFor } from "../../../src/gateway/rpc.js";
-import { callParentSpan, parentContext, requestSpan, startTracing, traceHeaderInterceptor, type Tracing } from "../../../src/lib/tracing.js";
+import { callParentSpan, parentContext, requestSpan, startTracing, withTraceHeaders, type Tracing } from "../../../src/lib/tracing.js";
 
 type CoreSeen = { span: Span | undefined; parentSpanId: string | undefined; traceId: string | undefined };
 
@@ -78,16 +78,20 @@ describe("the trace context from the gateway to the core", () => {
     expect(core.parentSpanId).toBe(call.gatewaySpan!.spanContext().spanId);
   });
 
-  it("over gRPC: the transport's interceptor writes the span as traceparent, which the core continues", async () => {
+  it("over gRPC: the split transport writes the span as traceparent, which the core continues", async () => {
     await app.inject({ url: "/x" });
     const call = calls.at(-1)!;
     const gw = call.gatewaySpan!.spanContext();
     let sent: Headers | undefined;
-    await traceHeaderInterceptor()(async (req) => {
-      sent = req.header;
-      return {} as never;
-    })({ header: new Headers(call.headers), contextValues: call.values! } as never);
+    const grpc = { unary: async (_m: unknown, _s: unknown, _t: unknown, header: ConstructorParameters<typeof Headers>[0]) => ((sent = new Headers(header)), {}), stream: async () => ({}), close: () => "closed" };
+    const traced = withTraceHeaders(grpc as never) as unknown as typeof grpc;
+    await traced.unary(undefined, undefined, undefined, call.headers);
+    // No span in the call's values (a call not made for a traced request): the headers as given.
+    expect(sent!.get("traceparent")).toBeNull();
+    await (traced.unary as (...a: unknown[]) => Promise<unknown>)(undefined, undefined, undefined, call.headers, undefined, call.values);
     expect(sent!.get("traceparent")).toBe(`00-${gw.traceId}-${gw.spanId}-01`);
+    expect(sent!.get("x-request-id")).toBe(call.headers["x-request-id"]);
+    expect(traced.close()).toBe("closed");
     // The core's side of a network call: the headers, and context values of its own.
     const core = await coreCall(sent!, createContextValues());
     expect(core.traceId).toBe(gw.traceId);
