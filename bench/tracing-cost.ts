@@ -4,13 +4,13 @@
  * process, taking turns every `--requests` requests, so the load moves them alike.
  *
  *   node bin/run-ts.mjs bench/tracing-cost.ts [--base <checkout>[,<checkout>…]] [--requests 2000] [--rounds 7]
- *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]]
+ *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]] [--profile <dir>]
  *
  * Per tree (this one, then each `--base`, in a child process of its own, `--pairs` times in turn), the tree's own
  * modules (its `src/`, no build needed) make two stacks:
  * - off: a Fastify app whose chat route calls the tree's `callOptionsFor` (gateway/rpc.ts) and the tree's chat
  *   handler (createChatHandler, every stage, in-memory stores, a provider adapter answering at once, as
- *   bench/chat-pipeline.ts builds it) with the headers it made;
+ *   bench/chat-pipeline.ts builds it) with the headers and context values it made (as the in-process transport);
  * - on: the same with the tree's tracing started (src/lib/tracing.ts `startTracing`, the OTLP http/protobuf
  *   exporter posting to a sink in the parent process), its Fastify plugin registered, the core's tracing
  *   interceptor around the handler and the chat pipeline's trace stage in it (`tracing: true`).
@@ -19,7 +19,9 @@
  * (the whole process: Fastify, the pipeline, the SDK, the exporter's HTTP client). Reported: CPU µs per request off
  * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
  * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
- * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`).
+ * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`). `--profile <dir>` writes a V8 CPU profile of
+ * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
+ * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -148,18 +150,19 @@ async function child(): Promise<void> {
   /** The core's side of one call: the RPC's headers in, the completion's JSON out (as the in-process transport's handler context). */
   const coreOf = (traced: boolean) => {
     const handler = handlerOf(traced);
-    type Req = { header: Headers; signal: AbortSignal; message: unknown };
+    type Req = { header: Headers; signal: AbortSignal; message: unknown; contextValues: { set(k: unknown, v: unknown): unknown } };
     const call = async (req: Req) => {
-      const values = createContextValues();
+      const values = req.contextValues;
       values.set(kCaller, caller);
       const ctx = { signal: req.signal, requestHeader: req.header, responseHeader: new Headers(), responseTrailer: new Headers(), values, timeoutMs: () => undefined };
       const res = await handler.createChatCompletion(req.message, ctx);
       return { stream: false, message: res, header: new Headers(), trailer: new Headers() };
     };
-    const chain = traced ? createTracingInterceptor()(call as never) : call;
-    return (headers: Record<string, string>, message: unknown) => {
+    const chain = traced ? createTracingInterceptor(config.tracing.sampler)(call as never) : call;
+    // As the direct transport: the caller's context values (a tree handing the gateway's span over in them), else new ones.
+    return (headers: Record<string, string>, message: unknown, contextValues?: Req["contextValues"]) => {
       const ac = new AbortController();
-      return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method });
+      return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method, contextValues: contextValues ?? createContextValues() });
     };
   };
   const appOf = async (traced: boolean) => {
@@ -168,7 +171,7 @@ async function child(): Promise<void> {
     const core = coreOf(traced);
     app.post("/api/v1/chat/completions", async (req, reply) => {
       const opts = callOptionsFor(req);
-      const res = await core(opts.headers as Record<string, string>, { body: req.body, jsonText: true });
+      const res = await core(opts.headers as Record<string, string>, { body: req.body, jsonText: true }, opts.contextValues);
       reply.header("content-type", "application/json; charset=utf-8");
       return res.message.completionJson;
     });
@@ -197,9 +200,10 @@ async function child(): Promise<void> {
   await run(off, 2000, false);
   await run(on, 2000, true);
   const result: ChildResult = { off: [], on: [] };
+  const only = flag("only");
   for (let r = 0; r < rounds; r++) {
-    result.off.push(await run(off, requests, false));
-    result.on.push(await run(on, requests, true));
+    result.off.push(only === "on" ? Number.NaN : await run(off, requests, false));
+    result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
   }
   await tracing!.close();
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
@@ -220,7 +224,7 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
-  const pass = ["requests", "rounds", "ratio"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
+  const pass = ["requests", "rounds", "ratio", "only"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
@@ -230,7 +234,8 @@ async function main(): Promise<void> {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
       const out = await new Promise<string>((done, fail) => {
-        const c = spawn(process.execPath, [resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
+        const profile = flag("profile") ? ["--cpu-prof", "--cpu-prof-dir", resolve(flag("profile")!)] : [];
+        const c = spawn(process.execPath, [...profile, resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
           cwd: tree,
           stdio: ["ignore", "pipe", "inherit"],
         });
@@ -239,6 +244,9 @@ async function main(): Promise<void> {
         c.on("exit", (code) => (code === 0 ? done(text) : fail(new Error(`child for ${tree} exited with ${code}: ${text}`))));
       });
       const r = JSON.parse(/RESULT (.*)/.exec(out)![1]!) as ChildResult;
+      // A mode left out (`--only`) came as null (NaN in JSON).
+      r.off = r.off.map((v) => v ?? Number.NaN);
+      r.on = r.on.map((v) => v ?? Number.NaN);
       const offM = median(r.off);
       const onM = median(r.on);
       const added = median(r.on.map((v, i) => v - r.off[i]!));

@@ -194,7 +194,7 @@ export async function startMetricsListener(config: Config, logger: Logger, metri
 export async function startSplitGateway(config: Config, logger: Logger, coreUrl: string): Promise<RunningProcess> {
   const handle = processHandle();
   const metrics = createMetrics();
-  const transport = createCoreTransport(coreUrl);
+  const transport = createCoreTransport(coreUrl, { tracing: config.tracing !== undefined });
   const tracing = await startTracing(config.tracing, logger, config.instanceId);
   if (tracing) handle.onClose.push(() => tracing.close());
   try {

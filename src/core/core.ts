@@ -273,7 +273,7 @@ export async function createCore(opts: CoreOptions): Promise<Core> {
 
   const interceptors: Interceptor[] = [
     // Tracing on (docs/operations.md, "Tracing"): a span per RPC, continuing the caller's traceparent.
-    ...(config.tracing ? [createTracingInterceptor()] : []),
+    ...(config.tracing ? [createTracingInterceptor(config.tracing.sampler)] : []),
     createMetricsInterceptor(metrics),
     createErrorBoundaryInterceptor((err, procedure, requestId) =>
       logger.error({ err, procedure, reqId: requestId }, "unexpected error in core handler"),

@@ -1,16 +1,19 @@
 /**
  * One server span per core RPC (docs/operations.md, "Tracing"), installed only when tracing is on. Its parent is
- * the caller's W3C `traceparent` (and `tracestate`) request header, which the gateway sends on every core call
- * (src/gateway/rpc.ts), over gRPC and in process alike. A recording span is filed under the call's AbortSignal
+ * the gateway request's span: in process (`portico serve`'s direct transport) handed over as is in the call's context
+ * values (src/lib/tracing.ts `callParentSpan`), over gRPC the caller's W3C `traceparent` (and `tracestate`) request
+ * headers, which the split gateway sends on every core call (`withTraceHeaders`). With a parent-based sampler a
+ * parent that is not sampled means no span at all (what the sampler would decide), so no span object is made for it.
+ * A recording span is filed under the call's AbortSignal
  * (src/lib/tracing.ts `setRequestSpan`: no context manager runs), where the chat pipeline's trace stage finds it: a
  * chat RPC's span is also its GenAI request span (the stage names it and adds the `gen_ai.*` attributes; one span
  * fewer per request than a child of its own). For a stream the span ends with the stream. Bidi streams (intern host
  * links, open for hours) get none.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, type Span, type TextMapGetter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, propagation, trace, type Context, type Span, type TextMapGetter } from "@opentelemetry/api";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { setRequestSpan, tracer } from "../lib/tracing.js";
+import { callParentSpan, parentContext, setRequestSpan, tracer } from "../lib/tracing.js";
 
 const headerGetter: TextMapGetter<Headers> = {
   get: (carrier, key) => carrier.get(key) ?? undefined,
@@ -58,12 +61,25 @@ function onEnd<T>(source: AsyncIterable<T>, end: (err?: unknown) => void): Async
   };
 }
 
-export function createTracingInterceptor(): Interceptor {
+/** The call's parent context: the span handed over in process, else the W3C headers a gRPC caller sent. */
+function parentOf(req: { header: Headers; contextValues: Parameters<typeof callParentSpan>[0] }): Context {
+  const span = callParentSpan(req.contextValues);
+  if (span) return parentContext(span);
+  return req.header.has("traceparent") ? propagation.extract(ROOT_CONTEXT, req.header, headerGetter) : ROOT_CONTEXT;
+}
+
+/** `sampler.parentBased`: the configured sampler follows the parent's sampled flag (OTEL_TRACES_SAMPLER `parentbased_*`, the default). */
+export function createTracingInterceptor(sampler: { parentBased: boolean } = { parentBased: false }): Interceptor {
   const t = tracer();
   return (next) => async (req) => {
     // A bidi stream is an intern host's link, open for hours: no span (its turns are not requests).
     if (req.method.methodKind === "bidi_streaming") return next(req);
-    const parent = propagation.extract(ROOT_CONTEXT, req.header, headerGetter);
+    const parent = parentOf(req);
+    if (sampler.parentBased) {
+      // A parent that is not sampled: the parent-based sampler records nothing below it.
+      const sc = trace.getSpanContext(parent);
+      if (sc && (sc.traceFlags & TraceFlags.SAMPLED) === 0 && trace.isSpanContextValid(sc)) return next(req);
+    }
     const span = t.startSpan(
       `${req.service.typeName}/${req.method.name}`,
       {

@@ -7,6 +7,7 @@
  */
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { parseCoreUrls } from "../lib/core-urls.js";
+import { withTraceHeaders } from "../lib/tracing.js";
 import { createGrpcJsTransport } from "./grpc-js-transport.js";
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
@@ -23,10 +24,12 @@ function unreachable(err: unknown): boolean {
   return false;
 }
 
-export function createCoreTransport(coreUrl: string): Transport {
-  const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) =>
-    createGrpcJsTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 }),
-  );
+/** `opts.tracing`: tracing is on, so each call's trace context (src/gateway/rpc.ts) goes as W3C `traceparent` metadata. */
+export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean } = {}): Transport {
+  const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) => {
+    const t = createGrpcJsTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
+    return opts.tracing ? withTraceHeaders(t) : t;
+  });
   if (transports.length === 1) return transports[0]!;
   let current = 0;
   async function withFailover<T>(call: (t: Transport) => Promise<T>): Promise<T> {

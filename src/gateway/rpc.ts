@@ -1,7 +1,7 @@
 /**
  * Call options for RPCs made on behalf of an HTTP request: the caller's credentials and session
  * header pass through unchanged (the core decides everything about auth), the chat time budget header
- * (`x-request-timeout-ms`, checked by the core), plus the request id and, when tracing is on, the trace context.
+ * (`x-request-timeout-ms`, checked by the core), plus the request id and, when tracing is on, the request's span.
  */
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 
 import { SESSION_HEADERS } from "../contract/session-headers.js";
 import { LightAbortController } from "../lib/light-abort.js";
-import { injectTraceContext } from "../lib/tracing.js";
+import { traceCallValues } from "../lib/tracing.js";
 
 /** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
 const FORWARDED_HEADERS = ["authorization", ...SESSION_HEADERS, "x-request-timeout-ms"] as const;
@@ -21,9 +21,11 @@ export function callOptionsFor(req: FastifyRequest, signal?: AbortSignal): CallO
     const value = req.headers[name];
     if (typeof value === "string") headers[name] = value;
   }
-  // Tracing on: the request span's W3C `traceparent` (and `tracestate`) go to the core, whose spans continue it.
-  injectTraceContext(req, headers);
   const opts: CallOptions = { headers };
+  // Tracing on: the request's span goes with the call (its context values), the core's spans continue it: handed over
+  // as is in process, as a W3C `traceparent` header over gRPC (src/lib/tracing.ts `withTraceHeaders`).
+  const values = traceCallValues(req);
+  if (values) opts.contextValues = values;
   if (signal) opts.signal = signal;
   return opts;
 }

@@ -4,21 +4,27 @@
  * a tracer provider with W3C trace-context propagation is registered globally, and spans are exported in
  * batches over OTLP/HTTP (protobuf or JSON). Off, the code that makes spans is not even installed (the core's
  * tracing interceptor, the chat pipeline's trace stage, the gateway's Fastify plugin); what remains is one property
- * read per core call ({@link injectTraceContext} finding no span) and one WeakMap lookup per upstream attempt.
+ * read per core call ({@link traceCallValues} finding no span) and one WeakMap lookup per upstream attempt.
  *
  * One provider per process: `portico serve`'s core and gateway, or a test starting a split core and gateway
  * in one process, share it (counted; the last `close()` flushes and unregisters it).
  *
  * No context manager is registered (no AsyncLocalStorage: on Node 20 it runs a hook on every promise the process
- * makes, traced or not). Portico hands the trace context on explicitly instead: the gateway writes its request
- * span's `traceparent` into each core call's headers (src/gateway/rpc.ts), the core's tracing interceptor files its
- * RPC span, when recording, under the call's AbortSignal ({@link setRequestSpan}), where the chat pipeline's trace
- * stage finds it, adds the GenAI attributes to it and makes its attempts' spans its children ({@link requestSpan}).
- * `context.active()` is the root context throughout.
+ * makes, traced or not). Portico hands the trace context on explicitly instead: each core call the gateway makes on
+ * behalf of a request carries the request's span in the call's context values ({@link traceCallValues},
+ * src/gateway/rpc.ts). In process (`portico serve`'s direct transport) the core's tracing interceptor takes its parent
+ * from there ({@link callParentSpan}: no `traceparent` formatted and parsed); over gRPC (the split gateway) the
+ * transport ({@link withTraceHeaders}) writes it as the W3C `traceparent` (and `tracestate`) headers, which the
+ * core reads, as it does from any other gRPC caller. The core's interceptor files its RPC span, when recording, under
+ * the call's AbortSignal ({@link setRequestSpan}), where the chat pipeline's trace stage finds it, adds the GenAI
+ * attributes to it and makes its attempts' spans its children ({@link requestSpan}). Parents are passed to
+ * `startSpan` as a one-value context ({@link parentContext}); `context.active()` is the root context throughout.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Span, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, createContextKey as otelContextKey, propagation, trace, type Context, type Span, type TextMapSetter, type Tracer } from "@opentelemetry/api";
+import { createContextKey, createContextValues, type ContextValues, type Transport } from "@connectrpc/connect";
 import type { FastifyPluginCallback } from "fastify";
 import type { Logger } from "pino";
+import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
 import type { TracingConfig } from "../config.js";
 
 /** The instrumentation scope of every span Portico makes. */
@@ -45,14 +51,71 @@ export function requestSpan(signal: AbortSignal): Span | undefined {
 const kHttpSpan = Symbol("portico.httpSpan");
 type WithSpan = { [kHttpSpan]?: Span | null };
 
+/** The key under which @opentelemetry/api keeps a context's span (its `trace.setSpan`/`getSpan`; `Symbol.for`, so the same key). */
+const SPAN_KEY = otelContextKey("OpenTelemetry Context Key SPAN");
+
 /**
- * Writes the W3C trace context (`traceparent`, `tracestate`) of the HTTP request `req`'s span into `headers`, for
- * a core call made on its behalf (src/gateway/rpc.ts); nothing when tracing is off (no span on the request). An
- * unsampled span's context goes too (sampled flag unset), so that the core records nothing below it.
+ * `span` as a parent context for `startSpan`: what `trace.setSpan(ROOT_CONTEXT, span)` gives, as one small object
+ * (the API's contexts copy a Map and make three closures each).
  */
-export function injectTraceContext(req: object, headers: Record<string, string>): void {
+class SpanParent implements Context {
+  constructor(private readonly span: Span) {}
+  getValue(key: symbol): unknown {
+    return key === SPAN_KEY ? this.span : undefined;
+  }
+  setValue(key: symbol, value: unknown): Context {
+    return trace.setSpan(ROOT_CONTEXT, this.span).setValue(key, value);
+  }
+  deleteValue(key: symbol): Context {
+    return key === SPAN_KEY ? ROOT_CONTEXT : this;
+  }
+}
+
+export function parentContext(span: Span): Context {
+  return new SpanParent(span);
+}
+
+/** A core call's parent span (the gateway request's), in the call's context values; never sent over the wire. */
+const kCallParent = createContextKey<Span | undefined>(undefined, { description: "portico.traceParent" });
+
+/**
+ * Context values carrying the span of the HTTP request `req` for a core call made on its behalf (src/gateway/rpc.ts);
+ * undefined when tracing is off (no span on the request). An unsampled span goes too (its sampled flag unset), so that
+ * the core records nothing below it.
+ */
+export function traceCallValues(req: object): ContextValues | undefined {
   const span = (req as WithSpan)[kHttpSpan];
-  if (span) propagation.inject(trace.setSpan(ROOT_CONTEXT, span), headers);
+  if (!span) return undefined;
+  return createContextValues().set(kCallParent, span);
+}
+
+/** The parent span a core call was given in process (the direct transport hands the caller's context values over). */
+export function callParentSpan(values: ContextValues | undefined): Span | undefined {
+  return values?.get(kCallParent);
+}
+
+type HeadersInit = ConstructorParameters<typeof Headers>[0];
+
+const headersSetter: TextMapSetter<Headers> = { set: (carrier, key, value) => carrier.set(key, value) };
+
+/**
+ * `transport` (the split gateway's gRPC client, tracing on) sending each call's parent span (from
+ * {@link traceCallValues}) as W3C `traceparent` and `tracestate` request headers, which the core continues.
+ */
+export function withTraceHeaders<T extends Transport>(transport: T): T {
+  const headersOf = (header: HeadersInit, values: ContextValues | undefined): HeadersInit => {
+    const span = values?.get(kCallParent);
+    if (!span) return header;
+    const h = new Headers(header);
+    propagation.inject(parentContext(span), h, headersSetter);
+    return h;
+  };
+  const wrapped: Transport = {
+    unary: (method, signal, timeoutMs, header, input, contextValues) => transport.unary(method, signal, timeoutMs, headersOf(header, contextValues), input, contextValues),
+    stream: (method, signal, timeoutMs, header, input, contextValues) => transport.stream(method, signal, timeoutMs, headersOf(header, contextValues), input, contextValues),
+  };
+  // Whatever else the transport has (a `close()`) stays the transport's own.
+  return Object.assign(Object.create(transport) as T, wrapped);
 }
 
 /**
@@ -66,9 +129,18 @@ export function injectTraceContext(req: object, headers: Record<string, string>)
 function httpSpans(t: Tracer): FastifyPluginCallback {
   const plugin: FastifyPluginCallback = (app, _opts, done) => {
     app.decorateRequest(kHttpSpan, null);
+    // The headers the propagator reads (traceparent, tracestate, baggage): without any, extracting finds nothing.
+    const fields = propagation.fields();
     app.addHook("onRequest", (req, _reply, next) => {
       const route = req.routeOptions.url;
-      const span = t.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, propagation.extract(ROOT_CONTEXT, req.headers));
+      let parent = ROOT_CONTEXT;
+      for (const f of fields) {
+        if (req.headers[f] !== undefined) {
+          parent = propagation.extract(ROOT_CONTEXT, req.headers);
+          break;
+        }
+      }
+      const span = t.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, parent);
       if (span.isRecording()) {
         span.setAttribute("http.request.method", req.method);
         if (route) span.setAttribute("http.route", route);
@@ -138,13 +210,34 @@ function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: Trac
   return s.parentBased ? new node.ParentBasedSampler({ root }) : root;
 }
 
+/**
+ * The http/protobuf exporter: the SDK's OTLP/HTTP export delegate (what `@opentelemetry/exporter-trace-otlp-proto`'s
+ * exporter is made of: its configuration from `cfg` and the OTEL_EXPORTER_OTLP_* variables, retries, timeout,
+ * compression, the response's partial success) with Portico's span encoder (src/lib/otlp-trace-encoder.ts: the same
+ * bytes as the SDK's serializer for less CPU) in place of the SDK's serializer.
+ */
+async function protobufExporter(cfg: TracingConfig): Promise<SpanExporter> {
+  const [base, nodeHttp, transformer, { encodeTraceRequest }] = await Promise.all([
+    import("@opentelemetry/otlp-exporter-base"),
+    import("@opentelemetry/otlp-exporter-base/node-http"),
+    import("@opentelemetry/otlp-transformer"),
+    import("./otlp-trace-encoder.js"),
+  ]);
+  const options = nodeHttp.convertLegacyHttpOptions({ url: cfg.url, headers: cfg.headers }, "TRACES", "v1/traces", { "Content-Type": "application/x-protobuf" });
+  const serializer = { serializeRequest: encodeTraceRequest, deserializeResponse: transformer.ProtobufTraceSerializer.deserializeResponse };
+  return new base.OTLPExporterBase(
+    nodeHttp.createOtlpHttpExportDelegate(options, serializer, "otlp_http_span_exporter", transformer.TraceExporterMetricsHelper, undefined),
+  );
+}
+
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
-  const [node, resources, exporterModule] = await Promise.all([
+  const [node, resources, exporter] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
     import("@opentelemetry/resources"),
-    cfg.protocol === "http/json" ? import("@opentelemetry/exporter-trace-otlp-http") : import("@opentelemetry/exporter-trace-otlp-proto"),
+    cfg.protocol === "http/json"
+      ? import("@opentelemetry/exporter-trace-otlp-http").then((m) => new m.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers }))
+      : protobufExporter(cfg),
   ]);
-  const exporter = new exporterModule.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers });
   const provider = new node.NodeTracerProvider({
     resource: resources.resourceFromAttributes({
       "service.name": cfg.serviceName,

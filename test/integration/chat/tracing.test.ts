@@ -123,7 +123,7 @@ describe("tracing over OTLP", () => {
   let broken: FakeUpstream;
   const dirs: string[] = [];
 
-  const env = (): Record<string, string> => {
+  const env = (protocol: "http/json" | "http/protobuf" = "http/json"): Record<string, string> => {
     const dir = mkdtempSync(join(tmpdir(), "portico-trace-"));
     dirs.push(dir);
     return {
@@ -136,7 +136,7 @@ describe("tracing over OTLP", () => {
       PORTICO_PROVIDER_OPENAI_BASE_URL: `${down.url}/v1`,
       PORTICO_PROVIDER_TOGETHER_BASE_URL: `${broken.url}/v1`,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
       OTEL_EXPORTER_OTLP_HEADERS: "x-collector-token=trace%20token",
       OTEL_SERVICE_NAME: "portico-test",
       OTEL_BSP_SCHEDULE_DELAY: "50",
@@ -343,7 +343,8 @@ describe("tracing over OTLP", () => {
     });
   });
 
-  describe("split core and gateway (real gRPC between them), on PostgreSQL", () => {
+  // Exported as OTLP/protobuf (Portico's span encoder, src/lib/otlp-trace-encoder.ts), which the receiver decodes.
+  describe("split core and gateway (real gRPC between them), on PostgreSQL, exported as http/protobuf", () => {
     let core: RunningProcess;
     let gateway: RunningProcess;
     let client: OpenAI;
@@ -352,7 +353,7 @@ describe("tracing over OTLP", () => {
 
     beforeAll(async () => {
       pg = await createTestPgDatabase();
-      const cfg = loadConfig({ ...env(), DATABASE_URL: pg.url });
+      const cfg = loadConfig({ ...env("http/protobuf"), DATABASE_URL: pg.url });
       const { logger } = quietLogger();
       core = await startCoreProcess(cfg, logger);
       gateway = await startSplitGateway(cfg, logger, core.coreServer!.url);
@@ -378,7 +379,16 @@ describe("tracing over OTLP", () => {
       const t = await chatTrace(receiver, () => traceId, 1, CHAT_RPC);
       expectTree(t);
       expect(t.gateway.parentSpanId).toBe(parentId);
+      expect(t.gateway.attributes).toMatchObject({ "http.request.method": "POST", "url.path": "/api/v1/chat/completions", "http.response.status_code": 200 });
+      expect(t.gateway.resource["service.name"]).toBe("portico-test");
       expectServedAttempt(t.attempts[0]!);
+      expect(t.attempts[0]!.attributes["gen_ai.response.finish_reasons"]).toEqual(["stop"]);
+      expect(t.core.attributes).toMatchObject({ "gen_ai.provider.name": "groq", "gen_ai.request.model": SERVED_MODEL, "portico.attempts": 1, "portico.status": "success", "portico.streamed": false });
+      expect(t.core.attributes["portico.generation_id"]).toBe(res.id);
+      // The spans came as OTLP/protobuf, with the configured headers.
+      const exp = receiver.exports.find((e) => e.contentType.startsWith("application/x-protobuf") && e.body.includes(Buffer.from(traceId, "hex")))!;
+      expect(exp.path).toBe("/v1/traces");
+      expect(exp.headers["x-collector-token"]).toBe("trace token");
       expectNoSecrets(receiver, [apiKey, GROQ_KEY, PROMPT, "Hello, world"]);
     });
   });

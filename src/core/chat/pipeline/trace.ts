@@ -13,10 +13,10 @@
  * filed: no attribute is built and no attempt span made. The attributes are set one by one once the request ends
  * (no attribute object is built on the way).
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, type Context, type Span } from "@opentelemetry/api";
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf } from "../../../lib/service-error.js";
-import { requestSpan, tracer } from "../../../lib/tracing.js";
+import { parentContext, requestSpan, tracer } from "../../../lib/tracing.js";
 import { usd } from "../../catalog/cost.js";
 import { UpstreamError } from "../providers/index.js";
 import { tapEvents } from "./tap.js";
@@ -119,7 +119,7 @@ export function createTraceStage(): ChatStage {
       const span = requestSpan(call.signal);
       // Not sampled (or not a traced RPC): no attributes, no attempt span.
       if (span === undefined) return next();
-      const spans: RequestSpans = { span, parent: trace.setSpan(ROOT_CONTEXT, span) };
+      const spans: RequestSpans = { span, parent: parentContext(span) };
       open.set(call, spans);
       let outcome;
       try {

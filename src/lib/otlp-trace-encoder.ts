@@ -1,0 +1,433 @@
+/**
+ * OTLP/protobuf encoding of ended spans (an `ExportTraceServiceRequest`, opentelemetry-proto `trace/v1`), for the
+ * exporter src/lib/tracing.ts builds (tracing on, `http/protobuf`): the SDK's own HTTP export delegate (retries,
+ * timeouts, headers, compression, the response's partial success) with this in place of its serializer.
+ *
+ * Same bytes as `@opentelemetry/otlp-transformer`'s `ProtobufTraceSerializer` for the same spans (same fields, same
+ * order, same grouping by resource then instrumentation scope; test/unit/otlp-trace-encoder.test.ts compares them),
+ * made with less work per span (bench/README.md, "Tracing cost: a span encoder of our own"):
+ * - one pass into a buffer kept between exports (the SDK's first sizes the whole request, then writes it into a
+ *   new buffer): a nested message reserves one byte for its length and moves its bytes along when longer than 127;
+ * - each attribute key's bytes (tag, length, UTF-8) made once and copied after that (a span's keys are Portico's
+ *   own few dozen names), the resource's and the scope's message made once per resource and scope object;
+ * - trace and span ids written from their hex straight into the buffer (no array per id).
+ */
+import type { AttributeValue, HrTime, Link, SpanContext } from "@opentelemetry/api";
+import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
+
+type Resource = ReadableSpan["resource"];
+type Scope = ReadableSpan["instrumentationScope"];
+
+let buf = Buffer.allocUnsafe(64 * 1024);
+let pos = 0;
+
+function ensure(n: number): void {
+  if (pos + n <= buf.length) return;
+  let size = buf.length * 2;
+  while (size < pos + n) size *= 2;
+  const next = Buffer.allocUnsafe(size);
+  buf.copy(next, 0, 0, pos);
+  buf = next;
+}
+
+function varintSize(v: number): number {
+  return v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5;
+}
+
+/** An unsigned 32-bit varint (tags, lengths, counts, enums). */
+function u32(v: number): void {
+  ensure(5);
+  v >>>= 0;
+  while (v > 0x7f) {
+    buf[pos++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  buf[pos++] = v;
+}
+
+/** An int64 varint from an integer number (two's complement when negative, as the SDK's writer). */
+function i64(value: number): void {
+  if (value >= 0 && value <= 0xffffffff) return u32(value);
+  ensure(10);
+  const abs = Math.abs(value);
+  let low = abs >>> 0;
+  let high = (abs / 0x100000000) >>> 0;
+  if (value < 0) {
+    low = ~low >>> 0;
+    high = ~high >>> 0;
+    low = (low + 1) >>> 0;
+    if (low === 0) high = (high + 1) >>> 0;
+  }
+  while (high > 0 || low > 0x7f) {
+    buf[pos++] = (low & 0x7f) | 0x80;
+    low = ((low >>> 7) | (high << 25)) >>> 0;
+    high >>>= 7;
+  }
+  buf[pos++] = low & 0x7f;
+}
+
+function fixed32(v: number): void {
+  ensure(4);
+  buf.writeUInt32LE(v >>> 0, pos);
+  pos += 4;
+}
+
+/** `[seconds, nanoseconds]` as fixed64 nanoseconds since the epoch. `seconds * 1953125` is exact (< 2^53) and `* 512` makes it nanoseconds. */
+function time(t: HrTime): void {
+  ensure(8);
+  const q = t[0] * 1953125;
+  const qHigh = Math.floor(q / 0x800000);
+  let low = (q - qHigh * 0x800000) * 512 + t[1];
+  let high = qHigh;
+  if (low >= 0x100000000) {
+    low -= 0x100000000;
+    high += 1;
+  }
+  buf.writeUInt32LE(low >>> 0, pos);
+  buf.writeUInt32LE(high >>> 0, pos + 4);
+  pos += 8;
+}
+
+/** Reserves one byte for the length of the message that follows; returns where. */
+function begin(): number {
+  ensure(1);
+  return pos++;
+}
+
+/** Writes the length of the message begun at `at`, moving it along when its length takes more than one byte. */
+function end(at: number): void {
+  const len = pos - at - 1;
+  if (len < 0x80) {
+    buf[at] = len;
+    return;
+  }
+  const n = varintSize(len);
+  ensure(n - 1);
+  buf.copyWithin(at + n, at + 1, pos);
+  pos += n - 1;
+  let v = len;
+  let p = at;
+  while (v > 0x7f) {
+    buf[p++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  buf[p] = v;
+}
+
+/** A string's length and UTF-8 bytes. */
+function str(s: string): void {
+  const n = s.length;
+  ensure(n * 3 + 5);
+  if (n < 0x80) {
+    // ASCII (the usual case): its length is its byte count and fits one byte.
+    const at = pos + 1;
+    let i = 0;
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) break;
+      buf[at + i] = c;
+    }
+    if (i === n) {
+      buf[pos] = n;
+      pos = at + n;
+      return;
+    }
+  }
+  const bytes = Buffer.byteLength(s, "utf8");
+  u32(bytes);
+  pos += buf.write(s, pos, bytes, "utf8");
+}
+
+const HEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX[97 + i] = HEX[65 + i] = 10 + i;
+
+/** An id given in hex as its bytes (length-delimited). */
+function hexBytes(h: string): void {
+  const n = h.length >>> 1;
+  ensure(n + 1);
+  buf[pos++] = n;
+  for (let i = 0; i < n; i++) buf[pos++] = (HEX[h.charCodeAt(2 * i)]! << 4) | HEX[h.charCodeAt(2 * i + 1)]!;
+}
+
+/** Each attribute key's `KeyValue.key` field (tag, length, UTF-8), made once; bounded (keys come from code, but still). */
+const keys = new Map<string, Buffer>();
+const MAX_KEYS = 4096;
+
+function key(k: string): void {
+  let b = keys.get(k);
+  if (b === undefined) {
+    const start = pos;
+    ensure(1);
+    buf[pos++] = 0x0a;
+    str(k);
+    if (keys.size >= MAX_KEYS) return;
+    b = Buffer.from(buf.subarray(start, pos));
+    keys.set(k, b);
+    return;
+  }
+  ensure(b.length);
+  buf.set(b, pos);
+  pos += b.length;
+}
+
+const MIN_INT64 = -(2 ** 63);
+const MAX_INT64 = 2 ** 63;
+
+function anyValue(value: unknown): void {
+  switch (typeof value) {
+    case "string":
+      ensure(1);
+      buf[pos++] = 0x0a;
+      str(value);
+      return;
+    case "boolean":
+      ensure(2);
+      buf[pos++] = 0x10;
+      buf[pos++] = value ? 1 : 0;
+      return;
+    case "number":
+      if (Number.isInteger(value) && value >= MIN_INT64 && value < MAX_INT64) {
+        ensure(1);
+        buf[pos++] = 0x18;
+        i64(value);
+      } else {
+        ensure(9);
+        buf[pos++] = 0x21;
+        buf.writeDoubleLE(value, pos);
+        pos += 8;
+      }
+      return;
+  }
+  if (value instanceof Uint8Array) {
+    u32(0x3a);
+    u32(value.length);
+    ensure(value.length);
+    buf.set(value, pos);
+    pos += value.length;
+  } else if (Array.isArray(value)) {
+    u32(0x2a);
+    const at = begin();
+    for (const item of value) {
+      u32(0x0a);
+      const itemAt = begin();
+      anyValue(item);
+      end(itemAt);
+    }
+    end(at);
+  } else if (typeof value === "object" && value !== null) {
+    u32(0x32);
+    const at = begin();
+    const obj = value as Record<string, unknown>;
+    for (const k in obj) {
+      if (!Object.prototype.hasOwnProperty.call(obj, k)) continue;
+      u32(0x0a);
+      const kvAt = begin();
+      u32(0x0a);
+      str(k);
+      u32(0x12);
+      const vAt = begin();
+      anyValue(obj[k]);
+      end(vAt);
+      end(kvAt);
+    }
+    end(at);
+  }
+  // Anything else: an empty value, as the SDK's serializer.
+}
+
+/** `attributes` as repeated `KeyValue` in field `field`. */
+function attributes(attrs: Record<string, AttributeValue | undefined>, field: number): void {
+  const tag = (field << 3) | 2;
+  for (const k in attrs) {
+    if (!Object.prototype.hasOwnProperty.call(attrs, k)) continue;
+    u32(tag);
+    const at = begin();
+    key(k);
+    ensure(1);
+    buf[pos++] = 0x12;
+    const vAt = begin();
+    anyValue(attrs[k]);
+    end(vAt);
+    end(at);
+  }
+}
+
+/** The span's `flags`: the W3C trace flags, and whether the parent is remote (known). */
+function flags(traceFlags: number, isRemote: boolean | undefined): number {
+  return (traceFlags & 0xff) | 0x100 | (isRemote ? 0x200 : 0);
+}
+
+function event(e: TimedEvent): void {
+  u32(0x5a);
+  const at = begin();
+  u32(0x09);
+  time(e.time);
+  u32(0x12);
+  str(e.name);
+  if (e.attributes) attributes(e.attributes, 3);
+  u32(0x20);
+  u32(e.droppedAttributesCount || 0);
+  end(at);
+}
+
+function link(l: Link & { droppedAttributesCount?: number }): void {
+  u32(0x6a);
+  const at = begin();
+  const c = l.context;
+  u32(0x0a);
+  hexBytes(c.traceId);
+  u32(0x12);
+  hexBytes(c.spanId);
+  const ts = c.traceState?.serialize();
+  if (ts) {
+    u32(0x1a);
+    str(ts);
+  }
+  if (l.attributes) attributes(l.attributes, 4);
+  u32(0x28);
+  u32(l.droppedAttributesCount || 0);
+  u32(0x35);
+  fixed32(flags(c.traceFlags, c.isRemote));
+  end(at);
+}
+
+function span(s: ReadableSpan): void {
+  u32(0x12);
+  const at = begin();
+  const ctx: SpanContext = s.spanContext();
+  u32(0x0a);
+  hexBytes(ctx.traceId);
+  u32(0x12);
+  hexBytes(ctx.spanId);
+  const ts = ctx.traceState?.serialize();
+  if (ts) {
+    u32(0x1a);
+    str(ts);
+  }
+  const parent = s.parentSpanContext;
+  if (parent?.spanId) {
+    u32(0x22);
+    hexBytes(parent.spanId);
+  }
+  u32(0x2a);
+  str(s.name);
+  const kind = s.kind == null ? 0 : s.kind + 1;
+  if (kind !== 0) {
+    u32(0x30);
+    u32(kind);
+  }
+  u32(0x39);
+  time(s.startTime);
+  u32(0x41);
+  time(s.endTime);
+  if (s.attributes) attributes(s.attributes, 9);
+  u32(0x50);
+  u32(s.droppedAttributesCount);
+  for (const e of s.events) event(e);
+  u32(0x60);
+  u32(s.droppedEventsCount);
+  for (const l of s.links) link(l);
+  u32(0x70);
+  u32(s.droppedLinksCount);
+  // status (field 15): its message when there is one, its code always.
+  u32(0x7a);
+  const statusAt = begin();
+  if (s.status.message) {
+    u32(0x12);
+    str(s.status.message);
+  }
+  u32(0x18);
+  u32(s.status.code);
+  end(statusAt);
+  // flags (field 16, fixed32): tag 133, two bytes as a varint.
+  u32((16 << 3) | 5);
+  fixed32(flags(ctx.traceFlags, parent?.isRemote));
+  end(at);
+}
+
+/** The encoded `resource` field (1) of a ResourceSpans, by resource object (once its attributes are settled). */
+const resources = new WeakMap<Resource, Buffer>();
+/** The encoded `scope` field (1) of a ScopeSpans, by scope object. */
+const scopes = new WeakMap<Scope, Buffer>();
+
+function cached<K extends object>(map: WeakMap<K, Buffer>, k: K, write: () => void, keep: boolean): void {
+  const b = map.get(k);
+  if (b !== undefined) {
+    ensure(b.length);
+    buf.set(b, pos);
+    pos += b.length;
+    return;
+  }
+  const start = pos;
+  write();
+  if (keep) map.set(k, Buffer.from(buf.subarray(start, pos)));
+}
+
+function resource(r: Resource): void {
+  u32(0x0a);
+  const at = begin();
+  if (r.attributes) attributes(r.attributes, 1);
+  u32(0x10);
+  u32(0);
+  end(at);
+}
+
+function scope(sc: Scope): void {
+  u32(0x0a);
+  const at = begin();
+  u32(0x0a);
+  str(sc.name);
+  if (sc.version) {
+    u32(0x12);
+    str(sc.version);
+  }
+  const scAttributes = (sc as { attributes?: Record<string, AttributeValue> }).attributes;
+  if (scAttributes) attributes(scAttributes, 3);
+  const dropped = (sc as { droppedAttributesCount?: number }).droppedAttributesCount;
+  if (dropped) {
+    u32(0x20);
+    u32(dropped);
+  }
+  end(at);
+}
+
+/** `spans` as the bytes of one OTLP `ExportTraceServiceRequest` (a copy: the encoder's buffer is reused). */
+export function encodeTraceRequest(spans: readonly ReadableSpan[]): Uint8Array {
+  // Grouped by resource, then by scope, in order of first appearance (as the SDK's serializer).
+  const byResource = new Map<Resource, Map<Scope, ReadableSpan[]>>();
+  for (const s of spans) {
+    let byScope = byResource.get(s.resource);
+    if (!byScope) byResource.set(s.resource, (byScope = new Map()));
+    let list = byScope.get(s.instrumentationScope);
+    if (!list) byScope.set(s.instrumentationScope, (list = []));
+    list.push(s);
+  }
+  pos = 0;
+  for (const [r, byScope] of byResource) {
+    u32(0x0a);
+    const rsAt = begin();
+    cached(resources, r, () => resource(r), !r.asyncAttributesPending);
+    for (const [sc, list] of byScope) {
+      u32(0x12);
+      const ssAt = begin();
+      cached(scopes, sc, () => scope(sc), true);
+      for (const s of list) span(s);
+      if (sc.schemaUrl) {
+        u32(0x1a);
+        str(sc.schemaUrl);
+      }
+      end(ssAt);
+    }
+    if (r.schemaUrl) {
+      u32(0x1a);
+      str(r.schemaUrl);
+    }
+    end(rsAt);
+  }
+  const out = new Uint8Array(pos);
+  out.set(buf.subarray(0, pos));
+  // A very large export does not keep its buffer.
+  if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
+  return out;
+}
