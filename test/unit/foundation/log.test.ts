@@ -48,6 +48,43 @@ describe("logging redaction", () => {
   });
 });
 
+describe("logging redaction, place by place", () => {
+  const line = (log: (logger: ReturnType<typeof createLogger>) => void) => {
+    const { lines, logger } = capture();
+    log(logger);
+    return JSON.parse(lines[0]!) as Record<string, any>;
+  };
+
+  it("censors the listed names at the top and one level below, leaving the caller's objects as they were", () => {
+    const given = { key: "a", body: { text: "b" }, nested: { token: "c", apiKey: "d", keep: 1 }, list: [{ key: "e" }], other: 2 };
+    const out = line((l) => l.info(given, "x"));
+    expect(out).toMatchObject({ key: "[REDACTED]", body: "[REDACTED]", nested: { token: "[REDACTED]", apiKey: "[REDACTED]", keep: 1 }, other: 2, msg: "x" });
+    // Two levels down is not a listed place (as with pino's `*.key`).
+    expect(out.list).toEqual([{ key: "e" }]);
+    expect(given).toEqual({ key: "a", body: { text: "b" }, nested: { token: "c", apiKey: "d", keep: 1 }, list: [{ key: "e" }], other: 2 });
+  });
+
+  it("censors the key headers under headers, req.headers and request.headers", () => {
+    const headers = { authorization: "Bearer s1", "x-api-key": "s2", "x-goog-api-key": "s3", accept: "json" };
+    const out = line((l) => l.info({ headers, req: { headers, url: "/" }, request: { headers } }, "x"));
+    const censoredHeaders = { authorization: "[REDACTED]", "x-api-key": "[REDACTED]", "x-goog-api-key": "[REDACTED]", accept: "json" };
+    expect(out.headers).toEqual(censoredHeaders);
+    expect(out.req).toEqual({ headers: censoredHeaders, url: "/" });
+    expect(out.request).toEqual({ headers: censoredHeaders });
+    expect(headers.authorization).toBe("Bearer s1");
+  });
+
+  it("censors child loggers' bindings and objects interpolated into the message, and keeps errors whole", () => {
+    const key = generateApiKey();
+    expect(line((l) => l.child({ key, component: "c" }).info("x"))).toMatchObject({ key: "[REDACTED]", component: "c" });
+    expect(JSON.stringify(line((l) => l.info("saw %j", { token: key })))).not.toContain(key);
+    const err = Object.assign(new Error(`boom ${key}`), { code: "E_X", body: "raw" });
+    const out = line((l) => l.error({ err }, "failed"));
+    expect(out.err).toMatchObject({ type: "Error", message: "boom pk-v1-[REDACTED]", code: "E_X" });
+    expect(out.err.stack).toContain("boom pk-v1-[REDACTED]");
+  });
+});
+
 describe("API keys", () => {
   it("are pk-v1- plus 256 random bits, hashed to 64 hex, labelled with 7 hex digits", () => {
     const a = generateApiKey();
