@@ -12,7 +12,7 @@ import { Code, createClient, type Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { HealthService } from "../gen/portico/health/v1/health_service_pb.js";
 import { IdentityService } from "../gen/portico/identity/v1/identity_service_pb.js";
-import { callOptionsFor } from "./rpc.js";
+import { callOptionsFor, watchClientClose } from "./rpc.js";
 import type { Metrics } from "../lib/metrics.js";
 import type { GatewayContext } from "./context.js";
 import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, type PublicError } from "./errors.js";
@@ -149,19 +149,23 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   let closing = false;
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  app.addHook("onRequest", async (req, reply) => {
+  // Callback-style hooks (here and onResponse): an async hook costs Fastify a promise and its callbacks per request.
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
     if (closing) {
       reply.header("connection", "close").header("retry-after", "1");
-      return send(reply, publicError(503, "The server is shutting down; retry the request.", metadataFor(req.url, 503)));
+      // Answered here: the hook chain stops (no `done`).
+      send(reply, publicError(503, "The server is shutting down; retry the request.", metadataFor(req.url, 503)));
+      return;
     }
     inFlight += 1;
-    reply.raw.once("close", () => {
+    watchClientClose(reply, () => {
       // A client that leaves early is not an operator's concern: one info line, no stack.
       if (!reply.raw.writableFinished) req.log.info({ method: req.method, route: req.routeOptions.url ?? "unmatched" }, "client left before the response was complete");
       inFlight -= 1;
       if (inFlight === 0) drained?.();
     });
+    done();
   });
   // A stop lets what is running end: no new connections, idle ones closed, requests and streams given
   // until the drain deadline, then the streams still open ended in band (never a connection reset).
@@ -179,7 +183,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       clearTimeout(timer);
     }
   });
-  app.addHook("onResponse", async (req, reply) => {
+  app.addHook("onResponse", (req, reply, done) => {
     const route = req.routeOptions.url ?? "unmatched";
     opts.metrics.httpDuration.observe(
       { method: req.method, route, status: String(reply.statusCode) },
@@ -190,6 +194,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       { method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       "request completed",
     );
+    done();
   });
 
   const identity = createClient(IdentityService, opts.transport);

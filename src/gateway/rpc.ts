@@ -91,8 +91,32 @@ export function abortOnClientClose(reply: FastifyReply): { signal: AbortSignal; 
   const onClose = () => {
     if (!reply.raw.writableFinished) ac.abort();
   };
-  reply.raw.on("close", onClose);
-  return { signal: ac.signal, release: () => reply.raw.off("close", onClose) };
+  const raw = reply.raw as WatchedResponse;
+  if (raw[kClientClose] === null) {
+    // The gateway's own close listener (watchClientClose) calls it: no listener added and removed per request.
+    raw[kClientClose] = onClose;
+    return { signal: ac.signal, release: () => void (raw[kClientClose] = null) };
+  }
+  raw.on("close", onClose);
+  return { signal: ac.signal, release: () => raw.off("close", onClose) };
+}
+
+const kClientClose = Symbol("portico client close");
+type WatchedResponse = FastifyReply["raw"] & { [kClientClose]?: (() => void) | null };
+
+/**
+ * The gateway's one `close` listener of a response (its onRequest hook): runs `onClose`, then what
+ * {@link abortOnClientClose} left to run on that response.
+ */
+export function watchClientClose(reply: FastifyReply, onClose: () => void): void {
+  const raw = reply.raw as WatchedResponse;
+  raw[kClientClose] = null;
+  raw.once("close", () => {
+    onClose();
+    const then = raw[kClientClose];
+    raw[kClientClose] = null;
+    then?.();
+  });
 }
 
 /**

@@ -12,7 +12,7 @@
 import { ConnectError, type ServiceImpl, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { create } from "@bufbuild/protobuf";
-import { StreamChatCompletionResponseSchema, type ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
+import { CreateChatCompletionResponseSchema, StreamChatCompletionResponseSchema, type ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GenerationRecorder } from "./seams.js";
 import { callerOf } from "../auth.js";
 import { UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
@@ -117,6 +117,8 @@ const DEFAULT_SERVER_TOOLS: ServerToolsConfig = {
 
 /** A streamed chat message with every field at its default; each `json_text` message is a copy of it with its fields set. */
 const STREAM_MESSAGE = create(StreamChatCompletionResponseSchema);
+/** Likewise the `json_text` answer of a non-streamed request: no `create` (its reflection over every field) per answer. */
+const COMPLETION_MESSAGE = create(CreateChatCompletionResponseSchema);
 
 /** The header (HTTP and gRPC metadata) by which a caller lowers its request's time budget, in ms. */
 export const REQUEST_TIMEOUT_HEADER = "x-request-timeout-ms";
@@ -229,7 +231,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       const completion = encodeResponse(outcome.completion);
       const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
-      return req.jsonText ? { completionJson: JSON.stringify(completion), ...timing } : { completion, ...timing };
+      return req.jsonText ? { ...COMPLETION_MESSAGE, completionJson: JSON.stringify(completion), ...timing } : { completion, ...timing };
     },
 
     /** The models the caller can route to (not a pipeline request: nothing is called upstream). */

