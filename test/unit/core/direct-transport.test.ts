@@ -38,6 +38,23 @@ describe("direct in-process transport", () => {
     expect(seen).toContain("Check:Bearer k");
   });
 
+  it("presents a plain record of headers as WHATWG Headers would: any case, trimmed, sorted when iterated", async () => {
+    let got: Headers | undefined;
+    const capture: Interceptor = (next) => async (req) => {
+      got = req.header;
+      return next(req);
+    };
+    const record = { "X-Request-Id": "r1", Authorization: "Bearer k ", "x-session-id": "s" };
+    await createClient(HealthService, createDirectTransport(routes, [capture])).check({}, { headers: record });
+    const whatwg = new Headers(record);
+    for (const name of ["authorization", "AUTHORIZATION", "x-request-id", "x-session-id", "x-absent"]) {
+      expect(got!.get(name)).toBe(whatwg.get(name));
+      expect(got!.has(name)).toBe(whatwg.has(name));
+    }
+    expect([...got!]).toEqual([...whatwg]);
+    expect(new Headers(got!).get("authorization")).toBe("Bearer k");
+  });
+
   it("passes ConnectErrors with their details through unchanged", async () => {
     const err = await createClient(IdentityService, transport)
       .getCaller({})
