@@ -3,6 +3,26 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DatabaseHandle } from "../../../src/db/client.js";
 import { freshSqlite } from "../../helpers/db.js";
 
+/**
+ * Opens a transaction that inserts a user named `name`, then waits: `insideReady` resolves once the row is
+ * written inside it, `finish()` lets it go on and roll back, `rolledBack` resolves with its error message.
+ */
+function openTransactionThatRollsBack(db: DatabaseHandle["db"], name: string) {
+  let inside!: () => void;
+  const insideReady = new Promise<void>((r) => (inside = r));
+  let finish!: () => void;
+  const mayFinish = new Promise<void>((r) => (finish = r));
+  const rolledBack = db
+    .$transaction(async (tx) => {
+      await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${name}, ${new Date()})`;
+      inside();
+      await mayFinish;
+      throw new Error("roll back");
+    })
+    .catch((e: Error) => e.message);
+  return { insideReady, finish, rolledBack };
+}
+
 // Prisma's SQLite adapter shares one connection; a write made outside a transaction while another
 // request's transaction is open must not become part of it (and vanish when it rolls back).
 describe("SQLite: writes outside a transaction are isolated from an open transaction", () => {
@@ -14,18 +34,7 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
 
   it("keeps an outside write when a concurrent transaction rolls back", async () => {
     const db = h.db;
-    let inside!: () => void;
-    const insideReady = new Promise<void>((r) => (inside = r));
-    let finish!: () => void;
-    const mayFinish = new Promise<void>((r) => (finish = r));
-    const rolledBack = db
-      .$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx"}, ${new Date()})`;
-        inside();
-        await mayFinish;
-        throw new Error("roll back");
-      })
-      .catch((e: Error) => e.message);
+    const { insideReady, finish, rolledBack } = openTransactionThatRollsBack(db, "in tx");
 
     await insideReady;
     const outsideEmail = `outside-${randomUUID()}@x.invalid`;
@@ -46,18 +55,7 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
 
   it("keeps a write made with executeRaw (past the Prisma client) out of an open transaction that rolls back", async () => {
     const db = h.db;
-    let inside!: () => void;
-    const insideReady = new Promise<void>((r) => (inside = r));
-    let finish!: () => void;
-    const mayFinish = new Promise<void>((r) => (finish = r));
-    const rolledBack = db
-      .$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 2"}, ${new Date()})`;
-        inside();
-        await mayFinish;
-        throw new Error("roll back");
-      })
-      .catch((e: Error) => e.message);
+    const { insideReady, finish, rolledBack } = openTransactionThatRollsBack(db, "in tx 2");
     await insideReady;
     const outsideEmail = `raw-${randomUUID()}@x.invalid`;
     const outsideWrite = h.executeRaw(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`, [randomUUID(), outsideEmail, "outside raw", new Date().toISOString().replace(/Z$/, "+00:00")]);
@@ -71,18 +69,7 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
 
   it("runs a queryRaw read (past the Prisma client) outside an open transaction: it never sees its rows", async () => {
     const db = h.db;
-    let inside!: () => void;
-    const insideReady = new Promise<void>((r) => (inside = r));
-    let finish!: () => void;
-    const mayFinish = new Promise<void>((r) => (finish = r));
-    const rolledBack = db
-      .$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 4"}, ${new Date()})`;
-        inside();
-        await mayFinish;
-        throw new Error("roll back");
-      })
-      .catch((e: Error) => e.message);
+    const { insideReady, finish, rolledBack } = openTransactionThatRollsBack(db, "in tx 4");
     await insideReady;
     const read = h.queryRaw("", `SELECT COUNT(*) FROM "User" WHERE "name" = ?`, ["in tx 4"]);
     finish();
@@ -93,18 +80,7 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
 
   it("keeps a writeSqlite call (on the connection itself) out of an open transaction that rolls back", async () => {
     const db = h.db;
-    let inside!: () => void;
-    const insideReady = new Promise<void>((r) => (inside = r));
-    let finish!: () => void;
-    const mayFinish = new Promise<void>((r) => (finish = r));
-    const rolledBack = db
-      .$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${`tx-${randomUUID()}@x.invalid`}, ${"in tx 3"}, ${new Date()})`;
-        inside();
-        await mayFinish;
-        throw new Error("roll back");
-      })
-      .catch((e: Error) => e.message);
+    const { insideReady, finish, rolledBack } = openTransactionThatRollsBack(db, "in tx 3");
     await insideReady;
     const outsideEmail = `direct-${randomUUID()}@x.invalid`;
     let ran = false;
