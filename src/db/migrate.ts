@@ -26,6 +26,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DbProvider } from "./client.js";
+import { sqliteDateTime } from "./sql-values.js";
 
 /** One migration folder on disk. */
 export interface MigrationFile {
@@ -227,11 +228,6 @@ async function runPostgres(url: string, migrations: MigrationFile[]): Promise<Ru
 // ---------------------------------------------------------------------------------------------
 // SQLite
 
-/** Prisma (adapter-better-sqlite3) stores DATETIME as e.g. `2026-11-22T03:03:06.149+00:00`. */
-function sqliteTimestamp(d: Date): string {
-  return d.toISOString().replace(/Z$/, "+00:00");
-}
-
 export function sqlitePathFromUrl(url: string): string {
   const path = url.replace(/^file:/, "").replace(/\?.*$/, "");
   if (path === "" || path === ":memory:") throw new Error("an in-memory SQLite database cannot be migrated");
@@ -301,7 +297,7 @@ async function runSqlite(url: string, migrations: MigrationFile[], busyTimeoutMs
           `INSERT INTO "_prisma_migrations"
              (id, checksum, finished_at, migration_name, logs, rolled_back_at, started_at, applied_steps_count)
            VALUES (?, ?, ?, ?, NULL, NULL, ?, 1)`,
-        ).run(randomUUID(), next.checksum, sqliteTimestamp(new Date()), next.name, sqliteTimestamp(startedAt));
+        ).run(randomUUID(), next.checksum, sqliteDateTime(new Date()), next.name, sqliteDateTime(startedAt));
         db.exec("COMMIT");
         applied.push(next.name);
       } catch (err) {

@@ -9,6 +9,7 @@
  * $9.2 trillion. Every aggregate leaves the database as text and is read with BigInt, never as a float.
  */
 import type { Db, DbProvider } from "../../db/client.js";
+import { moneySum, splitMoneySum, splitMoneyValue, sqliteDateTime } from "../../db/sql-values.js";
 
 /** How the rows are split (besides the day). */
 export type ActivityGrouping = "endpoint" | "workspace" | "model" | "provider" | "key";
@@ -54,19 +55,15 @@ const GROUP_COLUMNS: Record<ActivityGrouping, ReadonlyArray<"provider" | "model"
   key: ["keyHash"],
 };
 
-const MICRO = 1_000_000_000n;
-
 export function createActivityRepository(deps: { db: Db; provider: DbProvider }): ActivityRepository {
   const sqlite = deps.provider === "sqlite";
   const ph = (i: number) => (sqlite ? "?" : `$${i}`);
   /** A time bound in the column's stored form: SQLite keeps ISO text with `+00:00`, PostgreSQL a timestamp(3). */
-  const time = (d: Date): unknown => (sqlite ? d.toISOString().replace(/Z$/, "+00:00") : d);
+  const time = (d: Date): unknown => (sqlite ? sqliteDateTime(d) : d);
   const day = sqlite ? `strftime('%Y-%m-%d', "createdAt")` : `to_char("createdAt", 'YYYY-MM-DD')`;
   /** An exact sum of a femto-dollar column, as one or two text aggregates (see the file comment). */
   const money = (expr: string, as: string): string =>
-    sqlite
-      ? `CAST(COALESCE(SUM((${expr}) / ${MICRO}), 0) AS TEXT) AS "${as}_hi", CAST(COALESCE(SUM((${expr}) % ${MICRO}), 0) AS TEXT) AS "${as}_lo"`
-      : `CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS "${as}_hi", '0' AS "${as}_lo"`;
+    sqlite ? splitMoneySum(expr, as) : `${moneySum(expr, as)}, '0' AS "${as}_lo"`;
   const count = (expr: string, as: string) => `CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS "${as}"`;
 
   return {
@@ -95,7 +92,7 @@ export function createActivityRepository(deps: { db: Db; provider: DbProvider })
         `${count(`"reasoningTokens"`, "reasoning")}, ${count(`"cachedTokens"`, "cached")} ` +
         `FROM "Generation" WHERE ${where.join(" AND ")} GROUP BY ${groupBy.join(", ")}`;
       const rows = await deps.db.$queryRawUnsafe<Array<Record<string, string | null>>>(sql, ...args);
-      const femtos = (r: Record<string, string | null>, as: string) => BigInt(r[`${as}_hi`] ?? "0") * (sqlite ? MICRO : 1n) + BigInt(r[`${as}_lo`] ?? "0");
+      const femtos = (r: Record<string, string | null>, as: string) => sqlite ? splitMoneyValue(r[`${as}_hi`], r[`${as}_lo`]) : BigInt(r[`${as}_hi`] ?? "0");
       return rows.map((r) => ({
         date: String(r["date"]),
         provider: columns.includes("provider") ? (r["provider"] ?? null) : null,

@@ -19,6 +19,7 @@
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { DatabaseHandle, Db, DbProvider } from "../../db/client.js";
+import { sqliteDateTime } from "../../db/sql-values.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
 export interface GenerationStore extends GenerationRecorder {
@@ -104,7 +105,6 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
 function putValues(out: unknown[], rows: readonly GenerationRecord[], sqlite: boolean): unknown[] {
   let i = 0;
   for (const r of rows) {
-    const iso = r.createdAt.toISOString();
     out[i++] = r.id;
     out[i++] = r.organizationId;
     out[i++] = r.workspaceId;
@@ -126,8 +126,7 @@ function putValues(out: unknown[], rows: readonly GenerationRecord[], sqlite: bo
     out[i++] = r.finishReason;
     out[i++] = r.errorCode;
     out[i++] = r.attempts;
-    // toISOString() always ends in "Z".
-    out[i++] = sqlite ? `${iso.slice(0, -1)}+00:00` : iso;
+    out[i++] = sqlite ? sqliteDateTime(r.createdAt) : r.createdAt.toISOString();
     out[i++] = r.cachedTokens;
     out[i++] = r.cacheWriteTokens;
     out[i++] = r.reasoningTokens;

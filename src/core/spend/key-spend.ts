@@ -24,10 +24,9 @@ import type { Init } from "../proto-init.js";
 import { keyCounterId, type SpendStore } from "./spend-store.js";
 import { windowStarts } from "./windows.js";
 import { usdString } from "../../contract/money.js";
+import { moneySum, splitMoneySum, splitMoneyValue, sqliteDateTime } from "../../db/sql-values.js";
 
 const INT64_MAX = 2n ** 63n - 1n;
-
-const MICRO = 1_000_000_000n;
 
 /** The sums' column names, in KeySpend's order: all time, today, this week, this month; paid, then BYOK. Read by place. */
 const SUMS = ["u", "ud", "uw", "um", "b", "bd", "bw", "bm"] as const;
@@ -44,10 +43,7 @@ export function keySpendStatement(provider: DbProvider, split = false): { sql: s
   const ph = (i: number) => `{{${i}}}`;
   // PostgreSQL: the window starts are ISO text cast to the column's type (a trailing Z is ignored by the cast).
   const since = (i: number) => (sqlite ? ph(i) : `${ph(i)}::timestamp(3)`);
-  const money = (expr: string, as: string): string =>
-    sqlite && split
-      ? `CAST(COALESCE(SUM((${expr}) / ${MICRO}), 0) AS TEXT) AS "${as}_hi", CAST(COALESCE(SUM((${expr}) % ${MICRO}), 0) AS TEXT) AS "${as}_lo"`
-      : `CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS "${as}_hi"`;
+  const money = sqlite && split ? splitMoneySum : moneySum;
   const windowed = (column: string, extra: string) => [
     extra ? `CASE WHEN ${extra} THEN ${column} END` : column,
     ...[1, 2, 3].map((i) => `CASE WHEN ${extra ? `${extra} AND ` : ""}"createdAt" >= ${since(i)} THEN ${column} END`),
@@ -94,10 +90,7 @@ export function createKeySpendReader(deps: {
   const plain = keySpendStatement(deps.provider);
   const split = sqlite ? keySpendStatement(deps.provider, true) : plain;
   /** A window start in the column's stored form: SQLite keeps ISO text with `+00:00`, PostgreSQL a timestamp(3). */
-  const time = (ms: number): string => {
-    const iso = new Date(ms).toISOString();
-    return sqlite ? `${iso.slice(0, -1)}+00:00` : iso;
-  };
+  const time = (ms: number): string => (sqlite ? sqliteDateTime(new Date(ms)) : new Date(ms).toISOString());
   const big = (v: unknown): bigint => (v === null || v === undefined ? 0n : BigInt(v as string));
   /** `organizationId`: the key's organization, so that the sums read the request log's (organization, key, time) index. */
   return async function keySpend(keyId: string, keyHash: string, organizationId: string): Promise<Init<KeySpend>> {
@@ -115,7 +108,7 @@ export function createKeySpendReader(deps: {
     const row = rows[0] ?? [];
     /** The key's fields follow the sums. */
     const k = SUMS.length * parts;
-    const sum = (i: number): bigint => (parts === 2 ? big(row[2 * i]) * MICRO + big(row[2 * i + 1]) : big(row[i]));
+    const sum = (i: number): bigint => (parts === 2 ? splitMoneyValue(row[2 * i], row[2 * i + 1]) : big(row[i]));
     const sums = SUMS.map((_, i) => sum(i));
     /** The int64 field: the sum while it fits, else INT64_MAX (the `*_usd` text field is exact). */
     const fits = (i: number): bigint => (sums[i]! > INT64_MAX ? INT64_MAX : sums[i]!);

@@ -1,0 +1,28 @@
+/**
+ * Values and SQL fragments shared by the raw statements that bypass the Prisma client (activity totals, the key's
+ * spend, the generation records, the migration runner).
+ */
+
+/** A time as Prisma (adapter-better-sqlite3) stores a SQLite DATETIME: ISO text with `+00:00`, e.g. `2026-11-22T03:03:06.149+00:00`. */
+export function sqliteDateTime(d: Date): string {
+  // toISOString() always ends in "Z".
+  return `${d.toISOString().slice(0, -1)}+00:00`;
+}
+
+/** Femto-dollars per micro-dollar: the split of an exact money sum on SQLite (below). */
+export const FEMTOS_PER_MICRO = 1_000_000_000n;
+
+/** SQL: the sum of a femto-dollar expression as decimal text in the column `<as>_hi` (exact where SUM is: PostgreSQL always, SQLite until it raises "integer overflow"). */
+export const moneySum = (expr: string, as: string): string => `CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS "${as}_hi"`;
+
+/**
+ * SQL: the sum of a femto-dollar expression in two text columns that never overflow SQLite's 64-bit SUM: whole
+ * micro-dollars in `<as>_hi`, the femto remainders in `<as>_lo` (exact up to $9.2 trillion). Read back with
+ * {@link splitMoneyValue}.
+ */
+export const splitMoneySum = (expr: string, as: string): string =>
+  `CAST(COALESCE(SUM((${expr}) / ${FEMTOS_PER_MICRO}), 0) AS TEXT) AS "${as}_hi", CAST(COALESCE(SUM((${expr}) % ${FEMTOS_PER_MICRO}), 0) AS TEXT) AS "${as}_lo"`;
+
+/** The femto-dollars of a {@link splitMoneySum}'s two columns (null or absent read as 0). */
+export const splitMoneyValue = (hi: unknown, lo: unknown): bigint =>
+  BigInt((hi ?? "0") as string) * FEMTOS_PER_MICRO + BigInt((lo ?? "0") as string);
