@@ -157,24 +157,30 @@ function nodeHttpClient(url: string): Client {
         post(
           true,
           (res) => {
-            let n = 0;
-            const decoder = new TextDecoder();
-            const parser = createParser({
-              onEvent: (e) => {
-                if (e.data.trim() !== "[DONE]") {
-                  JSON.parse(e.data);
-                  n++;
-                }
-              },
-            });
-            res.on("data", (d: Buffer) => parser.feed(decoder.decode(d, { stream: true })));
-            res.once("end", () => resolve(n));
+            const events = eventCounter();
+            res.on("data", events.feed);
+            res.once("end", () => resolve(events.count()));
             res.once("error", reject);
           },
           reject,
         ),
       ),
   };
+}
+
+/** Feeds a response's SSE bytes to eventsource-parser, parsing each event's JSON (as a client does) and counting the events before `[DONE]`. */
+function eventCounter(): { feed: (chunk: Buffer) => void; count: () => number } {
+  let n = 0;
+  const decoder = new TextDecoder();
+  const parser = createParser({
+    onEvent: (e) => {
+      if (e.data.trim() !== "[DONE]") {
+        JSON.parse(e.data);
+        n++;
+      }
+    },
+  });
+  return { feed: (chunk) => parser.feed(decoder.decode(chunk, { stream: true })), count: () => n };
 }
 
 function undiciRequestClient(url: string): Client {
@@ -195,18 +201,9 @@ function undiciRequestClient(url: string): Client {
     },
     async stream() {
       const res = await post(true);
-      let n = 0;
-      const decoder = new TextDecoder();
-      const parser = createParser({
-        onEvent: (e) => {
-          if (e.data.trim() !== "[DONE]") {
-            JSON.parse(e.data);
-            n++;
-          }
-        },
-      });
-      for await (const d of res.body as AsyncIterable<Buffer>) parser.feed(decoder.decode(d, { stream: true }));
-      return n;
+      const events = eventCounter();
+      for await (const d of res.body as AsyncIterable<Buffer>) events.feed(d);
+      return events.count();
     },
     close: () => pool.close(),
   };
@@ -255,22 +252,8 @@ function undiciDispatchClient(url: string): Client {
       }),
     stream: () =>
       new Promise((resolve, reject) => {
-        let n = 0;
-        const decoder = new TextDecoder();
-        const parser = createParser({
-          onEvent: (e) => {
-            if (e.data.trim() !== "[DONE]") {
-              JSON.parse(e.data);
-              n++;
-            }
-          },
-        });
-        dispatch(
-          true,
-          (c) => parser.feed(decoder.decode(c, { stream: true })),
-          () => resolve(n),
-          reject,
-        );
+        const events = eventCounter();
+        dispatch(true, events.feed, () => resolve(events.count()), reject);
       }),
     close: () => pool.close(),
   };
