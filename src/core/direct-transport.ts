@@ -54,8 +54,8 @@ function collectImplementations(routes: (router: ConnectRouter) => void): Map<st
   return specs;
 }
 
-/** An async iterable of one value (cheaper than an async generator). */
-function once<T>(value: T): AsyncIterable<T> {
+/** An async iterable of one value (cheaper than an async generator): a server-streaming call's request. */
+export function oneValue<T>(value: T): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator]() {
       let done = false;
@@ -371,7 +371,7 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
         stream: true,
         signal: link.ac.signal,
         ...requestCommon(method, header, contextValues),
-        message: once(toMessage(method.input, first.value)),
+        message: oneValue(toMessage(method.input, first.value)),
         [kCall]: { spec, timeoutMs } satisfies CallInfo,
       } as unknown as StreamRequest;
       let res: StreamResponse;

@@ -24,6 +24,7 @@ import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, Http2
 import { fromBinary, toBinary, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { oneValue } from "./direct-transport.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
@@ -170,7 +171,7 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
         stream.end(frame(toBinary(method.output, res.message as never)));
         return;
       }
-      const res = await transport.stream(method as never, ac.signal, parsed.timeoutMs, header, oneMessage(input));
+      const res = await transport.stream(method as never, ac.signal, parsed.timeoutMs, header, oneValue(input));
       const it = res.message[Symbol.asyncIterator]();
       try {
         for (;;) {
@@ -254,18 +255,6 @@ function readBody(stream: ServerHttp2Stream, limit: number): Promise<{ chunks: B
     stream.once("end", onEnd);
     stream.once("close", onClose);
   });
-}
-
-/** The request of a server-streaming call as the transport takes it. */
-function oneMessage<T>(value: T): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      let done = false;
-      return {
-        next: () => Promise.resolve(done ? { done: true, value: undefined as never } : ((done = true), { done: false, value })),
-      };
-    },
-  };
 }
 
 /**
