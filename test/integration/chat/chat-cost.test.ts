@@ -6,9 +6,6 @@
  * prices a self-hosted model; a model the catalog lacks still routes, with `cost: null`. `GET /api/v1/models`
  * describes the catalog models the key can reach. Over HTTP and gRPC.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -16,6 +13,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 interface PricedUsage {
   prompt_tokens: number;
@@ -36,14 +34,7 @@ describe("usage.cost from the model catalog", () => {
     openai = await startFakeOpenAI({ text: ["Hel", "lo"], finish: "stop", usage: { input: 2000, output: 100, cached: 1500 } });
     // Anthropic: 100 uncached input, 4000 read from the cache, 1000 written to it, 50 output.
     anthropic = await startFakeAnthropic({ text: ["Hi"], finish: "end_turn", usage: { input: 100, output: 50, cached: 4000, cacheWrite: 1000 } });
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: "acme/tiny", name: "Acme Tiny (self-hosted)", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: "acme/tiny", name: "Acme Tiny (self-hosted)", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, pricing: { prompt: "0.000001", completion: "0.000002" } }] }]);
     h = await startHarness({
       env: {
         PORTICO_PROVIDER_OPENAI_BASE_URL: `${openai.url}/v1`,

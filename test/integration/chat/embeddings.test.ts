@@ -7,9 +7,6 @@
  * the field; provider errors in the envelope; and the gRPC EmbeddingsService the gateway translates to.
  * SQLite and PostgreSQL.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { createClient } from "@connectrpc/connect";
@@ -22,6 +19,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { fakeVector, type FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 const FEMTO = 1e15;
 
@@ -37,22 +35,15 @@ describe.each(["sqlite", "postgresql"] as const)("embeddings (%s)", (provider) =
     gemini = await startFakeGemini();
     local = await startFakeOpenAI({ text: [], finish: "stop", usage: { input: 1000, output: 0 } });
     // A platform-paid (keyless) embedding model with a price, for the spend limit.
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [
-          {
-            slug: "acme/embed",
-            name: "Acme Embed",
-            architecture: { input_modalities: ["text"], output_modalities: ["embeddings"] },
-            supported_parameters: ["dimensions"],
-            endpoints: [{ provider: "ollama", model_id: "embed", context_length: 8192, pricing: { prompt: "0.000001", completion: "0" } }],
-          },
-        ],
-      }),
-    );
+    const catalogFile = writeCatalogFile([
+      {
+        slug: "acme/embed",
+        name: "Acme Embed",
+        architecture: { input_modalities: ["text"], output_modalities: ["embeddings"] },
+        supported_parameters: ["dimensions"],
+        endpoints: [{ provider: "ollama", model_id: "embed", context_length: 8192, pricing: { prompt: "0.000001", completion: "0" } }],
+      },
+    ]);
     h = await startHarness({
       provider,
       env: {

@@ -4,9 +4,6 @@
  * input gets its text, a model that reads files gets the part; refusals (corrupt, too many pages, unsupported
  * engine, a file part without the plugin) name the field and send nothing upstream.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -14,6 +11,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { makePdf, pdfDataUrl } from "../../helpers/pdf.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 describe("file-parser (sqlite)", () => {
   let h: Harness;
@@ -22,18 +20,11 @@ describe("file-parser (sqlite)", () => {
 
   beforeAll(async () => {
     upstream = await startFakeOpenAI();
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
     const ep = (id: string) => [{ provider: "ollama", model_id: id, context_length: 100_000, pricing: { prompt: "0.000001", completion: "0.000002" } }];
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [
-          { slug: "acme/plain", name: "Acme Plain", endpoints: ep("plain") },
-          { slug: "acme/reader", name: "Acme Reader", architecture: { input_modalities: ["text", "file"], output_modalities: ["text"] }, endpoints: ep("reader") },
-        ],
-      }),
-    );
+    const catalogFile = writeCatalogFile([
+      { slug: "acme/plain", name: "Acme Plain", endpoints: ep("plain") },
+      { slug: "acme/reader", name: "Acme Reader", architecture: { input_modalities: ["text", "file"], output_modalities: ["text"] }, endpoints: ep("reader") },
+    ]);
     h = await startHarness({
       provider: "sqlite",
       env: { PORTICO_OPENAI_COMPATIBLE_PROVIDERS: `ollama=${upstream.url}/v1`, PORTICO_KEYLESS_PROVIDERS: "ollama", PORTICO_CATALOG_FILE: catalogFile },

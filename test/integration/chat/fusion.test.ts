@@ -4,15 +4,13 @@
  * judge. The judge gets the panel's answers, the answer is the judge's, usage and cost are summed over every call;
  * streaming and not, the Limits table's bounds, a failing panel member, the panel's server tools, from a preset.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream, Script } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 const say = (text: string, input: number, output: number): Script => ({ text: [text.slice(0, 5), text.slice(5)], finish: "stop", usage: { input, output } });
 const ALPHA = "Alpha says: the capital is Paris.";
@@ -30,23 +28,16 @@ describe.each(["sqlite", "postgresql"] as const)("fusion plugin (%s)", (provider
 
   beforeAll(async () => {
     [alpha, beta, judge] = await Promise.all([startFakeOpenAI(), startFakeOpenAI(), startFakeOpenAI()]);
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
     const model = (slug: string, provider: string, id: string, prompt: string, completion: string) => ({
       slug,
       name: slug,
       endpoints: [{ provider, model_id: id, context_length: 100_000, pricing: { prompt, completion } }],
     });
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [
-          model("alpha/a1", "alpha", "a1", "0.000001", "0.000002"),
-          model("beta/b1", "beta", "b1", "0.000003", "0.000004"),
-          model("judge/j1", "judge", "j1", "0.000005", "0.000006"),
-        ],
-      }),
-    );
+    const catalogFile = writeCatalogFile([
+      model("alpha/a1", "alpha", "a1", "0.000001", "0.000002"),
+      model("beta/b1", "beta", "b1", "0.000003", "0.000004"),
+      model("judge/j1", "judge", "j1", "0.000005", "0.000006"),
+    ]);
     h = await startHarness({
       provider,
       env: {

@@ -3,9 +3,6 @@
  * fake OpenAI upstream, on SQLite and PostgreSQL: a plugin the deployment does not implement is refused with 400
  * naming `plugins[i].id` and nothing is sent upstream (from the request, from a preset, over gRPC).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -14,6 +11,7 @@ import { defaultScript, type FakeUpstream } from "../../helpers/fake-upstreams/s
 import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { startFakeModeration, type FakeModeration } from "../../helpers/fake-upstreams/moderation.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 /** google.protobuf.Struct as proto-loader represents it. */
 const value = (v: unknown): unknown =>
@@ -34,14 +32,7 @@ describe.each(["sqlite", "postgresql"] as const)("plugins (%s)", (provider) => {
     upstream = await startFakeOpenAI();
     moderation = await startFakeModeration();
     // A self-hosted model with a small context (300 tokens) for context-compression.
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: "acme/tiny", name: "Acme Tiny", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 300, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: "acme/tiny", name: "Acme Tiny", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 300, pricing: { prompt: "0.000001", completion: "0.000002" } }] }]);
     h = await startHarness({
       provider,
       env: {

@@ -7,9 +7,6 @@
  * search engine is configured here, so an absent engine means native; an option the provider's tool cannot
  * honour and a provider without native search are 400s naming the field, nothing sent.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
@@ -18,6 +15,7 @@ import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream, Script } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 
 type Annotation = { type: string; url_citation: { url: string; title: string; content?: string; start_index: number; end_index: number } };
 type Annotated = { annotations?: Annotation[] };
@@ -179,16 +177,12 @@ describe.each(["sqlite", "postgresql"] as const)("web plugin, native search (%s)
 
   beforeAll(async () => {
     [anthropic, gemini, openai, groq] = await Promise.all([startFakeAnthropic(anthropicSearched), startFakeGemini(geminiSearched), startFakeOpenAI(openAiSearched), startFakeOpenAI()]);
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(catalogFile, JSON.stringify({
-      version: 1,
-      models: [{
-        slug: "openai/gpt-4o-search-preview",
-        name: "GPT-4o Search Preview",
-        supported_parameters: ["max_tokens", "web_search_options", "response_format"],
-        endpoints: [{ provider: "openai", model_id: "gpt-4o-search-preview", context_length: 128_000, pricing: { prompt: "0.0000025", completion: "0.00001" } }],
-      }],
-    }));
+    const catalogFile = writeCatalogFile([{
+    slug: "openai/gpt-4o-search-preview",
+    name: "GPT-4o Search Preview",
+    supported_parameters: ["max_tokens", "web_search_options", "response_format"],
+    endpoints: [{ provider: "openai", model_id: "gpt-4o-search-preview", context_length: 128_000, pricing: { prompt: "0.0000025", completion: "0.00001" } }],
+  }]);
     h = await startHarness({
       provider,
       env: {

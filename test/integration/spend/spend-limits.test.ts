@@ -6,9 +6,6 @@
  * left by a dead process is released after its expiry; a cancelled stream is billed for what was relayed;
  * RPM/TPM answer 429 with Retry-After; an expired key answers 401; @openrouter/sdk reads the key's usage.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import OpenAI from "openai";
 import { OpenRouter } from "@openrouter/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,6 +14,7 @@ import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
 import { bearer, grpcClient, unary } from "../../helpers/grpc.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 import { createSpendStore, keyCounterId } from "../../../src/core/spend/spend-store.js";
 
 const FEMTO = 1e15;
@@ -28,20 +26,13 @@ describe.each(["sqlite", "postgresql"] as const)("spend limits (%s)", (provider)
   beforeAll(async () => {
     // 10 prompt tokens (fewer than the body's bytes, as a real tokenizer gives), 50 completion tokens.
     fake = await startFakeOpenAI({ text: ["Hel", "lo", " there"], finish: "stop", usage: { input: 10, output: 50 } });
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [
-          {
-            slug: "acme/tiny",
-            name: "Acme Tiny",
-            endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, max_completion_tokens: 1000, pricing: { prompt: "0.000001", completion: "0.000002" } }],
-          },
-        ],
-      }),
-    );
+    const catalogFile = writeCatalogFile([
+      {
+        slug: "acme/tiny",
+        name: "Acme Tiny",
+        endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, max_completion_tokens: 1000, pricing: { prompt: "0.000001", completion: "0.000002" } }],
+      },
+    ]);
     h = await startHarness({
       provider,
       env: {

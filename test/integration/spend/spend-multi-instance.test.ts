@@ -6,15 +6,13 @@
  * the sum of the generations' costs exactly, nothing stays reserved, and the requests that did not fit got 402.
  * A key's requests per minute hold across the three (rate-limiter-flexible in Redis).
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { waitFor } from "../../helpers/wait.js";
+import { writeCatalogFile } from "../../helpers/catalog-file.js";
 import { keyCounterId } from "../../../src/core/spend/spend-store.js";
 
 interface Instance {
@@ -29,14 +27,7 @@ describe("spend limits across instances (postgresql)", () => {
 
   beforeAll(async () => {
     fake = await startFakeOpenAI({ text: ["a", "b", "c"], finish: "stop", usage: { input: 10, output: 50 } }, { headerDelayMs: 30 });
-    const catalogFile = join(mkdtempSync(join(tmpdir(), "portico-catalog-")), "catalog.json");
-    writeFileSync(
-      catalogFile,
-      JSON.stringify({
-        version: 1,
-        models: [{ slug: "acme/tiny", name: "Acme Tiny", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, max_completion_tokens: 1000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }],
-      }),
-    );
+    const catalogFile = writeCatalogFile([{ slug: "acme/tiny", name: "Acme Tiny", endpoints: [{ provider: "ollama", model_id: "tiny", context_length: 8192, max_completion_tokens: 1000, pricing: { prompt: "0.000001", completion: "0.000002" } }] }]);
     h = await startHarness({
       provider: "postgresql",
       env: {
