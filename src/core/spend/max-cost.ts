@@ -8,6 +8,10 @@
  *                     write, over the base prices and every long-context tier)
  *                   + output tokens × the highest output-side price (completion, internal reasoning)
  *                   + the per-request price + the per-image price × input images
+ *                   + the provider's native web searches × the per-search price (`web_search`): an Anthropic
+ *                     search runs at most `max_uses` times per provider request, and a paused turn is continued
+ *                     at most ANTHROPIC_MAX_PAUSE_CONTINUATIONS times; Gemini's grounding and an OpenAI search
+ *                     model's `web_search_options` bill once per answer
  *
  * Why the bytes bound the tokens: every tokenizer the adapters' providers use is byte-level BPE, or SentencePiece
  * with byte fallback, so one token covers at least one byte of text; the chat template's few tokens per message
@@ -18,6 +22,8 @@
  * Gemini 258 per tile). Inline (base64) images are counted by their bytes, which far exceed their tokens.
  */
 import type { CanonicalRequest } from "../chat/model.js";
+import { ANTHROPIC_MAX_PAUSE_CONTINUATIONS } from "../chat/providers/anthropic.js";
+import type { ProviderAdapter, UpstreamCall } from "../chat/providers/types.js";
 import { femto } from "../catalog/cost.js";
 import type { Endpoint } from "../catalog/types.js";
 
@@ -75,4 +81,23 @@ export function maxCostOf(request: CanonicalRequest, endpoint: Endpoint): bigint
     (p.request !== undefined ? femto(p.request) : 0n) +
     BigInt(images) * (p.image !== undefined ? femto(p.image) : 0n)
   );
+}
+
+/**
+ * The most native web searches the provider can bill for `call` (see above): 0 when none is asked for; undefined
+ * when nothing bounds them (Anthropic's tool without `max_uses`).
+ */
+export function nativeSearchBound(call: UpstreamCall, format: ProviderAdapter["format"]): number | undefined {
+  if (format === "anthropic") {
+    if (!call.webSearch) return 0;
+    return call.webSearch.maxUses === undefined ? undefined : call.webSearch.maxUses * (1 + ANTHROPIC_MAX_PAUSE_CONTINUATIONS);
+  }
+  if (format === "gemini") return call.webSearch ? 1 : 0;
+  return call.webSearch || (call.body.web_search_options !== undefined && call.body.web_search_options !== null) ? 1 : 0;
+}
+
+/** The largest search fees of `searches` native searches on `endpoint` (femto-USD; 0 when it prices none). */
+export function searchFeesOf(searches: number, endpoint: Endpoint): bigint {
+  const price = endpoint.pricing.web_search;
+  return price === undefined ? 0n : BigInt(searches) * femto(price);
 }

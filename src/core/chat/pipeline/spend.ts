@@ -19,12 +19,12 @@ import type { Logger } from "pino";
 import type { Catalog } from "../../catalog/catalog.js";
 import { Reason, invalidArgument, serviceError } from "../../errors.js";
 import { usd } from "../../catalog/cost.js";
-import { maxCostOf, promptTokenBound } from "../../spend/max-cost.js";
+import { maxCostOf, nativeSearchBound, promptTokenBound, searchFeesOf } from "../../spend/max-cost.js";
 import { keyCounterId, workspaceCounterId, type SpendStore } from "../../spend/spend-store.js";
 import type { StreamEvent, Usage } from "../model.js";
 import { accountCostOf, priceServed } from "./cost.js";
 import type { CallerLimits } from "../../auth.js";
-import type { ChatCall, ChatOutcome, ChatStage, Next } from "./stage.js";
+import type { Attempt, ChatCall, ChatOutcome, ChatStage, Next } from "./stage.js";
 
 export interface SpendDeps {
   catalog: Catalog;
@@ -54,10 +54,21 @@ export function createSpendStage(deps: SpendDeps): ChatStage {
           `${a.requestedModel} on provider ${a.provider} has no price in the model catalog, and this key has a spend limit (or its workspace a budget): an unpriced request cannot be bounded. Add the model to the catalog (PORTICO_CATALOG_FILE) or serve it with your own provider key (BYOK)`,
         );
       }
-      const c = maxCostOf(a.call.body, match.endpoint);
+      const c = maxCostOf(a.call.body, match.endpoint) + searchFeesOf(searchesOf(a), match.endpoint);
       if (c > max) max = c;
     }
     return max;
+  }
+
+  /** The most native searches `a` can be billed for; a 400 naming the field that asked when nothing bounds them. */
+  function searchesOf(a: Attempt): number {
+    const n = nativeSearchBound(a.call, a.adapter.format);
+    if (n !== undefined) return n;
+    const field = `${a.call.webSearch?.askedBy ?? "plugins"}.max_uses`;
+    throw invalidArgument(
+      field,
+      `${field} is required for ${a.requestedModel}'s native web search on ${a.provider} when this key has a spend limit (or its workspace a budget): without it the provider's searches, billed per search, cannot be bounded`,
+    );
   }
 
   /** The account's cost of the answer as the generation records it (0 when unpriced or BYOK-paid). */

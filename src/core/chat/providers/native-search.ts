@@ -14,6 +14,8 @@
 
 /** The native search asked for on one attempt (only what the provider's tool honours; the web plugin checks). */
 export interface NativeWebSearch {
+  /** The request field that asked for it (`plugins[0]`), for errors; never sent. */
+  askedBy?: string;
   maxUses?: number;
   allowedDomains?: string[];
   blockedDomains?: string[];

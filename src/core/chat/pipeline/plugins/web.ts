@@ -189,7 +189,7 @@ function nativeOptions(run: PluginRun, flavour: keyof typeof PROVIDER_NAMES, mod
   };
   if (set("max_results")) refuse("max_results", "it takes no result count");
   if (set("search_prompt")) refuse("search_prompt", "the provider gives the results to the model itself");
-  const out: NativeWebSearch = {};
+  const out: NativeWebSearch = { askedBy: run.field };
   const location = locationOf(run);
   if (flavour === "anthropic") {
     if (typeof o.max_uses === "number") out.maxUses = o.max_uses;
