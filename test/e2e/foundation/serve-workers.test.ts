@@ -170,14 +170,12 @@ describe("portico serve with worker processes (SQLite, no Redis)", () => {
       expect(res.status).toBe(200);
     }
 
-    // A key revoked through one worker is refused by both within a second.
+    // A key revoked through one worker is refused by both at once (every request after the DELETE answers 401).
     expect((await request(`${api}/key`, { headers: mk })).status).toBe(200);
     const other = JSON.parse((await request(`${api}/keys`, { method: "POST", headers: mk, body: JSON.stringify({ name: "short-lived" }) })).text).key as string;
     for (let i = 0; i < 4; i++) expect((await request(`${api}/key`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(200);
     expect((await request(`${api}/keys/${hashSecret(other)}`, { method: "DELETE", headers: mk })).status).toBe(200);
-    const since = performance.now();
     for (let i = 0; i < 4; i++) expect((await request(`${api}/key`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(401);
-    expect(performance.now() - since).toBeLessThan(1000);
   }, 240_000);
 
   it("answers /metrics with the sum over both workers, whichever takes the scrape", async () => {

