@@ -12,11 +12,11 @@
  * (three spans), median and best of the rounds, and the load average.
  */
 import { loadavg } from "node:os";
-import { ROOT_CONTEXT, SpanKind, trace } from "@opentelemetry/api";
 import { BasicTracerProvider, SimpleSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { encodeTraceRequest } from "../src/lib/otlp-trace-encoder.js";
+import { chatRequestSpans } from "./lib/chat-spans.js";
 
 const flag = (name: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -41,46 +41,7 @@ const provider = new BasicTracerProvider({
   spanProcessors: [new SimpleSpanProcessor(keep)],
 });
 const tracer = provider.getTracer("portico");
-
-/** One request's spans, with the attributes Portico sets (src/lib/tracing.ts, src/core/tracing-interceptor.ts, src/core/chat/pipeline/trace.ts). */
-function request(i: number): void {
-  const http = tracer.startSpan("POST /api/v1/chat/completions", { kind: SpanKind.SERVER }, ROOT_CONTEXT);
-  http.setAttribute("http.request.method", "POST");
-  http.setAttribute("http.route", "/api/v1/chat/completions");
-  http.setAttribute("url.path", "/api/v1/chat/completions");
-  const rpc = tracer.startSpan(
-    "portico.chat.v1.ChatService/CreateChatCompletion",
-    { kind: SpanKind.SERVER, attributes: { "rpc.system": "connect_rpc", "rpc.service": "portico.chat.v1.ChatService", "rpc.method": "CreateChatCompletion" } },
-    trace.setSpan(ROOT_CONTEXT, http),
-  );
-  const attempt = tracer.startSpan("chat llama-3.3-70b", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, rpc));
-  attempt.setAttribute("gen_ai.operation.name", "chat");
-  attempt.setAttribute("gen_ai.provider.name", "groq");
-  attempt.setAttribute("gen_ai.request.model", "llama-3.3-70b");
-  attempt.setAttribute("portico.attempt", 1);
-  attempt.setAttribute("portico.credential_source", "byok");
-  attempt.setAttribute("portico.credential_id", "cred-1");
-  attempt.setAttribute("portico.catalog_model", "meta-llama/llama-3.3-70b-instruct");
-  attempt.setAttribute("portico.attempt.outcome", "served");
-  attempt.setAttribute("gen_ai.usage.input_tokens", 12);
-  attempt.setAttribute("gen_ai.usage.output_tokens", 4);
-  attempt.setAttribute("portico.cost.usd", 0.0000123 * (1 + (i % 7)));
-  attempt.setAttribute("portico.cost.paid_by", "byok");
-  attempt.setAttribute("gen_ai.response.finish_reasons", ["stop"]);
-  attempt.setAttribute("gen_ai.response.model", "llama-3.3-70b");
-  attempt.end();
-  rpc.updateName("chat groq/llama-3.3-70b");
-  rpc.setAttribute("gen_ai.operation.name", "chat");
-  rpc.setAttribute("gen_ai.request.model", "groq/llama-3.3-70b");
-  rpc.setAttribute("portico.generation_id", `gen-${String(i).padStart(20, "0")}`);
-  rpc.setAttribute("portico.streamed", false);
-  rpc.setAttribute("portico.attempts", 1);
-  rpc.setAttribute("portico.status", "success");
-  rpc.setAttribute("gen_ai.provider.name", "groq");
-  rpc.end();
-  http.setAttribute("http.response.status_code", 200);
-  http.end();
-}
+const request = (i: number) => chatRequestSpans(tracer, i);
 
 const cpu = () => {
   const u = process.cpuUsage();

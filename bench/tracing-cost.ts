@@ -18,7 +18,9 @@
  * then flushes the spans still queued (inside the "on" window, so the export is counted). CPU: `process.cpuUsage`
  * (the whole process: Fastify, the pipeline, the SDK, the exporter's HTTP client). Reported: CPU µs per request off
  * and on (median and best of the rounds), the median of the rounds' differences and the difference of the bests (on a
- * shared machine the best windows are the least disturbed ones), and the OTLP bytes exported per traced request.
+ * shared machine the best windows are the least disturbed ones), the garbage collections of each mode's windows (wall
+ * time of all collections per request and mark-compacts per 1,000 requests, medians of the rounds: steadier under load
+ * than CPU time, and what spans kept until their batch is exported cost), and the OTLP bytes exported per traced request.
  * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`). `--profile <dir>` writes a V8 CPU profile of
  * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
  * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
@@ -28,6 +30,7 @@ import http from "node:http";
 import type net from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { resolve } from "node:path";
+import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 
 const flag = (name: string) => {
@@ -44,6 +47,11 @@ const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
 interface ChildResult {
   off: number[];
   on: number[];
+  /** Per window: garbage collection (all kinds) in µs of wall time per request, and mark-compacts per 1,000 requests. */
+  offGc: number[];
+  onGc: number[];
+  offMajor: number[];
+  onMajor: number[];
 }
 
 async function child(): Promise<void> {
@@ -187,23 +195,48 @@ async function child(): Promise<void> {
     const u = process.cpuUsage();
     return u.user + u.system;
   };
+  // Garbage collections, as the observer hears of them (a window's are read after one more turn of the event loop).
+  const gcSeen = { ms: 0, major: 0 };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcSeen.ms += e.duration;
+      if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) gcSeen.major++;
+    }
+  }).observe({ entryTypes: ["gc"] });
+  const gcSince = async () => {
+    await new Promise((r) => setImmediate(r));
+    const seen = { ...gcSeen };
+    gcSeen.ms = 0;
+    gcSeen.major = 0;
+    return seen;
+  };
+  const gcOf = { us: 0, major: 0 };
   const run = async (app: typeof off, n: number, flush: boolean) => {
+    await gcSince();
     const t0 = cpu();
     for (let i = 0; i < n; i++) {
       const r = await app.inject({ method: "POST", url: "/api/v1/chat/completions", payload, headers });
       if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${r.body}`);
     }
     if (flush) await provider.forceFlush();
-    return (cpu() - t0) / n;
+    const spent = (cpu() - t0) / n;
+    const gc = await gcSince();
+    gcOf.us = (gc.ms * 1000) / n;
+    gcOf.major = (gc.major * 1000) / n;
+    return spent;
   };
   // Warm-up (JIT) of both stacks.
   await run(off, 2000, false);
   await run(on, 2000, true);
-  const result: ChildResult = { off: [], on: [] };
+  const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [] };
   const only = flag("only");
   for (let r = 0; r < rounds; r++) {
     result.off.push(only === "on" ? Number.NaN : await run(off, requests, false));
+    result.offGc.push(only === "on" ? Number.NaN : gcOf.us);
+    result.offMajor.push(only === "on" ? Number.NaN : gcOf.major);
     result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
+    result.onGc.push(only === "off" ? Number.NaN : gcOf.us);
+    result.onMajor.push(only === "off" ? Number.NaN : gcOf.major);
   }
   await tracing!.close();
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
@@ -228,8 +261,8 @@ async function main(): Promise<void> {
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
-  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | exported bytes per request | load |");
-  console.log("|---|---|---:|---:|---:|---:|---:|---:|---|");
+  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | GC µs per request, off / on (median) | mark-compacts per 1,000 requests, off / on (median) | exported bytes per request | load |");
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (let p = 1; p <= pairs; p++) {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
@@ -247,13 +280,15 @@ async function main(): Promise<void> {
       // A mode left out (`--only`) came as null (NaN in JSON).
       r.off = r.off.map((v) => v ?? Number.NaN);
       r.on = r.on.map((v) => v ?? Number.NaN);
+      const gc = [r.offGc, r.onGc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1)).join(" / ");
+      const majors = [r.offMajor, r.onMajor].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(2)).join(" / ");
       const offM = median(r.off);
       const onM = median(r.on);
       const added = median(r.on.map((v, i) => v - r.off[i]!));
       const bestOff = Math.min(...r.off);
       const bestOn = Math.min(...r.on);
       const traced = r.on.length * num("requests", 2000) + 2000;
-      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
+      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${gc} | ${majors} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
       console.error(`  rounds off ${r.off.map((v) => v.toFixed(1)).join(" ")}; on ${r.on.map((v) => v.toFixed(1)).join(" ")}`);
     }
   }

@@ -1,13 +1,15 @@
 /**
  * OTLP/protobuf encoding of ended spans (an `ExportTraceServiceRequest`, opentelemetry-proto `trace/v1`), for the
- * exporter src/lib/tracing.ts builds (tracing on, `http/protobuf`): the SDK's own HTTP export delegate (retries,
- * timeouts, headers, compression, the response's partial success) with this in place of its serializer.
+ * span processor src/lib/tracing.ts installs (tracing on, `http/protobuf`; src/lib/otlp-span-processor.ts): each span
+ * encoded as it ends ({@link EncodedSpans}), a batch's spans sent as one request by the SDK's own HTTP export delegate
+ * (retries, timeouts, headers, compression, the response's partial success).
  *
  * Same bytes as `@opentelemetry/otlp-transformer`'s `ProtobufTraceSerializer` for the same spans (same fields, same
  * order, same grouping by resource then instrumentation scope; test/unit/otlp-trace-encoder.test.ts compares them),
  * made with less work per span (bench/README.md, "Tracing cost: a span encoder of our own"):
- * - one pass into a buffer kept between exports (the SDK's first sizes the whole request, then writes it into a
- *   new buffer): a nested message reserves one byte for its length and moves its bytes along when longer than 127;
+ * - one pass (the SDK's first sizes the whole request, then writes it into a new buffer): a span straight into its
+ *   batch's bytes, the request around them into a buffer kept between exports; a nested message reserves one byte for
+ *   its length and moves its bytes along when longer than 127;
  * - each attribute key's bytes (tag, length, UTF-8) made once and copied after that (a span's keys are Portico's
  *   own few dozen names), the resource's and the scope's message made once per resource and scope object;
  * - trace and span ids written from their hex straight into the buffer (no array per id).
@@ -18,7 +20,7 @@ import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-base";
 type Resource = ReadableSpan["resource"];
 type Scope = ReadableSpan["instrumentationScope"];
 
-let buf = Buffer.allocUnsafe(64 * 1024);
+let buf: Buffer = Buffer.allocUnsafe(64 * 1024);
 let pos = 0;
 
 function ensure(n: number): void {
@@ -392,42 +394,93 @@ function scope(sc: Scope): void {
   end(at);
 }
 
-/** `spans` as the bytes of one OTLP `ExportTraceServiceRequest` (a copy: the encoder's buffer is reused). */
-export function encodeTraceRequest(spans: readonly ReadableSpan[]): Uint8Array {
-  // Grouped by resource, then by scope, in order of first appearance (as the SDK's serializer).
-  const byResource = new Map<Resource, Map<Scope, ReadableSpan[]>>();
-  for (const s of spans) {
-    let byScope = byResource.get(s.resource);
-    if (!byScope) byResource.set(s.resource, (byScope = new Map()));
-    let list = byScope.get(s.instrumentationScope);
-    if (!list) byScope.set(s.instrumentationScope, (list = []));
-    list.push(s);
+/** One (resource, scope) group's encoded `Span` fields (each with its tag and length), back to back. */
+interface SpanBytes {
+  bytes: Buffer;
+  length: number;
+}
+
+/**
+ * Spans encoded one at a time, as they end (src/lib/otlp-span-processor.ts), grouped by resource, then by scope, in
+ * order of first appearance (as the SDK's serializer groups them); {@link bytes} makes them one
+ * `ExportTraceServiceRequest`. What is kept of a span is its bytes: the span object itself can die young.
+ */
+export class EncodedSpans {
+  /** How many spans were added. */
+  count = 0;
+  private readonly groups = new Map<Resource, Map<Scope, SpanBytes>>();
+  /** The group of the last span added (one resource and one scope in practice: no lookup). */
+  private last: { resource: Resource; scope: Scope; group: SpanBytes } | undefined;
+
+  add(s: ReadableSpan): void {
+    const group = this.groupOf(s.resource, s.instrumentationScope);
+    // Encoded straight into the group's bytes (the writer's buffer is the group's while it writes; grown as needed).
+    const scratch = buf;
+    buf = group.bytes;
+    pos = group.length;
+    try {
+      span(s);
+      group.length = pos;
+    } finally {
+      group.bytes = buf;
+      buf = scratch;
+    }
+    this.count++;
   }
-  pos = 0;
-  for (const [r, byScope] of byResource) {
-    u32(0x0a);
-    const rsAt = begin();
-    cached(resources, r, () => resource(r), !r.asyncAttributesPending);
-    for (const [sc, list] of byScope) {
-      u32(0x12);
-      const ssAt = begin();
-      cached(scopes, sc, () => scope(sc), true);
-      for (const s of list) span(s);
-      if (sc.schemaUrl) {
-        u32(0x1a);
-        str(sc.schemaUrl);
+
+  private groupOf(r: Resource, sc: Scope): SpanBytes {
+    const last = this.last;
+    if (last !== undefined && last.resource === r && last.scope === sc) return last.group;
+    let byScope = this.groups.get(r);
+    if (!byScope) this.groups.set(r, (byScope = new Map()));
+    let group = byScope.get(sc);
+    if (!group) byScope.set(sc, (group = { bytes: Buffer.allocUnsafe(16 * 1024), length: 0 }));
+    this.last = { resource: r, scope: sc, group };
+    return group;
+  }
+
+  /** The spans' resources whose attributes are still being detected (to wait for before {@link bytes}). */
+  pendingResources(): Resource[] {
+    return [...this.groups.keys()].filter((r) => r.asyncAttributesPending);
+  }
+
+  /** The spans as the bytes of one OTLP `ExportTraceServiceRequest` (a copy: the encoder's buffer is reused). */
+  bytes(): Uint8Array {
+    pos = 0;
+    for (const [r, byScope] of this.groups) {
+      u32(0x0a);
+      const rsAt = begin();
+      cached(resources, r, () => resource(r), !r.asyncAttributesPending);
+      for (const [sc, group] of byScope) {
+        u32(0x12);
+        const ssAt = begin();
+        cached(scopes, sc, () => scope(sc), true);
+        ensure(group.length);
+        group.bytes.copy(buf, pos, 0, group.length);
+        pos += group.length;
+        if (sc.schemaUrl) {
+          u32(0x1a);
+          str(sc.schemaUrl);
+        }
+        end(ssAt);
       }
-      end(ssAt);
+      if (r.schemaUrl) {
+        u32(0x1a);
+        str(r.schemaUrl);
+      }
+      end(rsAt);
     }
-    if (r.schemaUrl) {
-      u32(0x1a);
-      str(r.schemaUrl);
-    }
-    end(rsAt);
+    const out = new Uint8Array(pos);
+    out.set(buf.subarray(0, pos));
+    // A very large export does not keep its buffer.
+    if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
+    return out;
   }
-  const out = new Uint8Array(pos);
-  out.set(buf.subarray(0, pos));
-  // A very large export does not keep its buffer.
-  if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
-  return out;
+}
+
+/** `spans` as the bytes of one OTLP `ExportTraceServiceRequest`. */
+export function encodeTraceRequest(spans: readonly ReadableSpan[]): Uint8Array {
+  const encoded = new EncodedSpans();
+  for (const s of spans) encoded.add(s);
+  return encoded.bytes();
 }

@@ -24,7 +24,8 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, createContextKey as ot
 import { createContextKey, createContextValues, type ContextValues, type Transport } from "@connectrpc/connect";
 import type { FastifyPluginCallback } from "fastify";
 import type { Logger } from "pino";
-import type { SpanExporter } from "@opentelemetry/sdk-trace-base";
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { EncodedBatch } from "./otlp-span-processor.js";
 import type { TracingConfig } from "../config.js";
 
 /** The instrumentation scope of every span Portico makes. */
@@ -211,32 +212,42 @@ function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: Trac
 }
 
 /**
- * The http/protobuf exporter: the SDK's OTLP/HTTP export delegate (what `@opentelemetry/exporter-trace-otlp-proto`'s
+ * The http/protobuf span processor: spans encoded as they end by Portico's encoder (src/lib/otlp-span-processor.ts,
+ * src/lib/otlp-trace-encoder.ts: the same bytes as the SDK's serializer for less CPU, and no span object kept until its
+ * batch goes), the batches sent by the SDK's OTLP/HTTP export delegate (what `@opentelemetry/exporter-trace-otlp-proto`'s
  * exporter is made of: its configuration from `cfg` and the OTEL_EXPORTER_OTLP_* variables, retries, timeout,
- * compression, the response's partial success) with Portico's span encoder (src/lib/otlp-trace-encoder.ts: the same
- * bytes as the SDK's serializer for less CPU) in place of the SDK's serializer.
+ * compression, the response's partial success) in an `OTLPExporterBase`.
  */
-async function protobufExporter(cfg: TracingConfig): Promise<SpanExporter> {
-  const [base, nodeHttp, transformer, { encodeTraceRequest }] = await Promise.all([
+async function protobufProcessor(cfg: TracingConfig): Promise<SpanProcessor> {
+  const [base, nodeHttp, transformer, { EncodingSpanProcessor }] = await Promise.all([
     import("@opentelemetry/otlp-exporter-base"),
     import("@opentelemetry/otlp-exporter-base/node-http"),
     import("@opentelemetry/otlp-transformer"),
-    import("./otlp-trace-encoder.js"),
+    import("./otlp-span-processor.js"),
   ]);
   const options = nodeHttp.convertLegacyHttpOptions({ url: cfg.url, headers: cfg.headers }, "TRACES", "v1/traces", { "Content-Type": "application/x-protobuf" });
-  const serializer = { serializeRequest: encodeTraceRequest, deserializeResponse: transformer.ProtobufTraceSerializer.deserializeResponse };
-  return new base.OTLPExporterBase(
-    nodeHttp.createOtlpHttpExportDelegate(options, serializer, "otlp_http_span_exporter", transformer.TraceExporterMetricsHelper, undefined),
-  );
+  const serializer = { serializeRequest: (b: EncodedBatch) => b.bytes, deserializeResponse: transformer.ProtobufTraceSerializer.deserializeResponse };
+  const metrics = { name: "span" as const, countItems: (b: EncodedBatch) => b.count };
+  const exporter = new base.OTLPExporterBase(nodeHttp.createOtlpHttpExportDelegate(options, serializer, "otlp_http_span_exporter", metrics, undefined));
+  return new EncodingSpanProcessor(exporter, batchOptions(cfg));
+}
+
+function batchOptions(cfg: TracingConfig) {
+  return { scheduledDelayMillis: cfg.scheduleDelayMs, maxQueueSize: cfg.maxQueueSize, maxExportBatchSize: cfg.maxExportBatchSize };
+}
+
+/** The http/json span processor: the SDK's batch processor and OTLP/HTTP JSON exporter. */
+async function jsonProcessor(cfg: TracingConfig, node: typeof import("@opentelemetry/sdk-trace-node")): Promise<SpanProcessor> {
+  const m = await import("@opentelemetry/exporter-trace-otlp-http");
+  return new node.BatchSpanProcessor(new m.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers }), batchOptions(cfg));
 }
 
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
-  const [node, resources, exporter] = await Promise.all([
-    import("@opentelemetry/sdk-trace-node"),
+  const sdk = import("@opentelemetry/sdk-trace-node");
+  const [node, resources, processor] = await Promise.all([
+    sdk,
     import("@opentelemetry/resources"),
-    cfg.protocol === "http/json"
-      ? import("@opentelemetry/exporter-trace-otlp-http").then((m) => new m.OTLPTraceExporter({ url: cfg.url, headers: cfg.headers }))
-      : protobufExporter(cfg),
+    cfg.protocol === "http/json" ? sdk.then((n) => jsonProcessor(cfg, n)) : protobufProcessor(cfg),
   ]);
   const provider = new node.NodeTracerProvider({
     resource: resources.resourceFromAttributes({
@@ -246,9 +257,7 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
     // Built here from the configuration (OTEL_TRACES_SAMPLER / _ARG as src/config.ts read them), so the SDK does not
     // read the variables behind the configuration's back.
     sampler: samplerOf(node, cfg.sampler),
-    spanProcessors: [
-      new node.BatchSpanProcessor(exporter, { scheduledDelayMillis: cfg.scheduleDelayMs, maxQueueSize: cfg.maxQueueSize, maxExportBatchSize: cfg.maxExportBatchSize }),
-    ],
+    spanProcessors: [processor],
   });
   // No context manager (see the module comment); the W3C trace-context (and baggage) propagator as by default.
   provider.register({ contextManager: null });

@@ -13,7 +13,7 @@ import { startOtlpReceiver, type OtlpReceiver } from "../../helpers/otlp-receive
 import { waitFor } from "../../helpers/wait.js";
 
 const CHILD = resolve(import.meta.dirname, "../../fixtures/tracing-modules-child.ts");
-const SDK_MODULES = /@opentelemetry\/(sdk-trace-node|sdk-trace-base|resources|exporter-trace-otlp-(proto|http)|otlp-exporter-base|otlp-transformer|instrumentation)\/|@fastify\/otel\/|\/src\/lib\/otlp-trace-encoder\.ts/;
+const SDK_MODULES = /@opentelemetry\/(sdk-trace-node|sdk-trace-base|resources|exporter-trace-otlp-(proto|http)|otlp-exporter-base|otlp-transformer|instrumentation)\/|@fastify\/otel\/|\/src\/lib\/otlp-(trace-encoder|span-processor)\.ts/;
 
 function runChild(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; loaded: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), "portico-trace-off-"));
@@ -73,8 +73,10 @@ describe("tracing off: the SDK is not loaded", () => {
     const run = await runChild({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "50" });
     expect(run.code, run.stderr).toBe(0);
     expect(run.loaded.some((u) => /@opentelemetry\/sdk-trace-node\//.test(u))).toBe(true);
-    // The SDK's OTLP/HTTP export delegate with Portico's span encoder (src/lib/otlp-trace-encoder.ts).
+    // The SDK's OTLP/HTTP export delegate with Portico's span processor and encoder (src/lib/otlp-span-processor.ts,
+    // src/lib/otlp-trace-encoder.ts).
     expect(run.loaded.some((u) => /@opentelemetry\/otlp-exporter-base\//.test(u))).toBe(true);
+    expect(run.loaded.some((u) => u.includes("/src/lib/otlp-span-processor.ts"))).toBe(true);
     expect(run.loaded.some((u) => u.includes("/src/lib/otlp-trace-encoder.ts"))).toBe(true);
     const exp = await waitFor("an OTLP export", () => receiver.exports.find((e) => e.path === "/v1/traces"));
     expect(exp.contentType).toBe("application/x-protobuf");
