@@ -20,6 +20,7 @@ import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { DatabaseHandle, Db, DbProvider } from "../../db/client.js";
 import { sqliteDateTime } from "../../db/sql-values.js";
+import { SQLITE_WINDOW_UPSERT, deltaParams, windowDeltas, withWindowUpserts } from "../spend/key-spend-windows.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
 export interface GenerationStore extends GenerationRecorder {
@@ -75,7 +76,7 @@ export function statementSizes(n: number): number[] {
   return sizes;
 }
 
-/** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax; cached per n. */
+/** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax, with the spend counters' part; cached per n. */
 function insertStatement(provider: DbProvider): (rows: number) => string {
   const cache = new Map<number, string>();
   const columns = COLUMNS.map((c) => `"${c}"`).join(", ");
@@ -90,11 +91,27 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
         );
         tuples.push(`(${ph.join(", ")})`);
       }
-      sql = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")} ON CONFLICT ("id") DO NOTHING`;
+      const insert = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")} ON CONFLICT ("id") DO NOTHING`;
+      // The key's spend counters with the rows (key-spend-windows.ts): on PostgreSQL in the same statement, on
+      // SQLite by upserts after it in the same transaction, for the ids it returns (the rows it inserted).
+      sql = provider === "postgresql" ? withWindowUpserts(insert) : `${insert} RETURNING "id"`;
       cache.set(n, sql);
     }
     return sql;
   };
+}
+
+/**
+ * Adds to `out` the rows of `part` its INSERT … RETURNING "id" inserted (`returned`: rows as arrays or objects);
+ * the others were there already (ON CONFLICT DO NOTHING) and count no spend again.
+ */
+function insertedOf(part: readonly GenerationRecord[], returned: ReadonlyArray<unknown[] | { id: string }>, out: GenerationRecord[]): void {
+  if (returned.length === part.length) {
+    out.push(...part);
+    return;
+  }
+  const ids = new Set(returned.map((r) => (Array.isArray(r) ? r[0] : r.id) as string));
+  for (const r of part) if (ids.delete(r.id)) out.push(r);
 }
 
 /**
@@ -254,25 +271,35 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
   // on SQLite on the connection itself, ROWS_PER_TRANSACTION rows per transaction; on PostgreSQL as named
   // prepared statements (parsed once per connection: ~half the server's and this process's CPU per row).
   const chunkRows = writeSqlite ? ROWS_PER_TRANSACTION : ROWS_PER_STATEMENT;
+  /** The chunk's statement-sized parts (statementSizes). */
+  const parts = function* (chunk: GenerationRecord[]): Generator<[number, GenerationRecord[]]> {
+    let j = 0;
+    for (const size of statementSizes(chunk.length)) {
+      yield [size, size === chunk.length ? chunk : chunk.slice(j, j + size)];
+      j += size;
+    }
+  };
   const writeChunk: (chunk: GenerationRecord[]) => Promise<unknown> = writeSqlite
     ? (chunk) =>
         writeSqlite((connection) => {
-          let j = 0;
-          for (const size of statementSizes(chunk.length)) {
-            const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
-            j += size;
-            connection.prepare(insert(size)).run(params(part));
-          }
+          const written: GenerationRecord[] = [];
+          for (const [size, part] of parts(chunk)) insertedOf(part, connection.prepare(insert(size)).raw(true).all(params(part)), written);
+          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(deltaParams(d));
         })
-    : async (chunk) => {
-        let j = 0;
-        for (const size of statementSizes(chunk.length)) {
-          const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
-          j += size;
-          if (executePrepared) await executePrepared(names[size]!, insert(size), params(part));
-          else await execute(insert(size), params(part));
-        }
-      };
+    : sqlite
+      ? (chunk) =>
+          // SQLite without the connection (benches, tests): the same statements in a Prisma transaction.
+          deps.db.$transaction(async (tx) => {
+            const written: GenerationRecord[] = [];
+            for (const [size, part] of parts(chunk)) insertedOf(part, await tx.$queryRawUnsafe<Array<{ id: string }>>(insert(size), ...params(part)), written);
+            for (const d of windowDeltas(written)) await tx.$executeRawUnsafe(SQLITE_WINDOW_UPSERT, ...deltaParams(d));
+          })
+      : async (chunk) => {
+          for (const [size, part] of parts(chunk)) {
+            if (executePrepared) await executePrepared(names[size]!, insert(size), params(part));
+            else await execute(insert(size), params(part));
+          }
+        };
   /** Writes rows in chunks (statements, on SQLite transactions); returns how many were written before a failure. */
   const write = async (rows: GenerationRecord[]): Promise<{ written: number; error?: unknown }> => {
     let written = 0;
