@@ -47,26 +47,41 @@ export interface WindowDelta {
   byok: bigint;
 }
 
+const DAY_MS = 86_400_000;
+
 /** The increments of `records`, one per counter row they touch, in key, kind and start order (the upserts' lock order). */
 export function windowDeltas(records: Iterable<SpendRecord>): WindowDelta[] {
-  const byRow = new Map<string, WindowDelta>();
+  // First by key and UTC day (arithmetic only: this runs for every record written), then each day into its four rows.
+  const days = new Map<string, WindowDelta>();
   for (const r of records) {
     const cost = r.costFemtoUsd ?? 0n;
     const byok = r.credentialSource === "byok" ? (r.upstreamCostFemtoUsd ?? 0n) : 0n;
     const at = r.createdAt.getTime();
+    const startMs = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+    const id = `${r.organizationId}\n${r.keyHash}\n${startMs}`;
+    const d = days.get(id);
+    if (d) {
+      d.cost += cost;
+      d.byok += byok;
+    } else {
+      days.set(id, { organizationId: r.organizationId, keyHash: r.keyHash, reset: "daily", startMs, cost, byok });
+    }
+  }
+  const rows = new Map<string, WindowDelta>();
+  for (const day of days.values()) {
     for (const reset of WINDOW_KINDS) {
-      const startMs = windowStart(reset, at);
-      const id = `${r.organizationId}\n${r.keyHash}\n${reset}\n${startMs}`;
-      const d = byRow.get(id);
+      const startMs = reset === "daily" ? day.startMs : windowStart(reset, day.startMs);
+      const id = `${day.organizationId}\n${day.keyHash}\n${reset}\n${startMs}`;
+      const d = rows.get(id);
       if (d) {
-        d.cost += cost;
-        d.byok += byok;
+        d.cost += day.cost;
+        d.byok += day.byok;
       } else {
-        byRow.set(id, { organizationId: r.organizationId, keyHash: r.keyHash, reset, startMs, cost, byok });
+        rows.set(id, { ...day, reset, startMs });
       }
     }
   }
-  return [...byRow.values()].sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.keyHash, b.keyHash) || compare(a.reset, b.reset) || a.startMs - b.startMs);
+  return [...rows.values()].sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.keyHash, b.keyHash) || compare(a.reset, b.reset) || a.startMs - b.startMs);
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

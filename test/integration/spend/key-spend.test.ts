@@ -56,12 +56,13 @@ function gen(key: Key, at: number, cost: bigint | null, upstream: bigint | null,
   };
 }
 
-/** A generation records' writer as the core makes it (past the Prisma client), flushed by hand. */
-function writer(h: DatabaseHandle) {
-  return createGenerationStore({
-    db: h.db, provider: h.provider, logger: createLogger({ level: "silent" }), flushMs: 60_000, batch: 1_000_000,
-    execute: h.executeRaw, writeSqlite: h.writeSqlite, executePrepared: h.executePrepared,
-  });
+/**
+ * A generation records' writer as the core makes it (past the Prisma client), flushed by hand; `viaPrisma`: one
+ * without the handle's raw paths (the Prisma client's raw calls; on SQLite in a Prisma transaction).
+ */
+function writer(h: DatabaseHandle, viaPrisma = false) {
+  const raw = viaPrisma ? {} : { execute: h.executeRaw, writeSqlite: h.writeSqlite, executePrepared: h.executePrepared };
+  return createGenerationStore({ db: h.db, provider: h.provider, logger: createLogger({ level: "silent" }), flushMs: 60_000, batch: 1_000_000, ...raw });
 }
 
 /** Writes `rows` as the core does: through the generation records' writer, which keeps the spend counters. */
@@ -269,8 +270,9 @@ describe.each(dbProviders)("key spend (%s)", (_name, fresh) => {
     const nows = [Date.UTC(2026, 10, 30), Date.UTC(2026, 10, 30, 23, 59, 59, 999), Date.UTC(2027, 0, 3, 12), Date.UTC(2028, 1, 29, 6), Date.UTC(2026, 11, 1) - 1];
     const rows = randomRows(7, [...keys, other, twin], nows, 1200);
     const r = random(11);
-    // Two writers, each flushing at random points, running at once (on PostgreSQL on two pooled connections).
-    const [a, b] = [writer(h), writer(h)];
+    // Two writers, each flushing at random points, running at once (on PostgreSQL on two pooled connections); the
+    // second through the Prisma client.
+    const [a, b] = [writer(h), writer(h, true)];
     const flushes: Promise<void>[] = [];
     for (const row of rows) {
       const w = r.next() < 0.5 ? a : b;
