@@ -197,7 +197,11 @@ export interface GenerationStoreOptions {
   closeTimeoutMs?: number;
   /** Registry for the dropped-rows counter and the queue gauge. */
   registry?: Registry;
-  /** Runs a raw statement past the Prisma client (DatabaseHandle.executeRaw); default `db.$executeRawUnsafe`. */
+  /**
+   * PostgreSQL: runs a raw statement past the Prisma client (DatabaseHandle.executeRaw); default
+   * `db.$executeRawUnsafe`. SQLite without `writeSqlite` writes in a Prisma transaction instead (the rows an INSERT
+   * inserted come back by RETURNING, for the spend counters).
+   */
   execute?: (sql: string, args: readonly unknown[]) => Promise<number>;
   /** SQLite: writes on the better-sqlite3 connection itself (DatabaseHandle.writeSqlite) in place of `execute`. */
   writeSqlite?: DatabaseHandle["writeSqlite"];
