@@ -190,7 +190,7 @@ async function main(): Promise<void> {
       totalTokens: 16, latencyMs: 1.2, timeToFirstTokenMs: null, status: "success" as const, finishReason: "stop", errorCode: null, attempts: 1, createdAt: new Date(),
       cachedTokens: 0, cacheWriteTokens: null, reasoningTokens: null, costFemtoUsd: 0n, upstreamCostFemtoUsd: 7_080_000_000_000n,
     });
-    const direct = createGenerationStore({ db: database.db, provider: database.provider, logger: createLogger({ level: "error" }), flushMs: 1e9, batch: 1e9, execute: database.executeRaw });
+    const direct = createGenerationStore({ db: database.db, provider: database.provider, logger: createLogger({ level: "error" }), flushMs: 1e9, batch: 1e9, execute: database.executeRaw, writeSqlite: database.writeSqlite });
     for (const [name, s] of [["through the Prisma client", store], ["on the driver adapter (as the core does)", direct]] as const) {
       for (const perFlush of [10, 50, 150]) {
         const us = await cost(async () => {

@@ -77,7 +77,9 @@ export interface SqliteConnection {
 
 export interface SqliteRunStatement {
   /** Runs the statement with these positional parameters. */
-  run(params: readonly unknown[]): { changes: number };
+  run(params: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  /** The statement with its rows read as arrays (`true`) or objects; `all` returns the rows it yields (e.g. RETURNING). */
+  raw(toggle: boolean): { all(params: readonly unknown[]): unknown[][] };
 }
 
 /** The connected driver adapter's raw statement entry point (both Prisma 6.19 adapters have it). */

@@ -23,6 +23,6 @@ export const moneySum = (expr: string, as: string): string => `CAST(COALESCE(SUM
 export const splitMoneySum = (expr: string, as: string): string =>
   `CAST(COALESCE(SUM((${expr}) / ${FEMTOS_PER_MICRO}), 0) AS TEXT) AS "${as}_hi", CAST(COALESCE(SUM((${expr}) % ${FEMTOS_PER_MICRO}), 0) AS TEXT) AS "${as}_lo"`;
 
-/** The femto-dollars of a {@link splitMoneySum}'s two columns (null or absent read as 0). */
+/** The femto-dollars of a {@link splitMoneySum}'s two columns, or of a key spend counter's two parts (null or absent read as 0). */
 export const splitMoneyValue = (hi: unknown, lo: unknown): bigint =>
   BigInt((hi ?? "0") as string) * FEMTOS_PER_MICRO + BigInt((lo ?? "0") as string);

@@ -18,8 +18,9 @@
  */
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
-import type { DatabaseHandle, Db, DbProvider } from "../../db/client.js";
+import type { DatabaseHandle, Db, DbProvider, SqliteConnection } from "../../db/client.js";
 import { sqliteDateTime } from "../../db/sql-values.js";
+import { SQLITE_WINDOW_UPSERT, deltaParams, windowDeltas, withWindowUpserts } from "../spend/key-spend-windows.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
 export interface GenerationStore extends GenerationRecorder {
@@ -75,7 +76,7 @@ export function statementSizes(n: number): number[] {
   return sizes;
 }
 
-/** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax; cached per n. */
+/** `INSERT … VALUES (…), …` for n rows, in the provider's placeholder syntax, with the spend counters' part; cached per n. */
 function insertStatement(provider: DbProvider): (rows: number) => string {
   const cache = new Map<number, string>();
   const columns = COLUMNS.map((c) => `"${c}"`).join(", ");
@@ -90,11 +91,41 @@ function insertStatement(provider: DbProvider): (rows: number) => string {
         );
         tuples.push(`(${ph.join(", ")})`);
       }
-      sql = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")} ON CONFLICT ("id") DO NOTHING`;
+      const insert = `INSERT INTO "Generation" (${columns}) VALUES ${tuples.join(", ")} ON CONFLICT ("id") DO NOTHING`;
+      // The key's spend counters with the rows (key-spend-windows.ts): on PostgreSQL in the same statement, on
+      // SQLite by upserts after it in the same transaction, for the rows it inserted (insertedSqlite).
+      sql = provider === "postgresql" ? withWindowUpserts(insert) : insert;
       cache.set(n, sql);
     }
     return sql;
   };
+}
+
+/** SQLite: the ids of the rows with rowids in (from, to]. */
+const IDS_BY_ROWID = `SELECT "id" FROM "Generation" WHERE rowid > ? AND rowid <= ?`;
+
+/**
+ * SQLite: adds to `out` the rows of `part` that its INSERT … ON CONFLICT DO NOTHING inserted (`changes` of them,
+ * the last with rowid `last`); the others were there already and count no spend again. Almost always all of them.
+ * Otherwise the inserted ones are those with the statement's rowids: SQLite gives a new row the table's largest
+ * rowid + 1 (the table has no AUTOINCREMENT and the transaction writes alone), so a statement's new rows hold the
+ * `changes` rowids up to `last`. (Not RETURNING: it costs every flush ≈ 1–2 µs per row.)
+ */
+function insertedSqlite(part: readonly GenerationRecord[], info: { changes: number; lastInsertRowid: number | bigint }, connection: SqliteConnection, out: GenerationRecord[]): void {
+  if (info.changes === part.length) {
+    out.push(...part);
+    return;
+  }
+  if (info.changes === 0) return;
+  const last = BigInt(info.lastInsertRowid);
+  const ids = new Set(connection.prepare(IDS_BY_ROWID).raw(true).all([last - BigInt(info.changes), last]).map((r) => r[0] as string));
+  for (const r of part) if (ids.delete(r.id)) out.push(r);
+}
+
+/** Adds to `out` the rows of `part` whose ids `returned` (an INSERT … RETURNING "id" through the Prisma client). */
+function insertedOf(part: readonly GenerationRecord[], returned: ReadonlyArray<{ id: string }>, out: GenerationRecord[]): void {
+  const ids = new Set(returned.map((r) => r.id));
+  for (const r of part) if (ids.delete(r.id)) out.push(r);
 }
 
 /**
@@ -166,7 +197,11 @@ export interface GenerationStoreOptions {
   closeTimeoutMs?: number;
   /** Registry for the dropped-rows counter and the queue gauge. */
   registry?: Registry;
-  /** Runs a raw statement past the Prisma client (DatabaseHandle.executeRaw); default `db.$executeRawUnsafe`. */
+  /**
+   * PostgreSQL: runs a raw statement past the Prisma client (DatabaseHandle.executeRaw); default
+   * `db.$executeRawUnsafe`. SQLite without `writeSqlite` writes in a Prisma transaction instead (the rows an INSERT
+   * inserted come back by RETURNING, for the spend counters).
+   */
   execute?: (sql: string, args: readonly unknown[]) => Promise<number>;
   /** SQLite: writes on the better-sqlite3 connection itself (DatabaseHandle.writeSqlite) in place of `execute`. */
   writeSqlite?: DatabaseHandle["writeSqlite"];
@@ -254,25 +289,35 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
   // on SQLite on the connection itself, ROWS_PER_TRANSACTION rows per transaction; on PostgreSQL as named
   // prepared statements (parsed once per connection: ~half the server's and this process's CPU per row).
   const chunkRows = writeSqlite ? ROWS_PER_TRANSACTION : ROWS_PER_STATEMENT;
+  /** The chunk's statement-sized parts (statementSizes). */
+  const parts = function* (chunk: GenerationRecord[]): Generator<[number, GenerationRecord[]]> {
+    let j = 0;
+    for (const size of statementSizes(chunk.length)) {
+      yield [size, size === chunk.length ? chunk : chunk.slice(j, j + size)];
+      j += size;
+    }
+  };
   const writeChunk: (chunk: GenerationRecord[]) => Promise<unknown> = writeSqlite
     ? (chunk) =>
         writeSqlite((connection) => {
-          let j = 0;
-          for (const size of statementSizes(chunk.length)) {
-            const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
-            j += size;
-            connection.prepare(insert(size)).run(params(part));
-          }
+          const written: GenerationRecord[] = [];
+          for (const [size, part] of parts(chunk)) insertedSqlite(part, connection.prepare(insert(size)).run(params(part)), connection, written);
+          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(deltaParams(d));
         })
-    : async (chunk) => {
-        let j = 0;
-        for (const size of statementSizes(chunk.length)) {
-          const part = size === chunk.length ? chunk : chunk.slice(j, j + size);
-          j += size;
-          if (executePrepared) await executePrepared(names[size]!, insert(size), params(part));
-          else await execute(insert(size), params(part));
-        }
-      };
+    : sqlite
+      ? (chunk) =>
+          // SQLite without the connection (benches, tests): the same statements in a Prisma transaction.
+          deps.db.$transaction(async (tx) => {
+            const written: GenerationRecord[] = [];
+            for (const [size, part] of parts(chunk)) insertedOf(part, await tx.$queryRawUnsafe<Array<{ id: string }>>(`${insert(size)} RETURNING "id"`, ...params(part)), written);
+            for (const d of windowDeltas(written)) await tx.$executeRawUnsafe(SQLITE_WINDOW_UPSERT, ...deltaParams(d));
+          })
+      : async (chunk) => {
+          for (const [size, part] of parts(chunk)) {
+            if (executePrepared) await executePrepared(names[size]!, insert(size), params(part));
+            else await execute(insert(size), params(part));
+          }
+        };
   /** Writes rows in chunks (statements, on SQLite transactions); returns how many were written before a failure. */
   const write = async (rows: GenerationRecord[]): Promise<{ written: number; error?: unknown }> => {
     let written = 0;

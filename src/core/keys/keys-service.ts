@@ -13,6 +13,7 @@ import { checkPage, createOrdering, findArgs, pagedWhere, pageOf } from "../pagi
 import { WORKSPACE_NOT_FOUND, lockActiveWorkspace, type WorkspacesService } from "../workspaces/workspaces-service.js";
 import type { DbTransaction } from "../../db/prisma.js";
 import { checkExpiry, checkRate, checkReset, checkSpendLimit } from "../spend/limit-rules.js";
+import { keyCostSince } from "../spend/key-spend-windows.js";
 import { keyCounterId, type SpendStore } from "../spend/spend-store.js";
 import type { LimitReset } from "../spend/windows.js";
 
@@ -77,13 +78,16 @@ export function createKeysService(deps: KeysServiceDeps) {
     await deps.onKeyChanged?.(hash);
   };
 
-  /** Copies the key's limit onto its spend counter (in `tx`), counting its spend of the current window so far. */
+  /**
+   * Copies the key's limit onto its spend counter (in `tx`), counting its spend of the current window so far from
+   * the key's spend counters per window (key-spend-windows.ts; the key's generations are in its organization).
+   */
   const syncCounter = async (tx: DbTransaction, key: ApiKey) => {
     if (!deps.spend) return;
-    await deps.spend.setLimit(tx, keyCounterId(key.id), key.limitFemtoUsd, key.limitReset as LimitReset, async (since) => {
-      const r = await tx.generation.aggregate({ _sum: { costFemtoUsd: true }, where: { keyHash: key.hash, createdAt: { gte: new Date(since) } } });
-      return r._sum.costFemtoUsd ?? 0n;
-    });
+    const reset = key.limitReset as LimitReset;
+    await deps.spend.setLimit(tx, keyCounterId(key.id), key.limitFemtoUsd, reset, (since) =>
+      keyCostSince(tx, { organizationId: key.organizationId, keyHash: key.hash }, reset, since),
+    );
   };
 
   const keyOf = async (actor: Actor, hash: string): Promise<ApiKey> => {

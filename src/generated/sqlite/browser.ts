@@ -78,6 +78,16 @@ export type ApiKey = Prisma.ApiKeyModel
  */
 export type SpendCounter = Prisma.SpendCounterModel
 /**
+ * Model KeySpendWindow
+ * A key's spend in one window (docs/limits.md, "Spend counters"): the sums of its generations' costs, kept by the
+ * generation records' writer in the transaction (SQLite) or statement (PostgreSQL) that inserts them, so that
+ * GetCaller and a limit's recount read a few rows, not every generation (src/core/spend/key-spend.ts). One row per
+ * key, window kind and window start; rows of past windows are kept (never read again, never pruned).
+ * Money in two exact integer parts per sum, as the activity totals split it: whole micro-dollars (cost / 10^9) and
+ * the femto-dollar remainders (cost % 10^9); the sum is micro × 10^9 + rest.
+ */
+export type KeySpendWindow = Prisma.KeySpendWindowModel
+/**
  * Model SpendReservation
  * One request's reservation against one or two counters, released at settlement or after `expiresAtMs`.
  */

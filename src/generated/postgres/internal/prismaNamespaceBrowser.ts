@@ -60,6 +60,7 @@ export const ModelName = {
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   SpendCounter: 'SpendCounter',
+  KeySpendWindow: 'KeySpendWindow',
   SpendReservation: 'SpendReservation',
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
@@ -280,6 +281,20 @@ export const SpendCounterScalarFieldEnum = {
 } as const
 
 export type SpendCounterScalarFieldEnum = (typeof SpendCounterScalarFieldEnum)[keyof typeof SpendCounterScalarFieldEnum]
+
+
+export const KeySpendWindowScalarFieldEnum = {
+  organizationId: 'organizationId',
+  keyHash: 'keyHash',
+  reset: 'reset',
+  startMs: 'startMs',
+  costMicroUsd: 'costMicroUsd',
+  costFemtoRest: 'costFemtoRest',
+  byokMicroUsd: 'byokMicroUsd',
+  byokFemtoRest: 'byokFemtoRest'
+} as const
+
+export type KeySpendWindowScalarFieldEnum = (typeof KeySpendWindowScalarFieldEnum)[keyof typeof KeySpendWindowScalarFieldEnum]
 
 
 export const SpendReservationScalarFieldEnum = {

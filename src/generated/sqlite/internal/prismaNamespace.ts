@@ -401,6 +401,7 @@ export const ModelName = {
   AuditEvent: 'AuditEvent',
   ApiKey: 'ApiKey',
   SpendCounter: 'SpendCounter',
+  KeySpendWindow: 'KeySpendWindow',
   SpendReservation: 'SpendReservation',
   Preset: 'Preset',
   PresetVersion: 'PresetVersion',
@@ -429,7 +430,7 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
     omit: GlobalOmitOptions
   }
   meta: {
-    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "generationContent" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internRunCredential" | "internInteraction" | "catalogOverride" | "routingSettings"
+    modelProps: "organization" | "user" | "membership" | "workspace" | "workspaceMember" | "generation" | "generationContent" | "cacheEntry" | "auditEvent" | "apiKey" | "spendCounter" | "keySpendWindow" | "spendReservation" | "preset" | "presetVersion" | "byokCredential" | "providerKey" | "keyringKey" | "intern" | "internSession" | "internRun" | "internRunCredential" | "internInteraction" | "catalogOverride" | "routingSettings"
     txIsolationLevel: TransactionIsolationLevel
   }
   model: {
@@ -1244,6 +1245,80 @@ export type TypeMap<ExtArgs extends runtime.Types.Extensions.InternalArgs = runt
         count: {
           args: Prisma.SpendCounterCountArgs<ExtArgs>
           result: runtime.Types.Utils.Optional<Prisma.SpendCounterCountAggregateOutputType> | number
+        }
+      }
+    }
+    KeySpendWindow: {
+      payload: Prisma.$KeySpendWindowPayload<ExtArgs>
+      fields: Prisma.KeySpendWindowFieldRefs
+      operations: {
+        findUnique: {
+          args: Prisma.KeySpendWindowFindUniqueArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload> | null
+        }
+        findUniqueOrThrow: {
+          args: Prisma.KeySpendWindowFindUniqueOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        findFirst: {
+          args: Prisma.KeySpendWindowFindFirstArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload> | null
+        }
+        findFirstOrThrow: {
+          args: Prisma.KeySpendWindowFindFirstOrThrowArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        findMany: {
+          args: Prisma.KeySpendWindowFindManyArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>[]
+        }
+        create: {
+          args: Prisma.KeySpendWindowCreateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        createMany: {
+          args: Prisma.KeySpendWindowCreateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        createManyAndReturn: {
+          args: Prisma.KeySpendWindowCreateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>[]
+        }
+        delete: {
+          args: Prisma.KeySpendWindowDeleteArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        update: {
+          args: Prisma.KeySpendWindowUpdateArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        deleteMany: {
+          args: Prisma.KeySpendWindowDeleteManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateMany: {
+          args: Prisma.KeySpendWindowUpdateManyArgs<ExtArgs>
+          result: BatchPayload
+        }
+        updateManyAndReturn: {
+          args: Prisma.KeySpendWindowUpdateManyAndReturnArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>[]
+        }
+        upsert: {
+          args: Prisma.KeySpendWindowUpsertArgs<ExtArgs>
+          result: runtime.Types.Utils.PayloadToResult<Prisma.$KeySpendWindowPayload>
+        }
+        aggregate: {
+          args: Prisma.KeySpendWindowAggregateArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.AggregateKeySpendWindow>
+        }
+        groupBy: {
+          args: Prisma.KeySpendWindowGroupByArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.KeySpendWindowGroupByOutputType>[]
+        }
+        count: {
+          args: Prisma.KeySpendWindowCountArgs<ExtArgs>
+          result: runtime.Types.Utils.Optional<Prisma.KeySpendWindowCountAggregateOutputType> | number
         }
       }
     }
@@ -2436,6 +2511,20 @@ export const SpendCounterScalarFieldEnum = {
 export type SpendCounterScalarFieldEnum = (typeof SpendCounterScalarFieldEnum)[keyof typeof SpendCounterScalarFieldEnum]
 
 
+export const KeySpendWindowScalarFieldEnum = {
+  organizationId: 'organizationId',
+  keyHash: 'keyHash',
+  reset: 'reset',
+  startMs: 'startMs',
+  costMicroUsd: 'costMicroUsd',
+  costFemtoRest: 'costFemtoRest',
+  byokMicroUsd: 'byokMicroUsd',
+  byokFemtoRest: 'byokFemtoRest'
+} as const
+
+export type KeySpendWindowScalarFieldEnum = (typeof KeySpendWindowScalarFieldEnum)[keyof typeof KeySpendWindowScalarFieldEnum]
+
+
 export const SpendReservationScalarFieldEnum = {
   id: 'id',
   keyCounterId: 'keyCounterId',
@@ -2865,6 +2954,7 @@ export type GlobalOmitConfig = {
   auditEvent?: Prisma.AuditEventOmit
   apiKey?: Prisma.ApiKeyOmit
   spendCounter?: Prisma.SpendCounterOmit
+  keySpendWindow?: Prisma.KeySpendWindowOmit
   spendReservation?: Prisma.SpendReservationOmit
   preset?: Prisma.PresetOmit
   presetVersion?: Prisma.PresetVersionOmit
