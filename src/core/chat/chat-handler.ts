@@ -311,7 +311,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
  * A chat request's body: `body_json` parsed when it is set (the split gateway sends the body as JSON text, far
  * cheaper to encode and decode than a Struct), else the Struct `body` (older callers, other gRPC clients).
  */
-function bodyOf(req: { body?: JsonObject; bodyJson?: string }): JsonObject | undefined {
+export function bodyOf(req: { body?: JsonObject; bodyJson?: string }): JsonObject | undefined {
   if (!req.bodyJson) return req.body;
   const parsed = parseJsonObjectText(req.bodyJson, "body_json");
   if ("problem" in parsed) throw invalidArgument(parsed.problem.field, parsed.problem.message);
