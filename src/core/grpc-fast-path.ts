@@ -25,6 +25,7 @@ import { fromBinary, toBinary, type DescMethod, type DescService } from "@bufbui
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { oneValue } from "./direct-transport.js";
+import { LightAbortController } from "../lib/light-abort.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
@@ -67,9 +68,14 @@ function grpcMessage(text: string): string {
 
 /** The gRPC status of `err` (or OK) and the error's metadata, as HTTP/2 trailer fields, added to `into`. */
 function statusFields(err: ConnectError | undefined, into: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  if (!err) {
+    // OK is one field (what setTrailerStatus writes for no error), without a Headers object per call.
+    into["grpc-status"] = "0";
+    return into;
+  }
   const h = setTrailerStatus(new Headers(), err);
   h.forEach((value, key) => {
-    if (key === "grpc-message") value = grpcMessage(err!.rawMessage);
+    if (key === "grpc-message") value = grpcMessage(err.rawMessage);
     const prev = into[key];
     into[key] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [String(prev), value];
   });
@@ -112,10 +118,11 @@ export interface GrpcFastPath {
 
 export function createGrpcFastPath(routes: (router: ConnectRouter) => void, transport: Transport, readMaxBytes: number): GrpcFastPath {
   const methods = methodsOf(routes);
-  const open = new Set<AbortController>();
+  const open = new Set<{ abort(reason?: unknown): void }>();
 
   async function serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, method: DescMethod): Promise<void> {
-    const ac = new AbortController();
+    // A light controller (src/lib/light-abort.ts): Node's makes its signal in a way that outlives young collections.
+    const ac = new LightAbortController();
     open.add(ac);
     let finished = false;
     const onClose = () => {

@@ -19,7 +19,8 @@ import { asConnectError, publicError, publicErrorFromConnect, reasonForStatus, t
 import { registerGatewayRoutes } from "./routes/index.js";
 import { registerGeminiRoutes } from "./routes/gemini.js";
 import { registerConsoleRoutes } from "./routes/console.js";
-import { checkJsonInput } from "./json-input.js";
+import { checkJsonInput } from "../contract/json-input.js";
+import { sendsJsonBodies } from "./core-transport.js";
 import { createMetricsEndpoint } from "./metrics-endpoint.js";
 import { createSseRelay } from "./sse-relay.js";
 
@@ -53,6 +54,10 @@ export interface GatewayOptions {
 export const STREAM_OPEN_AFTER_MS = 1_000;
 
 declare module "fastify" {
+  interface FastifyRequest {
+    /** The JSON body's text as received ("" without a JSON body): what a core over the wire is sent (`body_json`). */
+    jsonText: string;
+  }
   interface FastifyContextConfig {
     /** Intern routes put {reason, retryable} metadata on every error, including gateway-level ones. */
     errorMetadata?: boolean;
@@ -117,6 +122,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.removeContentTypeParser("text/plain");
   const parseJson = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
+  app.decorateRequest("jsonText", "");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
@@ -124,6 +130,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       if (err) return done(err, undefined);
       const problem = checkJsonInput(value);
       if (problem) return done(Object.assign(new Error(problem.message), { statusCode: 400, code: JSON_INPUT_ERROR, field: problem.field }), undefined);
+      req.jsonText = text;
       return done(null, value);
     });
   });
@@ -270,6 +277,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     brand: opts.brand,
     relay,
     streamOpenAfterMs: Math.min(STREAM_OPEN_AFTER_MS, heartbeatMs),
+    jsonBodies: sendsJsonBodies(opts.transport),
   };
   await app.register(
     async (api) => {

@@ -18,7 +18,7 @@
  * - a reader that stops (`return()`) cancels the call.
  * Client and bidi streaming are not used by the gateway and answer Unimplemented.
  */
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import * as grpc from "@grpc/grpc-js";
@@ -80,6 +80,38 @@ function headersOf(md: grpc.Metadata | undefined, into = new Headers()): Headers
   return into;
 }
 
+/**
+ * A call's response, its header (and a unary call's trailer) as fetch Headers built when first read: the gateway
+ * reads neither on success (the error path builds its own, errorOf), and building them cost a Headers object
+ * and a metadata walk each per call. A stream's trailer is a Headers object filled when its status arrives.
+ */
+class CallResponse {
+  #header: Headers | undefined;
+  #trailer: Headers | undefined;
+  readonly #headerMd: grpc.Metadata | undefined;
+  readonly #trailerMd: grpc.Metadata | undefined;
+  constructor(
+    readonly stream: boolean,
+    readonly method: DescMethod,
+    readonly message: unknown,
+    headerMd: grpc.Metadata | undefined,
+    trailer: Headers | grpc.Metadata | undefined,
+  ) {
+    this.#headerMd = headerMd;
+    if (trailer instanceof Headers) this.#trailer = trailer;
+    else this.#trailerMd = trailer;
+  }
+  get service(): DescService {
+    return this.method.parent;
+  }
+  get header(): Headers {
+    return (this.#header ??= headersOf(this.#headerMd));
+  }
+  get trailer(): Headers {
+    return (this.#trailer ??= headersOf(this.#trailerMd));
+  }
+}
+
 /** The ConnectError a non-OK status stands for, as connect-node's gRPC transport builds it. */
 function errorOf(status: grpc.StatusObject, header: Headers | undefined): ConnectError {
   const trailer = headersOf(status.metadata);
@@ -130,7 +162,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
       }
       return new Promise<never>((resolve, reject) => {
         const call = open(method, timeoutMs);
-        let responseHeader: Headers | undefined;
+        let responseHeader: grpc.Metadata | undefined;
         let message: unknown;
         let settled = false;
         const onAbort = () => {
@@ -142,7 +174,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
         signal?.addEventListener("abort", onAbort, { once: true });
         call.start(md, {
           onReceiveMetadata(m) {
-            responseHeader = headersOf(m);
+            responseHeader = m;
           },
           onReceiveMessage(bytes: Buffer | null) {
             if (bytes === null || message !== undefined) return;
@@ -156,16 +188,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
             signal?.removeEventListener("abort", onAbort);
             if (settled) return;
             settled = true;
-            if (status.code !== grpc.status.OK) return reject(errorOf(status, responseHeader));
+            if (status.code !== grpc.status.OK) return reject(errorOf(status, responseHeader && headersOf(responseHeader)));
             if (message === undefined) return reject(new ConnectError("protocol error: missing output message for unary method", Code.Unimplemented));
-            resolve({
-              stream: false,
-              service: method.parent,
-              method,
-              header: responseHeader ?? new Headers(),
-              message,
-              trailer: headersOf(status.metadata),
-            } as unknown as UnaryResponse as never);
+            resolve(new CallResponse(false, method, message, responseHeader, status.metadata) as unknown as UnaryResponse as never);
           },
         });
         call.startRead();
@@ -180,8 +205,9 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
       if (signal?.aborted) throw abortError(signal);
       const md = metadataOf(header);
       const call = open(method, timeoutMs);
+      /** Filled when the status arrives (as connect-node's). */
       const trailer = new Headers();
-      let responseHeader: Headers | undefined;
+      let responseHeader: grpc.Metadata | undefined;
       /** Messages read ahead of the reader. */
       const queue: unknown[] = [];
       let reading = false;
@@ -224,7 +250,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
         opened = { resolve, reject };
         call.start(md, {
           onReceiveMetadata(m) {
-            responseHeader = headersOf(m);
+            responseHeader = m;
             if (opened) {
               const o = opened;
               opened = undefined;
@@ -251,7 +277,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
           onReceiveStatus(s) {
             status = s;
             headersOf(s.metadata, trailer);
-            finish(s.code === grpc.status.OK ? null : errorOf(s, responseHeader));
+            finish(s.code === grpc.status.OK ? null : errorOf(s, responseHeader && headersOf(responseHeader)));
           },
         });
         call.sendMessageWithContext({}, serialize(method.input, first.value));
@@ -281,14 +307,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
           return Promise.resolve({ done: true, value: undefined });
         },
       };
-      return {
-        stream: true,
-        service: method.parent,
-        method,
-        header: responseHeader ?? new Headers(),
-        trailer,
-        message: { [Symbol.asyncIterator]: () => iterator },
-      } as unknown as StreamResponse as never;
+      return new CallResponse(true, method, { [Symbol.asyncIterator]: () => iterator }, responseHeader, trailer) as unknown as StreamResponse as never;
     },
   };
 }

@@ -11,7 +11,7 @@
  */
 import { ConnectError, type ServiceImpl, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { CreateChatCompletionResponseSchema, StreamChatCompletionResponseSchema, type ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GenerationRecorder } from "./seams.js";
 import { callerOf } from "../auth.js";
@@ -56,6 +56,7 @@ import type { SessionAffinity } from "../../lib/session-affinity.js";
 import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
+import { parseJsonObjectText } from "../../contract/json-input.js";
 import { createMessagesMethods } from "./messages-handler.js";
 import { createResponsesMethods } from "./responses-handler.js";
 import { createGeminiMethods } from "./gemini-handler.js";
@@ -226,7 +227,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     ...gemini,
 
     async createChatCompletion(req, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(bodyOf(req)), budgetOf(ctx), sessionHeaderOf(ctx));
       const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       const completion = encodeResponse(outcome.completion);
@@ -284,7 +285,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined;
       // Until the answer begins: keepalives (a generator, started by the first read as before).
       const head = (async function* () {
-        const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(req.body), budgetOf(ctx), sessionHeaderOf(ctx));
+        const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(bodyOf(req)), budgetOf(ctx), sessionHeaderOf(ctx));
         raw = req.jsonText ? (call.rawEvents = createRawSlot()) : undefined;
         const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
         const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
@@ -304,6 +305,17 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       });
     },
   };
+}
+
+/**
+ * A chat request's body: `body_json` parsed when it is set (the split gateway sends the body as JSON text, far
+ * cheaper to encode and decode than a Struct), else the Struct `body` (older callers, other gRPC clients).
+ */
+export function bodyOf(req: { body?: JsonObject; bodyJson?: string }): JsonObject | undefined {
+  if (!req.bodyJson) return req.body;
+  const parsed = parseJsonObjectText(req.bodyJson, "body_json");
+  if ("problem" in parsed) throw invalidArgument(parsed.problem.field, parsed.problem.message);
+  return parsed.value as JsonObject;
 }
 
 /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's `budgetMs`. */

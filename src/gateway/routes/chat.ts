@@ -179,7 +179,7 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
       if ((body as { stream?: unknown }).stream !== true) {
         const watch = abortOnClientClose(reply);
         try {
-          const res = await client.createChatCompletion({ body: json, jsonText: true }, modelCallOptionsFor(req, watch.signal));
+          const res = await client.createChatCompletion(chatInput(ctx, req, json), modelCallOptionsFor(req, watch.signal));
           overhead(ctx, reply, res.upstreamMs, res.provider);
           reply.headers(cacheHeaders(res.cache));
           return reply.type("application/json; charset=utf-8").send(res.completionJson || JSON.stringify(res.completion ?? {}));
@@ -195,6 +195,14 @@ export async function registerChatRoutes(api: FastifyInstance, ctx: GatewayConte
   );
 }
 
+/**
+ * The chat request message: the body as the JSON text received when the core is over the wire (`body_json`,
+ * far cheaper than a Struct), else the parsed object (handed over as is in process). Answers as JSON text.
+ */
+function chatInput(ctx: GatewayContext, req: FastifyRequest, body: Record<string, never>): { body?: Record<string, never>; bodyJson?: string; jsonText: true } {
+  return ctx.jsonBodies && req.jsonText !== "" ? { bodyJson: req.jsonText, jsonText: true } : { body, jsonText: true };
+}
+
 async function streamCompletion(
   req: FastifyRequest,
   reply: FastifyReply,
@@ -202,7 +210,7 @@ async function streamCompletion(
   body: Record<string, never>,
 ): Promise<void> {
   const call = ctx.relay.start(req, reply);
-  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, { body, jsonText: true }, modelCallOptionsFor(req, call.signal));
+  const stream = serverStream(ctx.transport, ChatService.method.streamChatCompletion, chatInput(ctx, req, body), modelCallOptionsFor(req, call.signal));
   await call.run(stream, {
     name: "chat",
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's

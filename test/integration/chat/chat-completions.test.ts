@@ -88,12 +88,62 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
     expect(refused.code).toBe(16); // UNAUTHENTICATED
   });
 
+  it("grpc-js: the body as JSON text (body_json) and as a Struct give the same answer and the same upstream request", async () => {
+    const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", h.coreUrl);
+    const request = { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hé \u2603" }], temperature: 0.5, max_tokens: 7, user: "u1" };
+    const struct = (o: unknown): unknown =>
+      typeof o === "string" ? { stringValue: o }
+      : typeof o === "number" ? { numberValue: o }
+      : Array.isArray(o) ? { listValue: { values: o.map(struct) } }
+      : { structValue: { fields: Object.fromEntries(Object.entries(o as object).map(([k, v]) => [k, struct(v)])) } };
+    const call = (msg: unknown) =>
+      new Promise<any>((resolve) => chat.CreateChatCompletion(msg, bearer(h.tenant.apiKey), (err: any, res: any) => resolve(err ? { err } : { res })));
+    const answer = (r: any) => JSON.parse(r.res.completion_json);
+    const viaStruct = await call({ body: (struct(request) as any).structValue, json_text: true });
+    const structUpstream = ok.requests.at(-1)!.body;
+    const viaText = await call({ body_json: JSON.stringify(request), json_text: true });
+    const textUpstream = ok.requests.at(-1)!.body;
+    expect(textUpstream).toEqual(structUpstream);
+    const { id: _a, created: _b, ...a } = answer(viaStruct);
+    const { id: _c, created: _d, ...b } = answer(viaText);
+    expect(b).toEqual(a);
+    expect(b.choices[0].message.content).toBe("Hello, world");
+    // body_json wins over body; streams take it too.
+    const both = await call({ body: (struct({ model: "@preset/nope", messages: [] }) as any).structValue, body_json: JSON.stringify(request), json_text: true });
+    expect(answer(both).choices[0].message.content).toBe("Hello, world");
+    const pieces: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const s = chat.StreamChatCompletion({ body_json: JSON.stringify(request), json_text: true }, bearer(h.tenant.apiKey));
+      s.on("data", (m: any) => m.chunk_json && pieces.push(JSON.parse(m.chunk_json).choices[0]?.delta?.content ?? ""));
+      s.on("end", resolve);
+      s.on("error", reject);
+    });
+    expect(pieces.join("")).toBe("Hello, world");
+    // Text that is not a JSON object, or that the gateway would have refused, is InvalidArgument naming body_json.
+    for (const [text, says] of [
+      ["{not json", "not valid JSON"],
+      ["[1,2]", "must be a JSON object"],
+      ['{"model":"groq/x","messages":[{"role":"user","content":"\\ud800"}]}', "messages[0].content contains invalid Unicode"],
+      ['{"model":"groq/x","__proto__":{"admin":true}}', '"__proto__"'],
+      [`{"a":${"[".repeat(40)}${"]".repeat(40)}}`, "nests deeper than 32 levels"],
+    ] as const) {
+      const refused = await call({ body_json: text });
+      expect(refused.err?.code, text).toBe(3); // INVALID_ARGUMENT
+      expect(refused.err.details, text).toContain("body_json");
+      expect(refused.err.details, text).toContain(says);
+    }
+  });
+
   it("a split gateway (gRPC to the core) streams the same answer and maps an error before the first chunk", async () => {
     const { buildGateway } = await import("../../../src/gateway/app.js");
-    const { createCoreTransport } = await import("../../../src/gateway/core-transport.js");
+    const { createCoreTransport, sendsJsonBodies } = await import("../../../src/gateway/core-transport.js");
     const { createMetrics } = await import("../../../src/lib/metrics.js");
+    const transport = createCoreTransport(h.coreUrl);
+    // Over the wire the body goes as its JSON text (body_json); in process as the parsed object.
+    expect(sendsJsonBodies(transport)).toBe(true);
+    expect(sendsJsonBodies(h.core.createInMemoryTransport())).toBe(false);
     const split = await buildGateway({
-      transport: createCoreTransport(h.coreUrl),
+      transport,
       logger: h.gateway.log as never,
       metrics: createMetrics(),
       bodyLimitBytes: h.config.bodyLimitBytes,
@@ -103,6 +153,9 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
     try {
       const port = (split.server.address() as { port: number }).port;
       const remote = new OpenAI({ baseURL: `http://127.0.0.1:${port}/api/v1`, apiKey: h.tenant.apiKey, maxRetries: 0 });
+      const once = await remote.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hé ☃" }], max_tokens: 5 });
+      expect(once.choices[0]!.message.content).toBe("Hello, world");
+      expect(ok.requests.at(-1)!.body).toMatchObject({ model: "llama-3.3-70b", messages: [{ role: "user", content: "hé ☃" }], max_tokens: 5 });
       const stream = await remote.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }], stream: true });
       let text = "";
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";

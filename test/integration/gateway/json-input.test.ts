@@ -6,7 +6,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "../../../src/gateway/app.js";
-import { MAX_JSON_DEPTH } from "../../../src/gateway/json-input.js";
+import { MAX_JSON_DEPTH } from "../../../src/contract/json-input.js";
 import { createMetrics } from "../../../src/lib/metrics.js";
 import { createLogger } from "../../../src/log.js";
 import { startHarness, type Harness } from "../../helpers/harness.js";

@@ -1,0 +1,121 @@
+/**
+ * CPU per call of the split path's hop alone (issue 24, "split ≤ 1.5× in-process"): the gateway's gRPC client
+ * (src/gateway/grpc-js-transport.ts) calling `CreateChatCompletion` on the core's gRPC fast path
+ * (src/core/grpc-fast-path.ts, the in-process transport behind it) over HTTP/2 on loopback, both in this process,
+ * with a stub chat service that reads the request's body as the core's handler does and answers a fixed
+ * completion as JSON text. No database, no provider, no Fastify: what remains is the hop (framing, grpc-js's call
+ * layers, HTTP/2, protobuf) and the body's encoding. Variants, taking turns in each round:
+ *
+ * - `Struct body`: the body as a `google.protobuf.Struct` (what the gateway sent until now);
+ * - `body_json`: the body as the JSON text the gateway received (parsed and checked by the core);
+ * - with `--base DIR`, `base, Struct body`: the other checkout's transport, fast path and generated code.
+ *
+ * CPU of this process (user + system) per call, `--concurrency` calls in flight, `--calls` per round; best and
+ * median of the rounds. `--body small|large`: the chat-hot-path bench's one-message body, or a 12-message
+ * conversation with a tool (≈ 6 kB).
+ *
+ *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR]
+ */
+import http2 from "node:http2";
+import { once } from "node:events";
+import { loadavg } from "node:os";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { ConnectRouter, Transport } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
+
+const flag = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
+const calls = num("calls", 4000);
+const concurrency = num("concurrency", 32);
+const rounds = num("rounds", 7);
+const base = flag("base");
+
+const SMALL = { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "Say hello." }], stream: false };
+const LARGE = {
+  model: "groq/llama-3.3-70b",
+  temperature: 0.2,
+  max_tokens: 512,
+  tools: [{ type: "function", function: { name: "lookup", description: "Looks a word up.", parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } } }],
+  messages: Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Turn ${i}: ${"lorem ipsum dolor sit amet ".repeat(18)}` })),
+};
+const body = flag("body") === "large" ? LARGE : SMALL;
+const bodyText = JSON.stringify(body);
+const COMPLETION = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion", created: 1, model: "llama-3.3-70b", provider: "groq", choices: [{ index: 0, message: { role: "assistant", content: "Hello, world" }, finish_reason: "stop" }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } });
+
+/** One checkout's hop: its generated ChatService, fast path, direct transport and gRPC client. */
+async function treeOf(root: string) {
+  const load = (path: string) => import(pathToFileURL(resolve(root, path)).href);
+  const [gen, fast, direct, client, handler] = await Promise.all([
+    load("src/gen/portico/chat/v1/chat_service_pb.ts"),
+    load("src/core/grpc-fast-path.ts"),
+    load("src/core/direct-transport.ts"),
+    load("src/gateway/grpc-js-transport.ts"),
+    load("src/core/chat/chat-handler.ts"),
+  ]);
+  const bodyOf: (req: { body?: unknown; bodyJson?: string }) => unknown = handler.bodyOf ?? ((req) => req.body);
+  return { ChatService: gen.ChatService, createGrpcFastPath: fast.createGrpcFastPath, createDirectTransport: direct.createDirectTransport, createGrpcJsTransport: client.createGrpcJsTransport, bodyOf };
+}
+
+async function startHop(tree: Awaited<ReturnType<typeof treeOf>>) {
+  const routes = (router: ConnectRouter) =>
+    router.service(tree.ChatService, {
+      async createChatCompletion(req: { body?: unknown; bodyJson?: string }) {
+        const read = tree.bodyOf(req) as { model?: string } | undefined;
+        if (read?.model !== body.model) throw new Error("the body did not arrive");
+        return { completionJson: COMPLETION, upstreamMs: 1.5, provider: "groq" };
+      },
+    } as never);
+  const fastPath = tree.createGrpcFastPath(routes, tree.createDirectTransport(routes, []), 4 * 1024 * 1024);
+  const server = http2.createServer();
+  server.on("stream", (stream, headers) => {
+    if (!fastPath.handle(stream, headers)) stream.respond({ ":status": 404 }, { endStream: true });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as { port: number }).port;
+  const transport: Transport & { close(): void } = tree.createGrpcJsTransport({ baseUrl: `http://127.0.0.1:${port}` });
+  const client = createClient(tree.ChatService, transport) as unknown as { createChatCompletion(input: unknown, opts: unknown): Promise<{ completionJson: string }> };
+  return {
+    client,
+    close: () => {
+      transport.close();
+      server.close();
+    },
+  };
+}
+
+async function run(call: () => Promise<unknown>, n: number): Promise<number> {
+  let left = n;
+  const worker = async () => {
+    while (left-- > 0) await call();
+  };
+  const start = process.cpuUsage();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / n;
+}
+
+const branch = await treeOf(resolve(import.meta.dirname, ".."));
+const headers = { authorization: "Bearer pk-test", "x-request-id": "1" };
+const variants: Array<{ name: string; hop: Awaited<ReturnType<typeof startHop>>; input: unknown }> = [];
+const branchHop = await startHop(branch);
+variants.push({ name: "Struct body", hop: branchHop, input: { body, jsonText: true } });
+variants.push({ name: "body_json", hop: branchHop, input: { bodyJson: bodyText, jsonText: true } });
+if (base) variants.push({ name: "base, Struct body", hop: await startHop(await treeOf(resolve(base))), input: { body, jsonText: true } });
+
+const loadStart = loadavg()[0]!.toFixed(2);
+const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
+for (const v of variants) await run(() => v.hop.client.createChatCompletion(v.input, { headers }), Math.min(calls, 1000)); // warm-up
+for (let r = 0; r < rounds; r++) {
+  for (const v of variants) results.get(v.name)!.push(await run(() => v.hop.client.createChatCompletion(v.input, { headers }), calls));
+}
+for (const v of new Set(variants.map((x) => x.hop))) v.close();
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(`\n${calls} calls per round, c=${concurrency}, ${rounds} rounds, body ${flag("body") ?? "small"} (${Buffer.byteLength(bodyText)} B); load ${loadStart} → ${loadavg()[0]!.toFixed(2)}\n`);
+console.log("| variant | best µs per call | median µs per call |\n|---|---:|---:|");
+for (const [name, xs] of results) console.log(`| ${name} | ${Math.min(...xs).toFixed(1)} | ${median(xs).toFixed(1)} |`);
