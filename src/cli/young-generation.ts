@@ -3,8 +3,9 @@
  * 2 × 16 MB, at run time. V8 fixes the semi-space's maximum (`--max-semi-space-size`) when it starts, so a
  * process that was not started with the flag cannot lower it; but V8 grows the young generation step by step,
  * each step by `--semi-space-growth-factor` (read at each step), from 1 MB per semi-space: 1, 2, 4, 8, 16 MB.
- * After each collection this sets the factor to 1 once the young generation has reached the size, and back to
- * 2 below it (V8 shrinks it after idle periods), so the steps stop where the command-line flag would have.
+ * After each collection this sets the factor to 2 while a step would not pass the size and to 1 otherwise, so
+ * the steps stop where the command-line flag would have; after V8 shrank it (idle periods, to any multiple of a
+ * page) it grows back by doubling up to the size, never past it.
  *
  * Measured at c=32 chat (bench/README.md, "Resident memory: the young generation …"): ≈ 24 MB less resident,
  * CPU per request within the machine's noise (the old generation is capped by `--heap-growing-percent`, so the
@@ -53,7 +54,7 @@ export function capYoungGeneration(o: YoungGenerationOptions = {}): YoungGenerat
   const set = o.set ?? v8.setFlagsFromString;
   let factor = 2;
   const check = () => {
-    const want = size() >= target ? 1 : 2;
+    const want = 2 * size() <= target ? 2 : 1;
     if (want !== factor) set(`${GROWTH}=${(factor = want)}`);
     return factor;
   };

@@ -23,12 +23,12 @@ function capOver(sizes: number[], o: { execArgv?: string[]; nodeOptions?: string
 describe("capYoungGeneration", () => {
   const target = 2 * SERVE_SEMI_SPACE_MB;
 
-  it("stops V8's growth steps once the young generation reaches the size, and resumes them below it", () => {
-    const { cap, set } = capOver([1, 2, 4, target, target, target / 2, target]);
+  it("stops V8's growth steps at the size, and lets it double back up to it, never past it, after a shrink", () => {
+    const { cap, set } = capOver([1, 2, 4, target, target, target * 0.375, target * 0.75, target / 2, target]);
     expect(cap).toBeDefined();
-    const factors = Array.from({ length: 6 }, () => cap!.check());
-    expect(factors).toEqual([2, 2, 1, 1, 2, 1]);
-    expect(set).toEqual(["--semi-space-growth-factor=1", "--semi-space-growth-factor=2", "--semi-space-growth-factor=1"]);
+    const factors = Array.from({ length: 8 }, () => cap!.check());
+    expect(factors).toEqual([2, 2, 1, 1, 2, 1, 2, 1]);
+    expect(set).toEqual(["--semi-space-growth-factor=1", "--semi-space-growth-factor=2", "--semi-space-growth-factor=1", "--semi-space-growth-factor=2", "--semi-space-growth-factor=1"]);
   });
 
   it("leaves the young generation alone when the operator named its size or growth, on the command line or in NODE_OPTIONS", () => {
