@@ -14,7 +14,7 @@
 import v8 from "node:v8";
 
 export const SERVE_HEAP_GROWING_PERCENT = 50;
-/** The semi-space size (MB) `serve` keeps its young generation at: the size its cluster workers get on the command line. */
+/** The semi-space size (MB) of `serve`'s cluster workers (`--max-semi-space-size` on their command line). */
 export const SERVE_SEMI_SPACE_MB = 4;
 
 /** True when `args` (node's command line, or NODE_OPTIONS split on blanks) names V8 flag `flag` (`--a-b`), in either spelling. */

@@ -1,7 +1,6 @@
 import v8 from "node:v8";
 import { describe, expect, it } from "vitest";
-import { SERVE_SEMI_SPACE_MB } from "../../../src/cli/heap-growth.js";
-import { capYoungGeneration } from "../../../src/cli/young-generation.js";
+import { capYoungGeneration, SINGLE_PROCESS_SEMI_SPACE_MB } from "../../../src/cli/young-generation.js";
 
 const MB = 1024 * 1024;
 
@@ -21,7 +20,7 @@ function capOver(sizes: number[], o: { execArgv?: string[]; nodeOptions?: string
 }
 
 describe("capYoungGeneration", () => {
-  const target = 2 * SERVE_SEMI_SPACE_MB;
+  const target = 2 * SINGLE_PROCESS_SEMI_SPACE_MB;
 
   it("stops V8's growth steps at the size, and lets it double back up to it, never past it, after a shrink", () => {
     const { cap, set } = capOver([1, 2, 4, target, target, target * 0.375, target * 0.75, target / 2, target]);
