@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { FolderError } from "./lib/dirs.js";
 import { redactDatabaseUrl } from "./db/client.js";
-import { createCoreTransport } from "./gateway/core-transport.js";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
@@ -194,6 +193,8 @@ export async function startMetricsListener(config: Config, logger: Logger, metri
 export async function startSplitGateway(config: Config, logger: Logger, coreUrl: string): Promise<RunningProcess> {
   const handle = processHandle();
   const metrics = createMetrics();
+  // Imported here: grpc-js (≈ 2.6 MB of heap) serves only the split gateway, never `portico serve`.
+  const { createCoreTransport } = await import("./gateway/core-transport.js");
   const transport = createCoreTransport(coreUrl, { tracing: config.tracing !== undefined });
   const tracing = await startTracing(config.tracing, logger, config.instanceId);
   if (tracing) handle.onClose.push(() => tracing.close());

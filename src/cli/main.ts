@@ -10,7 +10,8 @@ import { installShutdown } from "./shutdown.js";
 import type { RunningProcess } from "../server.js";
 import cluster from "node:cluster";
 import { availableParallelism } from "node:os";
-import { capHeapGrowth } from "./heap-growth.js";
+import { capHeapGrowth, namesFlag, SERVE_SEMI_SPACE_MB } from "./heap-growth.js";
+import { capYoungGeneration } from "./young-generation.js";
 import { isServeWorker, reportReady } from "../cluster/ipc.js";
 import { startServePrimary } from "../cluster/primary.js";
 import { printServingBanner } from "./banner.js";
@@ -48,14 +49,15 @@ function holdUntilSignal(proc: RunningProcess, cfg: Config, logger: Logger, sink
 }
 
 /**
- * V8's young generation may grow to 3 × 16 MB per process and stays reserved while idle; `serve` workers
- * cap it at 3 × 4 MB (no measurable throughput change in bench/key-lookup.ts, ~30 MB less resident
- * memory each) unless the operator chose a size (node flags or NODE_OPTIONS).
+ * V8's young generation may grow to 2 × 16 MB per process and stays reserved while idle; `serve` workers
+ * cap it at 2 × 4 MB (no measurable throughput change in bench/key-lookup.ts, ~30 MB less resident
+ * memory each) unless the operator chose a size (node flags or NODE_OPTIONS). A single process keeps it at
+ * the same size at run time (src/cli/young-generation.ts).
  */
 function workerExecArgv(): string[] {
   const flag = "--max-semi-space-size";
-  const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((a) => a.startsWith(flag));
-  return chosen ? process.execArgv : [...process.execArgv, `${flag}=4`];
+  const chosen = namesFlag([...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)], flag);
+  return chosen ? process.execArgv : [...process.execArgv, `${flag}=${SERVE_SEMI_SPACE_MB}`];
 }
 
 const program = new Command();
@@ -74,6 +76,7 @@ program
   .action(async () => {
     const cfg = config();
     capHeapGrowth();
+    capYoungGeneration();
     const workers = cfg.workers === 0 ? availableParallelism() : cfg.workers;
     if (cluster.isPrimary && workers > 1) {
       // The primary forks the workers and holds what they share; it serves nothing itself.
