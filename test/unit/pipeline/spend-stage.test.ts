@@ -14,25 +14,19 @@ import { femto } from "../../../src/core/catalog/cost.js";
 import { ANTHROPIC_MAX_PAUSE_CONTINUATIONS } from "../../../src/core/chat/providers/anthropic.js";
 import { errorDetailOf } from "../../../src/lib/service-error.js";
 import type { Catalog } from "../../../src/core/catalog/catalog.js";
-import type { Endpoint } from "../../../src/core/catalog/types.js";
+import { testEndpoint } from "../../helpers/catalog-file.js";
 import type { SpendStore } from "../../../src/core/spend/spend-store.js";
 import type { Caller } from "../../../src/core/auth.js";
 import type { CanonicalRequest } from "../../../src/core/chat/model.js";
 import type { NativeWebSearch } from "../../../src/core/chat/providers/native-search.js";
 import type { ProviderAdapter } from "../../../src/core/chat/providers/types.js";
 
-const endpoint: Endpoint = {
+const endpoint = testEndpoint({
   provider: "anthropic",
   model_id: "claude",
   pricing: { prompt: "0.000003", completion: "0.000015", web_search: "0.01" },
   context_length: 200_000,
-  max_completion_tokens: 1000,
-  quantization: "unknown",
-  data_policy: { training: false, retains_prompts: true },
-  zdr: false,
-  status: "active",
-  source: { url: "x", as_of: "2025-10-01" },
-};
+});
 const catalog = { resolve: () => ({ model: { slug: "anthropic/claude" }, endpoint }) } as unknown as Catalog;
 const caller: Caller = {
   keyId: "k1", keyHash: "h1", keyLabel: "k", organizationId: "o1", workspaceId: "w1", userId: "u1", isManagement: false, internsProgramme: false,

@@ -2,21 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { NON_TEXT_PART_TOKENS, maxCostOf, outputTokenBound, promptTokenBound } from "../../../src/core/spend/max-cost.js";
 import { windowStart, windowStarts } from "../../../src/core/spend/windows.js";
-import type { Endpoint } from "../../../src/core/catalog/types.js";
+import { testEndpoint } from "../../helpers/catalog-file.js";
 
-const endpoint = (over: Partial<Endpoint> = {}): Endpoint => ({
-  provider: "p",
-  model_id: "m",
-  pricing: { prompt: "0.000001", completion: "0.000002" },
-  context_length: 8192,
-  max_completion_tokens: 1000,
-  quantization: "unknown",
-  data_policy: { training: false, retains_prompts: true },
-  zdr: false,
-  status: "active",
-  source: { url: "x", as_of: "2025-10-01" },
-  ...over,
-});
+const endpoint = testEndpoint;
 
 describe("maxCostOf", () => {
   const body = { model: "m", messages: [{ role: "user", content: "héllo" }], max_tokens: 100 };
