@@ -10,7 +10,7 @@
  * fewer per request than a child of its own). For a stream the span ends with the stream. Bidi streams (intern host
  * links, open for hours) get none.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, propagation, trace, type Context, type Span, type TextMapGetter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, propagation, trace, type Context, type Span, type SpanOptions, type TextMapGetter } from "@opentelemetry/api";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { callParentSpan, parentContext, setRequestSpan, tracer } from "../lib/tracing.js";
@@ -26,39 +26,65 @@ function failed(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }
 
-/** `source`, calling `onEnd` once when it ends, fails or its reader stops. */
-function onEnd<T>(source: AsyncIterable<T>, end: (err?: unknown) => void): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      const it = source[Symbol.asyncIterator]();
-      let ended = false;
-      const once = (err?: unknown) => {
-        if (ended) return;
-        ended = true;
-        end(err);
-      };
-      return {
-        next: () =>
-          it.next().then(
-            (r) => {
-              if (r.done) once();
-              return r;
-            },
-            (err: unknown) => {
-              once(err);
-              throw err;
-            },
-          ),
-        async return(value?: unknown) {
-          try {
-            return (await it.return?.(value as never)) ?? { done: true, value: undefined as never };
-          } finally {
-            once();
-          }
-        },
-      };
-    },
+/**
+ * `source`, ending `span` once when it ends, fails or its reader stops: one object per stream (iterable and iterator
+ * at once, no closure per event), each event passed on through one `then` on the source's promise.
+ */
+class SpanEndingStream<T> implements AsyncIterable<T>, AsyncIterator<T> {
+  private it: AsyncIterator<T> | undefined;
+  private ended = false;
+  constructor(
+    private readonly source: AsyncIterable<T>,
+    private readonly span: Span,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    this.it = this.source[Symbol.asyncIterator]();
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    return this.it!.next().then(this.passed, this.threw);
+  }
+
+  async return(value?: unknown): Promise<IteratorResult<T>> {
+    try {
+      return (await this.it?.return?.(value as never)) ?? { done: true, value: undefined as never };
+    } finally {
+      this.end(undefined);
+    }
+  }
+
+  private readonly passed = (r: IteratorResult<T>): IteratorResult<T> => {
+    if (r.done) this.end(undefined);
+    return r;
   };
+
+  private readonly threw = (err: unknown): never => {
+    this.end(err);
+    throw err;
+  };
+
+  private end(err: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (err !== undefined) failed(this.span, err);
+    this.span.end();
+  }
+}
+
+/** A method's span name and start attributes, made once per method (the attributes object is shared: the SDK copies it). */
+const rpcSpans = new WeakMap<object, { name: string; options: SpanOptions }>();
+
+function rpcSpanOf(req: { service: { typeName: string }; method: { name: string } }): { name: string; options: SpanOptions } {
+  let s = rpcSpans.get(req.method);
+  if (!s) {
+    const { typeName } = req.service;
+    const attributes = { "rpc.system": "connect_rpc", "rpc.service": typeName, "rpc.method": req.method.name };
+    s = { name: `${typeName}/${req.method.name}`, options: { kind: SpanKind.SERVER, attributes } };
+    rpcSpans.set(req.method, s);
+  }
+  return s;
 }
 
 /** The call's parent context: the span handed over in process, else the W3C headers a gRPC caller sent. */
@@ -71,7 +97,7 @@ function parentOf(req: { header: Headers; contextValues: Parameters<typeof callP
 /** `sampler.parentBased`: the configured sampler follows the parent's sampled flag (OTEL_TRACES_SAMPLER `parentbased_*`, the default). */
 export function createTracingInterceptor(sampler: { parentBased: boolean } = { parentBased: false }): Interceptor {
   const t = tracer();
-  return (next) => async (req) => {
+  return (next) => (req) => {
     // A bidi stream is an intern host's link, open for hours: no span (its turns are not requests).
     if (req.method.methodKind === "bidi_streaming") return next(req);
     const parent = parentOf(req);
@@ -80,36 +106,32 @@ export function createTracingInterceptor(sampler: { parentBased: boolean } = { p
       const sc = trace.getSpanContext(parent);
       if (sc && (sc.traceFlags & TraceFlags.SAMPLED) === 0 && trace.isSpanContextValid(sc)) return next(req);
     }
-    const span = t.startSpan(
-      `${req.service.typeName}/${req.method.name}`,
-      {
-        kind: SpanKind.SERVER,
-        attributes: { "rpc.system": "connect_rpc", "rpc.service": req.service.typeName, "rpc.method": req.method.name },
-      },
-      parent,
-    );
+    const { name, options } = rpcSpanOf(req);
+    const span = t.startSpan(name, options, parent);
     // Not sampled: nothing to record or end (a non-recording span holds no state), and nothing filed, so the trace
     // stage and the attempts make no span either.
     if (!span.isRecording()) return next(req);
     setRequestSpan(req.signal, span);
+    // No async layer of its own: the span ends in callbacks on the handler's promise (or with its stream).
     let res;
     try {
-      res = await next(req);
+      res = next(req);
     } catch (err) {
-      failed(span, err);
-      span.end();
-      throw err;
+      res = Promise.reject(err);
     }
-    if (!res.stream) {
-      span.end();
-      return res;
-    }
-    return {
-      ...res,
-      message: onEnd(res.message, (err) => {
-        if (err !== undefined) failed(span, err);
+    return res.then(
+      (r) => {
+        if (!r.stream) {
+          span.end();
+          return r;
+        }
+        return { ...r, message: new SpanEndingStream(r.message, span) };
+      },
+      (err: unknown) => {
+        failed(span, err);
         span.end();
-      }),
-    };
+        throw err;
+      },
+    );
   };
 }

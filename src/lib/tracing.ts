@@ -127,11 +127,26 @@ export function withTraceHeaders<T extends Transport>(transport: T): T {
  * @fastify/otel's plugin (which also wraps every route with onSend and onError hooks, decorates each request with a
  * function building an object per call and adds a `fastify.root` attribute to every span).
  */
+const SERVER = { kind: SpanKind.SERVER };
+
+/** `<method> <route>` span names, made once per route and method (routes are the application's, a fixed set). */
+class RouteSpanNames {
+  private readonly byRoute = new Map<string, Map<string, string>>();
+  of(method: string, route: string): string {
+    let byMethod = this.byRoute.get(route);
+    if (!byMethod) this.byRoute.set(route, (byMethod = new Map()));
+    let name = byMethod.get(method);
+    if (name === undefined) byMethod.set(method, (name = `${method} ${route}`));
+    return name;
+  }
+}
+
 function httpSpans(t: Tracer): FastifyPluginCallback {
   const plugin: FastifyPluginCallback = (app, _opts, done) => {
     app.decorateRequest(kHttpSpan, null);
     // The headers the propagator reads (traceparent, tracestate, baggage): without any, extracting finds nothing.
     const fields = propagation.fields();
+    const names = new RouteSpanNames();
     app.addHook("onRequest", (req, _reply, next) => {
       const route = req.routeOptions.url;
       let parent = ROOT_CONTEXT;
@@ -141,7 +156,7 @@ function httpSpans(t: Tracer): FastifyPluginCallback {
           break;
         }
       }
-      const span = t.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, parent);
+      const span = t.startSpan(route ? names.of(req.method, route) : req.method, SERVER, parent);
       if (span.isRecording()) {
         span.setAttribute("http.request.method", req.method);
         if (route) span.setAttribute("http.route", route);

@@ -19,8 +19,9 @@ import { errorDetailOf } from "../../../lib/service-error.js";
 import { parentContext, requestSpan, tracer } from "../../../lib/tracing.js";
 import { usd } from "../../catalog/cost.js";
 import { UpstreamError } from "../providers/index.js";
-import { tapEvents } from "./tap.js";
-import type { Attempt, ChatCall, ChatStage, Tracking } from "./stage.js";
+import { tapEvents, type EventTap, type TapEnd } from "./tap.js";
+import type { StreamEvent } from "../model.js";
+import type { Attempt, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
 
 /** GenAI semantic-convention attribute names (semantic-conventions 1.45, incubating). */
 export const GEN_AI = {
@@ -34,17 +35,20 @@ export const GEN_AI = {
   OUTPUT_TOKENS: "gen_ai.usage.output_tokens",
 } as const;
 
-interface RequestSpans {
-  span: Span;
-  /** `span` as the parent context of the attempts' spans (made once). */
-  parent: Context;
-  /** The attempt that answered, open until the request ends. */
-  served?: Span;
-  /** The model the provider said answered (the completion's, or a stream's first event's). */
-  responseModel?: string;
-}
-
 const open = new WeakMap<ChatCall, RequestSpans>();
+
+/** `chat <model>`, made once per model (a few hundred kept at most: the requested model is the caller's text). */
+const chatNames = new Map<string, string>();
+
+function chatSpanName(model: string): string {
+  let name = chatNames.get(model);
+  if (name === undefined) {
+    if (chatNames.size >= 512) chatNames.clear();
+    name = `chat ${model}`;
+    chatNames.set(model, name);
+  }
+  return name;
+}
 
 /**
  * Tokens, cost, finish reason and response model: on the served attempt's span (the provider call, where the GenAI
@@ -88,7 +92,7 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   }
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
   if (track.requestedModel) {
-    span.updateName(`chat ${track.requestedModel}`);
+    span.updateName(chatSpanName(track.requestedModel));
     span.setAttribute(GEN_AI.REQUEST_MODEL, track.requestedModel);
   }
   span.setAttribute("portico.generation_id", track.id);
@@ -112,43 +116,61 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
   } else if (track.status === "error") streamBroke(span);
 }
 
+/**
+ * One traced chat request: its span, the attempts' parent, the served attempt; the tap on a streamed answer's events.
+ * No async layer of its own: the stage ends it in callbacks on `next()`'s promise, or from the stream's shared tap.
+ */
+class RequestSpans implements EventTap {
+  /** `span` as the parent context of the attempts' spans (made once). */
+  readonly parent: Context;
+  /** The attempt that answered, open until the request ends. */
+  served?: Span;
+  /** The model the provider said answered (the completion's, or a stream's first event's). */
+  responseModel?: string;
+  private first = true;
+
+  constructor(
+    readonly call: ChatCall,
+    readonly span: Span,
+  ) {
+    this.parent = parentContext(span);
+  }
+
+  readonly answered = (outcome: ChatOutcome): ChatOutcome => {
+    if (outcome.kind === "stream") return { kind: "stream", events: tapEvents(outcome.events, this) };
+    this.responseModel = outcome.completion.model;
+    finish(this.call, this, undefined);
+    return outcome;
+  };
+
+  readonly threw = (err: unknown): never => {
+    finish(this.call, this, err);
+    throw err;
+  };
+
+  map(event: StreamEvent): StreamEvent {
+    if (this.first) {
+      this.first = false;
+      if (typeof event.model === "string") this.responseModel = event.model;
+    }
+    return event;
+  }
+
+  end(e: TapEnd): void {
+    finish(this.call, this, e.how === "failed" ? e.error : undefined);
+  }
+}
+
 export function createTraceStage(): ChatStage {
   return {
     name: "trace",
-    async run(call, next) {
+    run(call, next) {
       const span = requestSpan(call.signal);
       // Not sampled (or not a traced RPC): no attributes, no attempt span.
       if (span === undefined) return next();
-      const spans: RequestSpans = { span, parent: parentContext(span) };
+      const spans = new RequestSpans(call, span);
       open.set(call, spans);
-      let outcome;
-      try {
-        outcome = await next();
-      } catch (err) {
-        finish(call, spans, err);
-        throw err;
-      }
-      if (outcome.kind === "completion") {
-        spans.responseModel = outcome.completion.model;
-        finish(call, spans, undefined);
-        return outcome;
-      }
-      let first = true;
-      return {
-        kind: "stream",
-        events: tapEvents(outcome.events, {
-          map(event) {
-            if (first) {
-              first = false;
-              if (typeof event.model === "string") spans.responseModel = event.model;
-            }
-            return event;
-          },
-          end(e) {
-            finish(call, spans, e.how === "failed" ? e.error : undefined);
-          },
-        }),
-      };
+      return next().then(spans.answered, spans.threw);
     },
   };
 }
@@ -163,7 +185,7 @@ export interface AttemptSpan {
 export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan | undefined {
   const spans = open.get(call);
   if (!spans) return undefined;
-  const span = tracer().startSpan(`chat ${a.call.model}`, { kind: SpanKind.CLIENT }, spans.parent);
+  const span = tracer().startSpan(chatSpanName(a.call.model), { kind: SpanKind.CLIENT }, spans.parent);
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
   span.setAttribute(GEN_AI.PROVIDER_NAME, a.provider);
   span.setAttribute(GEN_AI.REQUEST_MODEL, a.call.model);
