@@ -58,37 +58,37 @@ export function windowDeltas(records: Iterable<SpendRecord>): WindowDelta[] {
     const byok = r.credentialSource === "byok" ? (r.upstreamCostFemtoUsd ?? 0n) : 0n;
     const at = r.createdAt.getTime();
     const startMs = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
-    const id = `${r.organizationId}\n${r.keyHash}\n${startMs}`;
-    const d = days.get(id);
-    if (d) {
-      d.cost += cost;
-      d.byok += byok;
-    } else {
-      days.set(id, { organizationId: r.organizationId, keyHash: r.keyHash, reset: "daily", startMs, cost, byok });
-    }
+    addDelta(days, `${r.organizationId}\n${r.keyHash}\n${startMs}`, { organizationId: r.organizationId, keyHash: r.keyHash, reset: "daily", startMs, cost, byok });
   }
   const rows = new Map<string, WindowDelta>();
   for (const day of days.values()) {
     for (const reset of WINDOW_KINDS) {
       const startMs = reset === "daily" ? day.startMs : windowStart(reset, day.startMs);
-      const id = `${day.organizationId}\n${day.keyHash}\n${reset}\n${startMs}`;
-      const d = rows.get(id);
-      if (d) {
-        d.cost += day.cost;
-        d.byok += day.byok;
-      } else {
-        rows.set(id, { ...day, reset, startMs });
-      }
+      addDelta(rows, `${day.organizationId}\n${day.keyHash}\n${reset}\n${startMs}`, { ...day, reset, startMs });
     }
   }
   return [...rows.values()].sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.keyHash, b.keyHash) || compare(a.reset, b.reset) || a.startMs - b.startMs);
 }
 
+/** Adds `delta`'s sums to the entry `id` of `into`, or makes `delta` that entry. */
+function addDelta(into: Map<string, WindowDelta>, id: string, delta: WindowDelta): void {
+  const d = into.get(id);
+  if (d) {
+    d.cost += delta.cost;
+    d.byok += delta.byok;
+  } else {
+    into.set(id, delta);
+  }
+}
+
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-const COLUMNS = `"organizationId", "keyHash", "reset", "startMs", "costMicroUsd", "costFemtoRest", "byokMicroUsd", "byokFemtoRest"`;
+/** A counter row's sums, each in two parts: paid (micro-dollars, femto rest), then BYOK. */
+export const SUM_COLUMNS = ["costMicroUsd", "costFemtoRest", "byokMicroUsd", "byokFemtoRest"] as const;
+
+const COLUMNS = `"organizationId", "keyHash", "reset", "startMs", ${SUM_COLUMNS.map((c) => `"${c}"`).join(", ")}`;
 const CONFLICT = `ON CONFLICT ("organizationId", "keyHash", "reset", "startMs") DO UPDATE SET ` +
-  ["costMicroUsd", "costFemtoRest", "byokMicroUsd", "byokFemtoRest"].map((c) => `"${c}" = w."${c}" + excluded."${c}"`).join(", ");
+  SUM_COLUMNS.map((c) => `"${c}" = w."${c}" + excluded."${c}"`).join(", ");
 
 /** SQLite: one counter row's upsert; parameters from {@link deltaParams}. */
 export const SQLITE_WINDOW_UPSERT = `INSERT INTO "KeySpendWindow" AS w (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ${CONFLICT}`;

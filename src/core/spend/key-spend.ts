@@ -21,7 +21,7 @@ import type { KeySpend } from "../../gen/portico/identity/v1/identity_service_pb
 import type { Init } from "../proto-init.js";
 import { keyCounterId, type SpendStore } from "./spend-store.js";
 import { windowStarts } from "./windows.js";
-import { WINDOW_KINDS } from "./key-spend-windows.js";
+import { SUM_COLUMNS, WINDOW_KINDS } from "./key-spend-windows.js";
 import { splitMoneyValue } from "../../db/sql-values.js";
 import { usdString } from "../../contract/money.js";
 
@@ -44,7 +44,7 @@ export function keySpendStatement(provider: DbProvider): { sql: string; order: n
   // One arm per window kind, each a range of the primary key (organizationId, keyHash, reset, startMs).
   const arms = WINDOW_KINDS.map(
     (kind, i) =>
-      `SELECT "reset", ${["costMicroUsd", "costFemtoRest", "byokMicroUsd", "byokFemtoRest"].map((c) => `${text(`"${c}"`)} AS "${c}"`).join(", ")} ` +
+      `SELECT "reset", ${SUM_COLUMNS.map((c) => `${text(`"${c}"`)} AS "${c}"`).join(", ")} ` +
       `FROM "KeySpendWindow" WHERE "organizationId" = ${ph(4)} AND "keyHash" = ${ph(5)} AND "reset" = '${kind}'` +
       (i === 0 ? "" : ` AND "startMs" >= ${sqlite ? ph(i) : `${ph(i)}::bigint`}`),
   );
