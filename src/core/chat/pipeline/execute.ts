@@ -25,6 +25,7 @@ import type { StreamEvent } from "../model.js";
 import { UpstreamError, type ChatChunk } from "../providers/index.js";
 import type { Attempt, AttemptLogEntry, ChatCall, ChatOutcome, ChatStage, Tracking } from "./stage.js";
 import { attemptSpan } from "./trace.js";
+import { relayedEvents } from "./tap.js";
 import type { CanonicalRequest } from "../model.js";
 import { runServerToolLoop } from "../server-tools/loop.js";
 
@@ -297,52 +298,65 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     }
   }
 
-  /** The served attempt's events, stamped with the generation id and provider (in place, see {@link stamp}). */
-  async function* relay(call: ChatCall, a: Attempt, iterator: AsyncIterator<ChatChunk>, first: { events: ChatChunk[]; done: boolean }): AsyncGenerator<StreamEvent> {
+  /**
+   * The served attempt's events, stamped with the generation id and provider (in place, see {@link stamp}): a
+   * tapped stream whose relay (tap.ts {@link EventRelay}) checks and observes each event as it is read, so the
+   * outer stages' taps run in the same step (no generator layer of its own; bench/README.md). A stream that breaks
+   * after its first event ends with an in-band error chunk; the attempt's stream is closed once the stream ends
+   * or its reader stops.
+   */
+  function relay(call: ChatCall, a: Attempt, iterator: AsyncIterator<ChatChunk>, first: { events: ChatChunk[]; done: boolean }): AsyncIterable<StreamEvent> {
     const { track } = call;
-    const meta = { id: track.id, created: Math.floor(Date.now() / 1000), model: a.requestedModel };
-    try {
-      if (isEcho(call.request)) {
-        yield { ...meta, object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } };
-      }
-      // A key spelled out over several chunks (each event was already scrubbed of the whole key).
-      const guard = createKeyGuard(a.call.apiKey);
-      for (const event of first.events) {
-        if (guard?.apply(event) && call.rawEvents) dropRaw(call.rawEvents, event);
-        observe(track, event);
-        yield stamp(event, track.id, a.provider);
-      }
-      if (first.done) return;
-      for (;;) {
-        let next: IteratorResult<ChatChunk>;
-        try {
-          next = await iterator.next();
-        } catch (err) {
-          if (call.signal.aborted) throw err;
-          // The provider's own status when it gave one, else the reason's (502).
-          const status = err instanceof UpstreamError && err.status > 0 ? err.status : ruleOf(Reason.UPSTREAM_FAILED).status;
-          const message = err instanceof UpstreamError ? err.message : "The provider's stream broke";
-          log.info({ provider: a.provider, model: a.requestedModel, status }, "upstream stream failed after its first chunk");
-          track.status = "error";
-          track.errorCode = status;
-          track.finishReason = "error";
-          yield {
-            ...meta,
-            object: "chat.completion.chunk",
-            provider: a.provider,
-            choices: [{ index: 0, delta: {}, finish_reason: "error", native_finish_reason: null }],
-            error: { reason: Reason.UPSTREAM_FAILED, code: status, message },
-          };
-          return;
+    const raw = call.rawEvents;
+    let guard: ReturnType<typeof createKeyGuard> | undefined;
+    let closed: Promise<unknown> | undefined;
+    const passed = (event: ChatChunk): StreamEvent => {
+      if (guard?.apply(event) && raw) dropRaw(raw, event);
+      observe(track, event);
+      return stamp(event, track.id, a.provider);
+    };
+    const created = Math.floor(Date.now() / 1000);
+    const meta = () => ({ id: track.id, created, model: a.requestedModel });
+    return relayedEvents<ChatChunk>(iterator, {
+      first() {
+        const events: StreamEvent[] = [];
+        if (isEcho(call.request)) {
+          events.push({ ...meta(), object: "chat.completion.chunk", provider: a.provider, choices: [], debug: { echo_upstream_body: a.adapter.upstreamBody(a.call) } });
         }
-        if (next.done) return;
-        if (guard?.apply(next.value) && call.rawEvents) dropRaw(call.rawEvents, next.value);
-        observe(track, next.value);
-        yield stamp(next.value, track.id, a.provider);
-      }
-    } finally {
-      await iterator.return?.();
-    }
+        // A key spelled out over several chunks (each event was already scrubbed of the whole key).
+        guard = createKeyGuard(a.call.apiKey);
+        for (const event of first.events) events.push(passed(event));
+        return { events, done: first.done };
+      },
+      event: passed,
+      failed(err) {
+        if (call.signal.aborted) return undefined;
+        // The provider's own status when it gave one, else the reason's (502).
+        const status = err instanceof UpstreamError && err.status > 0 ? err.status : ruleOf(Reason.UPSTREAM_FAILED).status;
+        const message = err instanceof UpstreamError ? err.message : "The provider's stream broke";
+        log.info({ provider: a.provider, model: a.requestedModel, status }, "upstream stream failed after its first chunk");
+        track.status = "error";
+        track.errorCode = status;
+        track.finishReason = "error";
+        return {
+          ...meta(),
+          object: "chat.completion.chunk",
+          provider: a.provider,
+          choices: [{ index: 0, delta: {}, finish_reason: "error", native_finish_reason: null }],
+          error: { reason: Reason.UPSTREAM_FAILED, code: status, message },
+        };
+      },
+      close() {
+        if (closed === undefined) {
+          try {
+            closed = Promise.resolve(iterator.return?.());
+          } catch (err) {
+            closed = Promise.reject(err);
+          }
+        }
+        return closed;
+      },
+    });
   }
 
   /** Server-tool loop turns (../server-tools/loop.ts): one model call through the attempt loop with the turn's body. */

@@ -6,7 +6,9 @@
  * (`const outcome = yield* untilOutcome(…)`). When the consumer leaves during a keepalive, a stream that opens later
  * is started and returned unread, so its cleanup (record, upstream close) still runs.
  */
+import type { StreamEvent } from "../model.js";
 import type { ChatOutcome } from "./stage.js";
+import { TappedEvents } from "./tap.js";
 
 /** The first keepalive of a stream that has no chunk yet goes out after at most this long (as the gateway opens its SSE response). */
 export const FIRST_KEEPALIVE_MS = 1_000;
@@ -80,9 +82,18 @@ export function thenEvents<K, E, M>(head: AsyncGenerator<K, AsyncIterable<E>>, m
     }
     return { done: false, value };
   };
+  // A tapped stream nobody has read yet (the pipeline's answer) takes `map` as its last step: its `next()` is
+  // handed on as is, no `then` of this iterator's per event.
+  let direct: AsyncIterator<M> | undefined;
   const fromHead = (r: IteratorResult<K, AsyncIterable<E>>): IteratorResult<K | M> | Promise<IteratorResult<K | M>> => {
     if (!r.done) return r;
-    events = r.value[Symbol.asyncIterator]();
+    const source = r.value;
+    if (source instanceof TappedEvents && !source.started) {
+      direct = source.output(map as unknown as (event: StreamEvent) => M);
+      events = direct as unknown as AsyncIterator<E>;
+      return direct.next();
+    }
+    events = source[Symbol.asyncIterator]();
     return events.next().then(mapped, failed);
   };
   const close = async (): Promise<void> => {
@@ -97,6 +108,7 @@ export function thenEvents<K, E, M>(head: AsyncGenerator<K, AsyncIterable<E>>, m
     },
     next() {
       if (done) return Promise.resolve(ITERATION_DONE);
+      if (direct) return direct.next();
       return events ? events.next().then(mapped, failed) : head.next().then(fromHead, failed);
     },
     async return() {

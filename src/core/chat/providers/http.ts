@@ -505,8 +505,65 @@ export function sseMap<T>(
   map: (event: EventSourceMessage) => T | undefined | typeof SSE_END,
   isLast?: (event: EventSourceMessage) => boolean,
   apiKey?: string,
+  ended?: () => void,
 ): AsyncIterableIterator<T> {
-  return new SseReader(response, controller, map, isLast, apiKey);
+  return new SseReader(response, controller, map, isLast, apiKey, ended);
+}
+
+/**
+ * The iterator of a stream that must be opened first (an adapter's request, then its reader): `open` runs with the
+ * first `next()`, whose result is the opened iterator's first; every later `next()` is the opened iterator's own.
+ * In place of an async generator around `yield*` (a generator resumption and its promises per event; bench/README.md,
+ * "CPU per relayed chunk: one iterator from the adapter to the handler"). Ends as that generator did: an `open`
+ * that fails fails the first read and ends the stream; `return()` before the first read opens nothing; `return()`
+ * while opening closes what opened.
+ */
+export function openedStream<T>(open: () => Promise<AsyncIterator<T>>): AsyncIterableIterator<T> {
+  return new OpenedStream(open);
+}
+
+class OpenedStream<T> implements AsyncIterableIterator<T> {
+  private it: AsyncIterator<T> | undefined;
+  private opening: Promise<AsyncIterator<T>> | undefined;
+  private closed = false;
+
+  constructor(private readonly open: () => Promise<AsyncIterator<T>>) {}
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.it !== undefined) return this.it.next();
+    if (this.closed) return Promise.resolve(ITERATION_DONE);
+    if (this.opening === undefined) {
+      this.opening = this.open().then(
+        (it) => (this.it = it),
+        (err: unknown) => {
+          this.closed = true;
+          throw err;
+        },
+      );
+      return this.opening.then((it) => (this.closed ? ITERATION_DONE : it.next()));
+    }
+    // A read while opening (not done by the pipeline): after the first.
+    return this.opening.then((it) => (this.closed ? ITERATION_DONE : it.next()));
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.closed = true;
+    const it = this.it;
+    if (it !== undefined) return it.return ? it.return() : Promise.resolve(ITERATION_DONE);
+    if (this.opening === undefined) return Promise.resolve(ITERATION_DONE);
+    return this.opening.then(
+      (opened) => (opened.return ? opened.return() : ITERATION_DONE),
+      () => ITERATION_DONE,
+    );
+  }
+
+  throw(err?: unknown): Promise<IteratorResult<T>> {
+    return this.return().then(() => Promise.reject(err));
+  }
 }
 
 const ITERATION_DONE: IteratorResult<never> = { done: true, value: undefined };
@@ -545,6 +602,8 @@ class SseReader<T> implements AsyncIterableIterator<T> {
     private readonly map: (event: EventSourceMessage) => T | undefined | typeof SSE_END,
     private readonly isLast: ((event: EventSourceMessage) => boolean) | undefined,
     apiKey: string | undefined,
+    /** Runs when the body ended with every event read (not at the end marker): may throw, failing the last read. */
+    private readonly ended: (() => void) | undefined,
   ) {
     const events = this.events;
     // The credential never reaches a consumer: each event's data is scrubbed like a non-streamed answer.
@@ -650,6 +709,7 @@ class SseReader<T> implements AsyncIterableIterator<T> {
     if (!this.bodyEnded) return undefined;
     this.finished = true;
     this.close();
+    this.ended?.();
     return ITERATION_DONE;
   }
 

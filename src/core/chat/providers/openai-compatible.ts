@@ -6,7 +6,7 @@
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ChatUsage, type ProviderAdapter, type UpstreamCall } from "./types.js";
 import { createEventReader } from "../raw-events.js";
-import { joinUrl, linkedController, parseEventData, postJson, readJson, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { joinUrl, linkedController, openedStream, parseEventData, postJson, readJson, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -126,7 +126,15 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     return completion;
   }
 
-  async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
+  /**
+   * The reader is opened with the first read and handed on as it is (`openedStream`: no async-generator layer per
+   * event); the per-event work runs inside the SSE reader (`sseMap`).
+   */
+  stream(call: UpstreamCall): AsyncIterableIterator<ChatChunk> {
+    return openedStream(() => this.openStream(call));
+  }
+
+  private async openStream(call: UpstreamCall): Promise<AsyncIterator<ChatChunk>> {
     const controller = linkedController(call.signal);
     const response = await this.request(call, true, controller.signal);
     // Some compatible servers omit `[DONE]`; a stream that ends after a finish reason is complete.
@@ -135,8 +143,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     const searched = searches(call);
     // Events the caller passes on as JSON text keep their text where it is exact (../raw-events.ts).
     const read = call.rawEvents ? createEventReader(parseEventData, call.rawEvents) : parseEventData;
-    // The per-event work runs inside the SSE reader's generator (`yield*`: no for-await layer per event).
-    yield* sseMap(
+    return sseMap(
       response,
       controller,
       (event): ChatChunk | undefined | typeof SSE_END => {
@@ -167,7 +174,10 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       },
       (e) => e.data.trim() === "[DONE]",
       call.apiKey,
+      // The body ended without `[DONE]`: complete only after a finish reason.
+      () => {
+        if (!done && !finished) throw truncatedStream();
+      },
     );
-    if (!done && !finished) throw truncatedStream();
   }
 }

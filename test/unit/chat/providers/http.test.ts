@@ -4,7 +4,7 @@
  * headers and in the middle of a stream alike.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { linkedController, postJson, sseEvents, sseMap, SSE_END, type UpstreamResponse } from "../../../../src/core/chat/providers/http.js";
+import { linkedController, openedStream, postJson, sseEvents, sseMap, SSE_END, type UpstreamResponse } from "../../../../src/core/chat/providers/http.js";
 import { UpstreamError } from "../../../../src/core/chat/providers/types.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
@@ -163,5 +163,56 @@ describe("the request", () => {
     await call({});
     await call({ authorization: "Bearer own" });
     expect(fake.requests.map((r) => r.headers.authorization)).toEqual([`Basic ${Buffer.from("user:p@ss").toString("base64")}`, "Bearer own"]);
+  });
+});
+
+describe("openedStream (an adapter's stream opened with its first read)", () => {
+  const numbers = (log: string[]): AsyncIterator<number> => {
+    let i = 0;
+    return {
+      next: async () => (i < 2 ? { done: false, value: i++ } : { done: true, value: undefined }),
+      return: async () => {
+        log.push("closed");
+        return { done: true, value: undefined };
+      },
+    };
+  };
+
+  it("opens with the first read, then hands on the opened iterator's results", async () => {
+    const log: string[] = [];
+    const s = openedStream(async () => {
+      log.push("opened");
+      return numbers(log);
+    });
+    expect(log).toEqual([]);
+    const seen: number[] = [];
+    for await (const n of s) seen.push(n);
+    expect(seen).toEqual([0, 1]);
+    expect(log).toEqual(["opened"]);
+  });
+
+  it("a reader that stops before reading opens nothing; one that stops while opening closes what opened", async () => {
+    const log: string[] = [];
+    const never = openedStream(async () => {
+      log.push("opened");
+      return numbers(log);
+    });
+    expect(await never.return!()).toEqual({ done: true, value: undefined });
+    expect(await never.next()).toEqual({ done: true, value: undefined });
+    expect(log).toEqual([]);
+
+    const opening = openedStream(async () => numbers(log));
+    const first = opening.next();
+    await opening.return!();
+    expect(await first).toEqual({ done: true, value: undefined });
+    expect(log).toEqual(["closed"]);
+  });
+
+  it("an open that fails fails the first read and ends the stream", async () => {
+    const s = openedStream<number>(async () => {
+      throw new UpstreamError(503, "unavailable", true);
+    });
+    await expect(s.next()).rejects.toThrow("unavailable");
+    expect(await s.next()).toEqual({ done: true, value: undefined });
   });
 });
