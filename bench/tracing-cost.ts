@@ -4,7 +4,7 @@
  * process, taking turns every `--requests` requests, so the load moves them alike.
  *
  *   node bin/run-ts.mjs bench/tracing-cost.ts [--base <checkout>[,<checkout>…]] [--requests 2000] [--rounds 7]
- *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]] [--profile <dir>]
+ *       [--pairs 2] [--ratio 1] [--batch <OTEL_BSP_MAX_EXPORT_BATCH_SIZE>[,…]] [--profile <dir> [--profile-interval <µs>]]
  *
  * Per tree (this one, then each `--base`, in a child process of its own, `--pairs` times in turn), the tree's own
  * modules (its `src/`, no build needed) make two stacks:
@@ -22,7 +22,8 @@
  * time of all collections per request and mark-compacts per 1,000 requests, medians of the rounds: steadier under load
  * than CPU time, and what spans kept until their batch is exported cost), and the OTLP bytes exported per traced request.
  * `--ratio 0.1` samples one new trace in ten (`parentbased_traceidratio`). `--profile <dir>` writes a V8 CPU profile of
- * each child process into `<dir>` (`node bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
+ * each child process into `<dir>` (sampled every `--profile-interval` µs, Node's default 1000; `node
+ * bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
  * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
  */
 import { spawn } from "node:child_process";
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
       const out = await new Promise<string>((done, fail) => {
-        const profile = flag("profile") ? ["--cpu-prof", "--cpu-prof-dir", resolve(flag("profile")!)] : [];
+        const profile = flag("profile") ? ["--cpu-prof", "--cpu-prof-dir", resolve(flag("profile")!), ...(flag("profile-interval") ? ["--cpu-prof-interval", flag("profile-interval")!] : [])] : [];
         const c = spawn(process.execPath, [...profile, resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
           cwd: tree,
           stdio: ["ignore", "pipe", "inherit"],

@@ -168,9 +168,11 @@ function key(k: string): void {
     keys.set(k, b);
     return;
   }
-  ensure(b.length);
-  buf.set(b, pos);
-  pos += b.length;
+  // A key is a few dozen bytes: a loop copies them for less than a call into `set`.
+  const n = b.length;
+  ensure(n);
+  for (let i = 0; i < n; i++) buf[pos + i] = b[i]!;
+  pos += n;
 }
 
 const MIN_INT64 = -(2 ** 63);
@@ -394,6 +396,10 @@ function scope(sc: Scope): void {
   end(at);
 }
 
+/** Span buffers of batches already made into requests, for the next batches (at most a few: one group per batch in practice). */
+const spareBuffers: Buffer[] = [];
+const MAX_SPARE_BUFFERS = 4;
+
 /** One (resource, scope) group's encoded `Span` fields (each with its tag and length), back to back. */
 interface SpanBytes {
   bytes: Buffer;
@@ -409,6 +415,8 @@ export class EncodedSpans {
   /** How many spans were added. */
   count = 0;
   private readonly groups = new Map<Resource, Map<Scope, SpanBytes>>();
+  /** The request, once made. */
+  private out: Uint8Array | undefined;
   /** The group of the last span added (one resource and one scope in practice: no lookup). */
   private last: { resource: Resource; scope: Scope; group: SpanBytes } | undefined;
 
@@ -434,7 +442,7 @@ export class EncodedSpans {
     let byScope = this.groups.get(r);
     if (!byScope) this.groups.set(r, (byScope = new Map()));
     let group = byScope.get(sc);
-    if (!group) byScope.set(sc, (group = { bytes: Buffer.allocUnsafe(16 * 1024), length: 0 }));
+    if (!group) byScope.set(sc, (group = { bytes: spareBuffers.pop() ?? Buffer.allocUnsafe(16 * 1024), length: 0 }));
     this.last = { resource: r, scope: sc, group };
     return group;
   }
@@ -444,8 +452,12 @@ export class EncodedSpans {
     return [...this.groups.keys()].filter((r) => r.asyncAttributesPending);
   }
 
-  /** The spans as the bytes of one OTLP `ExportTraceServiceRequest` (a copy: the encoder's buffer is reused). */
+  /**
+   * The spans as the bytes of one OTLP `ExportTraceServiceRequest` (a copy: the encoder's buffer is reused). Once
+   * called, the spans' own buffers go back for the next batches (grown to a batch's size once, not every batch).
+   */
   bytes(): Uint8Array {
+    if (this.out !== undefined) return this.out;
     pos = 0;
     for (const [r, byScope] of this.groups) {
       u32(0x0a);
@@ -470,10 +482,17 @@ export class EncodedSpans {
       }
       end(rsAt);
     }
-    const out = new Uint8Array(pos);
-    out.set(buf.subarray(0, pos));
+    // Every byte is written next: no zero-filling first.
+    const out = Buffer.allocUnsafeSlow(pos);
+    buf.copy(out, 0, 0, pos);
     // A very large export does not keep its buffer.
     if (buf.length > 4 * 1024 * 1024) buf = Buffer.allocUnsafe(64 * 1024);
+    for (const byScope of this.groups.values()) {
+      for (const group of byScope.values()) if (spareBuffers.length < MAX_SPARE_BUFFERS && group.bytes.length <= 4 * 1024 * 1024) spareBuffers.push(group.bytes);
+    }
+    this.groups.clear();
+    this.last = undefined;
+    this.out = out;
     return out;
   }
 }
