@@ -118,7 +118,7 @@ function insertedSqlite(part: readonly GenerationRecord[], info: { changes: numb
   }
   if (info.changes === 0) return;
   const last = BigInt(info.lastInsertRowid);
-  const ids = new Set(connection.prepare(IDS_BY_ROWID).raw(true).all([last - BigInt(info.changes), last]).map((r) => r[0] as string));
+  const ids = new Set(connection.prepare(IDS_BY_ROWID).raw(true).all(last - BigInt(info.changes), last).map((r) => r[0] as string));
   for (const r of part) if (ids.delete(r.id)) out.push(r);
 }
 
@@ -301,8 +301,8 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
     ? (chunk) =>
         writeSqlite((connection) => {
           const written: GenerationRecord[] = [];
-          for (const [size, part] of parts(chunk)) insertedSqlite(part, connection.prepare(insert(size)).run(params(part)), connection, written);
-          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(deltaParams(d));
+          for (const [size, part] of parts(chunk)) insertedSqlite(part, connection.prepare(insert(size)).run(...params(part)), connection, written);
+          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(...deltaParams(d));
         })
     : sqlite
       ? (chunk) =>
