@@ -19,7 +19,7 @@
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { DatabaseHandle, Db, DbProvider, SqliteConnection } from "../../db/client.js";
-import { sqliteDateTime } from "../../db/sql-values.js";
+import { isoDateTime, sqliteDateTime } from "../../db/sql-values.js";
 import { SQLITE_WINDOW_UPSERT, deltaParams, windowDeltas, withWindowUpserts } from "../spend/key-spend-windows.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
@@ -157,7 +157,7 @@ function putValues(out: unknown[], rows: readonly GenerationRecord[], sqlite: bo
     out[i++] = r.finishReason;
     out[i++] = r.errorCode;
     out[i++] = r.attempts;
-    out[i++] = sqlite ? sqliteDateTime(r.createdAt) : r.createdAt.toISOString();
+    out[i++] = sqlite ? sqliteDateTime(r.createdAt) : isoDateTime(r.createdAt);
     out[i++] = r.cachedTokens;
     out[i++] = r.cacheWriteTokens;
     out[i++] = r.reasoningTokens;
