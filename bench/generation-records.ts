@@ -12,8 +12,13 @@
  * `--base <checkout>[,…]` runs the same against other checkouts' `src/` (no build needed), taking turns with this
  * tree `--pairs` times; each tree gets its own fresh databases, ids made as that tree makes them.
  *
+ * `--via stage` records each measured row as a request does instead of handing the store a row built here: the tree's
+ * `newCall` (stage.ts: the tracking and its generation id), its fields set as a served non-streaming request, then the
+ * tree's record stage (`createRecordStage`: `recordOf`) through the Prometheus series of `withGenerationMetrics` into the
+ * store, so the figures also hold what a request pays to make and count its record.
+ *
  *   node bin/run-ts.mjs bench/generation-records.ts [--base /work/base-main] [--providers sqlite,postgresql]
- *       [--per-flush 10,50] [--rows 20000] [--prefill 100000] [--pairs 2]
+ *       [--per-flush 10,50] [--rows 20000] [--prefill 100000] [--pairs 2] [--via store|stage]
  */
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
@@ -34,6 +39,8 @@ const rowsPerRun = num("rows", 20_000);
 const prefill = num("prefill", 100_000);
 const pairs = num("pairs", 2);
 const bases = list("base", "");
+const via = flag("via") ?? "store";
+if (via !== "store" && via !== "stage") throw new Error("--via: store or stage");
 const pgAdmin = process.env["PORTICO_TEST_PG_URL"] || "postgresql://postgres@127.0.0.1:5432/postgres";
 
 const cpuUs = () => {
@@ -92,11 +99,14 @@ async function pgAdminQuery(sql: string): Promise<void> {
 
 async function treeAt(name: string, root: string): Promise<Tree> {
   const m = (p: string) => import(pathToFileURL(resolve(root, "src", p)).href);
-  const [{ openDatabase }, { createGenerationStore }, { createLogger }, idModule] = await Promise.all([
+  const [{ openDatabase }, { createGenerationStore }, { createLogger }, idModule, stage] = await Promise.all([
     m("db/client.ts"),
     m("core/chat/generations.ts"),
     m("log.ts"),
     m("core/chat/generation-id.ts").catch(() => ({})),
+    via === "stage"
+      ? Promise.all([m("core/chat/pipeline/stage.ts"), m("core/chat/pipeline/record.ts"), m("core/chat/generation-metrics.ts"), m("lib/metrics.ts")])
+      : undefined,
   ]);
   // Trees before generation-id.ts made ids as stage.ts did: `gen-${randomUUID()}`.
   const newId: () => string = (idModule as { generationId?: () => string }).generationId ?? (() => `gen-${randomUUID()}`);
@@ -137,9 +147,10 @@ async function treeAt(name: string, root: string): Promise<Tree> {
         db: database.db, provider: database.provider, logger, flushMs: 1e9, batch: 1e9,
         execute: database.executeRaw, writeSqlite: database.writeSqlite, executePrepared: database.executePrepared,
       });
+      const recordOne = stage ? viaStage(stage, store) : () => store.record(row());
       const write = async (rows: number, perFlush: number) => {
         for (let done = 0; done < rows; done += perFlush) {
-          for (let i = 0; i < perFlush; i++) store.record(row());
+          for (let i = 0; i < perFlush; i++) await recordOne();
           await store.flush();
         }
       };
@@ -167,10 +178,51 @@ async function treeAt(name: string, root: string): Promise<Tree> {
   };
 }
 
+/**
+ * `--via stage`: one request's record as the pipeline makes it, from the tree's own modules: a tracking from `newCall`,
+ * filled as the bench row above (a served, priced BYOK answer with one attempt), recorded by the record stage through
+ * the Prometheus series (a registry of its own per tree) into `store`.
+ */
+function viaStage(modules: unknown[], store: { record(rec: unknown): void }): () => Promise<void> {
+  const [{ newCall }, { createRecordStage }, { withGenerationMetrics }, { createMetrics }] = modules as [
+    { newCall: (caller: unknown, signal: AbortSignal, streamed: boolean, request: unknown) => { track: Record<string, unknown> } },
+    { createRecordStage: (deps: { generations: unknown }) => { run(call: unknown, next: () => Promise<unknown>): Promise<unknown> } },
+    { withGenerationMetrics: (recorder: unknown, metrics: unknown) => unknown },
+    { createMetrics: () => unknown },
+  ];
+  const record = createRecordStage({ generations: withGenerationMetrics(store, createMetrics()) });
+  const caller = {
+    keyId: "k", keyHash: "3f1c9d2e7b8a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e", keyLabel: "bench",
+    organizationId: "0b6c1a52-3f0e-4a57-9d0e-7c3b2f1e4d5a", workspaceId: "5e2d9c1b-7a4f-4c3e-8b1d-0f9e8d7c6b5a", userId: "u",
+    isManagement: false, internsProgramme: false,
+  };
+  const signal = new AbortController().signal;
+  const request = { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }] };
+  const outcome = { kind: "completion", completion: {} };
+  const next = async () => outcome;
+  return async () => {
+    const call = newCall(caller, signal, false, request);
+    const t = call.track;
+    t.requestedModel = "groq/llama-3.3-70b";
+    t.model = "llama-3.3-70b";
+    t.provider = "groq";
+    t.credentialId = "9a8b7c6d-5e4f-4a3b-2c1d-0e9f8a7b6c5d";
+    t.credentialSource = "byok";
+    t.attempts = 1;
+    t.usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
+    t.finishReason = "stop";
+    t.status = "success";
+    t.catalogModel = "meta-llama/llama-3.3-70b-instruct";
+    t.cost = { femtoUsd: 7_080_000_000_000n, paidBy: "byok" };
+    (t.attemptsLog as unknown[]).push({ provider: "groq", model: "llama-3.3-70b", credential_source: "byok", status: 200, reason: "served", duration_ms: 1 });
+    await record.run(call, next);
+  };
+}
+
 async function main(): Promise<void> {
   const trees = [await treeAt("this tree", resolve(import.meta.dirname, "..")), ...(await Promise.all(bases.map((b) => treeAt(b, b))))];
   const rows: string[] = [];
-  console.log(`Node ${process.version}; ${rowsPerRun} rows per run after ${prefill} prefilled; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(`Node ${process.version}; ${rowsPerRun} rows per run after ${prefill} prefilled; rows recorded via the ${via}; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   for (const provider of providers) {
     const sessions = new Map<Tree, Session>();
     for (const t of trees) sessions.set(t, await t.open(provider));

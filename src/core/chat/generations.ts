@@ -19,7 +19,7 @@
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { DatabaseHandle, Db, DbProvider, SqliteConnection } from "../../db/client.js";
-import { sqliteDateTime } from "../../db/sql-values.js";
+import { isoDateTime, sqliteDateTime } from "../../db/sql-values.js";
 import { SQLITE_WINDOW_UPSERT, deltaParams, windowDeltas, withWindowUpserts } from "../spend/key-spend-windows.js";
 import type { GenerationRecord, GenerationRecorder } from "./seams.js";
 
@@ -118,7 +118,7 @@ function insertedSqlite(part: readonly GenerationRecord[], info: { changes: numb
   }
   if (info.changes === 0) return;
   const last = BigInt(info.lastInsertRowid);
-  const ids = new Set(connection.prepare(IDS_BY_ROWID).raw(true).all([last - BigInt(info.changes), last]).map((r) => r[0] as string));
+  const ids = new Set(connection.prepare(IDS_BY_ROWID).raw(true).all(last - BigInt(info.changes), last).map((r) => r[0] as string));
   for (const r of part) if (ids.delete(r.id)) out.push(r);
 }
 
@@ -157,7 +157,7 @@ function putValues(out: unknown[], rows: readonly GenerationRecord[], sqlite: bo
     out[i++] = r.finishReason;
     out[i++] = r.errorCode;
     out[i++] = r.attempts;
-    out[i++] = sqlite ? sqliteDateTime(r.createdAt) : r.createdAt.toISOString();
+    out[i++] = sqlite ? sqliteDateTime(r.createdAt) : isoDateTime(r.createdAt);
     out[i++] = r.cachedTokens;
     out[i++] = r.cacheWriteTokens;
     out[i++] = r.reasoningTokens;
@@ -301,8 +301,8 @@ export function createGenerationStore(deps: GenerationStoreOptions): GenerationS
     ? (chunk) =>
         writeSqlite((connection) => {
           const written: GenerationRecord[] = [];
-          for (const [size, part] of parts(chunk)) insertedSqlite(part, connection.prepare(insert(size)).run(params(part)), connection, written);
-          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(deltaParams(d));
+          for (const [size, part] of parts(chunk)) insertedSqlite(part, connection.prepare(insert(size)).run(...params(part)), connection, written);
+          for (const d of windowDeltas(written)) connection.prepare(SQLITE_WINDOW_UPSERT).run(...deltaParams(d));
         })
     : sqlite
       ? (chunk) =>

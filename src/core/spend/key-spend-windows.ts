@@ -52,13 +52,20 @@ const DAY_MS = 86_400_000;
 /** The increments of `records`, one per counter row they touch, in key, kind and start order (the upserts' lock order). */
 export function windowDeltas(records: Iterable<SpendRecord>): WindowDelta[] {
   // First by key and UTC day (arithmetic only: this runs for every record written), then each day into its four rows.
+  // The entry of the record before: a flush's records mostly share its key and day, and then no map key is made.
   const days = new Map<string, WindowDelta>();
+  let last: WindowDelta | undefined;
   for (const r of records) {
     const cost = r.costFemtoUsd ?? 0n;
     const byok = r.credentialSource === "byok" ? (r.upstreamCostFemtoUsd ?? 0n) : 0n;
     const at = r.createdAt.getTime();
     const startMs = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
-    addDelta(days, `${r.organizationId}\n${r.keyHash}\n${startMs}`, { organizationId: r.organizationId, keyHash: r.keyHash, reset: "daily", startMs, cost, byok });
+    if (last !== undefined && last.startMs === startMs && last.keyHash === r.keyHash && last.organizationId === r.organizationId) {
+      last.cost += cost;
+      last.byok += byok;
+      continue;
+    }
+    last = addDelta(days, `${r.organizationId}\n${r.keyHash}\n${startMs}`, { organizationId: r.organizationId, keyHash: r.keyHash, reset: "daily", startMs, cost, byok });
   }
   const rows = new Map<string, WindowDelta>();
   for (const day of days.values()) {
@@ -70,15 +77,16 @@ export function windowDeltas(records: Iterable<SpendRecord>): WindowDelta[] {
   return [...rows.values()].sort((a, b) => compare(a.organizationId, b.organizationId) || compare(a.keyHash, b.keyHash) || compare(a.reset, b.reset) || a.startMs - b.startMs);
 }
 
-/** Adds `delta`'s sums to the entry `id` of `into`, or makes `delta` that entry. */
-function addDelta(into: Map<string, WindowDelta>, id: string, delta: WindowDelta): void {
+/** Adds `delta`'s sums to the entry `id` of `into`, or makes `delta` that entry; returns the entry. */
+function addDelta(into: Map<string, WindowDelta>, id: string, delta: WindowDelta): WindowDelta {
   const d = into.get(id);
   if (d) {
     d.cost += delta.cost;
     d.byok += delta.byok;
-  } else {
-    into.set(id, delta);
+    return d;
   }
+  into.set(id, delta);
+  return delta;
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

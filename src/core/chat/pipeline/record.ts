@@ -7,7 +7,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { ALL_REASONS, ruleOf } from "../../../contract/reasons.js";
 import { errorDetailOf } from "../../../lib/service-error.js";
 import type { Caller } from "../../auth.js";
-import type { GenerationRecorder } from "../seams.js";
+import type { GenerationRecord, GenerationRecorder } from "../seams.js";
 import type { StreamEvent } from "../model.js";
 import type { ChatCall, ChatStage, Tracking } from "./stage.js";
 import { tapEvents } from "./tap.js";
@@ -60,9 +60,17 @@ function failed(track: Tracking, err: unknown, signal: AbortSignal): void {
 /** A token count as stored (an integer column): absent or not a count → null. */
 const tokenCount = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.floor(v) : null);
 
-function recordOf(track: Tracking, caller: Caller) {
+/**
+ * The generation record of a request. One object literal with every key always present (absent values as null or
+ * undefined, which the store writes as NULL), in the store's column order: every record has one shape, so the
+ * store's column reads (generations.ts putValues) and the metrics' stay monomorphic; spreads of the context and of
+ * optional keys made records of several shapes, each built by copying.
+ */
+function recordOf(track: Tracking, caller: Caller): GenerationRecord {
   // The fusion panel's calls (track.nested) count in the generation's tokens and cost.
   const usage = track.usage && track.nested.length > 0 ? withNestedUsage(track, track.usage) : track.usage;
+  const context = track.context;
+  const run = caller.run;
   return {
     id: track.id,
     organizationId: caller.organizationId,
@@ -92,13 +100,20 @@ function recordOf(track: Tracking, caller: Caller) {
     costFemtoUsd: track.cost === null ? null : accountCostOf(track),
     upstreamCostFemtoUsd: track.cost?.femtoUsd ?? null,
     catalogModel: track.provider === null ? null : track.catalogModel,
-    ...track.context,
+    user: context.user,
+    sessionId: context.sessionId,
+    traceId: context.traceId,
+    trace: context.trace,
+    metadata: context.metadata,
+    contextTerms: context.contextTerms,
     plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
     cacheHit: track.cache === "hit",
     serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
     attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
-    ...(track.failedAttempts ? { failedAttempts: track.failedAttempts } : {}),
     dialect: track.dialect,
-    ...(caller.run ? { internId: caller.run.internId, internRunId: caller.run.runId, internSessionId: caller.run.sessionKey } : {}),
+    internId: run?.internId,
+    internRunId: run?.runId,
+    internSessionId: run?.sessionKey,
+    failedAttempts: track.failedAttempts ?? undefined,
   };
 }
