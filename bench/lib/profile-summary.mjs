@@ -2,10 +2,11 @@
 /**
  * Self time per function (and per file) of a V8 `.cpuprofile` (`node --cpu-prof`):
  *
- *   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 40] [--match <regexp over url or name>]
+ *   node bench/lib/profile-summary.mjs <file.cpuprofile> [--top 40] [--match <regexp over url or name>] [--from S] [--to S]
  *
  * Samples are weighted by their time deltas (share of the busy time, then ms); "(idle)" is left out of the shares (a loaded machine's profile is
- * mostly idle). `--match` also prints, for the matching functions, their total (self + callees) time.
+ * mostly idle). `--match` also prints, for the matching functions, their total (self + callees) time. `--from`/`--to`:
+ * only the samples taken that many seconds after the profile's start (e.g. one scenario of a bench that runs several).
  */
 import { readFileSync } from "node:fs";
 
@@ -24,9 +25,14 @@ const profile = JSON.parse(readFileSync(file, "utf8"));
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const from = Number(argOf("from") ?? 0) * 1e6;
+const to = argOf("to") === undefined ? Infinity : Number(argOf("to")) * 1e6;
 const self = new Map();
+let at = 0;
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i];
+  at += profile.timeDeltas[i] ?? 0;
+  if (at < from || at > to) continue;
   self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 }
 const short = (url) => url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\//, "~/").replace(/^.*?\/(src|bench|test)\//, "$1/");

@@ -40,9 +40,10 @@ export interface DatabaseHandle {
    * Runs one raw read with positional parameters (`?` on SQLite, `$n` on PostgreSQL) past the Prisma client, whose
    * raw queries are compiled by its query compiler on every call (≈ 0.35 ms of CPU for a one-row aggregate read,
    * three times SQLite's own work: bench/README.md, GetCaller). Resolves with the rows, each an array of the
-   * columns' values in order. SQLite: on the client's connection through its driver adapter (the same transaction
-   * gate, so never inside another caller's transaction; statements from the client's cache), values as the adapter
-   * maps them (TEXT as strings, 64-bit integers as decimal strings, DATETIME as stored). PostgreSQL: as the named
+   * columns' values in order. SQLite: on the client's connection, after the same transaction gate as the driver
+   * adapter's reads (so never inside another caller's transaction), statements from the client's cache, past the
+   * adapter but with its value mappings (TEXT as strings, 64-bit integers as decimal strings, numeric DATETIME as ISO
+   * text; a statement that reads nothing goes through the adapter). PostgreSQL: as the named
    * prepared statement `name` on the client's pool (parsed and planned once per pooled connection; `name` must always
    * stand for the same SQL text), values as pg parses them: select times and BIGINTs as text to read them exactly.
    * Errors are the drivers'. For hot reads only.
@@ -225,7 +226,10 @@ const STATEMENT_CACHE_SIZE = 256;
  *   once, so it gets a facade whose `bind(args)` passes the arguments to each call of the shared statement.
  *   Statements are never iterated, so one is never busy when it is used again.
  */
-function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLock & { connection: SqliteConnection } {
+function reuseStatements(
+  adapter: unknown,
+  busyTimeoutMs: number,
+): SqliteWriteLock & { connection: SqliteConnection; read(sql: string, args: readonly unknown[]): unknown[][] | undefined } {
   const driver = (adapter as { client?: { prepare: (sql: string) => SqliteStatement } }).client;
   if (!driver || typeof driver.prepare !== "function") {
     throw new Error("SQLite adapter internals changed: cannot make transactions immediate");
@@ -294,8 +298,34 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
       await new Promise((r) => setTimeout(r, delay));
     }
   };
+  /** Each read statement's column conversions (from its declared types, fixed once it is prepared). */
+  const conversions = new WeakMap<SqliteStatement, Uint8Array>();
   return {
     connection: { prepare: statement as (sql: string) => unknown as SqliteConnection["prepare"] },
+    read(sql, args) {
+      const st = statement(sql);
+      if (!st.reader) return undefined;
+      let convert = conversions.get(st);
+      if (!convert) {
+        convert = columnConversions(st.columns() as Array<{ type: string | null }>);
+        conversions.set(st, convert);
+      }
+      const rows = st.raw(true).all(args.map(sqliteArg)) as unknown[][];
+      let types = convert;
+      if (convert.includes(FROM_VALUES)) {
+        // As the adapter types a column without a known declared type: from its first non-null value in the rows.
+        types = convert.slice();
+        for (let i = 0; i < types.length; i++) {
+          if (types[i] !== FROM_VALUES) continue;
+          const first = rows.find((r) => r[i] !== null)?.[i];
+          // A BLOB there makes the adapter throw (a Buffer is no ArrayBuffer): left to it.
+          if (first !== null && typeof first === "object") return undefined;
+          types[i] = first === undefined || typeof first === "bigint" ? INTEGER : AS_READ;
+        }
+      }
+      for (const row of rows) convertRow(row, types);
+      return rows;
+    },
     async beginWhenFree() {
       if (await takeLock()) {
         begun = true;
@@ -335,6 +365,85 @@ function reuseStatements(adapter: unknown, busyTimeoutMs: number): SqliteWriteLo
       }
     },
   };
+}
+
+/** A column's conversion on the direct read path: none, an integer column's, a date-time column's, from the values read. */
+const AS_READ = 0;
+const INTEGER = 1;
+const DATE_TIME = 2;
+const FROM_VALUES = 3;
+
+/**
+ * What Prisma's better-sqlite3 adapter (6.19) does to a column's values, from the column's declared type (its
+ * `mapDeclType`): INT… columns are integers, DATETIME/TIMESTAMP date-times, the other types it knows pass as read,
+ * and a column without a declared type, or of a type it does not know, is typed from its first non-null value in
+ * the rows (a BigInt makes it an integer column; all null, too).
+ */
+function columnConversions(columns: ReadonlyArray<{ type: string | null }>): Uint8Array {
+  const out = new Uint8Array(columns.length);
+  columns.forEach((c, i) => {
+    switch (c.type?.toUpperCase()) {
+      case "TINYINT":
+      case "SMALLINT":
+      case "MEDIUMINT":
+      case "INT":
+      case "INTEGER":
+      case "SERIAL":
+      case "INT2":
+      case "BIGINT":
+      case "UNSIGNED BIG INT":
+      case "INT8":
+        out[i] = INTEGER;
+        break;
+      case "DATETIME":
+      case "TIMESTAMP":
+        out[i] = DATE_TIME;
+        break;
+      case "DECIMAL":
+      case "FLOAT":
+      case "DOUBLE":
+      case "DOUBLE PRECISION":
+      case "NUMERIC":
+      case "REAL":
+      case "TIME":
+      case "DATE":
+      case "TEXT":
+      case "CLOB":
+      case "CHARACTER":
+      case "VARCHAR":
+      case "VARYING CHARACTER":
+      case "NCHAR":
+      case "NATIVE CHARACTER":
+      case "NVARCHAR":
+      case "BLOB":
+      case "BOOLEAN":
+      case "JSONB":
+        out[i] = AS_READ;
+        break;
+      default:
+        out[i] = FROM_VALUES;
+    }
+  });
+  return out;
+}
+
+/** The adapter's `mapRow`, in place: bytes as arrays of numbers, BigInts as decimal text, numeric date-times as ISO text. */
+function convertRow(row: unknown[], convert: Uint8Array): void {
+  for (let i = 0; i < row.length; i++) {
+    const value = row[i];
+    if (value === null || typeof value === "string") continue;
+    if (value instanceof ArrayBuffer || value instanceof Buffer) row[i] = Array.from(new Uint8Array(value));
+    else if (typeof value === "number" && convert[i] === INTEGER && !Number.isInteger(value)) row[i] = Math.trunc(value);
+    else if ((typeof value === "number" || typeof value === "bigint") && convert[i] === DATE_TIME) row[i] = new Date(Number(value)).toISOString();
+    else if (typeof value === "bigint") row[i] = value.toString();
+  }
+}
+
+/** The adapter's `mapArg` for a parameter of unknown type: booleans as 0/1, dates as ISO 8601 text (its default format). */
+function sqliteArg(arg: unknown): unknown {
+  if (typeof arg === "boolean") return arg ? 1 : 0;
+  if (arg instanceof Date) return arg.toISOString().replace("Z", "+00:00");
+  return arg;
 }
 
 /** Takes SQLite's write lock without blocking the event loop (see reuseStatements). */
@@ -377,7 +486,13 @@ async function createSqliteClient(url: string, busyTimeoutMs: number, connected:
       const gated = gateSqliteAdapter(adapter, lock, gate);
       connected.adapter = gated as unknown as RawExecutor;
       const raw = connected.adapter;
-      connected.queryRaw = async (_name, sql, args) => (await raw.queryRaw({ sql, args: [...args], argTypes: args.map(() => UNKNOWN_ARG) })).rows;
+      connected.queryRaw = async (_name, sql, args) => {
+        // As the gated adapter's reads (the check and the statement in one synchronous step), on the client's
+        // statement cache, past the adapter's per-call work (its debug call, the statement's columns and their types
+        // read again, a promise per layer): ≈ 2× the cost of the key's spend read (bench/README.md, GET /api/v1/key).
+        while (gate.busy) await gate.whenIdle();
+        return lock.read(sql, args) ?? (await raw.queryRaw({ sql, args: [...args], argTypes: args.map(() => UNKNOWN_ARG) })).rows;
+      };
       connected.writeSqlite = async (run) => {
         const release = await gate.acquire();
         try {

@@ -73,6 +73,45 @@ describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
     expect(await h.queryRaw("test_user_read", sql, ["x", `${label}-none`])).toEqual([]);
   });
 
+  it.skipIf(provider !== "sqlite")("queryRaw (SQLite) maps values and parameters as the driver adapter does, and waits for an open transaction", async () => {
+    const db = h.db;
+    await db.$executeRawUnsafe(
+      `CREATE TABLE IF NOT EXISTS read_probe (k TEXT PRIMARY KEY, i INTEGER, big BIGINT, at DATETIME, stamp TIMESTAMP, r REAL, bytes BLOB, flag BOOLEAN, loose)`,
+    );
+    await db.$executeRawUnsafe(`DELETE FROM read_probe`);
+    await db.$executeRawUnsafe(
+      `INSERT INTO read_probe VALUES ('a', 7, 9007199254740993, 1767323045678, '2026-01-02T03:04:05.678+00:00', 1.5, X'0102ff', 1, 12), ` +
+        `('b', 2.5, -3, '2026-01-02 03:04:05', 1767323045678, -0.25, NULL, 0, 'text'), ('c', NULL, NULL, NULL, NULL, NULL, NULL, NULL, 2.75)`,
+    );
+    const sql = `SELECT k, i, big, at, stamp, r, bytes, flag, loose, ? AS p1, ? AS p2, ? AS p3, ? AS p4, ? AS p5, i + 1 AS expr FROM read_probe ORDER BY k`;
+    const args = [true, false, new Date("2026-01-02T03:04:05.678Z"), "s", null];
+    // The reference: Prisma's better-sqlite3 adapter itself, on a connection of its own to the same file.
+    const { PrismaBetterSQLite3 } = await import("@prisma/adapter-better-sqlite3");
+    const adapter = await new PrismaBetterSQLite3({ url: h.url }).connect();
+    try {
+      const expected = (await adapter.queryRaw({ sql, args, argTypes: args.map(() => ({ scalarType: "unknown", arity: "scalar" })) } as never)).rows;
+      expect(await h.queryRaw("read_probe", sql, args)).toEqual(expected);
+      // Again (column conversions from the statement's cache).
+      expect(await h.queryRaw("read_probe", sql, args)).toEqual(expected);
+      // What the adapter makes of them: 64-bit integers as text, a numeric DATETIME as ISO text, bytes as numbers, a
+      // column without a declared type typed from its first non-null value (a BigInt: 2.75 below truncated to 2).
+      expect(expected[0]).toEqual(["a", "7", "9007199254740993", "2026-01-02T03:04:05.678Z", "2026-01-02T03:04:05.678+00:00", 1.5, [1, 2, 255], "1", "12", 1, 0, "2026-01-02T03:04:05.678+00:00", "s", null, "8"]);
+      expect(expected[2]![8]).toBe(2);
+    } finally {
+      await adapter.dispose();
+    }
+    // A read made while a transaction is open runs after it: it never sees (or joins) the transaction's writes.
+    let read: Promise<unknown[][]> | undefined;
+    await db
+      .$transaction(async (tx) => {
+        await tx.$executeRawUnsafe(`INSERT INTO read_probe (k) VALUES ('in-tx')`);
+        read = h.queryRaw("read_probe_k", `SELECT k FROM read_probe WHERE k = ?`, ["in-tx"]);
+        throw new Error("roll back");
+      })
+      .catch(() => undefined);
+    expect(await read!).toEqual([]);
+  });
+
   it("writeSqlite (SQLite) and executePrepared (PostgreSQL) run prepared statements past the adapter", async () => {
     const label = `hot-${Math.random().toString(36).slice(2)}`;
     const at = new Date("2026-01-02T03:04:05.678Z");

@@ -16,7 +16,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 import { anthropicCitation, anthropicWebSearchTool, type UrlAnnotation } from "./native-search.js";
 
@@ -281,7 +281,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       errorMessage: anthropicErrorMessage,
       ...upstreamTimeouts(call, false),
     });
-    const answer = redact(await readJson(response), call.apiKey) as { input_tokens?: unknown };
+    const answer = await readJsonRedacted(response, call.apiKey) as { input_tokens?: unknown };
     if (typeof answer?.input_tokens !== "number") throw new UpstreamError(0, "upstream returned no input_tokens count", true, answer);
     return answer.input_tokens;
   }
@@ -296,7 +296,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     let rawUsage: Record<string, unknown> | undefined;
     for (let continuations = 0; ; continuations++) {
       const response = await this.request(call, false, call.signal, paused);
-      msg = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
+      msg = await readJsonRedacted(response, call.apiKey) as Record<string, unknown>;
       if (!Array.isArray(msg?.content)) {
         throw new UpstreamError(0, `upstream returned no message content${anthropicErrorMessage(msg) ? `: ${anthropicErrorMessage(msg)}` : ""}`, true, msg);
       }

@@ -17,7 +17,7 @@
  */
 import { invalidArgument } from "../../errors.js";
 import { tokenCounter } from "../../../lib/token-count.js";
-import { joinUrl, postJson, readJson, redact } from "./http.js";
+import { joinUrl, postJson, readJsonRedacted } from "./http.js";
 import { geminiErrorMessage } from "./gemini.js";
 import { openAiErrorMessage } from "./openai-compatible.js";
 import { UpstreamError, type ProviderAdapter, type UpstreamCall } from "./types.js";
@@ -88,7 +88,7 @@ export const openAICompatibleEmbedder: Embedder = {
       errorMessage: openAiErrorMessage,
       firstByteTimeoutMs: call.firstByteTimeoutMs,
     });
-    const value = redact(await readJson(response), call.apiKey) as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown }; model?: unknown };
+    const value = await readJsonRedacted(response, call.apiKey) as { data?: unknown; usage?: { prompt_tokens?: unknown; total_tokens?: unknown }; model?: unknown };
     if (!Array.isArray(value?.data)) {
       const message = openAiErrorMessage(value);
       throw new UpstreamError(message ? 502 : 0, message ? `upstream error: ${message}` : "upstream returned no embeddings", true, value);
@@ -139,7 +139,7 @@ async function geminiPost(call: UpstreamCall, method: "embedContent" | "batchEmb
     errorMessage: geminiErrorMessage,
     firstByteTimeoutMs: call.firstByteTimeoutMs,
   });
-  return redact(await readJson(response), call.apiKey) as GeminiAnswer;
+  return await readJsonRedacted(response, call.apiKey) as GeminiAnswer;
 }
 
 const promptCount = (value: GeminiAnswer): number | undefined => {

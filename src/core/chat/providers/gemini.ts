@@ -16,7 +16,7 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJson, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import { toTurns, type PartWriter } from "./messages.js";
 import { geminiGrounding } from "./native-search.js";
 
@@ -289,14 +289,14 @@ export class GeminiAdapter implements ProviderAdapter {
       errorMessage: geminiErrorMessage,
       ...upstreamTimeouts(call, false),
     });
-    const answer = redact(await readJson(response), call.apiKey) as { totalTokens?: unknown };
+    const answer = await readJsonRedacted(response, call.apiKey) as { totalTokens?: unknown };
     if (typeof answer?.totalTokens !== "number") throw new UpstreamError(0, "upstream returned no totalTokens count", true, answer);
     return answer.totalTokens;
   }
 
   async complete(call: UpstreamCall): Promise<ChatCompletion> {
     const response = await this.request(call, false, call.signal);
-    const value = redact(await readJson(response), call.apiKey) as Record<string, unknown>;
+    const value = await readJsonRedacted(response, call.apiKey) as Record<string, unknown>;
     const candidates = value?.candidates as Array<Record<string, unknown>> | undefined;
     if (!Array.isArray(candidates)) {
       const blocked = (value?.promptFeedback as { blockReason?: unknown } | undefined)?.blockReason;

@@ -462,6 +462,10 @@ export async function postJson(opts: PostOptions): Promise<UpstreamResponse> {
 
 /** Parses a JSON response body; a body that is not JSON is a malformed response (status 0). */
 export async function readJson(response: UpstreamResponse): Promise<unknown> {
+  return (await readJsonAndText(response)).value;
+}
+
+async function readJsonAndText(response: UpstreamResponse): Promise<{ value: unknown; text: string }> {
   let text: string;
   try {
     text = await response.text();
@@ -469,10 +473,27 @@ export async function readJson(response: UpstreamResponse): Promise<unknown> {
     throw new UpstreamError(0, `upstream response broke: ${(err as Error).message}`, true);
   }
   try {
-    return JSON.parse(text);
+    return { value: JSON.parse(text), text };
   } catch {
     throw new UpstreamError(0, "upstream returned a body that is not JSON", true);
   }
+}
+
+/** A key of these characters, one of them no part of a JSON number, can only occur inside a string token of a JSON text. */
+const PLAIN_KEY = /^(?=.*[A-DF-Za-df-z_])[A-Za-z0-9_-]+$/;
+
+/**
+ * `redact(await readJson(response), apiKey)`, without the JSON.stringify of the whole answer `redact` makes to look
+ * for the key when the text read cannot hold it. For a key of {@link PLAIN_KEY}'s characters and a text without
+ * `\u` escapes, the runs of those characters in the text and in JSON.stringify of its value are the same (string
+ * contents keep the same escapes, `\/` becoming `/`; numbers, literals, white space and punctuation hold no such run
+ * the key fits), so a key absent from the text is absent from what `redact` searches, and it would return the value
+ * as parsed. Otherwise `redact` runs as before.
+ */
+export async function readJsonRedacted(response: UpstreamResponse, apiKey: string): Promise<unknown> {
+  const { value, text } = await readJsonAndText(response);
+  if (typeof apiKey === "string" && apiKey.length >= 4 && PLAIN_KEY.test(apiKey) && !text.includes(apiKey) && !text.includes("\\u")) return value;
+  return redact(value, apiKey);
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ChatUsage, type ProviderAdapter, type UpstreamCall } from "./types.js";
 import { createEventReader } from "../raw-events.js";
-import { joinUrl, linkedController, openedStream, parseEventData, postJson, readJson, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { joinUrl, linkedController, openedStream, parseEventData, postJson, readJsonRedacted, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
 /** `{error: {message}}` (OpenAI and most compatibles), `{error: "text"}` or `{message}`/`{detail}`. */
 export function openAiErrorMessage(body: unknown): string | undefined {
@@ -113,7 +113,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
 
   async complete(call: UpstreamCall): Promise<ChatCompletion> {
     const response = await this.request(call, false, call.signal);
-    const value = redact(await readJson(response), call.apiKey);
+    const value = await readJsonRedacted(response, call.apiKey);
     if (!isChatObject(value)) {
       const message = openAiErrorMessage(value);
       throw new UpstreamError(message ? 502 : 0, message ? `upstream error: ${message}` : "upstream returned no choices", true, value);

@@ -216,3 +216,38 @@ describe("openedStream (an adapter's stream opened with its first read)", () => 
     expect(await s.next()).toEqual({ done: true, value: undefined });
   });
 });
+
+describe("readJsonRedacted", () => {
+  const answering = (text: string): UpstreamResponse =>
+    ({ status: 200, ok: true, headers: {}, text: async () => text, chunks: () => [][Symbol.iterator]() as never, cancel() {}, release() {} }) as unknown as UpstreamResponse;
+  const key = "gsk_Ab3-xY9";
+  const texts = [
+    `{"id":"c1","choices":[{"message":{"role":"assistant","content":"Hello\\nworld \\/ \\"q\\" \\\\ done"}}],"usage":{"prompt_tokens":1e2,"completion_tokens":1.50}}`,
+    `{"content":"your key is ${key}, again ${key}"}`,
+    `{"content":"escaped: \\u0067sk_Ab3-xY9"}`,
+    `{"content":"split: gsk_Ab3\\u002dxY9"}`,
+    `{"${key}":1,"a":"${key}x"}`,
+    `{"a":"x","a":"${key}"}`,
+    `{"a":"${key}","a":"x"}`,
+    `["${key.slice(0, 5)}","${key.slice(5)}"]`,
+    `{"n":-0,"t":true,"f":false,"z":null,"s":"\\t\\r\\b\\f"}`,
+    `"just ${key}"`,
+    `42`,
+    `{"emoji":"🚀 日本語 \\ud83d\\ude80"}`,
+  ];
+  it("answers what redact(readJson(…)) answers, for keys it may skip the search for and keys it may not", async () => {
+    const { readJsonRedacted, readJson, redact } = await import("../../../../src/core/chat/providers/http.js");
+    for (const k of [key, "sk-test", "1e-7", "12345", "gsk/with/slash", "abc", ""]) {
+      for (const text of texts) {
+        expect(await readJsonRedacted(answering(text), k), `${k} in ${text}`).toEqual(redact(await readJson(answering(text)), k));
+      }
+    }
+    expect(await readJsonRedacted(answering(`{"content":"escaped: \\u0067sk_Ab3-xY9"}`), key)).toEqual({ content: "escaped: [redacted]" });
+  });
+  it("fails as readJson fails", async () => {
+    const { readJsonRedacted } = await import("../../../../src/core/chat/providers/http.js");
+    const err = await readJsonRedacted(answering("not json"), key).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UpstreamError);
+    expect((err as UpstreamError).message).toBe("upstream returned a body that is not JSON");
+  });
+});
