@@ -4,29 +4,51 @@
  * fake provider (also a process of its own). Load from a worker thread of this process over keep-alive HTTP/1.1.
  *
  *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3]
+ *       [--windows 6] [--window-warmup 0.25] [--warm-seconds 2] [--verbose]
  *       [--rss-seconds 60] [--targets direct,bare,fastify,serve1,serve2,split] [--profile <dir>]
- *       [--phase c32|streams]
+ *       [--phase c32|streams] [--base <checkout>]
  *
  * Targets: direct (the fake provider), bare (`node:http` relay: parse nothing, pipe the body both ways over a
  * keep-alive agent), fastify (the minimal relay of bench/chat-relay.ts), serve1 / serve2 (`portico serve` with
  * PORTICO_WORKERS=1 / 2, compiled dist/, default log level, fresh SQLite, BYOK credentials stored through the
  * API), split (`portico core` + `portico gateway` over gRPC on loopback, same data folder).
  *
+ * Targets are measured in groups, a group's processes all up at once: the relays with the fake (direct, bare,
+ * fastify), then each Portico target with its base (`--base`), started, measured and stopped one group at a time.
+ * In a group the targets take turns, and the first of each round rotates (two targets: A B, B A, A B, B A), so no
+ * target is always measured first or right after another. One load-generator thread serves the whole run.
+ * Before anything is measured, `--warm-seconds` (default 2) of uncounted load at c=32 and of streams at c=8 go
+ * to the fake provider directly (warming the fake and the load generator); half as long at c=32 to each target
+ * once its group is up (its JIT, before the c=1 rounds); and half as long again to each target before the
+ * measured windows of each of the c=32 and streams phases (right after the c=1 rounds a target's first c=32
+ * window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
+ *
  * Figures per target:
  * - c=1 p50 of non-streaming requests and time to first chunk (first `data:` bytes) of streaming ones: the
- *   median of `--rounds` rounds, the targets taking turns in each round;
+ *   median of `--rounds` rounds of `--seconds` each (after `--warmup`), the group's targets taking turns;
  * - c=32 non-streaming req/s and p99, and CPU per request: utime + stime of the serving process(es)
  *   (/proc/<pid>/stat, all threads; for serve2 the primary and both workers; for split both processes) over
- *   the measured window, divided by the requests completed in it;
+ *   a measured window, divided by the requests completed in it. Each target gets `--windows` (default 6)
+ *   windows of `--seconds` / `--windows` each (so `--seconds` stays the measured time per target and phase),
+ *   each after `--window-warmup` (default 0.25) uncounted seconds on fresh connections; the table shows the
+ *   median of the windows' figures, and the lines below it every window's, in the order measured, and, for a
+ *   group of two or more, each target's CPU per request / chunk over the group's first target's in the same
+ *   round (windows next to each other in time, so under the same load of the shared machine) and their median
+ *   (`--verbose`: each window on stderr as it ends, with the load average);
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
- *   divided by the chunk events the client received;
- * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32.
+ *   divided by the chunk events the client received; windows and medians as for c=32;
+ * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32 (with
+ *   `--base`, each serve1 in turn, the other one idle).
+ * Before 2026-11-27 each target had one c=32 window and one streams window, and the base was always measured
+ * right after the tree under test: an A/A run read 0.421 ms CPU per request first against 0.255 second
+ * (bench/README.md, stop 37). The idle partner in a group costs a little CPU to the machine, equally to both.
  * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit); with `--base`, the
  * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split` (the base's into `<dir>/split-base`).
  *
- * Before/after in one run: `--base <checkout>` adds the target "serve1 (base)", `portico serve` (1 worker) of another
+ * Before/after in one run: `--base <checkout>` adds, with the target serve1, "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
- * folder of its own, measured the same way right after serve1; with the split target, "split (base)" too. `--serve-model` / `--serve-long-model` name the
+ * folder of its own, up at the same time as serve1 and taking turns with it; with the split target, "split (base)" too
+ * (until 2026-11-27 "serve1 (base)" came with any `--targets`). `--serve-model` / `--serve-long-model` name the
  * models the Portico targets request (default `groq/llama-3.3-70b` and `together/llama-3.3-70b`, which the catalog
  * does not list; `groq/llama-3.3-70b-versatile` and `together/meta-llama/Llama-3.3-70B-Instruct-Turbo` are catalog
  * endpoints, so the request is routed through the catalog and priced).
@@ -38,7 +60,7 @@ import type net from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { runInWorker } from "./lib/worker.js";
+import { startJobWorker } from "./lib/worker.js";
 import { percentile } from "./lib/closed-loop.js";
 import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, stop } from "./lib/processes.js";
 
@@ -86,10 +108,33 @@ interface Figures {
   bad: number;
 }
 
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+/** CPU ms of the serving processes per request completed in a window, and µs per chunk event received. */
+const perRequest = (f: Figures) => f.cpuMs / f.requests;
+const perChunk = (f: Figures) => (1000 * f.cpuMs) / f.chunks;
+/** A target's figure for a phase: the median of its windows' figures (each a ratio of its own window); counts summed. */
+function summary(windows: Figures[]) {
+  return {
+    rps: median(windows.map((f) => f.rps)),
+    p99: median(windows.map((f) => f.p99)),
+    cpuPerRequest: median(windows.map(perRequest)),
+    cpuPerChunk: median(windows.map(perChunk)),
+    errors: windows.reduce((n, f) => n + f.errors, 0),
+    bad: windows.reduce((n, f) => n + f.bad, 0),
+  };
+}
+
 async function main(): Promise<void> {
   const seconds = numArg("seconds", 5);
   const warmup = numArg("warmup", 1);
   const rounds = numArg("rounds", 3);
+  const windows = Math.max(1, Math.round(numArg("windows", 6)));
+  const windowWarmup = numArg("window-warmup", 0.25);
+  const warmSeconds = numArg("warm-seconds", 2);
+  const verbose = process.argv.includes("--verbose");
   const rssSeconds = numArg("rss-seconds", 0);
   const profileDir = argOf("profile");
   /** `--phase c32|streams`: only that heavy phase (for a profile of one kind of load). */
@@ -101,6 +146,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-hot-"));
   const children: ChildProcess[] = [];
   const loadStart = loadavg().map((l) => l.toFixed(2)).join(" ");
+  let load: ReturnType<typeof startJobWorker<Job, Figures>> | undefined;
   try {
     const self = resolve(import.meta.dirname, "chat-hot-path.ts");
     const fakes = await spawnUntil(["bin/run-ts.mjs", self, "--role", "fakes"], {}, join(dir, "fakes.log"), (out) => {
@@ -131,7 +177,7 @@ async function main(): Promise<void> {
     };
     let keys: { management: string; api: string } | undefined;
     let baseKeys: { management: string; api: string } | undefined;
-    const serveTargets: Array<{ name: string; start: () => Promise<Target & { children: ChildProcess[] }> }> = [];
+    const serveGroups: Array<Array<() => Promise<Target & { children: ChildProcess[] }>>> = [];
     const startServe = async (workers: number, name: string, checkout = root) => {
       const isBase = checkout !== root;
       // The base checkout's profile goes to <dir>/base, so one run profiles both builds under the same load.
@@ -161,9 +207,10 @@ async function main(): Promise<void> {
       model: serveModel,
       longModel: serveLongModel,
     });
-    if (wanted.includes("serve1")) serveTargets.push({ name: "Portico serve, 1 worker", start: () => startServe(1, "Portico serve, 1 worker") });
-    if (base) serveTargets.push({ name: "Portico serve, 1 worker (base)", start: () => startServe(1, "Portico serve, 1 worker (base)", resolve(base)) });
-    if (wanted.includes("serve2")) serveTargets.push({ name: "Portico serve, 2 workers", start: () => startServe(2, "Portico serve, 2 workers") });
+    // A group is started together and its targets take turns; a target and its base are one group.
+    if (wanted.includes("serve1"))
+      serveGroups.push([() => startServe(1, "Portico serve, 1 worker"), ...(base ? [() => startServe(1, "Portico serve, 1 worker (base)", resolve(base))] : [])]);
+    if (wanted.includes("serve2")) serveGroups.push([() => startServe(2, "Portico serve, 2 workers")]);
     // The split pair of a checkout (with `--base`, the base's too, on the base's data folder and keys, right after).
     const startSplit = async (name: string, checkout = root) => {
       const isBase = checkout !== root;
@@ -177,9 +224,11 @@ async function main(): Promise<void> {
       const pids = [core.child.pid!, gateway.child.pid!];
       return { ...porticoTarget(name, gateway.value, own.api), pids: () => pids, children: [core.child, gateway.child] };
     };
-    if (wanted.includes("split")) serveTargets.push({ name: "Portico core + gateway over gRPC", start: () => startSplit("Portico core + gateway over gRPC") });
-    if (wanted.includes("split") && base) serveTargets.push({ name: "Portico core + gateway over gRPC (base)", start: () => startSplit("Portico core + gateway over gRPC (base)", resolve(base)) });
+    if (wanted.includes("split"))
+      serveGroups.push([() => startSplit("Portico core + gateway over gRPC"), ...(base ? [() => startSplit("Portico core + gateway over gRPC (base)", resolve(base))] : [])]);
 
+    const gen = startJobWorker<Job, Figures>(import.meta.url);
+    load = gen;
     const job = (t: Target, stream: boolean, concurrency: number, mode: Job["mode"] = "load"): Job => ({
       mode,
       url: mode === "streams" ? t.longUrl : t.url,
@@ -195,71 +244,131 @@ async function main(): Promise<void> {
       name: string;
       c1: number[];
       ttfc: number[];
-      c32?: Figures;
-      streams?: Figures;
+      /** The measured windows, in the order they ran. */
+      c32: Figures[];
+      streams: Figures[];
       rss?: number;
       load: string;
     }
     const rows: Row[] = [];
-    const measure = async (t: Target, row: Row, withRounds: boolean) => {
-      if (withRounds) {
-        const c1 = await runInWorker<Figures>(import.meta.url, job(t, false, 1));
-        const ttfc = await runInWorker<Figures>(import.meta.url, job(t, true, 1));
-        row.c1.push(c1.p50);
-        row.ttfc.push(ttfc.p50);
+    /** The groups (rows measured taking turns), for the paired ratios. */
+    const groups: Row[][] = [];
+    const newRow = (name: string): Row => ({ name, c1: [], ttfc: [], c32: [], streams: [], load: "" });
+    /** The group's order in round `r`: rotated by r (two targets: A B, B A, A B, …). */
+    const turn = <T>(xs: readonly T[], r: number) => xs.map((_, i) => xs[(i + r) % xs.length]!);
+    const phases = (["c32", "streams"] as const).filter((p) => !onlyPhase || onlyPhase === p);
+    const windowJob = (t: Target, phase: "c32" | "streams", secs: number, warm: number): Job => ({
+      ...(phase === "c32" ? job(t, false, 32) : job(t, true, 8, "streams")),
+      seconds: secs,
+      warmup: warm,
+    });
+    /**
+     * One group of targets, all up: an uncounted c=32 window for each, then the c=1 rounds, then per phase an
+     * uncounted window for each and `windows` measured windows per target, the targets taking turns, the first
+     * of each round rotating.
+     */
+    const measureGroup = async (group: Target[], groupRows: Row[]) => {
+      for (const t of group) await gen.run(windowJob(t, "c32", warmSeconds / 2, 0));
+      for (let round = 0; round < rounds; round++)
+        for (const i of turn([...group.keys()], round)) {
+          const c1 = await gen.run(job(group[i]!, false, 1));
+          const ttfc = await gen.run(job(group[i]!, true, 1));
+          groupRows[i]!.c1.push(c1.p50);
+          groupRows[i]!.ttfc.push(ttfc.p50);
+        }
+      for (const phase of phases) {
+        // After the c=1 rounds (or the c=32 windows) the first window of a target was slow (0.46 ms CPU per
+        // request against 0.23–0.29 for its next five in one run): each gets an uncounted one first.
+        for (const t of group) await gen.run(windowJob(t, phase, warmSeconds / 2, 0));
+        for (let w = 0; w < windows; w++)
+          for (const i of turn([...group.keys()], w)) {
+            const row = groupRows[i]!;
+            if (row.load === "") row.load = loadavg()[0]!.toFixed(2);
+            const f = await gen.run(windowJob(group[i]!, phase, seconds / windows, windowWarmup));
+            row[phase].push(f);
+            if (verbose) console.error(`  ${phase} window ${w + 1}/${windows} ${row.name}: ${f.rps.toFixed(0)} req/s, p99 ${f.p99.toFixed(2)} ms, ${phase === "c32" ? `${perRequest(f).toFixed(3)} ms CPU/req` : `${perChunk(f).toFixed(1)} µs CPU/chunk`}, load ${loadavg()[0]!.toFixed(2)}`);
+          }
+      }
+      for (const row of groupRows) {
+        const c32 = summary(row.c32);
+        const st = summary(row.streams);
+        console.error(
+          `${row.name}: c=1 ${row.c1.map((v) => v.toFixed(3)).join("/")} ms, ttfc ${row.ttfc.map((v) => v.toFixed(3)).join("/")} ms, c=32 ${c32.rps.toFixed(0)} req/s ${c32.cpuPerRequest.toFixed(3)} ms CPU/req (windows ${row.c32.map((f) => perRequest(f).toFixed(3)).join("/")}), ${st.cpuPerChunk.toFixed(1)} µs CPU/chunk, load ${row.load}`,
+        );
       }
     };
-    // The relays and the fake stay up: their c=1 rounds interleave; each Portico target is started, measured
-    // (its rounds, c=32, streams) and stopped, one at a time, so no idle Portico process shares the machine.
-    for (const t of targets) rows.push({ name: t.name, c1: [], ttfc: [], load: "" });
-    for (let round = 0; round < rounds; round++) for (const [i, t] of targets.entries()) await measure(t, rows[i]!, true);
-    for (const [i, t] of targets.entries()) await heavy(t, rows[i]!);
-    for (const s of serveTargets) {
-      const t = await s.start();
-      children.push(...t.children);
-      const row: Row = { name: t.name, c1: [], ttfc: [], load: "" };
-      rows.push(row);
-      // Warm up the JIT on both paths before the first timed round.
-      await runInWorker<Figures>(import.meta.url, { ...job(t, false, 4), seconds: 1, warmup: 0 });
-      for (let round = 0; round < rounds; round++) await measure(t, row, true);
-      await heavy(t, row);
-      if (t.rssPid !== undefined && rssSeconds > 0) {
-        await runInWorker<Figures>(import.meta.url, { ...job(t, false, 32), seconds: rssSeconds, warmup: 0 });
-        row.rss = rssMb(t.rssPid);
+
+    // The load generator (one worker thread for the whole run) and the fake provider warm up at c=32 (and with
+    // streams at c=8) before anything is measured.
+    const fakeTarget: Target = { name: "fake", url: `${fakes.value.fake}/v1/chat/completions`, longUrl: `${fakes.value.long}/v1/chat/completions`, key: "k", model: "llama-3.3-70b", longModel: "llama-3.3-70b", pids: () => [] };
+    for (const phase of ["c32", "streams"] as const) await gen.run(windowJob(fakeTarget, phase, warmSeconds, 0));
+    // The relays and the fake stay up and are one group; each group of Portico targets (a target and its base) is
+    // started, measured and stopped, one group at a time, so no idle Portico process of another group shares the machine.
+    const relayRows = targets.map((t) => newRow(t.name));
+    rows.push(...relayRows);
+    groups.push(relayRows);
+    if (targets.length > 0) await measureGroup(targets, relayRows);
+    for (const starts of serveGroups) {
+      const group: Array<Target & { children: ChildProcess[] }> = [];
+      for (const start of starts) {
+        const t = await start();
+        children.push(...t.children);
+        group.push(t);
       }
-      for (const c of t.children) await stop(c);
-    }
-    async function heavy(t: Target, row: Row) {
-      row.load = loadavg()[0]!.toFixed(2);
-      const none: Figures = { requests: 0, errors: 0, rps: NaN, p50: NaN, p99: NaN, cpuMs: NaN, chunks: 0, bad: 0 };
-      row.c32 = onlyPhase === "streams" ? none : await runInWorker<Figures>(import.meta.url, job(t, false, 32));
-      row.streams = onlyPhase === "c32" ? none : await runInWorker<Figures>(import.meta.url, job(t, true, 8, "streams"));
-      console.error(
-        `${t.name}: c=1 ${row.c1.map((v) => v.toFixed(3)).join("/")} ms, ttfc ${row.ttfc.map((v) => v.toFixed(3)).join("/")} ms, c=32 ${row.c32.rps.toFixed(0)} req/s ${(row.c32.cpuMs / row.c32.requests).toFixed(3)} ms CPU/req, ${((1000 * row.streams.cpuMs) / row.streams.chunks).toFixed(1)} µs CPU/chunk, load ${row.load}`,
-      );
+      const groupRows = group.map((t) => newRow(t.name));
+      rows.push(...groupRows);
+      groups.push(groupRows);
+      await measureGroup(group, groupRows);
+      for (const [i, t] of group.entries()) {
+        if (t.rssPid === undefined || rssSeconds <= 0) continue;
+        await gen.run({ ...job(t, false, 32), seconds: rssSeconds, warmup: 0 });
+        groupRows[i]!.rss = rssMb(t.rssPid);
+      }
+      for (const t of group) for (const c of t.children) await stop(c);
     }
 
-    const median = (xs: number[]) => {
-      const s = [...xs].sort((a, b) => a - b);
-      return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-    };
     const direct = rows.find((r) => r.name.startsWith("direct"));
     const bare = rows.find((r) => r.name.startsWith("bare"));
+    const bareRps = bare ? summary(bare.c32).rps : NaN;
     const added = (v: number, d: number | undefined) => (d === undefined || Number.isNaN(d) ? v.toFixed(3) : `${v.toFixed(3)} (+${(v - d).toFixed(3)})`);
-    console.log(`\nNode ${process.version}, ${cpus().length} CPU(s); ${seconds}s per phase after ${warmup}s warm-up; c=1 figures: median of ${rounds} rounds; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`);
+    console.log(
+      `\nNode ${process.version}, ${cpus().length} CPU(s); c=1: ${seconds}s per round after ${warmup}s warm-up, median of ${rounds} rounds; c=32 and streams: median of ${windows} windows of ${(seconds / windows).toFixed(2)}s (after ${windowWarmup}s each) per target, the targets started together taking turns; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`,
+    );
     console.log("| target | c=1 p50 ms (added) | first chunk p50 ms (added) | c=32 req/s | c=32 % of bare | c=32 p99 ms | CPU per request ms | CPU per chunk µs | bad streams | errors | RSS MB | load |");
     console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (const r of rows) {
       const c1 = median(r.c1);
       const ttfc = median(r.ttfc);
-      const c32 = r.c32!;
-      const st = r.streams!;
+      const c32 = summary(r.c32);
+      const st = summary(r.streams);
       const measured = r !== direct;
       console.log(
-        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare?.c32 ? ((100 * c32.rps) / bare.c32.rps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? (c32.cpuMs / c32.requests).toFixed(3) : "—"} | ${measured ? ((1000 * st.cpuMs) / st.chunks).toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
+        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare ? ((100 * c32.rps) / bareRps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? c32.cpuPerRequest.toFixed(3) : "—"} | ${measured ? st.cpuPerChunk.toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
       );
     }
+    // Every window's figure, in the order measured (the table's figures are their medians).
+    console.log("\nWindows, in the order measured:");
+    for (const r of rows) {
+      const parts = [];
+      if (r.c32.length) parts.push(`c=32 req/s ${r.c32.map((f) => f.rps.toFixed(0)).join(" ")}`);
+      if (r.c32.length && r !== direct) parts.push(`CPU/req ms ${r.c32.map((f) => perRequest(f).toFixed(3)).join(" ")}`);
+      if (r.streams.length && r !== direct) parts.push(`CPU/chunk µs ${r.streams.map((f) => perChunk(f).toFixed(1)).join(" ")}`);
+      console.log(`- ${r.name}: ${parts.join("; ")}`);
+    }
+    // A target against its group's first (the tree under test, with --base) round by round: the two windows of a
+    // round ran next to each other, so a change of the machine's load moves both.
+    for (const g of groups) {
+      const first = g.find((r) => r !== direct);
+      for (const r of g) {
+        if (!first || r === first || r === direct) continue;
+        for (const [label, of, per] of [["CPU/req", "c32", perRequest], ["CPU/chunk", "streams", perChunk]] as const) {
+          const ratios = r[of].map((f, w) => per(f) / per(first[of][w]!));
+          if (ratios.length) console.log(`- ${r.name} / ${first.name}, ${label} per round: ${ratios.map((x) => x.toFixed(3)).join(" ")}; median ${median(ratios).toFixed(3)}`);
+        }
+      }
+    }
   } finally {
+    await load?.stop();
     for (const c of children.reverse()) await stop(c);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -319,8 +428,7 @@ function post(target: URL, key: string, agent: http.Agent, payload: string, onRe
 }
 
 /** Load worker: a closed loop; the serving processes' CPU is read at the start and end of the measured window. */
-async function worker(): Promise<void> {
-  const job = workerData as Job;
+async function worker(job: Job): Promise<Figures> {
   const target = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
   const payload = JSON.stringify({ model: job.model, messages: [{ role: "user", content: job.mode === "streams" ? "Count." : "Say hello." }], stream: job.stream });
@@ -394,11 +502,14 @@ async function worker(): Promise<void> {
   figures.p50 = percentile(latencies, 50);
   figures.p99 = percentile(latencies, 99);
   figures.cpuMs = cpu1 - cpu0;
-  parentPort!.postMessage(figures);
+  return figures;
 }
 
 const role = argOf("role");
-if (!isMainThread) await worker();
+// In a worker thread: startJobWorker's load generator (jobs posted one at a time), or one job as workerData
+// (runInWorker, as bench/serve-memory.ts does).
+if (!isMainThread && (workerData as { jobs?: boolean }).jobs) parentPort!.on("message", (job: Job) => void worker(job).then((f) => parentPort!.postMessage(f)));
+else if (!isMainThread) parentPort!.postMessage(await worker(workerData as Job));
 else if (role === "fakes") await fakesRole();
 else if (role === "relays") await relaysRole(process.argv[process.argv.indexOf("relays") + 1]!, process.argv[process.argv.indexOf("relays") + 2]!);
 else await main();

@@ -100,9 +100,12 @@ export async function startGateway(
   metrics: Metrics,
   startupComplete: () => boolean = () => true,
   tracingPlugin?: import("fastify").FastifyPluginCallback,
+  /** The transport reaches a core over the wire (GatewayOptions.coreOverTheWire). */
+  coreOverTheWire = false,
 ): Promise<{ app: FastifyInstance; url: string }> {
   const app = await buildGateway({
     ...(tracingPlugin ? { tracingPlugin } : {}),
+    coreOverTheWire,
     startupComplete,
     transport,
     logger,
@@ -199,7 +202,7 @@ export async function startSplitGateway(config: Config, logger: Logger, coreUrl:
   const tracing = await startTracing(config.tracing, logger, config.instanceId);
   if (tracing) handle.onClose.push(() => tracing.close());
   try {
-    const { app, url } = await startGateway(config, logger, transport, metrics, () => true, tracing?.fastifyPlugin());
+    const { app, url } = await startGateway(config, logger, transport, metrics, () => true, tracing?.fastifyPlugin(), true);
     handle.gateway = app;
     handle.gatewayUrl = url;
   } catch (err) {

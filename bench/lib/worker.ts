@@ -43,3 +43,37 @@ export async function startWorker<T>(moduleUrl: string, data: unknown): Promise<
       }),
   };
 }
+
+/**
+ * A worker thread that stays up and runs jobs one at a time (one load generator, warmed once, for every
+ * measured window of a run): the module, loaded with `workerData` `{ jobs: true }`, answers each posted job
+ * with one message. `run(job)` posts it and resolves with that message; `stop()` terminates the worker.
+ */
+export function startJobWorker<J, R>(moduleUrl: string): { run(job: J): Promise<R>; stop(): Promise<void> } {
+  const boot = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(moduleUrl)});`;
+  const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(boot)}`), { workerData: { jobs: true } });
+  let failed: Error | undefined;
+  let pending: ((err: Error) => void) | undefined;
+  const fail = (err: Error) => {
+    failed ??= err;
+    pending?.(err);
+  };
+  worker.on("error", fail);
+  worker.on("exit", (code) => fail(new Error(`load worker exited with ${code}`)));
+  return {
+    run: (job) =>
+      new Promise<R>((resolve, reject) => {
+        if (failed) return reject(failed);
+        pending = reject;
+        worker.once("message", (msg: R) => {
+          pending = undefined;
+          resolve(msg);
+        });
+        worker.postMessage(job);
+      }),
+    stop: async () => {
+      worker.removeAllListeners("exit");
+      await worker.terminate();
+    },
+  };
+}

@@ -23,6 +23,14 @@ export function namesFlag(args: readonly string[], flag: string): boolean {
   return args.some((a) => spellings.some((s) => a === s || a.startsWith(`${s}=`)));
 }
 
+/**
+ * True when the operator named V8 flag `flag` for this process: on the node command line (`execArgv`) or in
+ * NODE_OPTIONS (split on blanks), in either spelling.
+ */
+export function operatorNamesFlag(flag: string, execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ""): boolean {
+  return namesFlag([...execArgv, ...nodeOptions.split(/\s+/)], flag);
+}
+
 const FLAG = "--heap-growing-percent";
 
 /** Sets the flag unless `execArgv` names it; returns the flag set, or undefined when the operator's stands. */

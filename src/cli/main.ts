@@ -10,7 +10,7 @@ import { installShutdown } from "./shutdown.js";
 import type { RunningProcess } from "../server.js";
 import cluster from "node:cluster";
 import { availableParallelism } from "node:os";
-import { capHeapGrowth, namesFlag, SERVE_SEMI_SPACE_MB } from "./heap-growth.js";
+import { capHeapGrowth, operatorNamesFlag, SERVE_SEMI_SPACE_MB } from "./heap-growth.js";
 import { capYoungGeneration } from "./young-generation.js";
 import { isServeWorker, reportReady } from "../cluster/ipc.js";
 import { startServePrimary } from "../cluster/primary.js";
@@ -56,8 +56,7 @@ function holdUntilSignal(proc: RunningProcess, cfg: Config, logger: Logger, sink
  */
 function workerExecArgv(): string[] {
   const flag = "--max-semi-space-size";
-  const chosen = namesFlag([...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)], flag);
-  return chosen ? process.execArgv : [...process.execArgv, `${flag}=${SERVE_SEMI_SPACE_MB}`];
+  return operatorNamesFlag(flag) ? process.execArgv : [...process.execArgv, `${flag}=${SERVE_SEMI_SPACE_MB}`];
 }
 
 const program = new Command();

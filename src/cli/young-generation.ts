@@ -16,7 +16,7 @@
  */
 import v8 from "node:v8";
 import { PerformanceObserver } from "node:perf_hooks";
-import { namesFlag } from "./heap-growth.js";
+import { operatorNamesFlag } from "./heap-growth.js";
 
 /** The semi-space size (MB) a single `serve` process keeps. */
 export const SINGLE_PROCESS_SEMI_SPACE_MB = 8;
@@ -52,8 +52,8 @@ function observeCollections(onCollection: () => void): () => void {
 
 /** Starts keeping the young generation at the size; undefined (nothing done) when the operator chose. */
 export function capYoungGeneration(o: YoungGenerationOptions = {}): YoungGenerationCap | undefined {
-  const args = [...(o.execArgv ?? process.execArgv), ...(o.nodeOptions ?? process.env.NODE_OPTIONS ?? "").split(/\s+/)];
-  if (namesFlag(args, "--max-semi-space-size") || namesFlag(args, GROWTH)) return undefined;
+  const chosen = (flag: string) => operatorNamesFlag(flag, o.execArgv, o.nodeOptions);
+  if (chosen("--max-semi-space-size") || chosen(GROWTH)) return undefined;
   const target = 2 * (o.semiSpaceMb ?? SINGLE_PROCESS_SEMI_SPACE_MB) * 1024 * 1024;
   const size = o.newSpaceBytes ?? newSpaceBytes;
   const set = o.set ?? v8.setFlagsFromString;

@@ -20,7 +20,6 @@ import { registerGatewayRoutes } from "./routes/index.js";
 import { registerGeminiRoutes } from "./routes/gemini.js";
 import { registerConsoleRoutes } from "./routes/console.js";
 import { checkJsonInput } from "../contract/json-input.js";
-import { sendsJsonBodies } from "./core-transport.js";
 import { createMetricsEndpoint } from "./metrics-endpoint.js";
 import { createSseRelay } from "./sse-relay.js";
 
@@ -29,6 +28,14 @@ const JSON_INPUT_ERROR = "PORTICO_JSON_INPUT";
 
 export interface GatewayOptions {
   transport: Transport;
+  /**
+   * The transport reaches a core over the wire (the split gateway, src/gateway/core-transport.ts): chat request
+   * bodies go to it as the JSON text the gateway received (`body_json`), which costs far less than a
+   * `google.protobuf.Struct` to send and to read. Default false: in process the parsed object is handed over as
+   * is. Deployments update the core before the gateway: a core that predates `body_json` refuses such requests
+   * for their missing body.
+   */
+  coreOverTheWire?: boolean;
   logger: Logger;
   metrics: Metrics;
   bodyLimitBytes: number;
@@ -277,7 +284,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     brand: opts.brand,
     relay,
     streamOpenAfterMs: Math.min(STREAM_OPEN_AFTER_MS, heartbeatMs),
-    jsonBodies: sendsJsonBodies(opts.transport),
+    jsonBodies: opts.coreOverTheWire === true,
   };
   await app.register(
     async (api) => {

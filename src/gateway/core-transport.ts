@@ -24,26 +24,16 @@ function unreachable(err: unknown): boolean {
   return false;
 }
 
-/** The transports createCoreTransport made. */
-const overTheWire = new WeakSet<Transport>();
-
 /**
- * True for a transport to a core over the wire: chat request bodies go to it as the JSON text the gateway
- * received (`body_json`), which costs far less than a `google.protobuf.Struct` to send and to read. In
- * process the parsed object is handed over as is. Deployments update the core before the gateway: a core
- * that predates `body_json` refuses such requests for their missing body.
+ * `opts.tracing`: tracing is on, so each call's trace context (src/gateway/rpc.ts) goes as W3C `traceparent` metadata.
+ * A gateway on this transport is built with `coreOverTheWire: true` (src/gateway/app.ts): chat bodies go as `body_json`.
  */
-export function sendsJsonBodies(transport: Transport): boolean {
-  return overTheWire.has(transport);
-}
-
-/** `opts.tracing`: tracing is on, so each call's trace context (src/gateway/rpc.ts) goes as W3C `traceparent` metadata. */
 export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean } = {}): Transport {
   const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) => {
     const t = createGrpcJsTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
     return opts.tracing ? withTraceHeaders(t) : t;
   });
-  if (transports.length === 1) return mark(transports[0]!);
+  if (transports.length === 1) return transports[0]!;
   let current = 0;
   async function withFailover<T>(call: (t: Transport) => Promise<T>): Promise<T> {
     const start = current;
@@ -58,7 +48,7 @@ export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean }
       }
     }
   }
-  return mark({
+  return {
     unary(method, signal, timeoutMs, header, input, contextValues) {
       return withFailover((t) => t.unary(method, signal, timeoutMs, header, input, contextValues));
     },
@@ -75,10 +65,5 @@ export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean }
         })(), contextValues),
       );
     },
-  });
-}
-
-function mark(transport: Transport): Transport {
-  overTheWire.add(transport);
-  return transport;
+  };
 }

@@ -29,11 +29,11 @@ function freePort(): Promise<number> {
 
 /** connect-node's gRPC transport (what a gateway built on Connect dials with), and the split gateway's own core client. */
 const transports = [
-  { name: "connect-node gRPC transport", make: (url: string) => createGrpcTransport({ baseUrl: url }) },
-  { name: "the split gateway's core client", make: (url: string) => createCoreTransport(url) },
+  { name: "connect-node gRPC transport", make: (url: string) => createGrpcTransport({ baseUrl: url }), overTheWire: false },
+  { name: "the split gateway's core client", make: (url: string) => createCoreTransport(url), overTheWire: true },
 ];
 
-describe.each(transports)("split gateway with a dead core ($name)", ({ make }) => {
+describe.each(transports)("split gateway with a dead core ($name)", ({ make, overTheWire }) => {
   const dir = mkdtempSync(join(tmpdir(), "portico-deadcore-"));
   let gateway: FastifyInstance | undefined;
   afterAll(async () => {
@@ -48,6 +48,7 @@ describe.each(transports)("split gateway with a dead core ($name)", ({ make }) =
     let core = await startCore();
     gateway = await buildGateway({
       transport: make(`http://127.0.0.1:${env.PORTICO_GRPC_PORT}`),
+      coreOverTheWire: overTheWire,
       logger: createLogger({ level: "silent" }),
       metrics: createMetrics(),
       bodyLimitBytes: 1_048_576,

@@ -6,6 +6,7 @@
  * the upstream request.
  */
 import OpenAI from "openai";
+import type { Transport } from "@connectrpc/connect";
 import { OpenRouter } from "@openrouter/sdk";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -136,14 +137,37 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
 
   it("a split gateway (gRPC to the core) streams the same answer and maps an error before the first chunk", async () => {
     const { buildGateway } = await import("../../../src/gateway/app.js");
-    const { createCoreTransport, sendsJsonBodies } = await import("../../../src/gateway/core-transport.js");
+    const { createCoreTransport } = await import("../../../src/gateway/core-transport.js");
     const { createMetrics } = await import("../../../src/lib/metrics.js");
-    const transport = createCoreTransport(h.coreUrl);
-    // Over the wire the body goes as its JSON text (body_json); in process as the parsed object.
-    expect(sendsJsonBodies(transport)).toBe(true);
-    expect(sendsJsonBodies(h.core.createInMemoryTransport())).toBe(false);
+    // Over the wire (coreOverTheWire) the body goes as its JSON text (body_json); in process as the parsed object.
+    const sent: Array<{ body?: unknown; bodyJson?: string }> = [];
+    const recording = (t: Transport): Transport => ({
+      unary(method, signal, timeoutMs, header, input, contextValues) {
+        if (method.name === "CreateChatCompletion") sent.push(input as { body?: unknown; bodyJson?: string });
+        return t.unary(method, signal, timeoutMs, header, input, contextValues);
+      },
+      stream: (...args) => t.stream(...args),
+    });
+    const inProcess = await buildGateway({
+      transport: recording(h.core.createInMemoryTransport()),
+      logger: h.gateway.log as never,
+      metrics: createMetrics(),
+      bodyLimitBytes: h.config.bodyLimitBytes,
+      brand: h.config.brand,
+    });
+    const local = await inProcess.inject({
+      method: "POST",
+      url: "/api/v1/chat/completions",
+      headers: { authorization: `Bearer ${h.tenant.apiKey}`, "content-type": "application/json" },
+      payload: JSON.stringify({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "in process" }], max_tokens: 5 }),
+    });
+    await inProcess.close();
+    expect(local.statusCode).toBe(200);
+    expect(sent.at(-1)!.bodyJson ?? "").toBe("");
+    expect(sent.at(-1)!.body).toMatchObject({ messages: [{ role: "user", content: "in process" }] });
     const split = await buildGateway({
-      transport,
+      transport: recording(createCoreTransport(h.coreUrl)),
+      coreOverTheWire: true,
       logger: h.gateway.log as never,
       metrics: createMetrics(),
       bodyLimitBytes: h.config.bodyLimitBytes,
@@ -156,6 +180,8 @@ describe.each(["sqlite", "postgresql"] as const)("chat completions through BYOK 
       const once = await remote.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hé ☃" }], max_tokens: 5 });
       expect(once.choices[0]!.message.content).toBe("Hello, world");
       expect(ok.requests.at(-1)!.body).toMatchObject({ model: "llama-3.3-70b", messages: [{ role: "user", content: "hé ☃" }], max_tokens: 5 });
+      expect(sent.at(-1)!.body).toBeUndefined();
+      expect(JSON.parse(sent.at(-1)!.bodyJson!)).toMatchObject({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hé ☃" }], max_tokens: 5 });
       const stream = await remote.chat.completions.create({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "hi" }], stream: true });
       let text = "";
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";

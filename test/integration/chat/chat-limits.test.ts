@@ -335,7 +335,7 @@ describe.each(variants)("chat limits ($name)", ({ provider, redis }) => {
       const { buildGateway } = await import("../../../src/gateway/app.js");
       const { createCoreTransport } = await import("../../../src/gateway/core-transport.js");
       const { createMetrics } = await import("../../../src/lib/metrics.js");
-      const split = await buildGateway({ transport: createCoreTransport(h.coreUrl), logger: h.gateway.log as never, metrics: createMetrics(), bodyLimitBytes: h.config.bodyLimitBytes, brand: h.config.brand });
+      const split = await buildGateway({ transport: createCoreTransport(h.coreUrl), coreOverTheWire: true, logger: h.gateway.log as never, metrics: createMetrics(), bodyLimitBytes: h.config.bodyLimitBytes, brand: h.config.brand });
       await split.listen({ host: "127.0.0.1", port: 0 });
       try {
         const url = `http://127.0.0.1:${(split.server.address() as { port: number }).port}/api/v1/chat/completions`;

@@ -128,6 +128,7 @@ describe("chat overhead header and histogram", () => {
     const metrics = createMetrics();
     const split = await buildGateway({
       transport: createCoreTransport(h.coreUrl),
+      coreOverTheWire: true,
       logger: h.gateway.log as never,
       metrics,
       bodyLimitBytes: h.config.bodyLimitBytes,
