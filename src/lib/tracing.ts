@@ -296,9 +296,10 @@ async function jsonProcessor(cfg: TracingConfig, node: typeof import("@opentelem
 
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
   const sdk = import("@opentelemetry/sdk-trace-node");
-  const [node, resources, processor] = await Promise.all([
+  const [node, resources, { PooledIdGenerator }, processor] = await Promise.all([
     sdk,
     import("@opentelemetry/resources"),
+    import("./trace-ids.js"),
     cfg.protocol === "http/json" ? sdk.then((n) => jsonProcessor(cfg, n)) : protobufProcessor(cfg),
   ]);
   const provider = new node.NodeTracerProvider({
@@ -309,6 +310,8 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
     // Built here from the configuration (OTEL_TRACES_SAMPLER / _ARG as src/config.ts read them), so the SDK does not
     // read the variables behind the configuration's back.
     sampler: samplerOf(node, cfg.sampler),
+    // Random ids from a pool of `randomFillSync` bytes (src/lib/trace-ids.ts): the SDK's extension point for them.
+    idGenerator: new PooledIdGenerator(),
     spanProcessors: [processor],
   });
   // No context manager (see the module comment); the W3C trace-context (and baggage) propagator as by default.
