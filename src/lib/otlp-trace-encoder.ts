@@ -70,7 +70,10 @@ function i64(value: number): void {
 
 function fixed32(v: number): void {
   ensure(4);
-  buf.writeUInt32LE(v >>> 0, pos);
+  buf[pos] = v;
+  buf[pos + 1] = v >>> 8;
+  buf[pos + 2] = v >>> 16;
+  buf[pos + 3] = v >>> 24;
   pos += 4;
 }
 
@@ -85,8 +88,15 @@ function time(t: HrTime): void {
     low -= 0x100000000;
     high += 1;
   }
-  buf.writeUInt32LE(low >>> 0, pos);
-  buf.writeUInt32LE(high >>> 0, pos + 4);
+  // Byte by byte: cheaper than two calls into Buffer's checked writers.
+  buf[pos] = low;
+  buf[pos + 1] = low >>> 8;
+  buf[pos + 2] = low >>> 16;
+  buf[pos + 3] = low >>> 24;
+  buf[pos + 4] = high;
+  buf[pos + 5] = high >>> 8;
+  buf[pos + 6] = high >>> 16;
+  buf[pos + 7] = high >>> 24;
   pos += 8;
 }
 
@@ -156,16 +166,29 @@ function hexBytes(h: string): void {
 const keys = new Map<string, Buffer>();
 const MAX_KEYS = 4096;
 
-function key(k: string): void {
+/** `k`'s `KeyValue.key` field as bytes, made once (undefined past {@link MAX_KEYS} keys: then written each time). */
+function keyBytes(k: string): Buffer | undefined {
   let b = keys.get(k);
+  if (b === undefined && keys.size < MAX_KEYS) {
+    const scratch = buf;
+    const at = pos;
+    buf = Buffer.allocUnsafe(k.length * 3 + 6);
+    pos = 0;
+    buf[pos++] = 0x0a;
+    str(k);
+    b = Buffer.from(buf.subarray(0, pos));
+    buf = scratch;
+    pos = at;
+    keys.set(k, b);
+  }
+  return b;
+}
+
+function key(k: string, b: Buffer | undefined): void {
   if (b === undefined) {
-    const start = pos;
     ensure(1);
     buf[pos++] = 0x0a;
     str(k);
-    if (keys.size >= MAX_KEYS) return;
-    b = Buffer.from(buf.subarray(start, pos));
-    keys.set(k, b);
     return;
   }
   // A key is a few dozen bytes: a loop copies them for less than a call into `set`.
@@ -245,16 +268,90 @@ function attributes(attrs: Record<string, AttributeValue | undefined>, field: nu
   const tag = (field << 3) | 2;
   for (const k in attrs) {
     if (!Object.prototype.hasOwnProperty.call(attrs, k)) continue;
+    const v = attrs[k];
+    const kb = keyBytes(k);
+    // The usual values (a short ASCII string, a small non-negative integer, a boolean) with their lengths known
+    // beforehand: written straight, no nested message moved. Else (or a non-ASCII string found) the general way.
+    if (kb !== undefined) {
+      if (typeof v === "string") {
+        if (shortAscii(tag, kb, v)) continue;
+      } else if (typeof v === "number") {
+        if (smallInt(tag, kb, v)) continue;
+      } else if (typeof v === "boolean" && kb.length < 0x7c) {
+        const n = kb.length;
+        ensure(n + 6);
+        buf[pos++] = tag;
+        buf[pos++] = n + 4;
+        for (let i = 0; i < n; i++) buf[pos + i] = kb[i]!;
+        pos += n;
+        buf[pos++] = 0x12;
+        buf[pos++] = 2;
+        buf[pos++] = 0x10;
+        buf[pos++] = v ? 1 : 0;
+        continue;
+      }
+    }
     u32(tag);
     const at = begin();
-    key(k);
+    key(k, kb);
     ensure(1);
     buf[pos++] = 0x12;
     const vAt = begin();
-    anyValue(attrs[k]);
+    anyValue(v);
     end(vAt);
     end(at);
   }
+}
+
+/**
+ * A `KeyValue` whose value is the string `v`, when its whole message is under 128 bytes and `v` is ASCII (each
+ * length one byte, known beforehand); false (nothing written) otherwise.
+ */
+function shortAscii(tag: number, kb: Buffer, v: string): boolean {
+  const n = v.length;
+  const kn = kb.length;
+  // key, value tag and length, string tag and length, the string
+  const len = kn + 4 + n;
+  if (len >= 0x80) return false;
+  ensure(len + 2);
+  const at = pos + 2 + kn + 4;
+  for (let i = 0; i < n; i++) {
+    const c = v.charCodeAt(i);
+    if (c > 0x7f) return false;
+    buf[at + i] = c;
+  }
+  buf[pos++] = tag;
+  buf[pos++] = len;
+  for (let i = 0; i < kn; i++) buf[pos + i] = kb[i]!;
+  pos += kn;
+  buf[pos++] = 0x12;
+  buf[pos++] = n + 2;
+  buf[pos++] = 0x0a;
+  buf[pos++] = n;
+  pos += n;
+  return true;
+}
+
+/** A `KeyValue` whose value is the integer `v` when 0 ≤ v < 2^28 (its varint at most four bytes); false (nothing written) otherwise. */
+function smallInt(tag: number, kb: Buffer, v: number): boolean {
+  if (!(v >= 0 && v < 0x10000000) || !Number.isInteger(v)) return false;
+  const kn = kb.length;
+  const vn = varintSize(v);
+  if (kn + 3 + vn >= 0x80) return false;
+  ensure(kn + vn + 5);
+  buf[pos++] = tag;
+  buf[pos++] = kn + 3 + vn;
+  for (let i = 0; i < kn; i++) buf[pos + i] = kb[i]!;
+  pos += kn;
+  buf[pos++] = 0x12;
+  buf[pos++] = 1 + vn;
+  buf[pos++] = 0x18;
+  while (v > 0x7f) {
+    buf[pos++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  buf[pos++] = v;
+  return true;
 }
 
 /** The span's `flags`: the W3C trace flags, and whether the parent is remote (known). */

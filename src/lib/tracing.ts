@@ -21,8 +21,8 @@
  * `startSpan` as a one-value context ({@link parentContext}); `context.active()` is the root context throughout.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, createContextKey as otelContextKey, propagation, trace, type Context, type Span, type TextMapSetter, type Tracer } from "@opentelemetry/api";
-import { createContextKey, createContextValues, type ContextValues, type Transport } from "@connectrpc/connect";
-import type { FastifyPluginCallback } from "fastify";
+import { createContextKey, type ContextKey, type ContextValues, type Transport } from "@connectrpc/connect";
+import type { FastifyPluginCallback, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { EncodedBatch } from "./otlp-span-processor.js";
@@ -35,17 +35,18 @@ export function tracer(): Tracer {
   return trace.getTracer(TRACER_NAME);
 }
 
-/** The recording span of each core call being served (its RPC span), by the call's AbortSignal (one per call; gone with it). */
-const requestSpans = new WeakMap<AbortSignal, Span>();
+/** Where the recording span of each core call being served (its RPC span) is kept: a property of the call's AbortSignal (one per call; gone with it). */
+const kRequestSpan = Symbol("portico.requestSpan");
+type WithRequestSpan = { [kRequestSpan]?: Span };
 
 /** Files `span` as the recording span of the call whose signal is `signal` (the core's tracing interceptor). */
 export function setRequestSpan(signal: AbortSignal, span: Span): void {
-  requestSpans.set(signal, span);
+  (signal as WithRequestSpan)[kRequestSpan] = span;
 }
 
 /** The recording span of the call whose signal is `signal` (the chat pipeline's trace stage); undefined when the call is not traced. */
 export function requestSpan(signal: AbortSignal): Span | undefined {
-  return requestSpans.get(signal);
+  return (signal as WithRequestSpan)[kRequestSpan];
 }
 
 /** Where the gateway's plugin keeps a request's span (a request decoration: null until its onRequest hook ran). */
@@ -78,6 +79,7 @@ export function parentContext(span: Span): Context {
 
 /** A core call's parent span (the gateway request's), in the call's context values; never sent over the wire. */
 const kCallParent = createContextKey<Span | undefined>(undefined, { description: "portico.traceParent" });
+const kCallParentId = kCallParent.id;
 
 /**
  * Context values carrying the span of the HTTP request `req` for a core call made on its behalf (src/gateway/rpc.ts);
@@ -87,7 +89,29 @@ const kCallParent = createContextKey<Span | undefined>(undefined, { description:
 export function traceCallValues(req: object): ContextValues | undefined {
   const span = (req as WithSpan)[kHttpSpan];
   if (!span) return undefined;
-  return createContextValues().set(kCallParent, span);
+  return new CallValues(span);
+}
+
+/**
+ * Context values holding a call's parent span from the start: what `createContextValues().set(kCallParent, span)`
+ * gives (the same storage, a key's value under its id), without three closures per object and a shape change.
+ */
+class CallValues implements ContextValues {
+  [id: symbol]: unknown;
+  constructor(span: Span) {
+    this[kCallParentId] = span;
+  }
+  get<T>(key: ContextKey<T>): T {
+    return key.id in this ? (this[key.id] as T) : key.defaultValue;
+  }
+  set<T>(key: ContextKey<T>, value: T): this {
+    this[key.id] = value;
+    return this;
+  }
+  delete(key: ContextKey<unknown>): this {
+    delete this[key.id];
+    return this;
+  }
 }
 
 /** The parent span a core call was given in process (the direct transport hands the caller's context values over). */
@@ -141,6 +165,19 @@ class RouteSpanNames {
   }
 }
 
+/**
+ * Fastify's own key of a request's route context (`Symbol('fastify.context')`, not exported), found on the first
+ * request: its `config.url` is `req.routeOptions.url` without the getter building a twelve-field object per read.
+ * null: not found (another Fastify), `routeOptions` is read.
+ */
+let kRouteContext: symbol | null | undefined;
+
+function routeOf(req: FastifyRequest): string | undefined {
+  if (kRouteContext === undefined) kRouteContext = Object.getOwnPropertySymbols(req).find((s) => s.description === "fastify.context") ?? null;
+  if (kRouteContext === null) return req.routeOptions.url;
+  return (req as unknown as Record<symbol, { config?: { url?: string } } | undefined>)[kRouteContext]?.config?.url;
+}
+
 function httpSpans(t: Tracer): FastifyPluginCallback {
   const plugin: FastifyPluginCallback = (app, _opts, done) => {
     app.decorateRequest(kHttpSpan, null);
@@ -148,7 +185,7 @@ function httpSpans(t: Tracer): FastifyPluginCallback {
     const fields = propagation.fields();
     const names = new RouteSpanNames();
     app.addHook("onRequest", (req, _reply, next) => {
-      const route = req.routeOptions.url;
+      const route = routeOf(req);
       let parent = ROOT_CONTEXT;
       for (const f of fields) {
         if (req.headers[f] !== undefined) {
@@ -259,9 +296,10 @@ async function jsonProcessor(cfg: TracingConfig, node: typeof import("@opentelem
 
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
   const sdk = import("@opentelemetry/sdk-trace-node");
-  const [node, resources, processor] = await Promise.all([
+  const [node, resources, { PooledIdGenerator }, processor] = await Promise.all([
     sdk,
     import("@opentelemetry/resources"),
+    import("./trace-ids.js"),
     cfg.protocol === "http/json" ? sdk.then((n) => jsonProcessor(cfg, n)) : protobufProcessor(cfg),
   ]);
   const provider = new node.NodeTracerProvider({
@@ -272,6 +310,8 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
     // Built here from the configuration (OTEL_TRACES_SAMPLER / _ARG as src/config.ts read them), so the SDK does not
     // read the variables behind the configuration's back.
     sampler: samplerOf(node, cfg.sampler),
+    // Random ids from a pool of `randomFillSync` bytes (src/lib/trace-ids.ts): the SDK's extension point for them.
+    idGenerator: new PooledIdGenerator(),
     spanProcessors: [processor],
   });
   // No context manager (see the module comment); the W3C trace-context (and baggage) propagator as by default.

@@ -293,6 +293,17 @@ describe("tracing over OTLP", () => {
       expectNoSecrets(receiver, ["tg-trace-secret-key", PROMPT]);
     });
 
+    it("a path no route matches: the gateway's span is named by the method alone, without http.route", async () => {
+      const traceId = hex(16);
+      const res = await fetch(`${proc.gatewayUrl}/api/v1/no-such-route?x=1`, { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
+      expect(res.status).toBe(404);
+      const span = await waitFor("the 404's span", () => receiver.spans.find((s) => s.traceId === traceId));
+      expect(span.name).toBe("GET");
+      expect(span.attributes["http.route"]).toBeUndefined();
+      expect(span.attributes["url.path"]).toBe("/api/v1/no-such-route");
+      expect(span.attributes["http.response.status_code"]).toBe(404);
+    });
+
     it("a caller's traceparent that is not sampled: no span anywhere (gateway, core, chat, attempts), and no new trace started below it", async () => {
       const body = { model: SERVED_MODEL, messages: [{ role: "user" as const, content: PROMPT }] };
       const unsampled = hex(16);

@@ -43,6 +43,15 @@ function everything(span: Span, i: number) {
   span.setAttribute("inf", Number.POSITIVE_INFINITY);
   span.setAttribute("yes", true);
   span.setAttribute("no", false);
+  // Around the encoder's fast paths' limits (a KeyValue of 127 and 128 bytes, varints of one to five bytes, long keys).
+  span.setAttribute("edge.s127", "a".repeat(127 - 2 - 8 - 4));
+  span.setAttribute("edge.s128", "a".repeat(128 - 2 - 8 - 4));
+  span.setAttribute("edge.late.utf8", "abcdefgh€");
+  for (const n of [127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1, 2 ** 28]) span.setAttribute(`edge.int.${n}`, n);
+  span.setAttribute("k".repeat(122), 2 ** 20);
+  span.setAttribute("k".repeat(124), true);
+  span.setAttribute("k".repeat(125), false);
+  span.setAttribute("k".repeat(200), "v");
   span.setAttribute("strings", ["stop", "length", ""]);
   span.setAttribute("numbers", [1, 2.5, -3]);
   span.setAttribute("bools", [true, false]);

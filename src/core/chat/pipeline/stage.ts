@@ -178,6 +178,8 @@ export interface ChatCall {
    * prompt). Platform-paid calls only.
    */
   reserveExtra?: bigint;
+  /** The trace stage's state for this call when it is traced (src/core/chat/pipeline/trace.ts; tracing on, sampled). */
+  traceSpans?: object;
   /**
    * Work a plugin defers until the spend stage reserved (or found no limit): the fusion panel, so that a caller over
    * its limit is refused before any panel call. Run in order, right before the rest of the chain.

@@ -35,8 +35,6 @@ export const GEN_AI = {
   OUTPUT_TOKENS: "gen_ai.usage.output_tokens",
 } as const;
 
-const open = new WeakMap<ChatCall, RequestSpans>();
-
 /** `chat <model>`, made once per model (a few hundred kept at most: the requested model is the caller's text). */
 const chatNames = new Map<string, string>();
 
@@ -81,7 +79,7 @@ function streamBroke(span: Span): void {
 
 /** The request's attributes on its span (the RPC's, which the tracing interceptor ends); the served attempt's span ends here. */
 function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
-  open.delete(call);
+  call.traceSpans = undefined;
   const { track } = call;
   const { span, served, responseModel } = spans;
   if (served) {
@@ -169,7 +167,7 @@ export function createTraceStage(): ChatStage {
       // Not sampled (or not a traced RPC): no attributes, no attempt span.
       if (span === undefined) return next();
       const spans = new RequestSpans(call, span);
-      open.set(call, spans);
+      call.traceSpans = spans;
       return next().then(spans.answered, spans.threw);
     },
   };
@@ -183,7 +181,7 @@ export interface AttemptSpan {
 
 /** Starts the span of attempt number `n` of `call` (undefined when the request is not traced: tracing off). */
 export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan | undefined {
-  const spans = open.get(call);
+  const spans = call.traceSpans as RequestSpans | undefined;
   if (!spans) return undefined;
   const span = tracer().startSpan(chatSpanName(a.call.model), { kind: SpanKind.CLIENT }, spans.parent);
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
