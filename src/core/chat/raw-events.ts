@@ -131,7 +131,7 @@ export function createEventReader(parse: (data: string) => Record<string, unknow
   let template: Template | undefined;
   let tries = 0;
   return (data) => {
-    if (template !== undefined && data.startsWith(template.prefix)) {
+    if (template !== undefined && startsWith(data, template.prefix, 0)) {
       const event = build(template, data);
       if (event !== undefined) {
         slot.event = event;
@@ -181,6 +181,15 @@ function learn(value: Record<string, unknown>, data: string): Template | undefin
   };
 }
 
+/**
+ * Whether `text` has `part` at `at`. Not `String.prototype.startsWith`: on the sliced strings the SSE parser hands
+ * out, V8's `startsWith` compares a character at a time on a slow path (≈ 320 ns for a 110-character prefix against
+ * ≈ 40 ns for a slice and `===`; bench/README.md, "CPU per relayed chunk: the reader's prefix test").
+ */
+function startsWith(text: string, part: string, at: number): boolean {
+  return text.length >= at + part.length && text.slice(at, at + part.length) === part;
+}
+
 /** The event of `data` (which begins with the template's prefix) when it is a plain content event in canonical form. */
 function build(t: Template, data: string): Record<string, unknown> | undefined {
   CHOICES.lastIndex = t.prefix.length;
@@ -194,7 +203,7 @@ function build(t: Template, data: string): Record<string, unknown> | undefined {
   const event: Record<string, unknown> = { ...t.shape };
   event.choices = [choice];
   for (const { key, head } of t.suffix) {
-    if (!data.startsWith(head, at)) return undefined;
+    if (!startsWith(data, head, at)) return undefined;
     SCALAR.lastIndex = at + head.length;
     const v = SCALAR.exec(data);
     if (v === null) return undefined;

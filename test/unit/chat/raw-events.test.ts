@@ -42,6 +42,27 @@ describe("raw events", () => {
     expect(out.map((o) => o.raw)).toEqual([false, true, true, true, false, false]);
   });
 
+  it("reads texts sliced out of one read as the SSE parser hands them out, with their prefix and the keys after choices", () => {
+    const lines = [
+      openai(`{"role":"assistant","content":"","refusal":null}`, `,"obfuscation":"a1"`),
+      openai(`{"content":"Hello"}`, `,"obfuscation":"xk3J"`),
+      openai(`{"content":" there"}`, `,"obfuscation":"Q"`),
+      // Not the stream's prefix (another id), nor its keys after choices: parsed.
+      openai(`{"content":"x"}`, `,"obfuscation":"Q"`).replace("chatcmpl-B9M", "chatcmpl-B9N"),
+      openai(`{"content":"y"}`, `,"obfuscatio":"Q"`),
+    ];
+    const read = lines.map((l) => `data: ${l}\n\n`).join("");
+    let at = 0;
+    const sliced = lines.map((l) => {
+      at += 6;
+      const text = read.slice(at, at + l.length);
+      at += l.length + 2;
+      return text;
+    });
+    expect(sliced).toEqual(lines);
+    expect(relay(sliced).map((o) => o.raw)).toEqual([false, true, true, false, false]);
+  });
+
   it("keeps an upstream's own provider key in its place", () => {
     const line = (c: string) => `{"id":"gen-x","provider":"OpenAI","model":"openai/gpt-4o","object":"chat.completion.chunk","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":${c}},"finish_reason":null,"native_finish_reason":null}]}`;
     const ollama = (c: string) => `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"llama3","system_fingerprint":"fp_ollama","choices":[{"index":0,"delta":{"role":"assistant","content":${c}},"finish_reason":null}]}`;
