@@ -557,17 +557,14 @@ class OpenedStream<T> implements AsyncIterableIterator<T> {
   next(): Promise<IteratorResult<T>> {
     if (this.it !== undefined) return this.it.next();
     if (this.closed) return Promise.resolve(ITERATION_DONE);
-    if (this.opening === undefined) {
-      this.opening = this.open().then(
-        (it) => (this.it = it),
-        (err: unknown) => {
-          this.closed = true;
-          throw err;
-        },
-      );
-      return this.opening.then((it) => (this.closed ? ITERATION_DONE : it.next()));
-    }
-    // A read while opening (not done by the pipeline): after the first.
+    // The first read opens; a read while opening (not done by the pipeline) comes after the first.
+    this.opening ??= this.open().then(
+      (it) => (this.it = it),
+      (err: unknown) => {
+        this.closed = true;
+        throw err;
+      },
+    );
     return this.opening.then((it) => (this.closed ? ITERATION_DONE : it.next()));
   }
 
