@@ -15,6 +15,7 @@ import { dirname, resolve } from "node:path";
 import type { PrismaClient } from "../generated/sqlite/client.js";
 import { runMigrations, sqlitePathFromUrl } from "./migrate.js";
 import { createTransactionGate, gateSqliteAdapter } from "./sqlite-transaction-gate.js";
+import { sqliteDateTime } from "./sql-values.js";
 
 /** The canonical client type (the SQLite client's; the PG client is cast to it). */
 export type Db = PrismaClient;
@@ -442,7 +443,7 @@ function convertRow(row: unknown[], convert: Uint8Array): void {
 /** The adapter's `mapArg` for a parameter of unknown type: booleans as 0/1, dates as ISO 8601 text (its default format). */
 function sqliteArg(arg: unknown): unknown {
   if (typeof arg === "boolean") return arg ? 1 : 0;
-  if (arg instanceof Date) return arg.toISOString().replace("Z", "+00:00");
+  if (arg instanceof Date) return sqliteDateTime(arg);
   return arg;
 }
 
