@@ -4,7 +4,8 @@
  * workspace after its own non-fallback credentials, removed by `is_required` (every model of the
  * provider) and `is_byok_only` (the models the credential applies to), tried before `is_fallback`
  * credentials, disabled, reordered, removed, and re-encrypted by key rotation. A running server sees
- * each CLI change on its very next request (the change is published through Redis).
+ * each CLI change as soon as Redis delivers it (the change is published on the invalidation bus); the
+ * CLI exits when it has published, not when every server has read it, so the tests wait for the switch.
  *
  * Which credential served a request is read from the fake upstream: the key it was called with.
  */
@@ -20,6 +21,7 @@ import { PORTICO_BIN, runPortico } from "../../helpers/cli.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
 import { writeKeyringFile } from "../../../src/core/byok/keyring.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const REDIS_URL = process.env.PORTICO_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const secret = (tag: string) => `gsk_${tag}_${randomBytes(16).toString("hex")}`;
@@ -53,6 +55,22 @@ describe.each(["sqlite", "postgresql"] as const)("shared provider keys and the B
   const keysSince = (from: number) => up.requests.slice(from).map((r) => String(r.headers.authorization).replace(/^Bearer /, ""));
   const chat = async (model: string, key = h.tenant.apiKey) =>
     api(h, "POST", "/chat/completions", { key, body: { model, messages: [{ role: "user", content: "hi" }] } });
+  /**
+   * Waits until a chat request is served by `expected` after a CLI change (the bus delivers it in
+   * milliseconds; the cache's own 1 s lifetime bounds it otherwise), then checks that the requests
+   * before the switch used only the key the change replaced, and that the next request stays on it.
+   */
+  const switchesTo = async (expected: string, before: string) => {
+    const from = up.requests.length;
+    await waitFor(`a request served by the key the change selected`, async () => {
+      expect((await chat("groq/llama")).status).toBe(200);
+      return keysSince(from).at(-1) === expected;
+    });
+    expect(keysSince(from).filter((k) => k !== expected && k !== before)).toEqual([]);
+    const next = up.requests.length;
+    expect((await chat("groq/llama")).status).toBe(200);
+    expect(keysSince(next)).toEqual([expected]);
+  };
   const addByok = async (body: Record<string, unknown>) => {
     const res = await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "groq", ...body } });
     expect(res.status, res.text).toBe(200);
@@ -96,7 +114,8 @@ describe.each(["sqlite", "postgresql"] as const)("shared provider keys and the B
     expect(JSON.parse(listed.stdout).data.map((r: { id: string }) => r.id)).toEqual([sharedAId]);
     for (const out of [added.stdout, added.stderr, listed.stdout, listed.stderr, h.logs.join("")]) expect(out).not.toContain(sharedA.slice(4));
 
-    // The cache held "no credential" for groq; the CLI's change reached it through Redis.
+    // The cache held "no credential" for groq; the CLI's change reaches it through Redis.
+    await waitFor("the added shared key in use", async () => (await chat("groq/llama")).status === 200);
     const from = up.requests.length;
     const res = await client.chat.completions.create({ model: "groq/llama", messages: [{ role: "user", content: "hi" }] });
     expect(res.choices[0]!.message.content).toBe("Hello, world");
@@ -132,6 +151,13 @@ describe.each(["sqlite", "postgresql"] as const)("shared provider keys and the B
     let from = up.requests.length;
     expect((await chat("groq/llama")).status).toBe(200);
     expect(keysSince(from)).toEqual([own]);
+    // The new shared key comes next once the bus has delivered its addition.
+    up.knobs.rejectKeys = [own];
+    await waitFor("the added shared key second in order", async () => {
+      const at = up.requests.length;
+      expect((await chat("groq/llama")).status).toBe(200);
+      return keysSince(at)[1] === sharedB;
+    });
 
     // Every key but the last refuses (401 before the first byte): the whole order shows.
     up.knobs.rejectKeys = [own, sharedB, sharedA];
@@ -188,22 +214,16 @@ describe.each(["sqlite", "postgresql"] as const)("shared provider keys and the B
     expect(keysSince(from)).toEqual([req, fb]);
   });
 
-  it("disable, enable and remove take effect on the next request", async () => {
+  it("disable, enable and remove take effect once the change is delivered", async () => {
     expect((await cli(["provider-key", "disable", sharedBId], env)).code).toBe(0);
-    let from = up.requests.length;
-    expect((await chat("groq/llama")).status).toBe(200);
-    expect(keysSince(from)).toEqual([sharedA]);
+    await switchesTo(sharedA, sharedB);
 
     expect((await cli(["provider-key", "enable", sharedBId], env)).code).toBe(0);
-    from = up.requests.length;
-    expect((await chat("groq/llama")).status).toBe(200);
-    expect(keysSince(from)).toEqual([sharedB]);
+    await switchesTo(sharedB, sharedA);
 
     const removed = await cli(["provider-key", "remove", sharedBId, "--json"], env);
     expect(removed.code, removed.stderr).toBe(0);
-    from = up.requests.length;
-    expect((await chat("groq/llama")).status).toBe(200);
-    expect(keysSince(from)).toEqual([sharedA]);
+    await switchesTo(sharedA, sharedB);
     const again = await cli(["provider-key", "remove", sharedBId], env);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain("No provider key");
