@@ -20,6 +20,7 @@ import type { Endpoint } from "../../catalog/types.js";
 import type { ServerToolSession, ServerToolsRecord } from "../server-tools/session.js";
 import type { FailedAttempt } from "../seams.js";
 import type { RawSlot } from "../raw-events.js";
+import type { RequestSpans } from "./trace.js";
 
 /** One (provider, model, credential) the execute stage may call, in order. */
 export interface Attempt {
@@ -179,7 +180,7 @@ export interface ChatCall {
    */
   reserveExtra?: bigint;
   /** The trace stage's state for this call when it is traced (src/core/chat/pipeline/trace.ts; tracing on, sampled). */
-  traceSpans?: object;
+  traceSpans?: RequestSpans;
   /**
    * Work a plugin defers until the spend stage reserved (or found no limit): the fusion panel, so that a caller over
    * its limit is refused before any panel call. Run in order, right before the rest of the chain.

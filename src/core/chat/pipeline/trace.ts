@@ -118,7 +118,7 @@ function finish(call: ChatCall, spans: RequestSpans, err: unknown): void {
  * One traced chat request: its span, the attempts' parent, the served attempt; the tap on a streamed answer's events.
  * No async layer of its own: the stage ends it in callbacks on `next()`'s promise, or from the stream's shared tap.
  */
-class RequestSpans implements EventTap {
+export class RequestSpans implements EventTap {
   /** `span` as the parent context of the attempts' spans (made once). */
   readonly parent: Context;
   /** The attempt that answered, open until the request ends. */
@@ -181,7 +181,7 @@ export interface AttemptSpan {
 
 /** Starts the span of attempt number `n` of `call` (undefined when the request is not traced: tracing off). */
 export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan | undefined {
-  const spans = call.traceSpans as RequestSpans | undefined;
+  const spans = call.traceSpans;
   if (!spans) return undefined;
   const span = tracer().startSpan(chatSpanName(a.call.model), { kind: SpanKind.CLIENT }, spans.parent);
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
