@@ -69,11 +69,19 @@ export class SseWriter {
     this.burst = true;
     setImmediate(this.flush);
     let ok: boolean;
+    // Corked around the write, so that it reaches the socket when `uncork` returns. Without it Node corks the socket
+    // itself and uncorks it in a `process.nextTick`, which runs only once the promise jobs queued behind this write
+    // are done: the rest of the upstream read (every later event of the burst, `[DONE]`, the response's end) and
+    // the pipeline's work after it. The first chunk left with the last (bench/README.md, "Time to first chunk").
+    const res = this.res;
+    res.cork();
     try {
-      ok = this.res.write(text);
+      ok = res.write(text);
     } catch {
       this.closed = true;
       return false;
+    } finally {
+      res.uncork();
     }
     return ok ? true : this.drained();
   }

@@ -49,6 +49,24 @@ describe("SseWriter", () => {
     expect(writes).toEqual(["data: a\n\n", "data: b\n\n: keepalive\n\ndata: c\n\n", "data: d\n\n"]);
   });
 
+  it("a turn's first write, made in a promise job, is handed to the socket before the jobs queued after it run", async () => {
+    // Node corks the socket on a response's write and uncorks it in a nextTick, which runs only after the
+    // promise jobs: the first event of an upstream read would wait for the rest of the read and the pipeline's work.
+    let pendingAfterWrite = -1;
+    let pendingInLaterJob = -1;
+    const { body } = await serve(async (sse, res) => {
+      await Promise.resolve();
+      sse.data("a");
+      pendingAfterWrite = res.socket!.writableLength;
+      await Promise.resolve();
+      pendingInLaterJob = res.socket!.writableLength;
+      sse.data("b");
+    });
+    expect(body).toBe("data: a\n\ndata: b\n\n");
+    expect(pendingAfterWrite).toBe(0);
+    expect(pendingInLaterJob).toBe(0);
+  });
+
   it("ending the response sends what the turn still holds", async () => {
     const { body, writes } = await serve((sse) => {
       sse.data("a");
