@@ -159,7 +159,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat guards and faults 
       value: { code: 410, reason: "attachment_failed", message: "replay buffer exceeded", retryable: false } as never,
     });
     await expect
-      .poll(async () => (await h.database.db.internRun.findUniqueOrThrow({ where: { id: run.start.runId } })).state)
+      .poll(async () => (await h.database.db.internRun.findUniqueOrThrow({ where: { id: run.start.runId } })).state, { timeout: 10_000 })
       .toBe("failed");
     const r = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key });
     expect(r.status).toBe(410);
@@ -222,7 +222,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern links: loss, silence, r
     expect(finish.error).toMatchObject({ code: 502, metadata: { reason: "stream_severed", retryable: true } });
     expect(finalOf(r.chunks)).toBeTruthy();
     expect(r.done).toBe(true);
-    await expect.poll(async () => (await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status).toBe("detached");
+    await expect.poll(async () => (await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status, { timeout: 10_000 }).toBe("detached");
     const after = await chat(h, internId, chatBody("hello"), { key });
     expect(after.status).toBe(502);
     expect(after.json.error.metadata.reason).toBe("intern_unreachable");
@@ -258,7 +258,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern links: loss, silence, r
     const runA = [...host1.runs.values()].find((r) => r.pendingQuestion?.id === a.call.id)!;
     const runB = [...host1.runs.values()].find((r) => r.pendingQuestion?.id === b.call.id)!;
     host1.kill();
-    await expect.poll(async () => (await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status).toBe("detached");
+    await expect.poll(async () => (await h.database.db.intern.findUniqueOrThrow({ where: { id: internId } })).status, { timeout: 10_000 }).toBe("detached");
     // While no host is attached an answer cannot be delivered (and the question stays pending).
     const down = await chat(h, internId, answerBody(a.sessionId, a.call.id, "allow_once"), { key });
     expect(down.status).toBe(502);
