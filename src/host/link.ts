@@ -10,6 +10,7 @@ import { createClient, ConnectError, Code, type Transport } from "@connectrpc/co
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { coreSessionOptions } from "./tls.js";
 import { parseCoreUrls } from "../lib/core-urls.js";
+import { createSilenceWatch } from "../lib/silence.js";
 import { create } from "@bufbuild/protobuf";
 import { pino, type Logger } from "pino";
 import {
@@ -232,12 +233,15 @@ export function createInternHost(options: InternHostOptions): InternHost {
         },
       }),
     );
-    let lastInbound = Date.now();
+    const tickMs = Math.max(50, Math.min(250, Math.floor(pingIntervalMs / 4)));
+    // The core's silence in this process's awake time: a stall of the host process is not the core's silence.
+    const silence = createSilenceWatch(tickMs);
     let lastPing = Date.now();
     const tick = setInterval(() => {
       const now = Date.now();
-      if (now - lastInbound > livenessTimeoutMs) {
-        logger.warn({ silentMs: now - lastInbound }, "link silent past the liveness timeout; reconnecting");
+      const silentMs = silence.check();
+      if (silentMs > livenessTimeoutMs) {
+        logger.warn({ silentMs }, "link silent past the liveness timeout; reconnecting");
         ac.abort(new Error("link silent"));
         return;
       }
@@ -246,7 +250,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
         nonce += 1n;
         box.push(create(AttachRequestSchema, { message: { case: "ping", value: { nonce } } }));
       }
-    }, Math.max(50, Math.min(250, Math.floor(pingIntervalMs / 4))));
+    }, tickMs);
     let wasWelcomed = false;
     let reason = "stream ended";
     try {
@@ -255,7 +259,7 @@ export function createInternHost(options: InternHostOptions): InternHost {
         headers: { authorization: `Bearer ${options.token}` },
       });
       for await (const msg of responses) {
-        lastInbound = Date.now();
+        silence.heard();
         handle(msg, box);
         if (welcomed) wasWelcomed = true;
       }

@@ -14,6 +14,7 @@ import {
   type RunEvent,
   type StartRun,
 } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
+import { createSilenceWatch, type SilenceWatch } from "../../lib/silence.js";
 
 export interface LinkEvents {
   onRunEvent(link: InternLink, event: RunEvent): void;
@@ -39,7 +40,8 @@ export class InternLink {
   closeReason = "";
   private outbox: AttachResponse[] = [];
   private wake: (() => void) | undefined;
-  private lastInbound = Date.now();
+  /** The host's silence in this process's awake time (a stall of this process is not the host's silence). */
+  private silence: SilenceWatch;
   private nonce = 0n;
   private ticker: NodeJS.Timeout;
   private answers = new Map<string, (outcome: AnswerDelivery) => void>();
@@ -52,8 +54,9 @@ export class InternLink {
   ) {
     const tickMs = Math.max(25, Math.min(timing.pingIntervalMs, Math.floor(timing.livenessTimeoutMs / 4)));
     let sincePing = 0;
+    this.silence = createSilenceWatch(tickMs);
     this.ticker = setInterval(() => {
-      if (Date.now() - this.lastInbound > timing.livenessTimeoutMs) {
+      if (this.silence.check() > timing.livenessTimeoutMs) {
         this.close("liveness timeout");
         return;
       }
@@ -126,7 +129,7 @@ export class InternLink {
   /** Called by the Attach handler for every message from the host. */
   receive(msg: import("../../gen/portico/internlink/v1/internlink_service_pb.js").AttachRequest): void {
     if (this.closed) return;
-    this.lastInbound = Date.now();
+    this.silence.heard();
     const m = msg.message;
     switch (m.case) {
       case "runEvent":

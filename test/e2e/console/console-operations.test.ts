@@ -131,7 +131,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("console operations in
       void d.dismiss();
     });
     await mine.getByRole("button", { name: /^Disable / }).click();
-    await expect.poll(() => message).toContain("This is the key this console is signed in with: you will be signed out at once.");
+    await expect.poll(() => message, { timeout: 10_000 }).toContain("This is the key this console is signed in with: you will be signed out at once.");
     expect(message).toContain(`It is the organization's only enabled management key`);
     expect(message).toContain(`portico admin key enable ${me.hash}`);
     // Dismissed: nothing changed, still signed in.

@@ -47,12 +47,19 @@ describe("key revocation reaches every process within one second", () => {
     return p.value;
   };
   const whoAmI = (api: string, key: string) => fetch(`${api}/key`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
-  /** Asks until the key is refused; returns how long after `since` the first refusal was seen. */
-  const refusedAfter = async (api: string, key: string, since: number) => {
+  /**
+   * Asks until the key is refused; returns how long after `since` the last request that was still accepted
+   * started (0 when none was). The bound is about when a request starts: one that starts a bound after the
+   * change is refused, however long a loaded machine then takes to answer it.
+   */
+  const lastAcceptedAt = async (api: string, key: string, since: number) => {
+    let acceptedAt = since;
     for (;;) {
+      const started = performance.now();
       const status = await whoAmI(api, key);
-      if (status === 401) return performance.now() - since;
+      if (status === 401) return acceptedAt - since;
       expect(status).toBe(200);
+      acceptedAt = started;
       if (performance.now() - since > 5 * BOUND_MS) throw new Error("the key is still accepted long after the bound");
     }
   };
@@ -80,7 +87,7 @@ describe("key revocation reaches every process within one second", () => {
     expect(await whoAmI(b, boot.api_key)).toBe(200);
     const revoked = await fetch(`${a}/keys/${hashSecret(boot.api_key)}`, { method: "DELETE", headers: mk });
     expect(revoked.status).toBe(200);
-    expect(await refusedAfter(b, boot.api_key, performance.now())).toBeLessThan(BOUND_MS);
+    expect(await lastAcceptedAt(b, boot.api_key, performance.now())).toBeLessThan(BOUND_MS);
 
     // Disable a fresh key through A the same way.
     const created = await fetch(`${a}/keys`, { method: "POST", headers: mk, body: JSON.stringify({ name: "second" }) });
@@ -89,7 +96,7 @@ describe("key revocation reaches every process within one second", () => {
     expect(await whoAmI(b, second)).toBe(200);
     const disabled = await fetch(`${a}/keys/${hashSecret(second)}`, { method: "PATCH", headers: mk, body: JSON.stringify({ disabled: true }) });
     expect(disabled.status).toBe(200);
-    expect(await refusedAfter(b, second, performance.now())).toBeLessThan(BOUND_MS);
+    expect(await lastAcceptedAt(b, second, performance.now())).toBeLessThan(BOUND_MS);
   }, 180_000);
 
   it("SQLite, no Redis: a key revoked by the admin command is refused one second later", async () => {

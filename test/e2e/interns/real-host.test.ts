@@ -1,8 +1,9 @@
 /**
  * End to end through the real intern host (src/host) driving the scripted ACP agent, over the real
  * gRPC link to the core, with the HTTP gateway in front: a whole run, pause and answer, two answers
- * at once, deadline expiry, an answer racing the deadline, client disconnect (the agent sees the
- * cancel within 1 s) and — with the host as a separate process — the host killed mid-run.
+ * at once, deadline expiry, an answer racing the deadline, client disconnect (the agent sees a
+ * cancel) and — with the host as a separate process — the host killed mid-run (noticed by the link's
+ * end, not its liveness timeout).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
@@ -202,7 +203,7 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     expect(contentOf(r.chunks)).toBe("plan[answer allow] done");
   });
 
-  it("a client disconnect mid-run reaches the agent as a cancel within 1 s", async () => {
+  it("a client disconnect mid-run reaches the agent as a cancel", async () => {
     let disconnectAt = 0;
     const r = await chat(h, internId, chatBody(script({ steps: [{ content: "tick" }, { sleep: 30_000 }, { content: "never" }] })), {
       key: h.tenant.apiKey,
@@ -215,13 +216,14 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
       },
     });
     expect(r.done).toBe(false);
+    // Nothing else cancels this run: its agent would sleep 30 s (no wall-clock bound: a loaded machine
+    // can take its time, and the waiting timeout still ends well before the agent's sleep would).
     const start = observed.length;
-    const cancel = await waitFor(
+    await waitFor(
       "the agent to receive a cancel",
       () => observed.slice(start - 5).find((e) => e.type === "cancel" && e.at >= disconnectAt),
-      { timeoutMs: 5_000, intervalMs: 20 },
+      { timeoutMs: 20_000, intervalMs: 20 },
     );
-    expect(cancel.at - disconnectAt).toBeLessThan(1000);
   });
 
   it("the interaction deadline cancels the paused run on the agent; a late answer gets 409", async () => {
@@ -229,13 +231,14 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat through the real h
     const call = toolCallOf(first.chunks);
     const sessionId = finalOf(first.chunks).session_id;
     const pausedAt = Date.now();
-    const deadline = pausedAt + DEADLINE_MS + 2000;
-    while (!observed.some((e) => e.type === "cancel" && e.at >= pausedAt) && Date.now() < deadline) {
-      await new Promise((res) => setTimeout(res, 25));
-    }
-    const cancel = observed.find((e) => e.type === "cancel" && e.at >= pausedAt);
-    expect(cancel).toBeDefined();
-    expect(cancel!.at - pausedAt).toBeGreaterThanOrEqual(DEADLINE_MS - 100);
+    const { deadlineAt } = await h.database.db.internInteraction.findUniqueOrThrow({ where: { id: call.id } });
+    const cancel = await waitFor("the agent to receive the deadline's cancel", () => observed.find((e) => e.type === "cancel" && e.at >= pausedAt), {
+      timeoutMs: DEADLINE_MS + 20_000,
+      intervalMs: 20,
+    });
+    // Not before the deadline the core recorded (compared by the same clock; a timer may fire up to a
+    // millisecond early by Date.now, hence the 2 ms of slack), however late the response reached us.
+    expect(cancel.at).toBeGreaterThanOrEqual(deadlineAt.getTime() - 2);
     const late = await chat(h, internId, answerBody(sessionId, call.id, "allow_once"), { key: h.tenant.apiKey });
     expect(late.status).toBe(409);
     expect(late.json.error.metadata.reason).toBe("interaction_not_pending");
@@ -316,7 +319,7 @@ describe("intern chat through an intern host process", () => {
     expect(finishOf(r.chunks).choices[0].finish_reason).toBe("stop");
   }, 30_000);
 
-  it("killing the host mid-run gives stream_severed + final + [DONE] within 2 s", async () => {
+  it("killing the host mid-run gives stream_severed + final + [DONE], noticed by the link's end", async () => {
     let killedAt = 0;
     const r = await chat(h, internId, chatBody(script({ steps: [{ content: "tick" }, { sleep: 30_000 }] })), {
       key: h.tenant.apiKey,
@@ -327,9 +330,12 @@ describe("intern chat through an intern host process", () => {
         }
       },
     });
-    const tookMs = Date.now() - killedAt;
     expect(killedAt).toBeGreaterThan(0);
-    expect(tookMs).toBeLessThan(2000);
+    // The core noticed the connection's end at once, not after the liveness timeout (a wall-clock bound
+    // would tell the two apart only on a machine that is not loaded).
+    const closes = h.logs.join("").split("\n").filter((l) => l.includes('"msg":"intern link closed"'));
+    expect(closes.length).toBeGreaterThan(0);
+    expect(closes.at(-1)).not.toContain("liveness timeout");
     expect(finishOf(r.chunks).error).toMatchObject({ code: 502, metadata: { reason: "stream_severed", retryable: true } });
     expect(finalOf(r.chunks)).toBeDefined();
     expect(r.done).toBe(true);

@@ -43,14 +43,14 @@ describe("limits stage", () => {
     const holds: Array<() => void> = [];
     const s = setup(() => new Promise((resolve) => holds.push(() => resolve({ kind: "completion", completion: {} as never }))));
     const first = s.run("a");
-    await expect.poll(() => s.ran()).toBe(1);
+    await expect.poll(() => s.ran(), { timeout: 10_000 }).toBe(1);
     const err = await s.run("a").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.ResourceExhausted);
     expect(errorDetailOf(err as ConnectError)).toMatchObject({ reason: "rate_limited", retryable: true, retryAfterSeconds: 1 });
     expect(s.ran()).toBe(1);
     const other = s.run("b");
-    await expect.poll(() => s.ran()).toBe(2);
+    await expect.poll(() => s.ran(), { timeout: 10_000 }).toBe(2);
     for (const release of holds) release();
     await Promise.all([first, other]);
     expect(await s.free("a")).toBe(true);
