@@ -8,13 +8,16 @@
  *
  * - `Struct body`: the body as a `google.protobuf.Struct` (what the gateway sent until now);
  * - `body_json`: the body as the JSON text the gateway received (parsed and checked by the core);
- * - with `--base DIR`, `base, Struct body`: the other checkout's transport, fast path and generated code.
+ * - with `--base DIR`, `base, body_json` (or `base, Struct body` for a base that predates `body_json`): the other
+ *   checkout's transport, fast path and generated code.
+ *
+ * `--struct` adds the Struct-body variants (only `body_json` otherwise: what the split gateway sends).
  *
  * CPU of this process (user + system) per call, `--concurrency` calls in flight, `--calls` per round; best and
- * median of the rounds. `--body small|large`: the chat-hot-path bench's one-message body, or a 12-message
+ * median of the rounds, and each variant over the first per round (their median). `--body small|large`: the chat-hot-path bench's one-message body, or a 12-message
  * conversation with a tool (≈ 6 kB).
  *
- *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR]
+ *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct]
  */
 import http2 from "node:http2";
 import { once } from "node:events";
@@ -103,9 +106,17 @@ const branch = await treeOf(resolve(import.meta.dirname, ".."));
 const headers = { authorization: "Bearer pk-test", "x-request-id": "1" };
 const variants: Array<{ name: string; hop: Awaited<ReturnType<typeof startHop>>; input: unknown }> = [];
 const branchHop = await startHop(branch);
-variants.push({ name: "Struct body", hop: branchHop, input: { body, jsonText: true } });
+const withStruct = process.argv.includes("--struct");
+if (withStruct) variants.push({ name: "Struct body", hop: branchHop, input: { body, jsonText: true } });
 variants.push({ name: "body_json", hop: branchHop, input: { bodyJson: bodyText, jsonText: true } });
-if (base) variants.push({ name: "base, Struct body", hop: await startHop(await treeOf(resolve(base))), input: { body, jsonText: true } });
+if (base) {
+  const baseTree = await treeOf(resolve(base));
+  const baseHop = await startHop(baseTree);
+  // A base that reads `body_json` (it has the handler's bodyOf) is measured with it; an older one with the Struct.
+  const baseJson = (await import(pathToFileURL(resolve(base, "src/core/chat/chat-handler.ts")).href)).bodyOf !== undefined;
+  if (withStruct || !baseJson) variants.push({ name: "base, Struct body", hop: baseHop, input: { body, jsonText: true } });
+  if (baseJson) variants.push({ name: "base, body_json", hop: baseHop, input: { bodyJson: bodyText, jsonText: true } });
+}
 
 const loadStart = loadavg()[0]!.toFixed(2);
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
@@ -119,3 +130,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 console.log(`\n${calls} calls per round, c=${concurrency}, ${rounds} rounds, body ${flag("body") ?? "small"} (${Buffer.byteLength(bodyText)} B); load ${loadStart} → ${loadavg()[0]!.toFixed(2)}\n`);
 console.log("| variant | best µs per call | median µs per call |\n|---|---:|---:|");
 for (const [name, xs] of results) console.log(`| ${name} | ${Math.min(...xs).toFixed(1)} | ${median(xs).toFixed(1)} |`);
+// Per round, each variant over the first (the rounds take turns, so a round's variants ran under the same load).
+const [first, ...rest] = [...results.keys()];
+for (const name of rest) {
+  const ratios = results.get(name)!.map((x, i) => x / results.get(first!)![i]!);
+  console.log(`\n${name} / ${first}, per round: ${ratios.map((r) => r.toFixed(3)).join(" ")}; median ${median(ratios).toFixed(3)}`);
+}

@@ -305,6 +305,23 @@ class Response {
   get trailer(): Headers {
     return this.ctx.responseTrailer;
   }
+  /** The header and trailer if the handler or an interceptor made them (undefined: nothing was set). */
+  get made(): Lazy {
+    return this.ctx as CallContext;
+  }
+}
+
+/**
+ * A unary response's header and trailer without making them: undefined when nobody set either (reading `header` or
+ * `trailer` of this transport's response makes a `Headers` object, which the gRPC fast path would only walk to find
+ * nothing). Another transport's response gives its own.
+ */
+export function responseFields(res: UnaryResponse): { header: Headers | undefined; trailer: Headers | undefined } {
+  if (res instanceof Response) {
+    const made = res.made;
+    return { header: made.madeHeader, trailer: made.madeTrailer };
+  }
+  return { header: res.header, trailer: res.trailer };
 }
 
 /** What the composed interceptor chain's last step needs of a call, carried on its request. */
@@ -347,13 +364,18 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       // aborting it at the end cost more than the rest of a short call); with one, or without a signal, a
       // controller of the call's, whose signal is made only if the handler reads it.
       const link = signal && (timeoutMs === undefined || timeoutMs <= 0) ? undefined : linkSignal(signal, timeoutMs);
-      const req = {
-        stream: false,
-        ...requestCommon(method, header, contextValues),
-        message: toMessage(method.input, input),
-        [kCall]: { spec, timeoutMs } satisfies CallInfo,
-      } as unknown as UnaryRequest;
-      Object.defineProperty(req, "signal", link ? { get: () => link.ac.signal, enumerable: true, configurable: true } : { value: signal, enumerable: true, configurable: true, writable: true });
+      // One object literal (a spread of the common fields and a defineProperty of `signal` afterwards cost ≈ 1 % of
+      // the split hop's CPU); `signal` an own enumerable property either way, so an interceptor's spread copies it.
+      const url = `/${method.parent.typeName}/${method.name}`;
+      const requestHeader = isStringRecord(header) ? (new RecordHeaders(header) as unknown as Headers) : new Headers(header);
+      const values = contextValues ?? createContextValues();
+      const message = toMessage(method.input, input);
+      const call: CallInfo = { spec, timeoutMs };
+      const req = (
+        link
+          ? { stream: false, service: method.parent, method, requestMethod: "POST", url, header: requestHeader, contextValues: values, message, [kCall]: call, get signal() { return link.ac.signal; } }
+          : { stream: false, service: method.parent, method, requestMethod: "POST", url, header: requestHeader, contextValues: values, message, [kCall]: call, signal }
+      ) as unknown as UnaryRequest;
       try {
         return (await chain(req)) as never;
       } finally {

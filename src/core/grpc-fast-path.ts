@@ -21,11 +21,12 @@
  * trailers-only response when nothing was sent.
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, Http2Server } from "node:http2";
-import { fromBinary, toBinary, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { oneValue } from "./direct-transport.js";
+import { oneValue, responseFields } from "./direct-transport.js";
 import { LightAbortController } from "../lib/light-abort.js";
+import { codecOf } from "../lib/proto-codec.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
@@ -89,12 +90,11 @@ function fieldsOf(headers: Headers | undefined, into: OutgoingHttpHeaders): Outg
   return into;
 }
 
-/** One gRPC message frame (uncompressed). */
-function frame(bytes: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + bytes.byteLength);
+/** A message as one gRPC message frame (uncompressed), encoded behind the frame's five bytes (no copy). */
+function frame(schema: DescMessage, message: unknown): Buffer {
+  const out = codecOf(schema).encode(message as object, 5);
   out[0] = 0;
-  out.writeUInt32BE(bytes.byteLength, 1);
-  out.set(bytes, 5);
+  out.writeUInt32BE(out.byteLength - 5, 1);
   return out;
 }
 
@@ -164,28 +164,30 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       if ((body[0]! & 1) !== 0) throw new ConnectError("received compressed message without grpc-encoding", Code.Internal);
       let input;
       try {
-        input = fromBinary(method.input, body.subarray(5));
+        input = codecOf(method.input).decode(body.subarray(5));
       } catch (e) {
         throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
       }
       const header = requestHeaders(headers);
       if (method.methodKind === "unary") {
         const res = await transport.unary(method as never, ac.signal, parsed.timeoutMs, header, input as never);
-        if (!respondHeaders(res.header)) return;
-        const trailer = res.trailer;
+        // The response's header and trailer only if someone set them (reading them makes two Headers per call).
+        const fields = responseFields(res);
+        if (!respondHeaders(fields.header)) return;
+        const trailer = fields.trailer;
         stream.once("wantTrailers", () => stream.sendTrailers(statusFields(undefined, fieldsOf(trailer, {}))));
         finished = true;
-        stream.end(frame(toBinary(method.output, res.message as never)));
+        stream.end(frame(method.output, res.message));
         return;
       }
-      const res = await transport.stream(method as never, ac.signal, parsed.timeoutMs, header, oneValue(input));
+      const res = await transport.stream(method as never, ac.signal, parsed.timeoutMs, header, oneValue(input as never));
       const it = res.message[Symbol.asyncIterator]();
       try {
         for (;;) {
           const r = await it.next();
           if (r.done) break;
           if (!sentHeaders && !respondHeaders(res.header)) return;
-          if (!stream.write(frame(toBinary(method.output, r.value as never)))) {
+          if (!stream.write(frame(method.output, r.value))) {
             await new Promise<void>((resolve) => {
               const done = () => {
                 stream.off("drain", done);

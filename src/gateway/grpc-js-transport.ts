@@ -18,10 +18,11 @@
  * - a reader that stops (`return()`) cancels the call.
  * Client and bidi streaming are not used by the gateway and answer Unimplemented.
  */
-import { create, fromBinary, isMessage, toBinary, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import * as grpc from "@grpc/grpc-js";
+import { codecOf } from "../lib/proto-codec.js";
 
 type Call = ReturnType<grpc.Channel["createCall"]>;
 
@@ -126,9 +127,9 @@ function errorOf(status: grpc.StatusObject, header: Headers | undefined): Connec
   return err;
 }
 
-function serialize<D extends DescMessage>(schema: D, input: unknown): Buffer {
-  const bytes = toBinary(schema, isMessage(input, schema) ? input : create(schema, input as never));
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+/** A message (or an init object) as bytes: src/lib/proto-codec.ts, protobuf-es's bytes without its reflection for the chat messages. */
+function serialize(schema: DescMessage, input: unknown): Buffer {
+  return codecOf(schema).encode(input as object);
 }
 
 function pathOf(method: DescMethod): string {
@@ -179,7 +180,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
           onReceiveMessage(bytes: Buffer | null) {
             if (bytes === null || message !== undefined) return;
             try {
-              message = fromBinary(method.output, bytes);
+              message = codecOf(method.output).decode(bytes);
             } catch (e) {
               call.cancelWithStatus(grpc.status.INTERNAL, `Response message parsing error: ${e instanceof Error ? e.message : String(e)}`);
             }
@@ -262,7 +263,7 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
             if (end !== undefined) return;
             let message: unknown;
             try {
-              message = fromBinary(method.output, bytes);
+              message = codecOf(method.output).decode(bytes);
             } catch (e) {
               call.cancelWithStatus(grpc.status.INTERNAL, `Response message parsing error: ${e instanceof Error ? e.message : String(e)}`);
               return;
