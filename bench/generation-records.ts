@@ -26,13 +26,8 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
+import { flag, num, list } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
-const list = (name: string, fallback: string) => (flag(name) ?? fallback).split(",").filter(Boolean);
 const providers = list("providers", "sqlite,postgresql") as Array<"sqlite" | "postgresql">;
 const perFlushes = list("per-flush", "10,50").map(Number);
 const rowsPerRun = num("rows", 20_000);

@@ -17,11 +17,8 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { encodeTraceRequest } from "../src/lib/otlp-trace-encoder.js";
 import { chatRequestSpans } from "./lib/chat-spans.js";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const requests = Number(flag("requests") ?? 4000);
 const batch = Number(flag("batch") ?? 512);
 const rounds = Number(flag("rounds") ?? 7);

@@ -16,11 +16,8 @@
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const ops = Number(flag("ops") ?? 100_000);
 const pairs = Number(flag("pairs") ?? 3);
 const repeats = Number(flag("repeats") ?? 3);

@@ -22,11 +22,8 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { startFakeOpenAI } from "../test/helpers/fake-upstreams/openai.js";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const requests = Number(flag("requests") ?? 4000);
 const concurrency = Number(flag("concurrency") ?? 8);
 const pairs = Number(flag("pairs") ?? 3);

@@ -22,11 +22,8 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { encodeTraceRequest } from "../src/lib/otlp-trace-encoder.js";
 import { EncodingSpanProcessor } from "../src/lib/otlp-span-processor.js";
 import { chatRequestSpans } from "./lib/chat-spans.js";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const requests = Number(flag("requests") ?? 2000);
 const rounds = Number(flag("rounds") ?? 15);
 const garbage = Number(flag("garbage") ?? 300);

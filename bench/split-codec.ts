@@ -10,11 +10,8 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { loadavg } from "node:os";
 import { CreateChatCompletionRequestSchema, CreateChatCompletionResponseSchema } from "../src/gen/portico/chat/v1/chat_service_pb.js";
 import { codecOf } from "../src/lib/proto-codec.js";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const calls = Number(flag("calls") ?? 200_000);
 const rounds = Number(flag("rounds") ?? 7);
 const SMALL = { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "Say hello." }], stream: false };

@@ -26,12 +26,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
+import { flag, num } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
 const calls = num("calls", 4000);
 const concurrency = num("concurrency", 32);
 const rounds = num("rounds", 7);

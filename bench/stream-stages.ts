@@ -10,12 +10,8 @@
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { flag, num } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
 const chunks = num("chunks", 200);
 const streams = num("streams", 500);
 const pairs = num("pairs", 3);

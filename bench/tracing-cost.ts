@@ -33,12 +33,8 @@ import { loadavg, tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
+import { flag, num } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;

@@ -18,11 +18,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { trace } from "@opentelemetry/api";
 import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
+import { flag } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
 const requests = Number(flag("requests") ?? 4000);
 const rounds = Number(flag("rounds") ?? 11);
 const events = Number(flag("events") ?? 20);

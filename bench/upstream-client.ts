@@ -27,12 +27,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createParser } from "eventsource-parser";
 import { Pool, type Dispatcher } from "undici";
+import { flag, num } from "./lib/args.js";
 
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const num = (name: string, fallback: number) => Number(flag(name) ?? fallback);
 const calls = num("calls", 4000);
 const streams = num("streams", 200);
 const events = num("events", 100);
