@@ -17,6 +17,7 @@ import type { Logger } from "pino";
 import { Reason, serviceError } from "../../errors.js";
 import { ruleOf } from "../../../contract/reasons.js";
 import { createMemoryHealthMemory } from "../../../lib/health-memory.js";
+import { copyOf } from "../../../lib/copy.js";
 import { LightAbortController } from "../../../lib/light-abort.js";
 import { createKeyGuard } from "../key-guard.js";
 import { dropRaw } from "../raw-events.js";
@@ -170,12 +171,17 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             last = { cooling: true, untilMs: until };
             waitUntil(until);
             log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is cooling after a rate limit");
-            track.attemptsLog.push({ ...entryOf(a), status: null, reason: "cooling", duration_ms: 0, retry_after_ms: Math.max(0, Math.round(until - Date.now())) });
+            const cooling = entryOf(a, null, "cooling", 0);
+            cooling.retry_after_ms = Math.max(0, Math.round(until - Date.now()));
+            track.attemptsLog.push(cooling);
             continue;
           }
           track.attempts++;
           const own = controller();
-          a.call = { ...a.call, signal: own.signal, firstByteTimeoutMs: Math.max(1, Math.min(perAttempt, Math.ceil(left))) };
+          const upstream = copyOf(a.call);
+          upstream.signal = own.signal;
+          upstream.firstByteTimeoutMs = Math.max(1, Math.min(perAttempt, Math.ceil(left)));
+          a.call = upstream;
           const sent = performance.now();
           const span = attemptSpan(call, a, track.attempts);
           const slept = backoff;
@@ -185,13 +191,15 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             track.upstreamMs += performance.now() - sent;
             span?.served();
             noteSuccess(deps.health, a);
-            track.attemptsLog.push({ ...entryOf(a), status: 200, reason: "served", duration_ms: Math.round(performance.now() - sent), ...(slept !== undefined ? { backoff_ms: slept } : {}) });
+            const entry = entryOf(a, 200, "served", Math.round(performance.now() - sent));
+            if (slept !== undefined) entry.backoff_ms = slept;
+            track.attemptsLog.push(entry);
             return answer;
           } catch (err) {
             track.upstreamMs += performance.now() - sent;
             span?.failed(err);
             if (budgetOut && !call.signal.aborted) {
-              track.attemptsLog.push({ ...entryOf(a), status: null, reason: "timeout", duration_ms: Math.round(performance.now() - sent) });
+              track.attemptsLog.push(entryOf(a, null, "timeout", Math.round(performance.now() - sent)));
               failedOf(track, a, "timeout");
               break rounds;
             }
@@ -199,14 +207,10 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             last = err;
             tried.push(triedOf(a, err));
             failedAttempt(a, err);
-            track.attemptsLog.push({
-              ...entryOf(a),
-              status: err.status > 0 ? err.status : null,
-              reason: err.reason,
-              duration_ms: Math.round(performance.now() - sent),
-              ...(err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
-              ...(slept !== undefined ? { backoff_ms: slept } : {}),
-            });
+            const entry = entryOf(a, err.status > 0 ? err.status : null, err.reason, Math.round(performance.now() - sent));
+            if (err.retryAfterMs !== undefined) entry.retry_after_ms = err.retryAfterMs;
+            if (slept !== undefined) entry.backoff_ms = slept;
+            track.attemptsLog.push(entry);
             failedOf(track, a, err.reason);
             const limitedUntil = noteFailure(deps.health, a, err);
             if (limitedUntil !== undefined) waitUntil(limitedUntil);
@@ -436,8 +440,10 @@ function failedOf(track: Tracking, a: Attempt, reason: string): void {
   (track.failedAttempts ??= []).push({ provider: a.provider, catalogModel: a.catalogModel ?? null, reason });
 }
 
-function entryOf(a: Attempt): Pick<AttemptLogEntry, "provider" | "model" | "credential_source"> {
-  return { provider: a.provider, model: a.requestedModel, credential_source: a.credentialSource };
+function entryOf(a: Attempt, status: number | null, reason: string, durationMs: number): AttemptLogEntry {
+  // One literal, the optional keys assigned after it: `{ ...entryOf(a), status, … }` (a spread then new keys) cost
+  // ≈ 2 µs a request on Node 20 and gave every entry a hidden class of its own (src/lib/copy.ts).
+  return { provider: a.provider, model: a.requestedModel, credential_source: a.credentialSource, status, reason, duration_ms: durationMs };
 }
 
 /**

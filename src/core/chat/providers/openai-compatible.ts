@@ -5,6 +5,7 @@
  * `https://api.openai.com/v1`; the adapter POSTs to `<base>/chat/completions`.
  */
 import { UpstreamError, type ChatChunk, type ChatCompletion, type ChatUsage, type ProviderAdapter, type UpstreamCall } from "./types.js";
+import { copyOf } from "../../../lib/copy.js";
 import { createEventReader } from "../raw-events.js";
 import { joinUrl, linkedController, openedStream, parseEventData, postJson, readJsonRedacted, redact, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 
@@ -74,8 +75,20 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
   }
 
   upstreamBody(call: UpstreamCall): Record<string, unknown> {
-    const body: Record<string, unknown> = { ...call.body, model: call.model };
-    for (const field of this.drop) delete body[field];
+    return this.bodyOf(call, call.body.stream, false);
+  }
+
+  /**
+   * The upstream body, streamed or not as `stream` says. `streamFirst`: the `stream` key placed before `model` (where
+   * `upstreamBody({ ...call, body: { ...call.body, stream } })` placed it), without those two copies of the call and
+   * its body: a spread that then adds a key the source lacks costs ≈ 2 µs on Node 20 (src/lib/copy.ts).
+   */
+  private bodyOf(call: UpstreamCall, stream: unknown, streamFirst: boolean): Record<string, unknown> {
+    const body = copyOf(call.body) as Record<string, unknown>;
+    if (streamFirst) body.stream = stream;
+    body.model = call.model;
+    // Most bodies have none of these: a `delete` of an absent key is a runtime call of its own (15 a request).
+    for (const field of this.drop) if (Object.hasOwn(body, field)) delete body[field];
     // The chat-completions API takes `reasoning_effort`, not the `reasoning` object.
     const reasoning = body.reasoning as { effort?: unknown } | undefined;
     delete body.reasoning;
@@ -85,7 +98,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
       const loc = call.webSearch.userLocation;
       body.web_search_options = { ...(loc ? { user_location: { type: "approximate", approximate: loc } } : {}) };
     }
-    if (call.body.stream) {
+    if (stream) {
       body.stream = true;
       const given = call.body.stream_options;
       body.stream_options = { ...(given && typeof given === "object" ? given : {}), include_usage: true };
@@ -103,7 +116,7 @@ export class OpenAICompatibleAdapter implements ProviderAdapter {
     return postJson({
       url: joinUrl(call.baseUrl, "chat/completions"),
       headers,
-      body: this.upstreamBody({ ...call, body: { ...call.body, stream } }),
+      body: this.bodyOf(call, stream, true),
       signal,
       apiKey: call.apiKey,
       errorMessage: openAiErrorMessage,
