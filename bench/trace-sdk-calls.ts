@@ -4,7 +4,7 @@
  * src/lib/trace-sampler.ts) and the RPC span's three attributes (given to `startSpan`, or set after it). Spans go to a
  * processor whose `onEnd` does nothing (the SDK's span work alone; encoding is bench/otlp-encoder.ts's), ids from
  * src/lib/trace-ids.ts for every variant. The variants take turns every `--requests` requests, `--rounds` times,
- * after a warm-up; reported: CPU µs per request (median and best of the rounds) and each variant's difference to the
+ * after a warm-up (a last variant samples nothing: the same calls on non-recording spans); reported: CPU µs per request (median and best of the rounds) and each variant's difference to the
  * first (median of the rounds' differences).
  *
  *   node bin/run-ts.mjs bench/trace-sdk-calls.ts [--requests 20000] [--rounds 15]
@@ -65,11 +65,13 @@ function spans(t: Tracer, i: number, rpcAttributesAtStart: boolean): void {
 
 const sdkSampler = tracerWith(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
 const ownSampler = tracerWith(new PorticoSampler({ parentBased: true, ratio: 1 }));
+const notSampled = tracerWith(new PorticoSampler({ parentBased: true, ratio: 0 }));
 const variants: Array<[string, (i: number) => void]> = [
   ["SDK sampler, RPC attributes at start (main)", (i) => spans(sdkSampler, i, true)],
   ["Portico's sampler, RPC attributes at start", (i) => spans(ownSampler, i, true)],
   ["Portico's sampler, RPC attributes set after start", (i) => spans(ownSampler, i, false)],
   ["SDK sampler, RPC attributes set after start", (i) => spans(sdkSampler, i, false)],
+  ["nothing sampled (non-recording spans: the calls without the SDK's span work)", (i) => spans(notSampled, i, false)],
 ];
 const cpu = () => {
   const u = process.cpuUsage();
