@@ -7,11 +7,10 @@ export function chatRequestSpans(tracer: Tracer, i: number): void {
   http.setAttribute("http.request.method", "POST");
   http.setAttribute("http.route", "/api/v1/chat/completions");
   http.setAttribute("url.path", "/api/v1/chat/completions");
-  const rpc = tracer.startSpan(
-    "portico.chat.v1.ChatService/CreateChatCompletion",
-    { kind: SpanKind.SERVER, attributes: { "rpc.system": "connect_rpc", "rpc.service": "portico.chat.v1.ChatService", "rpc.method": "CreateChatCompletion" } },
-    trace.setSpan(ROOT_CONTEXT, http),
-  );
+  const rpc = tracer.startSpan("portico.chat.v1.ChatService/CreateChatCompletion", { kind: SpanKind.SERVER }, trace.setSpan(ROOT_CONTEXT, http));
+  rpc.setAttribute("rpc.system", "connect_rpc");
+  rpc.setAttribute("rpc.service", "portico.chat.v1.ChatService");
+  rpc.setAttribute("rpc.method", "CreateChatCompletion");
   const attempt = tracer.startSpan("chat llama-3.3-70b", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, rpc));
   attempt.setAttribute("gen_ai.operation.name", "chat");
   attempt.setAttribute("gen_ai.provider.name", "groq");

@@ -73,15 +73,24 @@ class SpanEndingStream<T> implements AsyncIterable<T>, AsyncIterator<T> {
   }
 }
 
-/** A method's span name and start attributes, made once per method (the attributes object is shared: the SDK copies it). */
-const rpcSpans = new WeakMap<object, { name: string; options: SpanOptions }>();
+/**
+ * A method's span name and its three `rpc.*` attributes, made once per method. The attributes are set on the span
+ * once it is recording rather than given to `startSpan` (which copies them twice through `sanitizeAttributes`
+ * before setting them one by one, as `setAttribute` does; the sampler reads none).
+ */
+interface RpcSpan {
+  name: string;
+  service: string;
+  method: string;
+}
+const rpcSpans = new WeakMap<object, RpcSpan>();
+const RPC_OPTIONS: SpanOptions = { kind: SpanKind.SERVER };
 
-function rpcSpanOf(req: { service: { typeName: string }; method: { name: string } }): { name: string; options: SpanOptions } {
+function rpcSpanOf(req: { service: { typeName: string }; method: { name: string } }): RpcSpan {
   let s = rpcSpans.get(req.method);
   if (!s) {
     const { typeName } = req.service;
-    const attributes = { "rpc.system": "connect_rpc", "rpc.service": typeName, "rpc.method": req.method.name };
-    s = { name: `${typeName}/${req.method.name}`, options: { kind: SpanKind.SERVER, attributes } };
+    s = { name: `${typeName}/${req.method.name}`, service: typeName, method: req.method.name };
     rpcSpans.set(req.method, s);
   }
   return s;
@@ -106,11 +115,14 @@ export function createTracingInterceptor(sampler: { parentBased: boolean } = { p
       const sc = trace.getSpanContext(parent);
       if (sc && (sc.traceFlags & TraceFlags.SAMPLED) === 0 && trace.isSpanContextValid(sc)) return next(req);
     }
-    const { name, options } = rpcSpanOf(req);
-    const span = t.startSpan(name, options, parent);
+    const rpc = rpcSpanOf(req);
+    const span = t.startSpan(rpc.name, RPC_OPTIONS, parent);
     // Not sampled: nothing to record or end (a non-recording span holds no state), and nothing filed, so the trace
     // stage and the attempts make no span either.
     if (!span.isRecording()) return next(req);
+    span.setAttribute("rpc.system", "connect_rpc");
+    span.setAttribute("rpc.service", rpc.service);
+    span.setAttribute("rpc.method", rpc.method);
     setRequestSpan(req.signal, span);
     // No async layer of its own: the span ends in callbacks on the handler's promise (or with its stream).
     let res;
