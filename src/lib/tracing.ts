@@ -258,6 +258,11 @@ export async function startTracing(cfg: TracingConfig | undefined, logger: Logge
   };
 }
 
+function samplerOf(node: typeof import("@opentelemetry/sdk-trace-node"), s: TracingConfig["sampler"]) {
+  const root = s.ratio >= 1 ? new node.AlwaysOnSampler() : s.ratio <= 0 ? new node.AlwaysOffSampler() : new node.TraceIdRatioBasedSampler(s.ratio);
+  return s.parentBased ? new node.ParentBasedSampler({ root }) : root;
+}
+
 /**
  * The http/protobuf span processor: spans encoded as they end by Portico's encoder (src/lib/otlp-span-processor.ts,
  * src/lib/otlp-trace-encoder.ts: the same bytes as the SDK's serializer for less CPU, and no span object kept until its
@@ -291,11 +296,10 @@ async function jsonProcessor(cfg: TracingConfig, node: typeof import("@opentelem
 
 async function load(cfg: TracingConfig, logger: Logger, instanceId: string | undefined): Promise<NonNullable<typeof shared>> {
   const sdk = import("@opentelemetry/sdk-trace-node");
-  const [node, resources, { PooledIdGenerator }, { PorticoSampler }, processor] = await Promise.all([
+  const [node, resources, { PooledIdGenerator }, processor] = await Promise.all([
     sdk,
     import("@opentelemetry/resources"),
     import("./trace-ids.js"),
-    import("./trace-sampler.js"),
     cfg.protocol === "http/json" ? sdk.then((n) => jsonProcessor(cfg, n)) : protobufProcessor(cfg),
   ]);
   const provider = new node.NodeTracerProvider({
@@ -304,9 +308,8 @@ async function load(cfg: TracingConfig, logger: Logger, instanceId: string | und
       ...(instanceId ? { "service.instance.id": instanceId } : {}),
     }),
     // Built here from the configuration (OTEL_TRACES_SAMPLER / _ARG as src/config.ts read them), so the SDK does not
-    // read the variables behind the configuration's back. The SDK's samplers' decisions without an object per span
-    // (src/lib/trace-sampler.ts).
-    sampler: new PorticoSampler(cfg.sampler),
+    // read the variables behind the configuration's back.
+    sampler: samplerOf(node, cfg.sampler),
     // Random ids from a pool of `randomFillSync` bytes (src/lib/trace-ids.ts): the SDK's extension point for them.
     idGenerator: new PooledIdGenerator(),
     spanProcessors: [processor],
