@@ -13,7 +13,7 @@ export function createValidateStage(deps: { brand: string }): ChatStage {
     name: "validate",
     run(call, next) {
       if (call.caller.run) useInternModel(call);
-      checkRules(() => ChatRequest.parse(call.request, { brand: deps.brand }));
+      checkRules(() => ChatRequest.check(call.request, { brand: deps.brand }));
       captureContext(call);
       return next();
     },
