@@ -27,6 +27,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { LightAbortController } from "../lib/light-abort.js";
+import { OneValue, oneValue } from "../lib/one-value.js";
 
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
@@ -55,24 +56,7 @@ function collectImplementations(routes: (router: ConnectRouter) => void): Map<st
 }
 
 /** An async iterable of one value (cheaper than an async generator): a server-streaming call's request. */
-export function oneValue<T>(value: T): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      let done = false;
-      return {
-        next: () => {
-          if (done) return Promise.resolve({ done: true, value: undefined } as IteratorResult<T>);
-          done = true;
-          return Promise.resolve({ done: false, value });
-        },
-        return: () => {
-          done = true;
-          return Promise.resolve({ done: true, value: undefined } as IteratorResult<T>);
-        },
-      };
-    },
-  };
-}
+export { oneValue };
 
 /**
  * `source` mapped by `fn`, calling `onEnd` once when it ends, fails or its reader stops (return/throw).
@@ -395,8 +379,9 @@ export function createDirectTransport(routes: (router: ConnectRouter) => void, i
       const spec = lookup(method);
       if (spec.kind !== "server_streaming") throw new ConnectError("only server streaming is supported in process", Code.Unimplemented);
       const link = linkSignal(signal, timeoutMs);
-      // Server streaming has one request message: take it without a for-await (and its return()).
-      const first = await input[Symbol.asyncIterator]().next();
+      // Server streaming has one request message: taken as it is when the caller gave it as one value (the gateway
+      // does), else read without a for-await (and its return()).
+      const first = input instanceof OneValue ? (input as OneValue<unknown>) : await input[Symbol.asyncIterator]().next();
       const req = {
         stream: true,
         signal: link.ac.signal,

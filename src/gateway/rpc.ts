@@ -5,11 +5,11 @@
  */
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
-import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 import { SESSION_HEADERS } from "../contract/session-headers.js";
 import { LightAbortController } from "../lib/light-abort.js";
+import { oneValue } from "../lib/one-value.js";
 import { traceCallValues } from "../lib/tracing.js";
 
 /** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
@@ -57,7 +57,8 @@ export function modelCallOptionsFor(req: FastifyRequest, signal?: AbortSignal): 
 
 /**
  * A server-streaming call straight on the transport, read with `next()`: the messages arrive without the
- * promise client's wrapper (a down-levelled async generator costing several promise turns per message).
+ * promise client's wrapper (a down-levelled async generator costing several promise turns per message), and the
+ * request is one value, not connect's `createAsyncIterable` generator (a transport of this process takes it as is).
  * Errors, including ones raised before the first message, surface from `next()`, as with the client.
  */
 export function serverStream<I extends DescMessage, O extends DescMessage>(
@@ -68,7 +69,7 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
 ): { next(): Promise<IteratorResult<MessageShape<O>>>; return(): Promise<void> } {
   let iterator: AsyncIterator<MessageShape<O>> | undefined;
   const opened = transport
-    .stream(method, options.signal, options.timeoutMs, options.headers, createAsyncIterable([input]), options.contextValues)
+    .stream(method, options.signal, options.timeoutMs, options.headers, oneValue(input), options.contextValues)
     .then((res) => (iterator = res.message[Symbol.asyncIterator]()));
   opened.catch(() => undefined); // reported by the first next()
   return {

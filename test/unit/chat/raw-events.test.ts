@@ -42,6 +42,14 @@ describe("raw events", () => {
     expect(out.map((o) => o.raw)).toEqual([false, true, true, true, false, false]);
   });
 
+  it("learns the text before choices when a value before it spells `,\"choices\":` or ends with a comma", () => {
+    const tricky = (delta: string) =>
+      `{"id":"chatcmpl-B9M","object":"chat.completion.chunk","model":"m,\\\",\\\"choices\\\":[1],","system_fingerprint":",","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":null}]}`;
+    const lines = [tricky(`{"role":"assistant","content":"","refusal":null}`), tricky(`{"content":"Hi"}`), tricky(`{"content":" there"}`)];
+    expect((JSON.parse(lines[1]!) as { model: string }).model).toContain(',"choices":');
+    expect(relay(lines).map((o) => o.raw)).toEqual([false, true, true]);
+  });
+
   it("reads texts sliced out of one read as the SSE parser hands them out, with their prefix and the keys after choices", () => {
     const lines = [
       openai(`{"role":"assistant","content":"","refusal":null}`, `,"obfuscation":"a1"`),

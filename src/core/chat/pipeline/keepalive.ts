@@ -36,6 +36,93 @@ export async function* untilOutcome<K>(pending: Promise<ChatOutcome>, keepaliveM
   return outcome;
 }
 
+/**
+ * What `(async function* () { const outcome = yield* untilOutcome(start(), keepaliveMs, keepalive); return then(outcome); })()`
+ * does, without the two generators (each an object and promise jobs per resumption on every stream's start, before
+ * its first chunk): `start` runs at the first read (a throw of it rejects that read), each read resolves with
+ * `keepalive` when the wait passes first (after at most FIRST_KEEPALIVE_MS, then every `keepaliveMs`) or ends with
+ * `then(outcome)` (which may throw: the read rejects); the chain's error rejects the read. `return()` before the
+ * outcome drops the stream that opens later (as the generator's `finally`), after a read in progress settled.
+ */
+export function outcomeHead<K, R>(start: () => Promise<ChatOutcome>, keepaliveMs: number, keepalive: K, then: (outcome: ChatOutcome) => R): AsyncGenerator<K, R> {
+  let pending: Promise<ChatOutcome> | undefined;
+  let outcome: ChatOutcome | undefined;
+  let ended = false;
+  let waitMs = Math.min(FIRST_KEEPALIVE_MS, keepaliveMs);
+  let reading: Promise<unknown> | undefined;
+  const read = (): Promise<IteratorResult<K, R>> => {
+    if (ended) return Promise.resolve(ITERATION_DONE);
+    if (pending === undefined) {
+      try {
+        pending = start();
+      } catch (err) {
+        ended = true;
+        return Promise.reject(err);
+      }
+    }
+    const chain = pending;
+    return new Promise<IteratorResult<K, R>>((resolve, reject) => {
+      // This read's wait: once it answered a keepalive, the chain's settling is for the next read.
+      let live = true;
+      const timer = setTimeout(() => {
+        live = false;
+        waitMs = keepaliveMs;
+        resolve({ done: false, value: keepalive });
+      }, waitMs);
+      chain.then(
+        (o) => {
+          clearTimeout(timer);
+          if (!live || ended) return;
+          ended = true;
+          outcome = o;
+          try {
+            resolve({ done: true, value: then(o) });
+          } catch (err) {
+            reject(err);
+          }
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (!live || ended) return;
+          ended = true;
+          reject(err);
+        },
+      );
+    });
+  };
+  const finish = (): IteratorResult<K, R> => {
+    if (!ended) {
+      ended = true;
+      if (pending !== undefined && outcome === undefined) void pending.then((o) => (o.kind === "stream" ? drop(o.events) : undefined), () => undefined);
+    }
+    return ITERATION_DONE;
+  };
+  const head: AsyncGenerator<K, R> = {
+    [Symbol.asyncIterator]() {
+      return head;
+    },
+    next() {
+      const r = read();
+      reading = r;
+      return r;
+    },
+    return() {
+      // As a generator's `return()` while a read is in progress: after that read settled.
+      const r = reading;
+      return r ? r.then(finish, finish) : Promise.resolve(finish());
+    },
+    throw(err?: unknown) {
+      const r = reading;
+      const fail = (): never => {
+        finish();
+        throw err;
+      };
+      return r ? r.then(fail, fail) : Promise.resolve().then(fail);
+    },
+  } as AsyncGenerator<K, R>;
+  return head;
+}
+
 /** Reads a stream nobody will consume to its end of life: starting and returning it runs its cleanup (record, upstream close). */
 async function drop(events: AsyncIterable<unknown>): Promise<void> {
   const it = events[Symbol.asyncIterator]();
