@@ -1,7 +1,7 @@
 /**
  * A server-streaming call's request: an async iterable of one value. Cheaper than connect's
  * `createAsyncIterable([value])` (an async generator: its object, and promise jobs for each `next()`), and a
- * transport of this process takes the value without reading the iterable at all ({@link valueOf}).
+ * transport of this process takes the value without reading the iterable at all (src/core/direct-transport.ts).
  */
 export class OneValue<T> implements AsyncIterable<T> {
   constructor(readonly value: T) {}

@@ -27,7 +27,7 @@ import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-ch
 import { createRawSlot, takeRawJson } from "./raw-events.js";
 import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
-import { outcomeHead, thenEvents } from "./pipeline/keepalive.js";
+import { thenEvents, untilOutcome } from "./pipeline/keepalive.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
 import { createTraceStage } from "./pipeline/trace.js";
@@ -283,22 +283,16 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       // The first message carries the wait on providers until the first chunk and the provider (the overhead
       // header at stream open); the others carry only their chunk.
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined;
-      let call: ReturnType<typeof newCall>;
-      // Until the answer begins: keepalives, the request started by the first read (a hand-written head: no generator).
-      const head = outcomeHead(
-        () => {
-          const c = (call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(bodyOf(req)), budgetOf(ctx), sessionHeaderOf(ctx)));
-          raw = req.jsonText ? (c.rawEvents = createRawSlot()) : undefined;
-          return pipeline(c).catch((err: unknown) => Promise.reject(withUpstreamTime(err, c.track.upstreamMs)));
-        },
-        deps.keepaliveMs,
-        {},
-        (outcome) => {
-          if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
-          timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
-          return outcome.events;
-        },
-      );
+      // Until the answer begins: keepalives (a generator, started by the first read as before).
+      const head = (async function* () {
+        const call = newCall(callerOf(ctx), ctx.signal, true, decodeRequest(bodyOf(req)), budgetOf(ctx), sessionHeaderOf(ctx));
+        raw = req.jsonText ? (call.rawEvents = createRawSlot()) : undefined;
+        const pending = pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
+        const outcome = yield* untilOutcome(pending, deps.keepaliveMs, {});
+        if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
+        timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
+        return outcome.events;
+      })();
       // Then one message per event, mapped by a hand-written iterator (no generator layer per chunk).
       return thenEvents(head, (event) => {
         // An upstream event passed through untouched but for `id` and `provider` leaves as its own text (raw-events.ts).
