@@ -11,11 +11,12 @@
  *   node bin/run-ts.mjs bench/trace-sdk-calls.ts [--requests 20000] [--rounds 15]
  */
 import { loadavg } from "node:os";
-import { ROOT_CONTEXT, SpanKind, trace, type Tracer } from "@opentelemetry/api";
+import type { Tracer } from "@opentelemetry/api";
 import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, ParentBasedSampler, type Sampler } from "@opentelemetry/sdk-trace-base";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { PooledIdGenerator } from "../src/lib/trace-ids.js";
 import { flag } from "./lib/args.js";
+import { chatRequestSpans } from "./lib/chat-spans.js";
 
 const requests = Number(flag("requests") ?? 20000);
 const rounds = Number(flag("rounds") ?? 15);
@@ -26,49 +27,12 @@ const noop = { onStart() {}, onEnd() {}, forceFlush: async () => undefined, shut
 const tracerWith = (sampler: Sampler): Tracer =>
   new BasicTracerProvider({ resource, sampler, idGenerator: new PooledIdGenerator(), spanProcessors: [noop] }).getTracer("portico");
 
-const RPC_ATTRS = { "rpc.system": "connect_rpc", "rpc.service": "portico.chat.v1.ChatService", "rpc.method": "CreateChatCompletion" };
-const RPC_START = { kind: SpanKind.SERVER, attributes: RPC_ATTRS };
-const SERVER = { kind: SpanKind.SERVER };
-const CLIENT = { kind: SpanKind.CLIENT };
-
-function spans(t: Tracer, i: number, rpcAttributesAtStart: boolean): void {
-  const http = t.startSpan("POST /api/v1/chat/completions", SERVER, ROOT_CONTEXT);
-  http.setAttribute("http.request.method", "POST");
-  http.setAttribute("http.route", "/api/v1/chat/completions");
-  http.setAttribute("url.path", "/api/v1/chat/completions");
-  let rpc;
-  if (rpcAttributesAtStart) rpc = t.startSpan("portico.chat.v1.ChatService/CreateChatCompletion", RPC_START, trace.setSpan(ROOT_CONTEXT, http));
-  else {
-    rpc = t.startSpan("portico.chat.v1.ChatService/CreateChatCompletion", SERVER, trace.setSpan(ROOT_CONTEXT, http));
-    for (const k in RPC_ATTRS) rpc.setAttribute(k, RPC_ATTRS[k as keyof typeof RPC_ATTRS]);
-  }
-  const attempt = t.startSpan("chat llama-3.3-70b", CLIENT, trace.setSpan(ROOT_CONTEXT, rpc));
-  attempt.setAttribute("gen_ai.operation.name", "chat");
-  attempt.setAttribute("gen_ai.provider.name", "groq");
-  attempt.setAttribute("gen_ai.request.model", "llama-3.3-70b");
-  attempt.setAttribute("portico.attempt", 1);
-  attempt.setAttribute("portico.credential_source", "byok");
-  attempt.setAttribute("portico.credential_id", "cred-1");
-  attempt.setAttribute("portico.attempt.outcome", "served");
-  attempt.setAttribute("gen_ai.usage.input_tokens", 12);
-  attempt.setAttribute("gen_ai.usage.output_tokens", 4);
-  attempt.setAttribute("portico.cost.usd", 0.0000123 * (1 + (i % 7)));
-  attempt.end();
-  rpc.setAttribute("gen_ai.operation.name", "chat");
-  rpc.setAttribute("portico.generation_id", `gen-${i}`);
-  rpc.setAttribute("portico.attempts", 1);
-  rpc.setAttribute("portico.status", "success");
-  rpc.end();
-  http.setAttribute("http.response.status_code", 200);
-  http.end();
-}
-
 const sdkSampler = tracerWith(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
 const notSampled = tracerWith(new ParentBasedSampler({ root: new AlwaysOffSampler() }));
 const variants: Array<[string, (i: number) => void]> = [
-  ["SDK sampler, RPC attributes at start (main)", (i) => spans(sdkSampler, i, true)],
-  ["SDK sampler, RPC attributes set after start", (i) => spans(sdkSampler, i, false)],
-  ["nothing sampled (non-recording spans: the calls without the SDK's span work)", (i) => spans(notSampled, i, false)],
+  ["SDK sampler, RPC attributes at start (main)", (i) => chatRequestSpans(sdkSampler, i, true)],
+  ["SDK sampler, RPC attributes set after start", (i) => chatRequestSpans(sdkSampler, i)],
+  ["nothing sampled (non-recording spans: the calls without the SDK's span work)", (i) => chatRequestSpans(notSampled, i)],
 ];
 const cpu = () => {
   const u = process.cpuUsage();
