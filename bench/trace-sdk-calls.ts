@@ -30,8 +30,8 @@ const tracerWith = (sampler: Sampler): Tracer =>
 const sdkSampler = tracerWith(new ParentBasedSampler({ root: new AlwaysOnSampler() }));
 const notSampled = tracerWith(new ParentBasedSampler({ root: new AlwaysOffSampler() }));
 const variants: Array<[string, (i: number) => void]> = [
-  ["SDK sampler, RPC attributes at start (main)", (i) => chatRequestSpans(sdkSampler, i, true)],
-  ["SDK sampler, RPC attributes set after start", (i) => chatRequestSpans(sdkSampler, i)],
+  ["RPC attributes given to startSpan (before)", (i) => chatRequestSpans(sdkSampler, i, true)],
+  ["RPC attributes set after startSpan (now)", (i) => chatRequestSpans(sdkSampler, i)],
   ["nothing sampled (non-recording spans: the calls without the SDK's span work)", (i) => chatRequestSpans(notSampled, i)],
 ];
 const cpu = () => {
