@@ -367,7 +367,7 @@ class Call {
     let stream: ClientHttp2Stream;
     try {
       stream = session.request(this.headers);
-    } catch (err) {
+    } catch {
       // A session closing under us (GOAWAY, closed between the check and the request): once more on a new one.
       this.conn.retire(session);
       session = this.conn.session();
@@ -376,7 +376,6 @@ class Call {
       } catch (err2) {
         throw new ConnectError((err2 as Error).message, Code.Unavailable, undefined, undefined, err2);
       }
-      void err;
     }
     this.session = session;
     this.stream = stream;
