@@ -11,13 +11,15 @@
  * - with `--base DIR`, `base, body_json` (or `base, Struct body` for a base that predates `body_json`): the other
  *   checkout's transport, fast path and generated code.
  *
- * `--struct` adds the Struct-body variants (only `body_json` otherwise: what the split gateway sends).
+ * `--struct` adds the Struct-body variants (only `body_json` otherwise: what the split gateway sends). The client is
+ * the tree's node:http2 one (src/gateway/h2-grpc-transport.ts) where it has it, else its @grpc/grpc-js one;
+ * `--grpc-js` adds the branch's @grpc/grpc-js client as a variant of its own.
  *
  * CPU of this process (user + system) per call, `--concurrency` calls in flight, `--calls` per round; best and
  * median of the rounds, and each variant over the first per round (their median). `--body small|large`: the chat-hot-path bench's one-message body, or a 12-message
  * conversation with a tool (≈ 6 kB).
  *
- *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct]
+ *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct] [--grpc-js]
  */
 import http2 from "node:http2";
 import { once } from "node:events";
@@ -48,18 +50,20 @@ const COMPLETION = JSON.stringify({ id: "chatcmpl-1", object: "chat.completion",
 /** One checkout's hop: its generated ChatService, fast path, direct transport and gRPC client. */
 async function treeOf(root: string) {
   const load = (path: string) => import(pathToFileURL(resolve(root, path)).href);
-  const [gen, fast, direct, client, handler] = await Promise.all([
+  const [gen, fast, direct, client, handler, h2] = await Promise.all([
     load("src/gen/portico/chat/v1/chat_service_pb.ts"),
     load("src/core/grpc-fast-path.ts"),
     load("src/core/direct-transport.ts"),
     load("src/gateway/grpc-js-transport.ts"),
     load("src/core/chat/chat-handler.ts"),
+    load("src/gateway/h2-grpc-transport.ts").catch(() => undefined),
   ]);
   const bodyOf: (req: { body?: unknown; bodyJson?: string }) => unknown = handler.bodyOf ?? ((req) => req.body);
-  return { ChatService: gen.ChatService, createGrpcFastPath: fast.createGrpcFastPath, createDirectTransport: direct.createDirectTransport, createGrpcJsTransport: client.createGrpcJsTransport, bodyOf };
+  return { ChatService: gen.ChatService, createGrpcFastPath: fast.createGrpcFastPath, createDirectTransport: direct.createDirectTransport, createGrpcJsTransport: client.createGrpcJsTransport, createH2GrpcTransport: h2?.createH2GrpcTransport, bodyOf };
 }
 
-async function startHop(tree: Awaited<ReturnType<typeof treeOf>>) {
+/** The tree's split-gateway client: its node:http2 one where it has it (`grpcJs` for the @grpc/grpc-js one). */
+async function startHop(tree: Awaited<ReturnType<typeof treeOf>>, grpcJs = false) {
   const routes = (router: ConnectRouter) =>
     router.service(tree.ChatService, {
       async createChatCompletion(req: { body?: unknown; bodyJson?: string }) {
@@ -76,7 +80,8 @@ async function startHop(tree: Awaited<ReturnType<typeof treeOf>>) {
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const port = (server.address() as { port: number }).port;
-  const transport: Transport & { close(): void } = tree.createGrpcJsTransport({ baseUrl: `http://127.0.0.1:${port}` });
+  const make = !grpcJs && tree.createH2GrpcTransport ? tree.createH2GrpcTransport : tree.createGrpcJsTransport;
+  const transport: Transport & { close(): void } = make({ baseUrl: `http://127.0.0.1:${port}` });
   const client = createClient(tree.ChatService, transport) as unknown as { createChatCompletion(input: unknown, opts: unknown): Promise<{ completionJson: string }> };
   return {
     client,
@@ -105,6 +110,8 @@ const branchHop = await startHop(branch);
 const withStruct = process.argv.includes("--struct");
 if (withStruct) variants.push({ name: "Struct body", hop: branchHop, input: { body, jsonText: true } });
 variants.push({ name: "body_json", hop: branchHop, input: { bodyJson: bodyText, jsonText: true } });
+// `--grpc-js`: the branch's @grpc/grpc-js client beside its node:http2 one (same fast path, same process).
+if (process.argv.includes("--grpc-js") && branch.createH2GrpcTransport) variants.push({ name: "body_json, grpc-js client", hop: await startHop(branch, true), input: { bodyJson: bodyText, jsonText: true } });
 if (base) {
   const baseTree = await treeOf(resolve(base));
   const baseHop = await startHop(baseTree);

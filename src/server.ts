@@ -192,11 +192,11 @@ export async function startMetricsListener(config: Config, logger: Logger, metri
   };
 }
 
-/** `portico gateway --core <url>`: the gateway alone, dialing a core over gRPC (a grpc-js channel per core URL). */
+/** `portico gateway --core <url>`: the gateway alone, dialing a core over gRPC (one HTTP/2 session per core URL, src/gateway/h2-grpc-transport.ts). */
 export async function startSplitGateway(config: Config, logger: Logger, coreUrl: string): Promise<RunningProcess> {
   const handle = processHandle();
   const metrics = createMetrics();
-  // Imported here: grpc-js (≈ 2.6 MB of heap) serves only the split gateway, never `portico serve`.
+  // Imported here: the core client serves only the split gateway, never `portico serve`.
   const { createCoreTransport } = await import("./gateway/core-transport.js");
   const transport = createCoreTransport(coreUrl, { tracing: config.tracing !== undefined });
   const tracing = await startTracing(config.tracing, logger, config.instanceId);

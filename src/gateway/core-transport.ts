@@ -1,6 +1,6 @@
 /**
- * The split gateway's transport to the core: one gRPC channel per core URL (@grpc/grpc-js, one HTTP/2
- * connection kept open; src/gateway/grpc-js-transport.ts). With several
+ * The split gateway's transport to the core: one HTTP/2 session per core URL kept open, a gRPC
+ * client on node:http2 (src/gateway/h2-grpc-transport.ts). With several
  * URLs (`--core a,b` / PORTICO_CORE_URL=a,b) a call that cannot reach the current core (connection
  * refused, unknown host, unreachable) is sent to the next one, which then stays current. A call that
  * reached a core is never repeated elsewhere: only a refused connection fails over.
@@ -8,7 +8,7 @@
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { parseCoreUrls } from "../lib/core-urls.js";
 import { withTraceHeaders } from "../lib/tracing.js";
-import { createGrpcJsTransport } from "./grpc-js-transport.js";
+import { createH2GrpcTransport } from "./h2-grpc-transport.js";
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
@@ -30,7 +30,7 @@ function unreachable(err: unknown): boolean {
  */
 export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean } = {}): Transport {
   const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) => {
-    const t = createGrpcJsTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
+    const t = createH2GrpcTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
     return opts.tracing ? withTraceHeaders(t) : t;
   });
   if (transports.length === 1) return transports[0]!;

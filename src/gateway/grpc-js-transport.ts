@@ -1,5 +1,7 @@
 /**
- * The split gateway's gRPC client for the hop to the core: a Connect `Transport` (unary and server streaming)
+ * The @grpc/grpc-js client the split gateway used for the hop to the core until src/gateway/h2-grpc-transport.ts
+ * (node:http2) replaced it; kept as the reference that client's tests and `bench/split-hop.ts --grpc-js` compare
+ * it with. A Connect `Transport` (unary and server streaming)
  * on @grpc/grpc-js's channel, messages encoded with protobuf-es. The gateway calls it exactly as it calls
  * connect-node's gRPC transport (and the in-process one), for a fraction of the CPU per call: connect-node's
  * client runs every call through its async-iterable pipeline, links two abort controllers and sets up the
