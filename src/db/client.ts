@@ -16,6 +16,7 @@ import type { PrismaClient } from "../generated/sqlite/client.js";
 import { runMigrations, sqlitePathFromUrl } from "./migrate.js";
 import { createTransactionGate, gateSqliteAdapter } from "./sqlite-transaction-gate.js";
 import { sqliteDateTime } from "./sql-values.js";
+import { compileOnLiftoff } from "../lib/wasm-liftoff.js";
 
 /** The canonical client type (the SQLite client's; the PG client is cast to it). */
 export type Db = PrismaClient;
@@ -149,16 +150,20 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<DatabaseH
   if (opts.migrate ?? true) await runMigrations({ provider, url });
 
   const connected: Connected = {};
-  const db =
-    provider === "postgresql"
-      ? await createPgClient(url, opts.poolSize ?? 10, connected)
-      : await createSqliteClient(url, opts.busyTimeoutMs ?? 5000, connected);
-  try {
-    await db.$connect();
-  } catch (err) {
-    await db.$disconnect().catch(() => undefined);
-    throw err;
-  }
+  // The client compiles Prisma's query-compiler wasm while it is made and connected: on Liftoff only (wasm-liftoff.ts).
+  const db = await compileOnLiftoff(async () => {
+    const client =
+      provider === "postgresql"
+        ? await createPgClient(url, opts.poolSize ?? 10, connected)
+        : await createSqliteClient(url, opts.busyTimeoutMs ?? 5000, connected);
+    try {
+      await client.$connect();
+    } catch (err) {
+      await client.$disconnect().catch(() => undefined);
+      throw err;
+    }
+    return client;
+  });
   let closed: Promise<void> | undefined;
   const handle: DatabaseHandle = {
     db,
