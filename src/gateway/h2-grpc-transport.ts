@@ -405,18 +405,27 @@ class Call {
 
   #onData(chunk: Buffer): void {
     if (this.#ended || this.#status !== undefined) return;
+    try {
+      this.#frames(chunk);
+    } catch (err) {
+      // A listener that throws would end the gateway's process: the call fails instead.
+      this.cancel({ code: Code.Internal, details: `reading the core's answer failed: ${(err as Error).message}` });
+    }
+  }
+
+  /** Frames read off `chunk`, after what is left of earlier chunks: a frame and its 5-byte prefix may span any number of them. */
+  #frames(chunk: Buffer): void {
     let buf = chunk;
     if (this.#rest) {
       this.#rest.push(chunk);
       this.#restLen += chunk.length;
-      if (this.#restLen < 5 || this.#restLen < 5 + this.#rest[0]!.readUInt32BE(1)) {
-        if (this.#rest[0]!.length < 5) {
-          buf = Buffer.concat(this.#rest);
-          this.#rest = [buf];
-        }
-        return;
-      }
-      buf = Buffer.concat(this.#rest, this.#restLen);
+      if (this.#restLen < 5) return;
+      // The prefix in one buffer before its length is read.
+      if (this.#rest[0]!.length < 5) this.#rest = [Buffer.concat(this.#rest, this.#restLen)];
+      const len = this.#rest[0]!.readUInt32BE(1);
+      // Not whole yet (a length over the limit goes on to the loop below, which refuses it).
+      if (len <= this.maxBytes && this.#restLen < 5 + len) return;
+      buf = this.#rest.length === 1 ? this.#rest[0]! : Buffer.concat(this.#rest, this.#restLen);
       this.#rest = undefined;
       this.#restLen = 0;
     }

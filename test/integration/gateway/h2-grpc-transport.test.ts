@@ -8,7 +8,7 @@
  */
 import http2 from "node:http2";
 import { once } from "node:events";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type ConnectRouter, type HandlerContext, type Transport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDirectTransport } from "../../../src/core/direct-transport.js";
@@ -254,6 +254,50 @@ describe("the node:http2 gRPC client against the core's fast path", () => {
       for (let i = 0; i < 4; i++) expect((await it.next()).value.chunkJson).toBe(String(i));
       await it.return!();
       await coreStopped;
+    }
+  });
+
+  it("frames split across DATA frames anywhere (inside the 5-byte prefix too) read whole, as through grpc-js", async () => {
+    // A server that writes its answer `piece` bytes at a time, each write flushed before the next: every frame's
+    // prefix and body cross DATA frames at every offset across the pieces tried (a prefix cut after 1-4 bytes
+    // once crashed the gateway: its length was read off a buffer shorter than 5 bytes).
+    const schema = ChatService.method.streamChatCompletion.output;
+    const messages = ["a", "b".repeat(3), "c".repeat(300), "", "d"].map((chunkJson) => create(schema, { chunkJson }));
+    const frames = Buffer.concat(
+      messages.map((m) => {
+        const body = toBinary(schema, m);
+        const prefix = Buffer.alloc(5);
+        prefix.writeUInt32BE(body.length, 1);
+        return Buffer.concat([prefix, body]);
+      }),
+    );
+    for (const piece of [1, 2, 3, 4, 6, 7, 13]) {
+      const server = http2.createServer();
+      server.on("stream", (stream) => {
+        stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+        void (async () => {
+          for (let at = 0; at < frames.length; at += piece) {
+            stream.write(frames.subarray(at, at + piece));
+            await new Promise((r) => setImmediate(r));
+          }
+          stream.end();
+        })();
+      });
+      server.listen(0, "127.0.0.1");
+      await once(server, "listening");
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const transports = [createH2GrpcTransport({ baseUrl: url }), createGrpcJsTransport({ baseUrl: url })];
+      try {
+        for (const t of transports) {
+          const out: string[] = [];
+          for await (const m of createClient(ChatService, t).streamChatCompletion({ bodyJson: "x" })) out.push(m.chunkJson);
+          expect(out, `pieces of ${piece} bytes`).toEqual(messages.map((m) => m.chunkJson));
+        }
+      } finally {
+        for (const t of transports) t.close();
+        server.close();
+      }
     }
   });
 
