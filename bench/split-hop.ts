@@ -1,6 +1,6 @@
 /**
  * CPU per call of the split path's hop alone (issue 24, "split ≤ 1.5× in-process"): the gateway's gRPC client
- * (src/gateway/grpc-js-transport.ts) calling `CreateChatCompletion` on the core's gRPC fast path
+ * (test/helpers/grpc-js-transport.ts; src/gateway/ in trees before 2026-11-27) calling `CreateChatCompletion` on the core's gRPC fast path
  * (src/core/grpc-fast-path.ts, the in-process transport behind it) over HTTP/2 on loopback, both in this process,
  * with a stub chat service that reads the request's body as the core's handler does and answers a fixed
  * completion as JSON text. No database, no provider, no Fastify: what remains is the hop (framing, grpc-js's call
@@ -54,7 +54,7 @@ async function treeOf(root: string) {
     load("src/gen/portico/chat/v1/chat_service_pb.ts"),
     load("src/core/grpc-fast-path.ts"),
     load("src/core/direct-transport.ts"),
-    load("src/gateway/grpc-js-transport.ts"),
+    load("test/helpers/grpc-js-transport.ts").catch(() => load("src/gateway/grpc-js-transport.ts")),
     load("src/core/chat/chat-handler.ts"),
     load("src/gateway/h2-grpc-transport.ts").catch(() => undefined),
   ]);

@@ -55,9 +55,6 @@ function collectImplementations(routes: (router: ConnectRouter) => void): Map<st
   return specs;
 }
 
-/** An async iterable of one value (cheaper than an async generator): a server-streaming call's request. */
-export { oneValue };
-
 /**
  * `source` mapped by `fn`, calling `onEnd` once when it ends, fails or its reader stops (return/throw).
  * A hand-written iterator: every async-generator layer costs several promise turns per message.

@@ -24,7 +24,8 @@ import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, Http2
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { oneValue, responseFields } from "./direct-transport.js";
+import { responseFields } from "./direct-transport.js";
+import { oneValue } from "../lib/one-value.js";
 import { LightAbortController } from "../lib/light-abort.js";
 import { codecOf } from "../lib/proto-codec.js";
 

@@ -1,7 +1,7 @@
 /**
  * The split gateway's gRPC client for the hop to the core, on `node:http2` directly: a Connect `Transport` (unary
  * and server streaming) with one HTTP/2 session per core URL, kept open and reused. It replaces the @grpc/grpc-js
- * channel (src/gateway/grpc-js-transport.ts) whose per-call layers (resolving, retrying with retries off,
+ * channel (now test/helpers/grpc-js-transport.ts, the reference its tests compare it with) whose per-call layers (resolving, retrying with retries off,
  * load-balancing and subchannel call objects, metadata validation and cloning, the compression filter) were ≈ 13 %
  * of the hop's CPU (bench/README.md, "The split hop on node:http2").
  *

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDirectTransport } from "../../../src/core/direct-transport.js";
 import { createGrpcFastPath } from "../../../src/core/grpc-fast-path.js";
 import { createCoreTransport } from "../../../src/gateway/core-transport.js";
-import { createGrpcJsTransport } from "../../../src/gateway/grpc-js-transport.js";
+import { createGrpcJsTransport } from "../../helpers/grpc-js-transport.js";
 import { createH2GrpcTransport } from "../../../src/gateway/h2-grpc-transport.js";
 import { ChatService, StreamChatCompletionRequestSchema } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";

@@ -24,7 +24,7 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import * as grpc from "@grpc/grpc-js";
-import { codecOf } from "../lib/proto-codec.js";
+import { codecOf } from "../../src/lib/proto-codec.js";
 
 type Call = ReturnType<grpc.Channel["createCall"]>;
 
