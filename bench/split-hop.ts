@@ -55,11 +55,12 @@ async function treeOf(root: string) {
     load("src/core/grpc-fast-path.ts"),
     load("src/core/direct-transport.ts"),
     load("test/helpers/grpc-js-transport.ts").catch(() => load("src/gateway/grpc-js-transport.ts")),
-    load("src/core/chat/chat-handler.ts"),
+    // The handlers' bodyOf (src/core/chat/chat-handler.ts in trees before the dialects took body_json).
+    load("src/core/chat/request-body.ts").catch(() => load("src/core/chat/chat-handler.ts")),
     load("src/gateway/h2-grpc-transport.ts").catch(() => undefined),
   ]);
   const bodyOf: (req: { body?: unknown; bodyJson?: string }) => unknown = handler.bodyOf ?? ((req) => req.body);
-  return { ChatService: gen.ChatService, createGrpcFastPath: fast.createGrpcFastPath, createDirectTransport: direct.createDirectTransport, createGrpcJsTransport: client.createGrpcJsTransport, createH2GrpcTransport: h2?.createH2GrpcTransport, bodyOf };
+  return { ChatService: gen.ChatService, createGrpcFastPath: fast.createGrpcFastPath, createDirectTransport: direct.createDirectTransport, createGrpcJsTransport: client.createGrpcJsTransport, createH2GrpcTransport: h2?.createH2GrpcTransport, bodyOf, readsBodyJson: handler.bodyOf !== undefined };
 }
 
 /** The tree's split-gateway client: its node:http2 one where it has it (`grpcJs` for the @grpc/grpc-js one). */
@@ -115,8 +116,8 @@ if (process.argv.includes("--grpc-js") && branch.createH2GrpcTransport) variants
 if (base) {
   const baseTree = await treeOf(resolve(base));
   const baseHop = await startHop(baseTree);
-  // A base that reads `body_json` (it has the handler's bodyOf) is measured with it; an older one with the Struct.
-  const baseJson = (await import(pathToFileURL(resolve(base, "src/core/chat/chat-handler.ts")).href)).bodyOf !== undefined;
+  // A base that reads `body_json` (it has the handlers' bodyOf) is measured with it; an older one with the Struct.
+  const baseJson = baseTree.readsBodyJson;
   if (withStruct || !baseJson) variants.push({ name: "base, Struct body", hop: baseHop, input: { body, jsonText: true } });
   if (baseJson) variants.push({ name: "base, body_json", hop: baseHop, input: { bodyJson: bodyText, jsonText: true } });
 }

@@ -29,8 +29,8 @@ const JSON_INPUT_ERROR = "PORTICO_JSON_INPUT";
 export interface GatewayOptions {
   transport: Transport;
   /**
-   * The transport reaches a core over the wire (the split gateway, src/gateway/core-transport.ts): chat request
-   * bodies go to it as the JSON text the gateway received (`body_json`), which costs far less than a
+   * The transport reaches a core over the wire (the split gateway, src/gateway/core-transport.ts): the request
+   * bodies of chat completions and of the Messages, Responses and Gemini dialects go to it as the JSON text the gateway received (`body_json`), which costs far less than a
    * `google.protobuf.Struct` to send and to read. Default false: in process the parsed object is handed over as
    * is. Deployments update the core before the gateway: a core that predates `body_json` refuses such requests
    * for their missing body.

@@ -14,6 +14,6 @@ export interface GatewayContext {
   relay: SseRelay;
   /** A streaming answer opens after this long without its first chunk (then keepalive comments follow). */
   streamOpenAfterMs: number;
-  /** The core is over the wire (GatewayOptions.coreOverTheWire): chat bodies go to it as their JSON text (`body_json`), not as a Struct. */
+  /** The core is over the wire (GatewayOptions.coreOverTheWire): chat and dialect (Messages, Responses, Gemini) bodies go to it as their JSON text (`body_json`), not as a Struct. */
   jsonBodies: boolean;
 }

@@ -26,7 +26,7 @@ function unreachable(err: unknown): boolean {
 
 /**
  * `opts.tracing`: tracing is on, so each call's trace context (src/gateway/rpc.ts) goes as W3C `traceparent` metadata.
- * A gateway on this transport is built with `coreOverTheWire: true` (src/gateway/app.ts): chat bodies go as `body_json`.
+ * A gateway on this transport is built with `coreOverTheWire: true` (src/gateway/app.ts): chat and dialect bodies go as `body_json`.
  */
 export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean } = {}): Transport {
   const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) => {

@@ -6,6 +6,7 @@
 import type { DescMessage, DescMethodServerStreaming, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { CallOptions, Transport } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { GatewayContext } from "./context.js";
 
 import { SESSION_HEADERS } from "../contract/session-headers.js";
 import { LightAbortController } from "../lib/light-abort.js";
@@ -53,6 +54,22 @@ export function modelCallOptionsFor(req: FastifyRequest, signal?: AbortSignal): 
     }
   }
   return opts;
+}
+
+/**
+ * The text to send the core as a request's `body_json` (chat completions, Messages, count_tokens, Responses, the
+ * Gemini dialect): the JSON text the gateway received, when the core is over the wire (GatewayOptions.coreOverTheWire;
+ * far cheaper to encode and decode than a Struct) and the request came with a JSON body; otherwise undefined, and
+ * the parsed body goes as `body` (handed over as is in process).
+ */
+export function bodyJsonFor(ctx: GatewayContext, req: FastifyRequest): string | undefined {
+  return ctx.jsonBodies && req.jsonText !== "" ? req.jsonText : undefined;
+}
+
+/** A dialect request's body fields: `{bodyJson}` when bodyJsonFor gives the text, else `{body}`. */
+export function bodyFieldsFor<B>(ctx: GatewayContext, req: FastifyRequest, body: B): { body: B } | { bodyJson: string } {
+  const text = bodyJsonFor(ctx, req);
+  return text === undefined ? { body } : { bodyJson: text };
 }
 
 /**

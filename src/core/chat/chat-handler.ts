@@ -56,7 +56,7 @@ import type { SessionAffinity } from "../../lib/session-affinity.js";
 import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
-import { parseJsonObjectText } from "../../contract/json-input.js";
+import { bodyOf } from "./request-body.js";
 import { createMessagesMethods } from "./messages-handler.js";
 import { createResponsesMethods } from "./responses-handler.js";
 import { createGeminiMethods } from "./gemini-handler.js";
@@ -305,17 +305,6 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       });
     },
   };
-}
-
-/**
- * A chat request's body: `body_json` parsed when it is set (the split gateway sends the body as JSON text, far
- * cheaper to encode and decode than a Struct), else the Struct `body` (older callers, other gRPC clients).
- */
-export function bodyOf(req: { body?: JsonObject; bodyJson?: string }): JsonObject | undefined {
-  if (!req.bodyJson) return req.body;
-  const parsed = parseJsonObjectText(req.bodyJson, "body_json");
-  if ("problem" in parsed) throw invalidArgument(parsed.problem.field, parsed.problem.message);
-  return parsed.value as JsonObject;
 }
 
 /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's `budgetMs`. */

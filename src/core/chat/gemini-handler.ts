@@ -23,6 +23,7 @@ import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { countInputTokens } from "./pipeline/count-tokens.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
+import { bodyOf } from "./request-body.js";
 import { decodeRequest, echoOf, encodeResponse, GeminiStreamEncoder, type GeminiEcho } from "./dialects/gemini-generate.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { CanonicalRequest } from "./model.js";
@@ -67,7 +68,7 @@ function decodeStage(model: string, keep: { body?: GenerateContentRequest }): Ch
   };
 }
 
-type Req = { body?: JsonObject; model: string };
+type Req = { body?: JsonObject; bodyJson?: string; model: string };
 
 export function createGeminiMethods(deps: GeminiDeps) {
   const { stages } = deps;
@@ -78,7 +79,7 @@ export function createGeminiMethods(deps: GeminiDeps) {
     );
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
   const fresh = (ctx: HandlerContext, streamed: boolean, req: Req): ChatCall => {
-    const call = newCall(callerOf(ctx), ctx.signal, streamed, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+    const call = newCall(callerOf(ctx), ctx.signal, streamed, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
     call.track.dialect = "gemini";
     return call;
   };
@@ -112,7 +113,7 @@ export function createGeminiMethods(deps: GeminiDeps) {
     },
 
     async countGeminiTokens(req: Req, ctx: HandlerContext) {
-      const body = checkRules(() => GeminiCountTokensRequest.parse(req.body ?? {}));
+      const body = checkRules(() => GeminiCountTokensRequest.parse(bodyOf(req) ?? {}));
       const model = resolve(req);
       const { contents, generateContentRequest, ...routing } = body;
       const prompt = generateContentRequest ?? { contents: contents! };

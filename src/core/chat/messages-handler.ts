@@ -20,6 +20,7 @@ import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { countInputTokens } from "./pipeline/count-tokens.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
+import { bodyOf } from "./request-body.js";
 import { decodeRequest, encodeResponse, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import type { CanonicalRequest } from "./model.js";
 
@@ -30,6 +31,7 @@ interface Headers {
 
 interface DialectRequest extends Headers {
   body?: JsonObject;
+  bodyJson?: string;
 }
 
 export interface MessagesDeps {
@@ -79,7 +81,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
 
   return {
     async createMessage(req: DialectRequest, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "messages";
       const outcome = await run(call, req);
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
@@ -87,7 +89,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
     },
 
     async *streamMessage(req: DialectRequest, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "messages";
       const pending = run(call, req);
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
@@ -106,7 +108,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
     },
 
     async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {
-      const body = checkRules(() => CountTokensRequest.parse(req.body ?? {}));
+      const body = checkRules(() => CountTokensRequest.parse(bodyOf(req) ?? {}));
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(body), deps.budgetOf(ctx));
       const counted = await countInputTokens(call, [stages.validate, stages.preset, stages.route, stages.plan, headersStage(headersOf(req))], deps.logger);
       return { inputTokens: counted.tokens, exact: counted.exact, provider: counted.provider };

@@ -15,6 +15,7 @@ import { ResponsesRequest } from "../../contract/requests/responses-request.js";
 import { checkRules } from "../errors.js";
 import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
+import { bodyOf } from "./request-body.js";
 import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
@@ -49,8 +50,8 @@ export function createResponsesMethods(deps: ResponsesDeps) {
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
 
   return {
-    async createResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, false, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+    async createResponse(req: { body?: JsonObject; bodyJson?: string }, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, false, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const outcome = await run(call, keep);
@@ -58,8 +59,8 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       return { responseJson: JSON.stringify(encodeResponse(outcome.completion, echoOf(keep.body))), upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
     },
 
-    async *streamResponse(req: { body?: JsonObject }, ctx: HandlerContext) {
-      const call = newCall(callerOf(ctx), ctx.signal, true, raw(req.body), deps.budgetOf(ctx), sessionHeaderOf(ctx));
+    async *streamResponse(req: { body?: JsonObject; bodyJson?: string }, ctx: HandlerContext) {
+      const call = newCall(callerOf(ctx), ctx.signal, true, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
       call.track.dialect = "responses";
       const keep: { body?: ResponsesRequest } = {};
       const pending = run(call, keep);

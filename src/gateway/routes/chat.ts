@@ -22,7 +22,7 @@ import { presentModel } from "../presenters/models.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
 import { publicError, publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, callOptionsFor, modelCallOptionsFor, serverStream } from "../rpc.js";
+import { abortOnClientClose, bodyJsonFor, callOptionsFor, modelCallOptionsFor, serverStream } from "../rpc.js";
 import { contractRoute, errorResponses, passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 
@@ -215,7 +215,8 @@ function chatInput<M extends CreateChatCompletionRequest | StreamChatCompletionR
   // ≈ 0.9 % of serve's CPU per request (bench/README.md, "The request's common shape without zod"). A copy of the zero
   // message by Object.assign, then assignments: a spread that adds `body` would give each copy a hidden class of its own.
   const message = Object.assign({}, zero);
-  if (ctx.jsonBodies && req.jsonText !== "") message.bodyJson = req.jsonText;
+  const text = bodyJsonFor(ctx, req);
+  if (text !== undefined) message.bodyJson = text;
   else message.body = body;
   message.jsonText = true;
   return message;

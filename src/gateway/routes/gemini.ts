@@ -21,7 +21,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { callOptionsFor, serverStream } from "../rpc.js";
+import { bodyFieldsFor, callOptionsFor, serverStream } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
 import { errorBody } from "../../core/chat/dialects/gemini-generate.js";
@@ -146,18 +146,18 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
       }
 
       if (method === "countTokens") {
-        const res = await client.countGeminiTokens({ body: json, model }, optionsFor(req, query));
+        const res = await client.countGeminiTokens({ ...bodyFieldsFor(ctx, req, json), model }, optionsFor(req, query));
         reply.header("x-portico-token-count", res.exact ? "exact" : "estimate");
         return reply.type("application/json; charset=utf-8").send(JSON.stringify({ totalTokens: Number(res.totalTokens) }));
       }
       if (method === "generateContent") {
         return replyJson(ctx, reply, OVERHEAD_ROUTES.gemini, async (signal) => {
-          const res = await client.generateContent({ body: json, model }, optionsFor(req, query, signal));
+          const res = await client.generateContent({ ...bodyFieldsFor(ctx, req, json), model }, optionsFor(req, query, signal));
           return { json: res.responseJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
         });
       }
       const call = ctx.relay.start(req, reply);
-      const stream = serverStream(ctx.transport, ChatService.method.streamGenerateContent, { body: json, model }, optionsFor(req, query, call.signal));
+      const stream = serverStream(ctx.transport, ChatService.method.streamGenerateContent, { ...bodyFieldsFor(ctx, req, json), model }, optionsFor(req, query, call.signal));
       await call.run(stream, {
         name: "gemini",
         framed: true,

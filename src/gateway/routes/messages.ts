@@ -15,7 +15,7 @@ import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { abortOnClientClose, modelCallOptionsFor } from "../rpc.js";
+import { abortOnClientClose, bodyFieldsFor, modelCallOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { requestSchemas } from "../../contract/requests/index.js";
@@ -132,16 +132,16 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
         return anthropicError(req, reply, { statusCode: 400, message: "body must be a JSON object" });
       }
       const json = body as Record<string, never>;
-      const headers = dialectHeaders(req);
+      const input = { ...bodyFieldsFor(ctx, req, json), ...dialectHeaders(req) };
       if ((body as { stream?: unknown }).stream !== true) {
         return replyJson(ctx, reply, OVERHEAD_ROUTES.messages, async (signal) => {
-          const res = await client.createMessage({ body: json, ...headers }, optionsFor(req, signal));
+          const res = await client.createMessage(input, optionsFor(req, signal));
           return { json: res.messageJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
         });
       }
       await relayEvents(ctx, req, reply, {
         method: ChatService.method.streamMessage,
-        input: { body: json, ...headers },
+        input,
         options: (signal) => optionsFor(req, signal),
         name: "messages",
         route: OVERHEAD_ROUTES.messages,
@@ -184,7 +184,7 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
       }
       const watch = abortOnClientClose(reply);
       try {
-        const res = await client.countMessageTokens({ body: body as Record<string, never>, ...dialectHeaders(req) }, optionsFor(req, watch.signal));
+        const res = await client.countMessageTokens({ ...bodyFieldsFor(ctx, req, body as Record<string, never>), ...dialectHeaders(req) }, optionsFor(req, watch.signal));
         reply.header("x-portico-token-count", res.exact ? "exact" : "estimate");
         return { input_tokens: Number(res.inputTokens) };
       } finally {

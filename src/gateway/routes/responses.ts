@@ -13,7 +13,7 @@ import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
 import { publicErrorFromConnect } from "../errors.js";
-import { modelCallOptionsFor } from "../rpc.js";
+import { bodyFieldsFor, modelCallOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { requestSchemas } from "../../contract/requests/index.js";
@@ -113,7 +113,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
       const json = body as Record<string, never>;
       if ((body as { stream?: unknown }).stream !== true) {
         return replyJson(ctx, reply, OVERHEAD_ROUTES.responses, async (signal) => {
-          const res = await client.createResponse({ body: json }, modelCallOptionsFor(req, signal));
+          const res = await client.createResponse(bodyFieldsFor(ctx, req, json), modelCallOptionsFor(req, signal));
           return { json: res.responseJson, upstreamMs: res.upstreamMs, provider: res.provider, cache: res.cache };
         });
       }
@@ -123,7 +123,7 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
       let createdJson: string | undefined;
       await relayEvents(ctx, req, reply, {
         method: ChatService.method.streamResponse,
-        input: { body: json },
+        input: bodyFieldsFor(ctx, req, json),
         options: (signal) => modelCallOptionsFor(req, signal),
         name: "responses",
         route: OVERHEAD_ROUTES.responses,

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file portico/chat/v1/chat_service.proto.
  */
 export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiTgoWR2VuZXJhdGVDb250ZW50UmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVtb2RlbBgCIAEoCSJmChdHZW5lcmF0ZUNvbnRlbnRSZXNwb25zZRIVCg1yZXNwb25zZV9qc29uGAEgASgJEhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJIlQKHFN0cmVhbUdlbmVyYXRlQ29udGVudFJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbW9kZWwYAiABKAkiagodU3RyZWFtR2VuZXJhdGVDb250ZW50UmVzcG9uc2USEwoLY2h1bmtzX2pzb24YASADKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkSDQoFY2FjaGUYBCABKAkiUAoYQ291bnRHZW1pbmlUb2tlbnNSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBW1vZGVsGAIgASgJIlIKGUNvdW50R2VtaW5pVG9rZW5zUmVzcG9uc2USFAoMdG90YWxfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIj4KFUNyZWF0ZVJlc3BvbnNlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJlChZDcmVhdGVSZXNwb25zZVJlc3BvbnNlEhUKDXJlc3BvbnNlX2pzb24YASABKAkSEwoLdXBzdHJlYW1fbXMYAiABKAESEAoIcHJvdmlkZXIYAyABKAkSDQoFY2FjaGUYBCABKAkiPgoVU3RyZWFtUmVzcG9uc2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IjAKDVJlc3BvbnNlRXZlbnQSDAoEdHlwZRgBIAEoCRIRCglkYXRhX2pzb24YAiABKAkifgoWU3RyZWFtUmVzcG9uc2VSZXNwb25zZRIuCgZldmVudHMYASADKAsyHi5wb3J0aWNvLmNoYXQudjEuUmVzcG9uc2VFdmVudBITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJwChRDcmVhdGVNZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCSJjChVDcmVhdGVNZXNzYWdlUmVzcG9uc2USFAoMbWVzc2FnZV9qc29uGAEgASgJEhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJInAKFFN0cmVhbU1lc3NhZ2VSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJIi8KDE1lc3NhZ2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJ8ChVTdHJlYW1NZXNzYWdlUmVzcG9uc2USLQoGZXZlbnRzGAEgAygLMh0ucG9ydGljby5jaGF0LnYxLk1lc3NhZ2VFdmVudBITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJ1ChlDb3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhYKDmFudGhyb3BpY19iZXRhGAIgASgJEhkKEWFudGhyb3BpY192ZXJzaW9uGAMgASgJIlMKGkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlEhQKDGlucHV0X3Rva2VucxgBIAEoAxINCgVleGFjdBgCIAEoCBIQCghwcm92aWRlchgDIAEoCSIyChFMaXN0TW9kZWxzUmVxdWVzdBIOCgZvZmZzZXQYASABKAUSDQoFbGltaXQYAiABKAUiUQoSTGlzdE1vZGVsc1Jlc3BvbnNlEiYKBm1vZGVscxgBIAMoCzIWLnBvcnRpY28uY2hhdC52MS5Nb2RlbBITCgt0b3RhbF9jb3VudBgCIAEoBSLVAwoFTW9kZWwSCgoCaWQYASABKAkSEAoIb3duZWRfYnkYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIbCg5jYW5vbmljYWxfc2x1ZxgEIAEoCUgAiAEBEhEKBG5hbWUYBSABKAlIAYgBARIbCg5jb250ZXh0X2xlbmd0aBgGIAEoA0gCiAEBEj0KDGFyY2hpdGVjdHVyZRgHIAEoCzIiLnBvcnRpY28uY2hhdC52MS5Nb2RlbEFyY2hpdGVjdHVyZUgDiAEBEjMKB3ByaWNpbmcYCCABKAsyHS5wb3J0aWNvLmNoYXQudjEuTW9kZWxQcmljaW5nSASIAQESHAoUc3VwcG9ydGVkX3BhcmFtZXRlcnMYCSADKAkSNwoMdG9wX3Byb3ZpZGVyGAogASgLMhwucG9ydGljby5jaGF0LnYxLlRvcFByb3ZpZGVySAWIAQESGAoLZGVzY3JpcHRpb24YCyABKAlIBogBAUIRCg9fY2Fub25pY2FsX3NsdWdCBwoFX25hbWVCEQoPX2NvbnRleHRfbGVuZ3RoQg8KDV9hcmNoaXRlY3R1cmVCCgoIX3ByaWNpbmdCDwoNX3RvcF9wcm92aWRlckIOCgxfZGVzY3JpcHRpb24igAEKEU1vZGVsQXJjaGl0ZWN0dXJlEhAKCG1vZGFsaXR5GAEgASgJEhgKEGlucHV0X21vZGFsaXRpZXMYAiADKAkSGQoRb3V0cHV0X21vZGFsaXRpZXMYAyADKAkSFgoJdG9rZW5pemVyGAQgASgJSACIAQFCDAoKX3Rva2VuaXplciKcAgoMTW9kZWxQcmljaW5nEg4KBnByb21wdBgBIAEoCRISCgpjb21wbGV0aW9uGAIgASgJEg8KB3JlcXVlc3QYAyABKAkSDQoFaW1hZ2UYBCABKAkSHQoQaW5wdXRfY2FjaGVfcmVhZBgFIAEoCUgAiAEBEh4KEWlucHV0X2NhY2hlX3dyaXRlGAYgASgJSAGIAQESHwoSaW50ZXJuYWxfcmVhc29uaW5nGAcgASgJSAKIAQESFwoKd2ViX3NlYXJjaBgIIAEoCUgDiAEBQhMKEV9pbnB1dF9jYWNoZV9yZWFkQhQKEl9pbnB1dF9jYWNoZV93cml0ZUIVChNfaW50ZXJuYWxfcmVhc29uaW5nQg0KC193ZWJfc2VhcmNoInkKC1RvcFByb3ZpZGVyEhYKDmNvbnRleHRfbGVuZ3RoGAEgASgDEiIKFW1heF9jb21wbGV0aW9uX3Rva2VucxgCIAEoA0gAiAEBEhQKDGlzX21vZGVyYXRlZBgDIAEoCEIYChZfbWF4X2NvbXBsZXRpb25fdG9rZW5zImoKG0NyZWF0ZUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgSEQoJYm9keV9qc29uGAMgASgJIpoBChxDcmVhdGVDaGF0Q29tcGxldGlvblJlc3BvbnNlEisKCmNvbXBsZXRpb24YASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2NvbXBsZXRpb25fanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCRINCgVjYWNoZRgFIAEoCSJqChtTdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEQoJanNvbl90ZXh0GAIgASgIEhEKCWJvZHlfanNvbhgDIAEoCSKQAQocU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZRImCgVjaHVuaxgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2h1bmtfanNvbhgCIAEoCRITCgt1cHN0cmVhbV9tcxgDIAEoARIQCghwcm92aWRlchgEIAEoCRINCgVjYWNoZRgFIAEoCTKVCQoLQ2hhdFNlcnZpY2UScwoUQ3JlYXRlQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLkNyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USdQoUU3RyZWFtQ2hhdENvbXBsZXRpb24SLC5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXF1ZXN0Gi0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUNoYXRDb21wbGV0aW9uUmVzcG9uc2UwARJVCgpMaXN0TW9kZWxzEiIucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiMucG9ydGljby5jaGF0LnYxLkxpc3RNb2RlbHNSZXNwb25zZRJeCg1DcmVhdGVNZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZU1lc3NhZ2VSZXNwb25zZRJgCg1TdHJlYW1NZXNzYWdlEiUucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXF1ZXN0GiYucG9ydGljby5jaGF0LnYxLlN0cmVhbU1lc3NhZ2VSZXNwb25zZTABEm0KEkNvdW50TWVzc2FnZVRva2VucxIqLnBvcnRpY28uY2hhdC52MS5Db3VudE1lc3NhZ2VUb2tlbnNSZXF1ZXN0GisucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1Jlc3BvbnNlEmEKDkNyZWF0ZVJlc3BvbnNlEiYucG9ydGljby5jaGF0LnYxLkNyZWF0ZVJlc3BvbnNlUmVxdWVzdBonLnBvcnRpY28uY2hhdC52MS5DcmVhdGVSZXNwb25zZVJlc3BvbnNlEmMKDlN0cmVhbVJlc3BvbnNlEiYucG9ydGljby5jaGF0LnYxLlN0cmVhbVJlc3BvbnNlUmVxdWVzdBonLnBvcnRpY28uY2hhdC52MS5TdHJlYW1SZXNwb25zZVJlc3BvbnNlMAESZAoPR2VuZXJhdGVDb250ZW50EicucG9ydGljby5jaGF0LnYxLkdlbmVyYXRlQ29udGVudFJlcXVlc3QaKC5wb3J0aWNvLmNoYXQudjEuR2VuZXJhdGVDb250ZW50UmVzcG9uc2USeAoVU3RyZWFtR2VuZXJhdGVDb250ZW50Ei0ucG9ydGljby5jaGF0LnYxLlN0cmVhbUdlbmVyYXRlQ29udGVudFJlcXVlc3QaLi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtR2VuZXJhdGVDb250ZW50UmVzcG9uc2UwARJqChFDb3VudEdlbWluaVRva2VucxIpLnBvcnRpY28uY2hhdC52MS5Db3VudEdlbWluaVRva2Vuc1JlcXVlc3QaKi5wb3J0aWNvLmNoYXQudjEuQ291bnRHZW1pbmlUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiJwb3J0aWNvL2NoYXQvdjEvY2hhdF9zZXJ2aWNlLnByb3RvEg9wb3J0aWNvLmNoYXQudjEiYQoWR2VuZXJhdGVDb250ZW50UmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVtb2RlbBgCIAEoCRIRCglib2R5X2pzb24YAyABKAkiZgoXR2VuZXJhdGVDb250ZW50UmVzcG9uc2USFQoNcmVzcG9uc2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJnChxTdHJlYW1HZW5lcmF0ZUNvbnRlbnRSZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg0KBW1vZGVsGAIgASgJEhEKCWJvZHlfanNvbhgDIAEoCSJqCh1TdHJlYW1HZW5lcmF0ZUNvbnRlbnRSZXNwb25zZRITCgtjaHVua3NfanNvbhgBIAMoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSJjChhDb3VudEdlbWluaVRva2Vuc1JlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbW9kZWwYAiABKAkSEQoJYm9keV9qc29uGAMgASgJIlIKGUNvdW50R2VtaW5pVG9rZW5zUmVzcG9uc2USFAoMdG90YWxfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIlEKFUNyZWF0ZVJlc3BvbnNlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglib2R5X2pzb24YAiABKAkiZQoWQ3JlYXRlUmVzcG9uc2VSZXNwb25zZRIVCg1yZXNwb25zZV9qc29uGAEgASgJEhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJIlEKFVN0cmVhbVJlc3BvbnNlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglib2R5X2pzb24YAiABKAkiMAoNUmVzcG9uc2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJ+ChZTdHJlYW1SZXNwb25zZVJlc3BvbnNlEi4KBmV2ZW50cxgBIAMoCzIeLnBvcnRpY28uY2hhdC52MS5SZXNwb25zZUV2ZW50EhMKC3Vwc3RyZWFtX21zGAIgASgBEhAKCHByb3ZpZGVyGAMgASgJEg0KBWNhY2hlGAQgASgJIoMBChRDcmVhdGVNZXNzYWdlUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCRIRCglib2R5X2pzb24YBCABKAkiYwoVQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEhQKDG1lc3NhZ2VfanNvbhgBIAEoCRITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSKDAQoUU3RyZWFtTWVzc2FnZVJlcXVlc3QSJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYW50aHJvcGljX2JldGEYAiABKAkSGQoRYW50aHJvcGljX3ZlcnNpb24YAyABKAkSEQoJYm9keV9qc29uGAQgASgJIi8KDE1lc3NhZ2VFdmVudBIMCgR0eXBlGAEgASgJEhEKCWRhdGFfanNvbhgCIAEoCSJ8ChVTdHJlYW1NZXNzYWdlUmVzcG9uc2USLQoGZXZlbnRzGAEgAygLMh0ucG9ydGljby5jaGF0LnYxLk1lc3NhZ2VFdmVudBITCgt1cHN0cmVhbV9tcxgCIAEoARIQCghwcm92aWRlchgDIAEoCRINCgVjYWNoZRgEIAEoCSKIAQoZQ291bnRNZXNzYWdlVG9rZW5zUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5hbnRocm9waWNfYmV0YRgCIAEoCRIZChFhbnRocm9waWNfdmVyc2lvbhgDIAEoCRIRCglib2R5X2pzb24YBCABKAkiUwoaQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEg0KBWV4YWN0GAIgASgIEhAKCHByb3ZpZGVyGAMgASgJIjIKEUxpc3RNb2RlbHNSZXF1ZXN0Eg4KBm9mZnNldBgBIAEoBRINCgVsaW1pdBgCIAEoBSJRChJMaXN0TW9kZWxzUmVzcG9uc2USJgoGbW9kZWxzGAEgAygLMhYucG9ydGljby5jaGF0LnYxLk1vZGVsEhMKC3RvdGFsX2NvdW50GAIgASgFItUDCgVNb2RlbBIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhsKDmNhbm9uaWNhbF9zbHVnGAQgASgJSACIAQESEQoEbmFtZRgFIAEoCUgBiAEBEhsKDmNvbnRleHRfbGVuZ3RoGAYgASgDSAKIAQESPQoMYXJjaGl0ZWN0dXJlGAcgASgLMiIucG9ydGljby5jaGF0LnYxLk1vZGVsQXJjaGl0ZWN0dXJlSAOIAQESMwoHcHJpY2luZxgIIAEoCzIdLnBvcnRpY28uY2hhdC52MS5Nb2RlbFByaWNpbmdIBIgBARIcChRzdXBwb3J0ZWRfcGFyYW1ldGVycxgJIAMoCRI3Cgx0b3BfcHJvdmlkZXIYCiABKAsyHC5wb3J0aWNvLmNoYXQudjEuVG9wUHJvdmlkZXJIBYgBARIYCgtkZXNjcmlwdGlvbhgLIAEoCUgGiAEBQhEKD19jYW5vbmljYWxfc2x1Z0IHCgVfbmFtZUIRCg9fY29udGV4dF9sZW5ndGhCDwoNX2FyY2hpdGVjdHVyZUIKCghfcHJpY2luZ0IPCg1fdG9wX3Byb3ZpZGVyQg4KDF9kZXNjcmlwdGlvbiKAAQoRTW9kZWxBcmNoaXRlY3R1cmUSEAoIbW9kYWxpdHkYASABKAkSGAoQaW5wdXRfbW9kYWxpdGllcxgCIAMoCRIZChFvdXRwdXRfbW9kYWxpdGllcxgDIAMoCRIWCgl0b2tlbml6ZXIYBCABKAlIAIgBAUIMCgpfdG9rZW5pemVyIpwCCgxNb2RlbFByaWNpbmcSDgoGcHJvbXB0GAEgASgJEhIKCmNvbXBsZXRpb24YAiABKAkSDwoHcmVxdWVzdBgDIAEoCRINCgVpbWFnZRgEIAEoCRIdChBpbnB1dF9jYWNoZV9yZWFkGAUgASgJSACIAQESHgoRaW5wdXRfY2FjaGVfd3JpdGUYBiABKAlIAYgBARIfChJpbnRlcm5hbF9yZWFzb25pbmcYByABKAlIAogBARIXCgp3ZWJfc2VhcmNoGAggASgJSAOIAQFCEwoRX2lucHV0X2NhY2hlX3JlYWRCFAoSX2lucHV0X2NhY2hlX3dyaXRlQhUKE19pbnRlcm5hbF9yZWFzb25pbmdCDQoLX3dlYl9zZWFyY2gieQoLVG9wUHJvdmlkZXISFgoOY29udGV4dF9sZW5ndGgYASABKAMSIgoVbWF4X2NvbXBsZXRpb25fdG9rZW5zGAIgASgDSACIAQESFAoMaXNfbW9kZXJhdGVkGAMgASgIQhgKFl9tYXhfY29tcGxldGlvbl90b2tlbnMiagobQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXF1ZXN0EiUKBGJvZHkYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCWpzb25fdGV4dBgCIAEoCBIRCglib2R5X2pzb24YAyABKAkimgEKHENyZWF0ZUNoYXRDb21wbGV0aW9uUmVzcG9uc2USKwoKY29tcGxldGlvbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPY29tcGxldGlvbl9qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJEg0KBWNhY2hlGAUgASgJImoKG1N0cmVhbUNoYXRDb21wbGV0aW9uUmVxdWVzdBIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCglqc29uX3RleHQYAiABKAgSEQoJYm9keV9qc29uGAMgASgJIpABChxTdHJlYW1DaGF0Q29tcGxldGlvblJlc3BvbnNlEiYKBWNodW5rGAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpjaHVua19qc29uGAIgASgJEhMKC3Vwc3RyZWFtX21zGAMgASgBEhAKCHByb3ZpZGVyGAQgASgJEg0KBWNhY2hlGAUgASgJMpUJCgtDaGF0U2VydmljZRJzChRDcmVhdGVDaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5DcmVhdGVDaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlQ2hhdENvbXBsZXRpb25SZXNwb25zZRJ1ChRTdHJlYW1DaGF0Q29tcGxldGlvbhIsLnBvcnRpY28uY2hhdC52MS5TdHJlYW1DaGF0Q29tcGxldGlvblJlcXVlc3QaLS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtQ2hhdENvbXBsZXRpb25SZXNwb25zZTABElUKCkxpc3RNb2RlbHMSIi5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1JlcXVlc3QaIy5wb3J0aWNvLmNoYXQudjEuTGlzdE1vZGVsc1Jlc3BvbnNlEl4KDUNyZWF0ZU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlTWVzc2FnZVJlc3BvbnNlEmAKDVN0cmVhbU1lc3NhZ2USJS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlcXVlc3QaJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtTWVzc2FnZVJlc3BvbnNlMAESbQoSQ291bnRNZXNzYWdlVG9rZW5zEioucG9ydGljby5jaGF0LnYxLkNvdW50TWVzc2FnZVRva2Vuc1JlcXVlc3QaKy5wb3J0aWNvLmNoYXQudjEuQ291bnRNZXNzYWdlVG9rZW5zUmVzcG9uc2USYQoOQ3JlYXRlUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuQ3JlYXRlUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLkNyZWF0ZVJlc3BvbnNlUmVzcG9uc2USYwoOU3RyZWFtUmVzcG9uc2USJi5wb3J0aWNvLmNoYXQudjEuU3RyZWFtUmVzcG9uc2VSZXF1ZXN0GicucG9ydGljby5jaGF0LnYxLlN0cmVhbVJlc3BvbnNlUmVzcG9uc2UwARJkCg9HZW5lcmF0ZUNvbnRlbnQSJy5wb3J0aWNvLmNoYXQudjEuR2VuZXJhdGVDb250ZW50UmVxdWVzdBooLnBvcnRpY28uY2hhdC52MS5HZW5lcmF0ZUNvbnRlbnRSZXNwb25zZRJ4ChVTdHJlYW1HZW5lcmF0ZUNvbnRlbnQSLS5wb3J0aWNvLmNoYXQudjEuU3RyZWFtR2VuZXJhdGVDb250ZW50UmVxdWVzdBouLnBvcnRpY28uY2hhdC52MS5TdHJlYW1HZW5lcmF0ZUNvbnRlbnRSZXNwb25zZTABEmoKEUNvdW50R2VtaW5pVG9rZW5zEikucG9ydGljby5jaGF0LnYxLkNvdW50R2VtaW5pVG9rZW5zUmVxdWVzdBoqLnBvcnRpY28uY2hhdC52MS5Db3VudEdlbWluaVRva2Vuc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * A Gemini generateContent request.
@@ -20,7 +20,7 @@ export const file_portico_chat_v1_chat_service: GenFile = /*@__PURE__*/
  */
 export type GenerateContentRequest = Message<"portico.chat.v1.GenerateContentRequest"> & {
   /**
-   * The GenerateContentRequest body (of the API description).
+   * The GenerateContentRequest body (of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -32,6 +32,16 @@ export type GenerateContentRequest = Message<"portico.chat.v1.GenerateContentReq
    * @generated from field: string model = 2;
    */
   model: string;
+
+  /**
+   * The request body as JSON text (a JSON object), in place of `body`, as for CreateChatCompletionRequest's
+   * `body_json`: cheaper to send and to read than a Struct. Text that is not a JSON object, nests deeper than 32
+   * levels, holds a lone UTF-16 surrogate or a `__proto__` key is InvalidArgument. A core that predates this
+   * field ignores it: callers using it need a core at least as new.
+   *
+   * @generated from field: string body_json = 3;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -90,7 +100,7 @@ export const GenerateContentResponseSchema: GenMessage<GenerateContentResponse> 
  */
 export type StreamGenerateContentRequest = Message<"portico.chat.v1.StreamGenerateContentRequest"> & {
   /**
-   * The GenerateContentRequest body (of the API description).
+   * The GenerateContentRequest body (of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -102,6 +112,13 @@ export type StreamGenerateContentRequest = Message<"portico.chat.v1.StreamGenera
    * @generated from field: string model = 2;
    */
   model: string;
+
+  /**
+   * The request body as JSON text, in place of `body` (see GenerateContentRequest).
+   *
+   * @generated from field: string body_json = 3;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -160,7 +177,7 @@ export const StreamGenerateContentResponseSchema: GenMessage<StreamGenerateConte
  */
 export type CountGeminiTokensRequest = Message<"portico.chat.v1.CountGeminiTokensRequest"> & {
   /**
-   * The CountTokensRequest body (`contents` or `generateContentRequest`).
+   * The CountTokensRequest body (`contents` or `generateContentRequest`). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -172,6 +189,13 @@ export type CountGeminiTokensRequest = Message<"portico.chat.v1.CountGeminiToken
    * @generated from field: string model = 2;
    */
   model: string;
+
+  /**
+   * The request body as JSON text, in place of `body` (see GenerateContentRequest).
+   *
+   * @generated from field: string body_json = 3;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -223,11 +247,21 @@ export const CountGeminiTokensResponseSchema: GenMessage<CountGeminiTokensRespon
  */
 export type CreateResponseRequest = Message<"portico.chat.v1.CreateResponseRequest"> & {
   /**
-   * The Responses request body (ResponsesRequest of the API description).
+   * The Responses request body (ResponsesRequest of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
   body?: JsonObject | undefined;
+
+  /**
+   * The request body as JSON text (a JSON object), in place of `body`, as for CreateChatCompletionRequest's
+   * `body_json`: cheaper to send and to read than a Struct. Text that is not a JSON object, nests deeper than 32
+   * levels, holds a lone UTF-16 surrogate or a `__proto__` key is InvalidArgument. A core that predates this
+   * field ignores it: callers using it need a core at least as new.
+   *
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -287,11 +321,18 @@ export const CreateResponseResponseSchema: GenMessage<CreateResponseResponse> = 
  */
 export type StreamResponseRequest = Message<"portico.chat.v1.StreamResponseRequest"> & {
   /**
-   * The Responses request body (ResponsesRequest of the API description).
+   * The Responses request body (ResponsesRequest of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
   body?: JsonObject | undefined;
+
+  /**
+   * The request body as JSON text, in place of `body` (see CreateResponseRequest).
+   *
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -378,7 +419,7 @@ export const StreamResponseResponseSchema: GenMessage<StreamResponseResponse> = 
  */
 export type CreateMessageRequest = Message<"portico.chat.v1.CreateMessageRequest"> & {
   /**
-   * The Messages request body (MessagesRequest of the API description).
+   * The Messages request body (MessagesRequest of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -397,6 +438,16 @@ export type CreateMessageRequest = Message<"portico.chat.v1.CreateMessageRequest
    * @generated from field: string anthropic_version = 3;
    */
   anthropicVersion: string;
+
+  /**
+   * The request body as JSON text (a JSON object), in place of `body`, as for CreateChatCompletionRequest's
+   * `body_json`: cheaper to send and to read than a Struct. Text that is not a JSON object, nests deeper than 32
+   * levels, holds a lone UTF-16 surrogate or a `__proto__` key is InvalidArgument. A core that predates this
+   * field ignores it: callers using it need a core at least as new.
+   *
+   * @generated from field: string body_json = 4;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -457,7 +508,7 @@ export const CreateMessageResponseSchema: GenMessage<CreateMessageResponse> = /*
  */
 export type StreamMessageRequest = Message<"portico.chat.v1.StreamMessageRequest"> & {
   /**
-   * The Messages request body (MessagesRequest of the API description).
+   * The Messages request body (MessagesRequest of the API description). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -476,6 +527,13 @@ export type StreamMessageRequest = Message<"portico.chat.v1.StreamMessageRequest
    * @generated from field: string anthropic_version = 3;
    */
   anthropicVersion: string;
+
+  /**
+   * The request body as JSON text, in place of `body` (see CreateMessageRequest).
+   *
+   * @generated from field: string body_json = 4;
+   */
+  bodyJson: string;
 };
 
 /**
@@ -564,7 +622,7 @@ export const StreamMessageResponseSchema: GenMessage<StreamMessageResponse> = /*
  */
 export type CountMessageTokensRequest = Message<"portico.chat.v1.CountMessageTokensRequest"> & {
   /**
-   * The count_tokens body (the Messages request's prompt fields).
+   * The count_tokens body (the Messages request's prompt fields). Ignored when `body_json` is set.
    *
    * @generated from field: google.protobuf.Struct body = 1;
    */
@@ -583,6 +641,13 @@ export type CountMessageTokensRequest = Message<"portico.chat.v1.CountMessageTok
    * @generated from field: string anthropic_version = 3;
    */
   anthropicVersion: string;
+
+  /**
+   * The request body as JSON text, in place of `body` (see CreateMessageRequest).
+   *
+   * @generated from field: string body_json = 4;
+   */
+  bodyJson: string;
 };
 
 /**
