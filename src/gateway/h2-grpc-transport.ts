@@ -222,7 +222,8 @@ function rootCause(err: Error): Error {
 
 const nodeBind = AsyncResource.prototype.bind;
 /** `AsyncResource.prototype.bind` without the deprecated `asyncResource` accessor pair on the bound function. */
-function leanBind(this: AsyncResource, fn: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
+function leanBind(this: AsyncResource, fn: (...args: unknown[]) => unknown, thisArg?: unknown): (...args: unknown[]) => unknown {
+  if (thisArg !== undefined) return (nodeBind as (fn: unknown, thisArg: unknown) => (...args: unknown[]) => unknown).call(this, fn, thisArg);
   const resource = this;
   return function (this: unknown, ...args: unknown[]) {
     return resource.runInAsyncScope(fn, this, ...args);
@@ -233,7 +234,7 @@ function leanBind(this: AsyncResource, fn: (...args: unknown[]) => unknown): (..
  * `session.request(headers)`, its `AsyncResource.prototype.bind` lean for the length of the synchronous call. Node
  * 20's `request` binds each new stream's start to an `AsyncResource`, and `bind` gives the bound function an
  * `asyncResource` accessor pair (deprecated, DEP0172) made of two `util.deprecate` wrappers, each re-parenting its
- * function's prototype: 8 µs of the 13 µs `request` costs, ≈ 5 % of the split gateway's CPU (bench/README.md,
+ * function's prototype: 8 µs of the 13 µs `request` costs, ≈ 7 % of the split gateway's profile (bench/README.md,
  * "The split hop's system calls"). Node reads that accessor nowhere; the start still runs in the resource's scope.
  * Only what `request` calls synchronously sees the lean `bind`; Node's is back before anything else runs.
  */
