@@ -6,6 +6,7 @@
  * new client does itself: the session reused, reconnection after the core restarts on the same port, a refused
  * connection as Unavailable with ECONNREFUSED as its cause (and the failover of createCoreTransport on it).
  */
+import { AsyncResource } from "node:async_hooks";
 import http2 from "node:http2";
 import { once } from "node:events";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -125,6 +126,22 @@ describe("the node:http2 gRPC client against the core's fast path", () => {
     const res = await Promise.all(Array.from({ length: 20 }, () => createClient(ChatService, h2).createChatCompletion({ bodyJson: k })));
     for (const r of res) expect(r).toMatchObject({ completionJson: '{"id":"c1"}', upstreamMs: 12.5, provider: "groq" });
     expect(core.sessions.size - before).toBe(1); // one connection, whatever the calls
+  });
+
+  it("Node's AsyncResource.prototype.bind is Node's again after each call's request", async () => {
+    const nodeBind = AsyncResource.prototype.bind;
+    const k = key("bind");
+    unary.set(k, () => ({ completionJson: "{}" }));
+    const t = createH2GrpcTransport({ baseUrl: `http://127.0.0.1:${core.port}` });
+    try {
+      // The first call starts while the session connects (its start bound, run on "connect"), the next on it.
+      for (let i = 0; i < 2; i++) expect(await createClient(ChatService, t).createChatCompletion({ bodyJson: k })).toMatchObject({ completionJson: "{}" });
+      expect(AsyncResource.prototype.bind).toBe(nodeBind);
+      const bound = new AsyncResource("test").bind(() => 1);
+      expect(Object.getOwnPropertyDescriptor(bound, "asyncResource")?.get).toBeTypeOf("function");
+    } finally {
+      t.close();
+    }
   });
 
   it("an error with details and metadata (trailers after headers, and trailers-only) reads as through grpc-js", async () => {
