@@ -36,7 +36,7 @@
  * the total (heap growth plus what each collection freed, `v8.GCProfiler`).
  */
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
 import http from "node:http";
 import type net from "node:net";
@@ -64,6 +64,11 @@ interface ChildResult {
   /** Per window: bytes allocated on the JS heap per request (heap growth plus what each collection freed). */
   offAlloc: number[];
   onAlloc: number[];
+  /** Per window: CPU µs per request of the main thread and of the other threads. */
+  offMain: number[];
+  onMain: number[];
+  offOther: number[];
+  onOther: number[];
 }
 
 async function child(): Promise<void> {
@@ -231,7 +236,28 @@ async function child(): Promise<void> {
     gcSeen.major = 0;
     return seen;
   };
-  const gcOf = { us: 0, major: 0, alloc: 0 };
+  const gcOf = { us: 0, major: 0, alloc: 0, mainUs: 0, otherUs: 0 };
+  // CPU of the main thread and of the process's other threads (V8's GC helpers and compilers, libuv), ns on CPU
+  // from /proc/self/task/<tid>/schedstat (Linux; zeros elsewhere).
+  const threadCpu = () => {
+    let main = 0;
+    let other = 0;
+    try {
+      for (const tid of readdirSync("/proc/self/task")) {
+        let ns = 0;
+        try {
+          ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+        } catch {
+          continue; // a thread that ended
+        }
+        if (Number(tid) === process.pid) main += ns;
+        else other += ns;
+      }
+    } catch {
+      // not Linux
+    }
+    return { main, other };
+  };
   // Measured windows print their span of the monotonic clock in µs (a CPU profile's timestamps: samples split by window).
   let measuring = false;
   const used = () => getHeapStatistics().used_heap_size;
@@ -240,6 +266,7 @@ async function child(): Promise<void> {
     const gcs = new GCProfiler();
     gcs.start();
     const used0 = used();
+    const th0 = threadCpu();
     const t0 = cpu();
     const w0 = process.hrtime.bigint() / 1000n;
     for (let i = 0; i < n; i++) {
@@ -248,6 +275,9 @@ async function child(): Promise<void> {
     }
     if (flush) await provider.forceFlush();
     const spent = (cpu() - t0) / n;
+    const th1 = threadCpu();
+    gcOf.mainUs = (th1.main - th0.main) / 1000 / n;
+    gcOf.otherUs = (th1.other - th0.other) / 1000 / n;
     if (measuring) process.stdout.write(`WINDOW ${flush ? "on" : "off"} ${w0} ${process.hrtime.bigint() / 1000n}\n`);
     const used1 = used();
     const freed = (gcs.stop()?.statistics ?? []).reduce((sum, g) => sum + g.beforeGC.heapStatistics.usedHeapSize - g.afterGC.heapStatistics.usedHeapSize, 0);
@@ -260,7 +290,7 @@ async function child(): Promise<void> {
   // Warm-up (JIT) of both stacks.
   await run(off, 2000, false);
   await run(on, 2000, true);
-  const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [], offAlloc: [], onAlloc: [] };
+  const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [], offAlloc: [], onAlloc: [], offMain: [], onMain: [], offOther: [], onOther: [] };
   const only = flag("only");
   // Seconds since start-up at which the measured rounds begin and end (for a profile's `--from`/`--to`).
   process.stdout.write(`MEASURED FROM ${process.uptime().toFixed(3)}\n`);
@@ -278,10 +308,14 @@ async function child(): Promise<void> {
     result.offGc.push(only === "on" ? Number.NaN : gcOf.us);
     result.offMajor.push(only === "on" ? Number.NaN : gcOf.major);
     result.offAlloc.push(only === "on" ? Number.NaN : gcOf.alloc);
+    result.offMain.push(only === "on" ? Number.NaN : gcOf.mainUs);
+    result.offOther.push(only === "on" ? Number.NaN : gcOf.otherUs);
     result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
     result.onGc.push(only === "off" ? Number.NaN : gcOf.us);
     result.onMajor.push(only === "off" ? Number.NaN : gcOf.major);
     result.onAlloc.push(only === "off" ? Number.NaN : gcOf.alloc);
+    result.onMain.push(only === "off" ? Number.NaN : gcOf.mainUs);
+    result.onOther.push(only === "off" ? Number.NaN : gcOf.otherUs);
   }
   process.stdout.write(`MEASURED TO ${process.uptime().toFixed(3)}\n`);
   if (inspector) {
@@ -312,8 +346,8 @@ async function main(): Promise<void> {
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
-  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | GC µs per request, off / on (median) | mark-compacts per 1,000 requests, off / on (median) | JS heap bytes allocated per request, off / on (median) | exported bytes per request | load |");
-  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | GC µs per request, off / on (median) | mark-compacts per 1,000 requests, off / on (median) | JS heap bytes allocated per request, off / on (median) | off, CPU µs per request: main thread / other threads (median) | added: main thread / other threads (median of rounds' differences) | exported bytes per request | load |");
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (let p = 1; p <= pairs; p++) {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
@@ -337,6 +371,8 @@ async function main(): Promise<void> {
       r.on = r.on.map((v) => v ?? Number.NaN);
       const gc = [r.offGc, r.onGc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1)).join(" / ");
       const majors = [r.offMajor, r.onMajor].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(2)).join(" / ");
+      const diffOf = (on: number[], off: number[]) => median(on.map((v, i) => (v ?? Number.NaN) - (off[i] ?? Number.NaN))).toFixed(1);
+      const threads = `${median(r.offMain).toFixed(1)} / ${median(r.offOther).toFixed(1)} | ${diffOf(r.onMain, r.offMain)} / ${diffOf(r.onOther, r.offOther)}`;
       const alloc = [r.offAlloc, r.onAlloc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(0)).join(" / ");
       const offM = median(r.off);
       const onM = median(r.on);
@@ -344,7 +380,7 @@ async function main(): Promise<void> {
       const bestOff = Math.min(...r.off);
       const bestOn = Math.min(...r.on);
       const traced = r.on.length * num("requests", 2000) + 2000;
-      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${gc} | ${majors} | ${alloc} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
+      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${gc} | ${majors} | ${alloc} | ${threads} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
       console.error(`  rounds off ${r.off.map((v) => v.toFixed(1)).join(" ")}; on ${r.on.map((v) => v.toFixed(1)).join(" ")}`);
     }
   }
