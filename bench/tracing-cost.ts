@@ -33,7 +33,9 @@
  * stdout there (`child-<pair>-<tree index>.log`: what such flags print). `--heap-sample <dir>` writes a sampling heap
  * profile of the measured rounds there, objects already collected included (every `--heap-sample-interval` bytes,
  * 1024): what each function allocates (`node bench/lib/heap-summary.mjs`); the table's "JS heap bytes allocated" is
- * the total (heap growth plus what each collection freed, `v8.GCProfiler`).
+ * the total (heap growth plus what each collection freed, `v8.GCProfiler`). The main thread's and the other threads'
+ * CPU per request (`/proc/self/task/<tid>/schedstat`; V8's GC helpers and compiler threads, which a CPU profile of the
+ * main thread does not show) are reported off, and as the median of the rounds' differences on − off.
  */
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
