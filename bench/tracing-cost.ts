@@ -28,7 +28,8 @@
  * each child process into `<dir>` (sampled every `--profile-interval` µs, Node's default 1000; `node
  * bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
  * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
- * `--node-flags "<flags>"` (space-separated) go to each child's node, e.g. `"--no-turbo-inlining"` (so a profile keeps
+ * `--solo` (with `--only`): the child builds and warms only that mode's stack (compare `--only on --solo` and `--only
+ * off --solo` processes, both orders). `--node-flags "<flags>"` (space-separated) go to each child's node, e.g. `"--no-turbo-inlining"` (so a profile keeps
  * self time with the function that spends it) or `"--trace-gc --trace-gc-nvp"`; `--child-log <dir>` keeps each child's
  * stdout there (`child-<pair>-<tree index>.log`: what such flags print). `--heap-sample <dir>` writes a sampling heap
  * profile of the measured rounds there, objects already collected included (every `--heap-sample-interval` bytes,
@@ -214,8 +215,13 @@ async function child(): Promise<void> {
     await app.ready();
     return app;
   };
-  const off = await appOf(false);
-  const on = await appOf(true);
+  // `--solo` (with `--only`): only that mode's stack is built and warmed, so the process is as a serve with tracing
+  // on or off is (its code, its inline caches and its heap hold only that stack's; with both, the off stack runs with
+  // what the on stack taught the shared code). Compare two such processes (`--only on --solo`, `--only off --solo`).
+  const solo = process.argv.includes("--solo");
+  const only0 = flag("only");
+  const off = solo && only0 === "on" ? undefined : await appOf(false);
+  const on = solo && only0 === "off" ? undefined : await appOf(true);
   const payload = JSON.stringify({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "Say hello." }] });
   const headers = { "content-type": "application/json", authorization: "Bearer sk-bench" };
   const provider = (api.trace.getTracerProvider() as unknown as { getDelegate(): { forceFlush(): Promise<void> } }).getDelegate();
@@ -263,7 +269,7 @@ async function child(): Promise<void> {
   // Measured windows print their span of the monotonic clock in µs (a CPU profile's timestamps: samples split by window).
   let measuring = false;
   const used = () => getHeapStatistics().used_heap_size;
-  const run = async (app: typeof off, n: number, flush: boolean) => {
+  const run = async (app: NonNullable<typeof off>, n: number, flush: boolean) => {
     await gcSince();
     const gcs = new GCProfiler();
     gcs.start();
@@ -290,8 +296,8 @@ async function child(): Promise<void> {
     return spent;
   };
   // Warm-up (JIT) of both stacks.
-  await run(off, 2000, false);
-  await run(on, 2000, true);
+  if (off) await run(off, 2000, false);
+  if (on) await run(on, 2000, true);
   const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [], offAlloc: [], onAlloc: [], offMain: [], onMain: [], offOther: [], onOther: [] };
   const only = flag("only");
   // Seconds since start-up at which the measured rounds begin and end (for a profile's `--from`/`--to`).
@@ -306,13 +312,13 @@ async function child(): Promise<void> {
     await post("HeapProfiler.startSampling", { samplingInterval: num("heap-sample-interval", 1024), includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   }
   for (let r = 0; r < rounds; r++) {
-    result.off.push(only === "on" ? Number.NaN : await run(off, requests, false));
+    result.off.push(only === "on" ? Number.NaN : await run(off!, requests, false));
     result.offGc.push(only === "on" ? Number.NaN : gcOf.us);
     result.offMajor.push(only === "on" ? Number.NaN : gcOf.major);
     result.offAlloc.push(only === "on" ? Number.NaN : gcOf.alloc);
     result.offMain.push(only === "on" ? Number.NaN : gcOf.mainUs);
     result.offOther.push(only === "on" ? Number.NaN : gcOf.otherUs);
-    result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
+    result.on.push(only === "off" ? Number.NaN : await run(on!, requests, true));
     result.onGc.push(only === "off" ? Number.NaN : gcOf.us);
     result.onMajor.push(only === "off" ? Number.NaN : gcOf.major);
     result.onAlloc.push(only === "off" ? Number.NaN : gcOf.alloc);
@@ -344,7 +350,7 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
-  const pass = ["requests", "rounds", "ratio", "only", "heap-sample", "heap-sample-interval"].flatMap((k) => (flag(k) ? [`--${k}`, k === "heap-sample" ? resolve(flag(k)!) : flag(k)!] : []));
+  const pass = [...["requests", "rounds", "ratio", "only", "heap-sample", "heap-sample-interval"].flatMap((k) => (flag(k) ? [`--${k}`, k === "heap-sample" ? resolve(flag(k)!) : flag(k)!] : [])), ...(process.argv.includes("--solo") ? ["--solo"] : [])];
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
@@ -374,7 +380,8 @@ async function main(): Promise<void> {
       const gc = [r.offGc, r.onGc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1)).join(" / ");
       const majors = [r.offMajor, r.onMajor].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(2)).join(" / ");
       const diffOf = (on: number[], off: number[]) => median(on.map((v, i) => (v ?? Number.NaN) - (off[i] ?? Number.NaN))).toFixed(1);
-      const threads = `${median(r.offMain).toFixed(1)} / ${median(r.offOther).toFixed(1)} | ${diffOf(r.onMain, r.offMain)} / ${diffOf(r.onOther, r.offOther)}`;
+      const med = (xs: number[]) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1);
+      const threads = `${med(r.offMain)} / ${med(r.offOther)} | ${diffOf(r.onMain, r.offMain)} / ${diffOf(r.onOther, r.offOther)}`;
       const alloc = [r.offAlloc, r.onAlloc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(0)).join(" / ");
       const offM = median(r.off);
       const onM = median(r.on);
