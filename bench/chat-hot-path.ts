@@ -42,7 +42,8 @@
  * Before 2026-11-27 each target had one c=32 window and one streams window, and the base was always measured
  * right after the tree under test: an A/A run read 0.421 ms CPU per request first against 0.255 second
  * (bench/README.md, stop 37). The idle partner in a group costs a little CPU to the machine, equally to both.
- * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit); with `--base`, the
+ * `--profile <dir>` starts the serve1 process with `--cpu-prof --cpu-prof-dir=<dir>` (written at exit; `--profile-interval <µs>`,
+ * `--profile-node-flags "<flags>"` add to its node flags, e.g. `"--no-turbo-inlining"`); with `--base`, the
  * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split` (the base's into `<dir>/split-base`).
  *
  * Before/after in one run: `--base <checkout>` adds, with the target serve1, "serve1 (base)", `portico serve` (1 worker) of another
@@ -51,7 +52,9 @@
  * (until 2026-11-27 "serve1 (base)" came with any `--targets`). `--serve-model` / `--serve-long-model` name the
  * models the Portico targets request (default `groq/llama-3.3-70b` and `together/llama-3.3-70b`, which the catalog
  * does not list; `groq/llama-3.3-70b-versatile` and `together/meta-llama/Llama-3.3-70B-Instruct-Turbo` are catalog
- * endpoints, so the request is routed through the catalog and priced).
+ * endpoints, so the request is routed through the catalog and priced). `--serve-env K=V[,K=V…]` and `--base-env …` add to the
+ * environment of this checkout's and of the base's Portico processes (e.g. tracing on for one of them: `--serve-env
+ * OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:<port>`; with `--base` naming a build of the same commit, an on/off pair).
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -142,6 +145,12 @@ async function main(): Promise<void> {
   const wanted = (argOf("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
   const base = argOf("base");
   const serveModel = argOf("serve-model") ?? "groq/llama-3.3-70b";
+  // Extra environment for this checkout's Portico processes and for the base's (`--serve-env` / `--base-env` K=V,…).
+  const envOf = (name: string): Record<string, string> => Object.fromEntries((argOf(name) ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  const serveEnv = envOf("serve-env");
+  // With `--profile`: `--profile-interval <µs>` (V8's sampling interval) and `--profile-node-flags "<flags>"` (e.g. `--no-turbo-inlining`) for the profiled processes.
+  const profileFlags = [...(argOf("profile-interval") ? [`--cpu-prof-interval=${argOf("profile-interval")}`] : []), ...(argOf("profile-node-flags")?.split(" ").filter(Boolean) ?? [])];
+  const baseEnv = envOf("base-env");
   const serveLongModel = argOf("serve-long-model") ?? "together/llama-3.3-70b";
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-hot-"));
   const children: ChildProcess[] = [];
@@ -181,8 +190,8 @@ async function main(): Promise<void> {
     const startServe = async (workers: number, name: string, checkout = root) => {
       const isBase = checkout !== root;
       // The base checkout's profile goes to <dir>/base, so one run profiles both builds under the same load.
-      const args = [...(profileDir && workers === 1 ? ["--cpu-prof", `--cpu-prof-dir=${isBase ? join(profileDir, "base") : profileDir}`] : []), "bin/portico.mjs", "serve"];
-      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}), PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) };
+      const args = [...(profileDir && workers === 1 ? ["--cpu-prof", `--cpu-prof-dir=${isBase ? join(profileDir, "base") : profileDir}`, ...profileFlags] : []), "bin/portico.mjs", "serve"];
+      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base"), ...baseEnv } : serveEnv), PORT: "0", PORTICO_GRPC_PORT: "0", PORTICO_WORKERS: String(workers) };
       const s = await spawnUntil(args, env, join(dir, `${name}.log`), serveReady(workers), 60_000, checkout);
       let own = isBase ? baseKeys : keys;
       if (!own) {
@@ -216,9 +225,9 @@ async function main(): Promise<void> {
       const isBase = checkout !== root;
       if (!(isBase ? baseKeys : keys)) await stop((await startServe(1, isBase ? "bootstrap (base)" : "bootstrap", checkout)).children[0]!);
       const own = (isBase ? baseKeys : keys)!;
-      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base") } : {}) };
+      const env = { ...providerEnv, ...(isBase ? { PORTICO_DATA_DIR: join(dir, "data-base"), ...baseEnv } : serveEnv) };
       const grpcPort = await freePort();
-      const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, isBase ? "split-base" : "split")}`] : [];
+      const prof = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, isBase ? "split-base" : "split")}`, ...profileFlags] : [];
       const core = await spawnUntil([...prof, "bin/portico.mjs", "core"], { ...env, PORTICO_GRPC_PORT: String(grpcPort) }, join(dir, `${name}-core.log`), (out) => (/core listening/.test(out) ? true : undefined), 60_000, checkout);
       const gateway = await spawnUntil([...prof, "bin/portico.mjs", "gateway"], { ...env, PORT: "0", PORTICO_CORE_URL: `http://127.0.0.1:${grpcPort}` }, join(dir, `${name}-gateway.log`), (out) => /"url":"(http:\/\/127\.0\.0\.1:\d+\/api\/v1)","msg":"gateway listening/.exec(out)?.[1], 60_000, checkout);
       const pids = [core.child.pid!, gateway.child.pid!];

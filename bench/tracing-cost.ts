@@ -10,7 +10,10 @@
  * modules (its `src/`, no build needed) make two stacks:
  * - off: a Fastify app whose chat route calls the tree's `callOptionsFor` (gateway/rpc.ts) and the tree's chat
  *   handler (createChatHandler, every stage, in-memory stores, a provider adapter answering at once, as
- *   bench/chat-pipeline.ts builds it) with the headers and context values it made (as the in-process transport);
+ *   bench/chat-pipeline.ts builds it) with the headers and context values it made and the call's signal from the
+ *   tree's `LightAbortController` (as the in-process transport); the app has an onRequest and an onResponse hook as
+ *   serve's gateway has (until 2026-11-27 it had none, and Node's AbortController: see bench/README.md, "Tracing
+ *   cost: where the in-request inflation goes");
  * - on: the same with the tree's tracing started (src/lib/tracing.ts `startTracing`, the OTLP http/protobuf
  *   exporter posting to a sink in the parent process), its Fastify plugin registered, the core's tracing
  *   interceptor around the handler and the chat pipeline's trace stage in it (`tracing: true`).
@@ -25,13 +28,25 @@
  * each child process into `<dir>` (sampled every `--profile-interval` µs, Node's default 1000; `node
  * bench/lib/profile-summary.mjs <file> --top 40`); with `--only on` (or `off`) the
  * measured rounds run that mode's windows alone (after the warm-up of both), so that two profiles can be compared.
+ * `--solo` (with `--only`): the child builds and warms only that mode's stack (compare `--only on --solo` and `--only
+ * off --solo` processes, both orders). `--node-flags "<flags>"` (space-separated) go to each child's node, e.g. `"--no-turbo-inlining"` (so a profile keeps
+ * self time with the function that spends it) or `"--trace-gc --trace-gc-nvp"`; `--child-log <dir>` keeps each child's
+ * stdout there (`child-<pair>-<tree index>.log`: what such flags print). `--heap-sample <dir>` writes a sampling heap
+ * profile of the measured rounds there, objects already collected included (every `--heap-sample-interval` bytes,
+ * 1024): what each function allocates (`node bench/lib/heap-summary.mjs`); the table's "JS heap bytes allocated" is
+ * the total (heap growth plus what each collection freed, `v8.GCProfiler`). The main thread's and the other threads'
+ * CPU per request (`/proc/self/task/<tid>/schedstat`; V8's GC helpers and compiler threads, which a CPU profile of the
+ * main thread does not show) are reported off, and as the median of the rounds' differences on − off.
  */
 import { spawn } from "node:child_process";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
 import http from "node:http";
 import type net from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf_hooks";
+import { GCProfiler, getHeapStatistics } from "node:v8";
 import { pathToFileURL } from "node:url";
 import { flag, num } from "./lib/args.js";
 
@@ -49,6 +64,14 @@ interface ChildResult {
   onGc: number[];
   offMajor: number[];
   onMajor: number[];
+  /** Per window: bytes allocated on the JS heap per request (heap growth plus what each collection freed). */
+  offAlloc: number[];
+  onAlloc: number[];
+  /** Per window: CPU µs per request of the main thread and of the other threads. */
+  offMain: number[];
+  onMain: number[];
+  offOther: number[];
+  onOther: number[];
 }
 
 async function child(): Promise<void> {
@@ -57,7 +80,7 @@ async function child(): Promise<void> {
   const rounds = num("rounds", 7);
   const ratio = num("ratio", 1);
   const m = (p: string) => import(pathToFileURL(resolve(root, "src", p)).href);
-  const [{ loadConfig }, { startTracing }, { callOptionsFor }, { createTracingInterceptor }, { createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { createContextValues }, pino, { default: Fastify }, api] =
+  const [{ loadConfig }, { startTracing }, { callOptionsFor }, { createTracingInterceptor }, { createChatHandler }, { kCaller }, { createCatalog }, { BUILTIN_CATALOG }, { ProviderRegistry }, { createMemoryConcurrencyLimiter }, { createMemoryHealthMemory }, { createMemorySessionAffinity }, { LightAbortController }, { createContextValues }, pino, { default: Fastify }, api] =
     await Promise.all([
       m("config.ts"),
       m("lib/tracing.ts"),
@@ -71,6 +94,8 @@ async function child(): Promise<void> {
       m("lib/concurrency-limiter.ts"),
       m("lib/health-memory.ts"),
       m("lib/session-affinity.ts"),
+      // The call's AbortController as the direct transport makes it (a tree without light-abort.ts: Node's).
+      m("lib/light-abort.ts").catch(() => ({ LightAbortController: AbortController })),
       import("@connectrpc/connect"),
       import("pino"),
       import("fastify"),
@@ -166,12 +191,19 @@ async function child(): Promise<void> {
     const chain = traced ? createTracingInterceptor(config.tracing.sampler)(call as never) : call;
     // As the direct transport: the caller's context values (a tree handing the gateway's span over in them), else new ones.
     return (headers: Record<string, string>, message: unknown, contextValues?: Req["contextValues"]) => {
-      const ac = new AbortController();
+      const ac = new (LightAbortController as typeof AbortController)();
       return (chain as (r: Req & { service: unknown; method: unknown }) => Promise<{ message: { completionJson?: string } }>)({ header: new Headers(headers), signal: ac.signal, message, service, method, contextValues: contextValues ?? createContextValues() });
     };
   };
   const appOf = async (traced: boolean) => {
     const app = Fastify({ logger: false });
+    // As src/gateway/app.ts: an onRequest and an onResponse hook of the gateway's own, traced or not (Fastify's
+    // per-request machinery for each kind of hook — the response's listeners, the hook runners — is serve's either way).
+    app.addHook("onRequest", (req, reply, done) => {
+      reply.header("x-request-id", req.id);
+      done();
+    });
+    app.addHook("onResponse", (_req, _reply, done) => done());
     if (traced) await app.register(tracing!.fastifyPlugin());
     const core = coreOf(traced);
     app.post("/api/v1/chat/completions", async (req, reply) => {
@@ -183,8 +215,13 @@ async function child(): Promise<void> {
     await app.ready();
     return app;
   };
-  const off = await appOf(false);
-  const on = await appOf(true);
+  // `--solo` (with `--only`): only that mode's stack is built and warmed, so the process is as a serve with tracing
+  // on or off is (its code, its inline caches and its heap hold only that stack's; with both, the off stack runs with
+  // what the on stack taught the shared code). Compare two such processes (`--only on --solo`, `--only off --solo`).
+  const solo = process.argv.includes("--solo");
+  const only0 = flag("only");
+  const off = solo && only0 === "on" ? undefined : await appOf(false);
+  const on = solo && only0 === "off" ? undefined : await appOf(true);
   const payload = JSON.stringify({ model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "Say hello." }] });
   const headers = { "content-type": "application/json", authorization: "Bearer sk-bench" };
   const provider = (api.trace.getTracerProvider() as unknown as { getDelegate(): { forceFlush(): Promise<void> } }).getDelegate();
@@ -207,33 +244,92 @@ async function child(): Promise<void> {
     gcSeen.major = 0;
     return seen;
   };
-  const gcOf = { us: 0, major: 0 };
-  const run = async (app: typeof off, n: number, flush: boolean) => {
+  const gcOf = { us: 0, major: 0, alloc: 0, mainUs: 0, otherUs: 0 };
+  // CPU of the main thread and of the process's other threads (V8's GC helpers and compilers, libuv), ns on CPU
+  // from /proc/self/task/<tid>/schedstat (Linux; zeros elsewhere).
+  const threadCpu = () => {
+    let main = 0;
+    let other = 0;
+    try {
+      for (const tid of readdirSync("/proc/self/task")) {
+        let ns = 0;
+        try {
+          ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+        } catch {
+          continue; // a thread that ended
+        }
+        if (Number(tid) === process.pid) main += ns;
+        else other += ns;
+      }
+    } catch {
+      // not Linux
+    }
+    return { main, other };
+  };
+  // Measured windows print their span of the monotonic clock in µs (a CPU profile's timestamps: samples split by window).
+  let measuring = false;
+  const used = () => getHeapStatistics().used_heap_size;
+  const run = async (app: NonNullable<typeof off>, n: number, flush: boolean) => {
     await gcSince();
+    const gcs = new GCProfiler();
+    gcs.start();
+    const used0 = used();
+    const th0 = threadCpu();
     const t0 = cpu();
+    const w0 = process.hrtime.bigint() / 1000n;
     for (let i = 0; i < n; i++) {
       const r = await app.inject({ method: "POST", url: "/api/v1/chat/completions", payload, headers });
       if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}: ${r.body}`);
     }
     if (flush) await provider.forceFlush();
     const spent = (cpu() - t0) / n;
+    const th1 = threadCpu();
+    gcOf.mainUs = (th1.main - th0.main) / 1000 / n;
+    gcOf.otherUs = (th1.other - th0.other) / 1000 / n;
+    if (measuring) process.stdout.write(`WINDOW ${flush ? "on" : "off"} ${w0} ${process.hrtime.bigint() / 1000n}\n`);
+    const used1 = used();
+    const freed = (gcs.stop()?.statistics ?? []).reduce((sum, g) => sum + g.beforeGC.heapStatistics.usedHeapSize - g.afterGC.heapStatistics.usedHeapSize, 0);
+    gcOf.alloc = (used1 - used0 + freed) / n;
     const gc = await gcSince();
     gcOf.us = (gc.ms * 1000) / n;
     gcOf.major = (gc.major * 1000) / n;
     return spent;
   };
   // Warm-up (JIT) of both stacks.
-  await run(off, 2000, false);
-  await run(on, 2000, true);
-  const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [] };
+  if (off) await run(off, 2000, false);
+  if (on) await run(on, 2000, true);
+  const result: ChildResult = { off: [], on: [], offGc: [], onGc: [], offMajor: [], onMajor: [], offAlloc: [], onAlloc: [], offMain: [], onMain: [], offOther: [], onOther: [] };
   const only = flag("only");
+  // Seconds since start-up at which the measured rounds begin and end (for a profile's `--from`/`--to`).
+  process.stdout.write(`MEASURED FROM ${process.uptime().toFixed(3)}\n`);
+  measuring = true;
+  // `--heap-sample <dir>`: a sampling heap profile of the measured rounds, objects collected since included (what was allocated, not what stayed).
+  const heapDir = flag("heap-sample");
+  const inspector = heapDir ? new Session() : undefined;
+  const post = (method: string, params?: object) => new Promise<unknown>((ok, fail) => inspector!.post(method, params, (err, res) => (err ? fail(err) : ok(res))));
+  if (inspector) {
+    inspector.connect();
+    await post("HeapProfiler.startSampling", { samplingInterval: num("heap-sample-interval", 1024), includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
   for (let r = 0; r < rounds; r++) {
-    result.off.push(only === "on" ? Number.NaN : await run(off, requests, false));
+    result.off.push(only === "on" ? Number.NaN : await run(off!, requests, false));
     result.offGc.push(only === "on" ? Number.NaN : gcOf.us);
     result.offMajor.push(only === "on" ? Number.NaN : gcOf.major);
-    result.on.push(only === "off" ? Number.NaN : await run(on, requests, true));
+    result.offAlloc.push(only === "on" ? Number.NaN : gcOf.alloc);
+    result.offMain.push(only === "on" ? Number.NaN : gcOf.mainUs);
+    result.offOther.push(only === "on" ? Number.NaN : gcOf.otherUs);
+    result.on.push(only === "off" ? Number.NaN : await run(on!, requests, true));
     result.onGc.push(only === "off" ? Number.NaN : gcOf.us);
     result.onMajor.push(only === "off" ? Number.NaN : gcOf.major);
+    result.onAlloc.push(only === "off" ? Number.NaN : gcOf.alloc);
+    result.onMain.push(only === "off" ? Number.NaN : gcOf.mainUs);
+    result.onOther.push(only === "off" ? Number.NaN : gcOf.otherUs);
+  }
+  process.stdout.write(`MEASURED TO ${process.uptime().toFixed(3)}\n`);
+  if (inspector) {
+    const { profile } = (await post("HeapProfiler.stopSampling")) as { profile: unknown };
+    writeFileSync(resolve(heapDir!, `heap-${only ?? "both"}-${process.pid}.heapprofile`), JSON.stringify(profile));
+    inspector.disconnect();
   }
   await tracing!.close();
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
@@ -254,24 +350,28 @@ async function main(): Promise<void> {
   });
   await new Promise<void>((r) => sink.listen(0, "127.0.0.1", r));
   const sinkUrl = `http://127.0.0.1:${(sink.address() as net.AddressInfo).port}/v1/traces`;
-  const pass = ["requests", "rounds", "ratio", "only"].flatMap((k) => (flag(k) ? [`--${k}`, flag(k)!] : []));
+  const pass = [...["requests", "rounds", "ratio", "only", "heap-sample", "heap-sample-interval"].flatMap((k) => (flag(k) ? [`--${k}`, k === "heap-sample" ? resolve(flag(k)!) : flag(k)!] : [])), ...(process.argv.includes("--solo") ? ["--solo"] : [])];
   const nameOf = (t: (typeof trees)[number]) => (t.batch ? `${t.root}, batch ${t.batch}` : t.root);
   const loadStart = load();
   console.log(`Node ${process.version}; ${num("requests", 2000)} requests per window, ${num("rounds", 7)} rounds off/on per process, ${pairs} pair(s); sampled ratio ${num("ratio", 1)}; load average at start ${loadStart}\n`);
-  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | GC µs per request, off / on (median) | mark-compacts per 1,000 requests, off / on (median) | exported bytes per request | load |");
-  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  console.log("| pair | tree | CPU µs per request, off (median; best) | on (median; best) | added: median of rounds' differences | added: best on − best off | added % (best) | GC µs per request, off / on (median) | mark-compacts per 1,000 requests, off / on (median) | JS heap bytes allocated per request, off / on (median) | off, CPU µs per request: main thread / other threads (median) | added: main thread / other threads (median of rounds' differences) | exported bytes per request | load |");
+  console.log("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
   for (let p = 1; p <= pairs; p++) {
     for (const [ti, { root: tree, batch }] of trees.entries()) {
       const before = bytes[ti]!;
       const out = await new Promise<string>((done, fail) => {
         const profile = flag("profile") ? ["--cpu-prof", "--cpu-prof-dir", resolve(flag("profile")!), ...(flag("profile-interval") ? ["--cpu-prof-interval", flag("profile-interval")!] : [])] : [];
-        const c = spawn(process.execPath, [...profile, resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
+        const nodeFlags = flag("node-flags")?.split(" ").filter(Boolean) ?? [];
+        const c = spawn(process.execPath, [...profile, ...nodeFlags, resolve(import.meta.dirname, "../bin/run-ts.mjs"), resolve(import.meta.dirname, "tracing-cost.ts"), "--role", "child", "--tree", tree, "--sink", `${sinkUrl}/${ti}`, ...pass, ...(batch ? ["--batch", batch] : [])], {
           cwd: tree,
           stdio: ["ignore", "pipe", "inherit"],
         });
         let text = "";
         c.stdout.on("data", (d: Buffer) => (text += d.toString()));
-        c.on("exit", (code) => (code === 0 ? done(text) : fail(new Error(`child for ${tree} exited with ${code}: ${text}`))));
+        c.on("exit", (code) => {
+          if (flag("child-log")) writeFileSync(resolve(flag("child-log")!, `child-${p}-${ti}.log`), text);
+          return code === 0 ? done(text) : fail(new Error(`child for ${tree} exited with ${code}: ${text.slice(-2000)}`));
+        });
       });
       const r = JSON.parse(/RESULT (.*)/.exec(out)![1]!) as ChildResult;
       // A mode left out (`--only`) came as null (NaN in JSON).
@@ -279,13 +379,17 @@ async function main(): Promise<void> {
       r.on = r.on.map((v) => v ?? Number.NaN);
       const gc = [r.offGc, r.onGc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1)).join(" / ");
       const majors = [r.offMajor, r.onMajor].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(2)).join(" / ");
+      const diffOf = (on: number[], off: number[]) => median(on.map((v, i) => (v ?? Number.NaN) - (off[i] ?? Number.NaN))).toFixed(1);
+      const med = (xs: number[]) => median(xs.map((v) => v ?? Number.NaN)).toFixed(1);
+      const threads = `${med(r.offMain)} / ${med(r.offOther)} | ${diffOf(r.onMain, r.offMain)} / ${diffOf(r.onOther, r.offOther)}`;
+      const alloc = [r.offAlloc, r.onAlloc].map((xs) => median(xs.map((v) => v ?? Number.NaN)).toFixed(0)).join(" / ");
       const offM = median(r.off);
       const onM = median(r.on);
       const added = median(r.on.map((v, i) => v - r.off[i]!));
       const bestOff = Math.min(...r.off);
       const bestOn = Math.min(...r.on);
       const traced = r.on.length * num("requests", 2000) + 2000;
-      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${gc} | ${majors} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
+      console.log(`| ${p} | ${nameOf(trees[ti]!)} | ${offM.toFixed(1)}; ${bestOff.toFixed(1)} | ${onM.toFixed(1)}; ${bestOn.toFixed(1)} | ${added.toFixed(1)} | ${(bestOn - bestOff).toFixed(1)} | ${((100 * (bestOn - bestOff)) / bestOff).toFixed(1)} | ${gc} | ${majors} | ${alloc} | ${threads} | ${((bytes[ti]! - before) / traced).toFixed(0)} | ${load()} |`);
       console.error(`  rounds off ${r.off.map((v) => v.toFixed(1)).join(" ")}; on ${r.on.map((v) => v.toFixed(1)).join(" ")}`);
     }
   }

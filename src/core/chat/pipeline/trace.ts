@@ -13,7 +13,7 @@
  * filed: no attribute is built and no attempt span made. The attributes are set one by one once the request ends
  * (no attribute object is built on the way).
  */
-import { SpanKind, SpanStatusCode, type Context, type Span } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf } from "../../../lib/service-error.js";
 import { parentContext, requestSpan, tracer } from "../../../lib/tracing.js";
@@ -130,6 +130,8 @@ export class RequestSpans implements EventTap {
   constructor(
     readonly call: ChatCall,
     readonly span: Span,
+    /** Portico's tracer, looked up once per stage (`trace.getTracer` goes through the API's registry and builds the SDK's key string per call). */
+    readonly tracer: Tracer,
   ) {
     this.parent = parentContext(span);
   }
@@ -160,18 +162,23 @@ export class RequestSpans implements EventTap {
 }
 
 export function createTraceStage(): ChatStage {
+  // As the core's tracing interceptor: the tracer once (before a provider is registered, the API's proxy tracer, which
+  // finds the provider's on first use).
+  const t = tracer();
   return {
     name: "trace",
     run(call, next) {
       const span = requestSpan(call.signal);
       // Not sampled (or not a traced RPC): no attributes, no attempt span.
       if (span === undefined) return next();
-      const spans = new RequestSpans(call, span);
+      const spans = new RequestSpans(call, span, t);
       call.traceSpans = spans;
       return next().then(spans.answered, spans.threw);
     },
   };
 }
+
+const CLIENT = { kind: SpanKind.CLIENT };
 
 /** An attempt's span, when the request is traced: `served()` once it answered, `failed(err)` otherwise. */
 export interface AttemptSpan {
@@ -183,7 +190,7 @@ export interface AttemptSpan {
 export function attemptSpan(call: ChatCall, a: Attempt, n: number): AttemptSpan | undefined {
   const spans = call.traceSpans;
   if (!spans) return undefined;
-  const span = tracer().startSpan(chatSpanName(a.call.model), { kind: SpanKind.CLIENT }, spans.parent);
+  const span = spans.tracer.startSpan(chatSpanName(a.call.model), CLIENT, spans.parent);
   span.setAttribute(GEN_AI.OPERATION_NAME, "chat");
   span.setAttribute(GEN_AI.PROVIDER_NAME, a.provider);
   span.setAttribute(GEN_AI.REQUEST_MODEL, a.call.model);
