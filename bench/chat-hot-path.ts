@@ -373,7 +373,7 @@ async function main(): Promise<void> {
       const st = summary(r.streams);
       const measured = r !== direct;
       console.log(
-        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare ? ((100 * c32.rps) / bareRps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? c32.cpuPerRequest.toFixed(3) : "—"} | ${measured ? st.cpuPerChunk.toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
+        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r.ttfc.length === 0 ? "—" : r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare ? ((100 * c32.rps) / bareRps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? c32.cpuPerRequest.toFixed(3) : "—"} | ${measured && r.streams.length ? st.cpuPerChunk.toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
       );
     }
     // Every window's figure, in the order measured (the table's figures are their medians).
