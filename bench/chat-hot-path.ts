@@ -6,7 +6,7 @@
  *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3]
  *       [--windows 6] [--window-warmup 0.25] [--warm-seconds 2] [--verbose]
  *       [--rss-seconds 60] [--targets direct,bare,fastify,serve1,serve2,split] [--profile <dir>]
- *       [--phase c32|streams] [--base <checkout>]
+ *       [--phase c32|streams] [--base <checkout>] [--route chat|messages] [--body-kb 60]
  *
  * Targets: direct (the fake provider), bare (`node:http` relay: parse nothing, pipe the body both ways over a
  * keep-alive agent), fastify (the minimal relay of bench/chat-relay.ts), serve1 / serve2 (`portico serve` with
@@ -46,6 +46,12 @@
  * `--profile-node-flags "<flags>"` add to its node flags, e.g. `"--no-turbo-inlining"`); with `--base`, the
  * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split` (the base's into `<dir>/split-base`).
  *
+ * `--route messages` (Portico targets only: serve1, serve2, split): the c=1 and c=32 non-streamed requests are
+ * `POST /api/v1/messages` (what Claude Code calls) with a coding agent's body of `--body-kb` kB (default 60; the
+ * deterministic body of bench/lib/coding-agent-body.ts, as bench/dialect-body.ts uses), model `--serve-model`
+ * (default `anthropic/claude-sonnet-4`), answered by a fake Anthropic Messages upstream (a process of the fakes,
+ * PORTICO_PROVIDER_ANTHROPIC_BASE_URL, an `anthropic` BYOK credential): the Anthropic adapter, no translation
+ * between dialects. The streamed figures (first chunk, CPU per chunk) are not measured on this route.
  * Before/after in one run: `--base <checkout>` adds, with the target serve1, "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
  * folder of its own, up at the same time as serve1 and taking turns with it; with the split target, "split (base)" too
@@ -65,6 +71,7 @@ import { join, resolve } from "node:path";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { startJobWorker } from "./lib/worker.js";
 import { percentile } from "./lib/closed-loop.js";
+import { codingAgentBody } from "./lib/coding-agent-body.js";
 import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, stop } from "./lib/processes.js";
 
 const argOf = (name: string) => {
@@ -85,10 +92,15 @@ interface Target {
   pids: () => number[];
   /** The process whose RSS is read (serve1). */
   rssPid?: number;
+  /** What the non-streamed requests post (Portico targets: `--route`). */
+  route?: Job["route"];
 }
 
 interface Job {
   mode: "load" | "streams";
+  /** `messages`: a Messages body of `bodyKb` kB (non-streamed only); `chat` (default): the small chat body. */
+  route: "chat" | "messages";
+  bodyKb: number;
   url: string;
   key: string;
   model: string;
@@ -144,7 +156,10 @@ async function main(): Promise<void> {
   const onlyPhase = argOf("phase");
   const wanted = (argOf("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
   const base = argOf("base");
-  const serveModel = argOf("serve-model") ?? "groq/llama-3.3-70b";
+  const route: Job["route"] = argOf("route") === "messages" ? "messages" : "chat";
+  const bodyKb = numArg("body-kb", 60);
+  if (route === "messages" && wanted.some((t) => ["direct", "bare", "fastify"].includes(t))) throw new Error("--route messages: Portico targets only (serve1, serve2, split)");
+  const serveModel = argOf("serve-model") ?? (route === "messages" ? "anthropic/claude-sonnet-4" : "groq/llama-3.3-70b");
   // Extra environment for this checkout's Portico processes and for the base's (`--serve-env` / `--base-env` K=V,…).
   const envOf = (name: string): Record<string, string> => Object.fromEntries((argOf(name) ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   const serveEnv = envOf("serve-env");
@@ -158,9 +173,9 @@ async function main(): Promise<void> {
   let load: ReturnType<typeof startJobWorker<Job, Figures>> | undefined;
   try {
     const self = resolve(import.meta.dirname, "chat-hot-path.ts");
-    const fakes = await spawnUntil(["bin/run-ts.mjs", self, "--role", "fakes"], {}, join(dir, "fakes.log"), (out) => {
-      const m = /FAKES (\S+) (\S+)/.exec(out);
-      return m ? { fake: m[1]!, long: m[2]! } : undefined;
+    const fakes = await spawnUntil(["bin/run-ts.mjs", self, "--role", "fakes", ...(route === "messages" ? ["--anthropic"] : [])], {}, join(dir, "fakes.log"), (out) => {
+      const m = /FAKES (\S+) (\S+)( \S+)?\n/.exec(out);
+      return m ? { fake: m[1]!, long: m[2]!, anthropic: m[3]?.trim() } : undefined;
     });
     children.push(fakes.child);
     const relays = await spawnUntil(["bin/run-ts.mjs", self, "--role", "relays", fakes.value.fake, fakes.value.long], {}, join(dir, "relays.log"), (out) => {
@@ -183,6 +198,7 @@ async function main(): Promise<void> {
       PORTICO_EMBEDDED_HOST: "false",
       PORTICO_PROVIDER_GROQ_BASE_URL: `${fakes.value.fake}/v1`,
       PORTICO_PROVIDER_TOGETHER_BASE_URL: `${fakes.value.long}/v1`,
+      ...(fakes.value.anthropic ? { PORTICO_PROVIDER_ANTHROPIC_BASE_URL: fakes.value.anthropic } : {}),
     };
     let keys: { management: string; api: string } | undefined;
     let baseKeys: { management: string; api: string } | undefined;
@@ -199,7 +215,7 @@ async function main(): Promise<void> {
         own = { management: s.value.mk, api: s.value.ak };
         if (isBase) baseKeys = own;
         else keys = own;
-        for (const [provider, key] of [["groq", "gsk-bench"], ["together", "tg-bench"]]) {
+        for (const [provider, key] of [["groq", "gsk-bench"], ["together", "tg-bench"], ...(route === "messages" ? [["anthropic", "sk-ant-bench"]] : [])]) {
           const r = await fetch(`${s.value.api}/byok`, { method: "POST", headers: { authorization: `Bearer ${own.management}`, "content-type": "application/json" }, body: JSON.stringify({ provider, key }) });
           if (r.status !== 200) throw new Error(`BYOK create ${provider}: ${r.status} ${await r.text()}`);
         }
@@ -210,11 +226,12 @@ async function main(): Promise<void> {
     };
     const porticoTarget = (name: string, api: string, key: string) => ({
       name,
-      url: `${api}/chat/completions`,
+      url: route === "messages" ? `${api}/messages` : `${api}/chat/completions`,
       longUrl: `${api}/chat/completions`,
       key,
       model: serveModel,
       longModel: serveLongModel,
+      route,
     });
     // A group is started together and its targets take turns; a target and its base are one group.
     if (wanted.includes("serve1"))
@@ -240,6 +257,8 @@ async function main(): Promise<void> {
     load = gen;
     const job = (t: Target, stream: boolean, concurrency: number, mode: Job["mode"] = "load"): Job => ({
       mode,
+      route: t.route ?? "chat",
+      bodyKb,
       url: mode === "streams" ? t.longUrl : t.url,
       key: t.key,
       model: mode === "streams" ? t.longModel : t.model,
@@ -265,7 +284,8 @@ async function main(): Promise<void> {
     const newRow = (name: string): Row => ({ name, c1: [], ttfc: [], c32: [], streams: [], load: "" });
     /** The group's order in round `r`: rotated by r (two targets: A B, B A, A B, …). */
     const turn = <T>(xs: readonly T[], r: number) => xs.map((_, i) => xs[(i + r) % xs.length]!);
-    const phases = (["c32", "streams"] as const).filter((p) => !onlyPhase || onlyPhase === p);
+    // The Messages route measures non-streamed requests only.
+    const phases = (["c32", "streams"] as const).filter((p) => (!onlyPhase || onlyPhase === p) && !(route === "messages" && p === "streams"));
     const windowJob = (t: Target, phase: "c32" | "streams", secs: number, warm: number): Job => ({
       ...(phase === "c32" ? job(t, false, 32) : job(t, true, 8, "streams")),
       seconds: secs,
@@ -281,8 +301,9 @@ async function main(): Promise<void> {
       for (let round = 0; round < rounds; round++)
         for (const i of turn([...group.keys()], round)) {
           const c1 = await gen.run(job(group[i]!, false, 1));
-          const ttfc = await gen.run(job(group[i]!, true, 1));
           groupRows[i]!.c1.push(c1.p50);
+          if (route === "messages") continue;
+          const ttfc = await gen.run(job(group[i]!, true, 1));
           groupRows[i]!.ttfc.push(ttfc.p50);
         }
       for (const phase of phases) {
@@ -352,7 +373,7 @@ async function main(): Promise<void> {
       const st = summary(r.streams);
       const measured = r !== direct;
       console.log(
-        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare ? ((100 * c32.rps) / bareRps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? c32.cpuPerRequest.toFixed(3) : "—"} | ${measured ? st.cpuPerChunk.toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
+        `| ${r.name} | ${r === direct ? c1.toFixed(3) : added(c1, direct && median(direct.c1))} | ${r.ttfc.length === 0 ? "—" : r === direct ? ttfc.toFixed(3) : added(ttfc, direct && median(direct.ttfc))} | ${c32.rps.toFixed(0)} | ${bare ? ((100 * c32.rps) / bareRps).toFixed(1) : "—"} | ${c32.p99.toFixed(2)} | ${measured ? c32.cpuPerRequest.toFixed(3) : "—"} | ${measured && r.streams.length ? st.cpuPerChunk.toFixed(1) : "—"} | ${st.bad} | ${c32.errors + st.errors} | ${r.rss?.toFixed(0) ?? "—"} | ${r.load} |`,
       );
     }
     // Every window's figure, in the order measured (the table's figures are their medians).
@@ -383,13 +404,23 @@ async function main(): Promise<void> {
   }
 }
 
-/** The fake provider: one that answers "Hello, world!" and one that streams 100 numbered chunks. */
+/**
+ * The fake provider: one that answers "Hello, world!" and one that streams 100 numbered chunks; with `--anthropic`
+ * (`--route messages`) a fake Anthropic Messages upstream too, answering "Hello, world!".
+ */
 async function fakesRole(): Promise<void> {
   const { startFakeOpenAI } = await import("../test/helpers/fake-upstreams/openai.js");
   const fake = await startFakeOpenAI({ text: ["Hello", ", ", "world", "!"], finish: "stop", usage: { input: 12, output: 4 } });
   const long = await startFakeOpenAI({ text: LONG_TEXT, finish: "stop", usage: { input: 12, output: LONG_TEXT.length } });
-  console.log(`FAKES ${fake.url} ${long.url}`);
-  process.once("SIGTERM", () => void Promise.all([fake.close(), long.close()]).then(() => process.exit(0)));
+  const fakes = [fake, long];
+  if (process.argv.includes("--anthropic")) {
+    const { startFakeAnthropic } = await import("../test/helpers/fake-upstreams/anthropic.js");
+    fakes.push(await startFakeAnthropic({ text: ["Hello", ", ", "world", "!"], finish: "end_turn", usage: { input: 15000, output: 4 } }));
+  }
+  // The fakes record every request (a coding agent's body is tens of kB): keep none.
+  setInterval(() => fakes.forEach((f) => f.requests.splice(0)), 1000).unref();
+  console.log(`FAKES ${fakes.map((f) => f.url).join(" ")}`);
+  process.once("SIGTERM", () => void Promise.all(fakes.map((f) => f.close())).then(() => process.exit(0)));
 }
 
 /** The bare node:http relay and the minimal Fastify + fetch relay, in one process (measured one at a time). */
@@ -440,7 +471,10 @@ function post(target: URL, key: string, agent: http.Agent, payload: string, onRe
 async function worker(job: Job): Promise<Figures> {
   const target = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
-  const payload = JSON.stringify({ model: job.model, messages: [{ role: "user", content: job.mode === "streams" ? "Count." : "Say hello." }], stream: job.stream });
+  const payload =
+    job.route === "messages"
+      ? JSON.stringify(codingAgentBody(job.bodyKb * 1024, job.model))
+      : JSON.stringify({ model: job.model, messages: [{ role: "user", content: job.mode === "streams" ? "Count." : "Say hello." }], stream: job.stream });
   const expected = LONG_TEXT.join("");
   const send = () =>
     new Promise<{ ok: boolean; firstMs?: number; chunks: number; bad: boolean }>((done) => {
