@@ -20,7 +20,7 @@
  *   socket's error (ECONNREFUSED …) as the cause, which the failover of src/gateway/core-transport.ts reads;
  * - a stream's messages come out in order and all before its final status; the call reads ahead at most
  *   READ_AHEAD messages and pauses the HTTP/2 stream while they wait (flow control holds the core); a reader that
- *   stops (`return()`) cancels the call.
+ *   stops (`return()`) cancels the call (the queue: src/gateway/read-ahead.ts, shared with the grpc-js client).
  * The session: dialled on the first call (TLS for https URLs, Node's CAs), PING every `pingIntervalMs` while calls
  * are open (closed when the answer takes 15 s), closed after `idleConnectionTimeoutMs` without calls, dialled again
  * by the next call after a close, a GOAWAY or an error; after a failed dial, calls within the backoff (250 ms,
@@ -34,9 +34,8 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type StreamResponse, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { codecOf } from "../lib/proto-codec.js";
+import { ReadAhead } from "./read-ahead.js";
 
-/** Messages a stream reads ahead of its reader (as the grpc-js transport). */
-const READ_AHEAD = 16;
 const KEEPALIVE_TIMEOUT_MS = 15_000;
 /** The gRPC status OK (Connect's Code has no member for it). */
 const OK = 0;
@@ -636,109 +635,45 @@ export function createH2GrpcTransport(options: H2GrpcTransportOptions): Transpor
       const decode = codecOf(method.output);
       /** Filled when the status arrives (as connect-node's). */
       const trailer = new Headers();
-      /** Messages read ahead of the reader. */
-      const queue: unknown[] = [];
-      let paused = false;
-      /** The end the reader sees after the queue: undefined while open, null on success, else the error. */
-      let end: ConnectError | null | undefined;
-      let waiter: { resolve(r: IteratorResult<unknown>): void; reject(e: unknown): void } | undefined;
-      let opened: { resolve(): void; reject(e: unknown): void } | undefined;
-
-      const finish = (outcome: ConnectError | null) => {
-        if (end !== undefined) return;
-        end = outcome;
-        signal?.removeEventListener("abort", onAbort);
-        if (opened) {
-          const o = opened;
-          opened = undefined;
-          if (outcome) o.reject(outcome);
-          else o.resolve();
-        }
-        if (waiter && queue.length === 0) {
-          const w = waiter;
-          waiter = undefined;
-          if (outcome) w.reject(outcome);
-          else w.resolve({ done: true, value: undefined });
-        }
-      };
+      /** The reader's side: messages read ahead (the stream paused while READ_AHEAD wait), the outcome after them. */
+      const messages = new ReadAhead<unknown>({
+        more: () => call.resume(),
+        pause: () => call.pause(),
+        cancel: () => call.cancel({ code: Code.Canceled, details: "Cancelled on client" }),
+        ended: signal && (() => signal.removeEventListener("abort", onAbort)),
+      });
       const call = new Call(
         conn,
         headers,
         frameOf(method.input, first.value),
         maxBytes,
-        () => {
-          if (opened) {
-            const o = opened;
-            opened = undefined;
-            o.resolve();
-          }
-        },
+        () => messages.opened(),
         (bytes) => {
-          if (end !== undefined) return undefined;
+          if (messages.done) return undefined;
           let message: unknown;
           try {
             message = decode.decode(bytes);
           } catch (e) {
             return new ConnectError(`Response message parsing error: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
           }
-          if (waiter) {
-            const w = waiter;
-            waiter = undefined;
-            w.resolve({ done: false, value: message });
-          } else {
-            queue.push(message);
-            if (queue.length >= READ_AHEAD && !paused) {
-              paused = true;
-              call.pause();
-            }
-          }
+          messages.push(message);
           return undefined;
         },
         (status) => {
           headersOf(status.trailers, trailer, STATUS_KEYS);
           if (signal?.aborted && status.code === Code.Canceled) return;
-          finish(status.code === OK ? null : errorOf(status, call.header));
+          messages.finish(status.code === OK ? null : errorOf(status, call.header));
         },
       );
       const onAbort = () => {
         call.cancel({ code: Code.Canceled, details: "" });
-        finish(abortError(signal!));
+        messages.finish(abortError(signal!));
       };
-      await new Promise<void>((resolve, reject) => {
-        opened = { resolve, reject };
+      await messages.opening(() => {
         call.start(timeoutMs);
         signal?.addEventListener("abort", onAbort, { once: true });
       });
-
-      const resume = () => {
-        if (paused && queue.length < READ_AHEAD && end === undefined) {
-          paused = false;
-          call.resume();
-        }
-      };
-      const iterator: AsyncIterator<unknown> = {
-        next() {
-          if (queue.length > 0) {
-            const value = queue.shift();
-            resume();
-            return Promise.resolve({ done: false, value });
-          }
-          if (end === null) return Promise.resolve({ done: true, value: undefined });
-          if (end) return Promise.reject(end);
-          if (waiter) return Promise.reject(new ConnectError("concurrent next() on a stream", Code.Internal));
-          resume();
-          return new Promise((resolve, reject) => (waiter = { resolve, reject }));
-        },
-        return() {
-          if (end === undefined) {
-            call.cancel({ code: Code.Canceled, details: "Cancelled on client" });
-            finish(null);
-          }
-          queue.length = 0;
-          return Promise.resolve({ done: true, value: undefined });
-        },
-      };
-      return new CallResponse(true, method, { [Symbol.asyncIterator]: () => iterator }, call.header, trailer) as unknown as StreamResponse as never;
+      return new CallResponse(true, method, messages, call.header, trailer) as unknown as StreamResponse as never;
     },
   };
 }

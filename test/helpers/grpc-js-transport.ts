@@ -16,7 +16,8 @@
  *   (as connect's `findTrailerError` decodes them) and the trailers then the response headers as metadata;
  * - a stream's messages come out in order and all of them before its final status: the call reads ahead into a
  *   queue of at most READ_AHEAD messages (grpc-js reports an error status as soon as it arrives, so the messages
- *   must already be read by then), and stops reading (HTTP/2 flow control holds the core) while the queue is full;
+ *   must already be read by then), and stops reading (HTTP/2 flow control holds the core) while the queue is full
+ *   (the queue: src/gateway/read-ahead.ts, shared with the node:http2 client);
  * - a reader that stops (`return()`) cancels the call.
  * Client and bidi streaming are not used by the gateway and answer Unimplemented.
  */
@@ -24,12 +25,10 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import * as grpc from "@grpc/grpc-js";
+import { ReadAhead } from "../../src/gateway/read-ahead.js";
 import { codecOf } from "../../src/lib/proto-codec.js";
 
 type Call = ReturnType<grpc.Channel["createCall"]>;
-
-/** Messages a stream reads ahead of its reader; the Readable of grpc-js's own stream client holds 16. */
-const READ_AHEAD = 16;
 
 export interface GrpcJsTransportOptions {
   /** `http://host:port` (cleartext HTTP/2) or `https://host:port` (TLS, Node's CAs). */
@@ -211,58 +210,29 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
       /** Filled when the status arrives (as connect-node's). */
       const trailer = new Headers();
       let responseHeader: grpc.Metadata | undefined;
-      /** Messages read ahead of the reader. */
-      const queue: unknown[] = [];
-      let reading = false;
       let status: grpc.StatusObject | undefined;
-      /** The end the reader sees after the queue: undefined while open, null on success, else the error. */
-      let end: ConnectError | null | undefined;
-      let waiter: { resolve(r: IteratorResult<unknown>): void; reject(e: unknown): void } | undefined;
-      let opened: { resolve(): void; reject(e: unknown): void } | undefined;
-
-      const read = () => {
-        if (!reading && end === undefined && status === undefined && queue.length < READ_AHEAD) {
-          reading = true;
-          call.startRead();
-        }
-      };
-      const finish = (outcome: ConnectError | null) => {
-        if (end !== undefined) return;
-        end = outcome;
-        signal?.removeEventListener("abort", onAbort);
-        if (opened) {
-          const o = opened;
-          opened = undefined;
-          if (outcome) o.reject(outcome);
-          else o.resolve();
-        }
-        if (waiter && queue.length === 0) {
-          const w = waiter;
-          waiter = undefined;
-          if (outcome) w.reject(outcome);
-          else w.resolve({ done: true, value: undefined });
-        }
-      };
+      /** The reader's side: messages read ahead one `startRead()` at a time, the outcome after them. */
+      const messages = new ReadAhead<unknown>({
+        more: () => {
+          if (status === undefined) call.startRead();
+        },
+        cancel: () => call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client"),
+        ended: signal && (() => signal.removeEventListener("abort", onAbort)),
+      });
       const onAbort = () => {
         call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client");
-        finish(abortError(signal!));
+        messages.finish(abortError(signal!));
       };
       signal?.addEventListener("abort", onAbort, { once: true });
 
-      await new Promise<void>((resolve, reject) => {
-        opened = { resolve, reject };
+      await messages.opening(() => {
         call.start(md, {
           onReceiveMetadata(m) {
             responseHeader = m;
-            if (opened) {
-              const o = opened;
-              opened = undefined;
-              o.resolve();
-            }
+            messages.opened();
           },
           onReceiveMessage(bytes: Buffer) {
-            reading = false;
-            if (end !== undefined) return;
+            if (messages.done) return;
             let message: unknown;
             try {
               message = codecOf(method.output).decode(bytes);
@@ -270,47 +240,20 @@ export function createGrpcJsTransport(options: GrpcJsTransportOptions): Transpor
               call.cancelWithStatus(grpc.status.INTERNAL, `Response message parsing error: ${e instanceof Error ? e.message : String(e)}`);
               return;
             }
-            if (waiter) {
-              const w = waiter;
-              waiter = undefined;
-              w.resolve({ done: false, value: message });
-            } else queue.push(message);
-            read();
+            messages.push(message);
           },
           onReceiveStatus(s) {
             status = s;
             headersOf(s.metadata, trailer);
-            finish(s.code === grpc.status.OK ? null : errorOf(s, responseHeader && headersOf(responseHeader)));
+            messages.finish(s.code === grpc.status.OK ? null : errorOf(s, responseHeader && headersOf(responseHeader)));
           },
         });
         call.sendMessageWithContext({}, serialize(method.input, first.value));
         call.halfClose();
-        read();
+        messages.pull();
       });
 
-      const iterator: AsyncIterator<unknown> = {
-        next() {
-          if (queue.length > 0) {
-            const value = queue.shift();
-            read();
-            return Promise.resolve({ done: false, value });
-          }
-          if (end === null) return Promise.resolve({ done: true, value: undefined });
-          if (end) return Promise.reject(end);
-          if (waiter) return Promise.reject(new ConnectError("concurrent next() on a stream", Code.Internal));
-          read();
-          return new Promise((resolve, reject) => (waiter = { resolve, reject }));
-        },
-        return() {
-          if (end === undefined) {
-            call.cancelWithStatus(grpc.status.CANCELLED, "Cancelled on client");
-            finish(null);
-          }
-          queue.length = 0;
-          return Promise.resolve({ done: true, value: undefined });
-        },
-      };
-      return new CallResponse(true, method, { [Symbol.asyncIterator]: () => iterator }, responseHeader, trailer) as unknown as StreamResponse as never;
+      return new CallResponse(true, method, messages, responseHeader, trailer) as unknown as StreamResponse as never;
     },
   };
 }
