@@ -7,6 +7,7 @@ import { Code, ConnectError, createContextKey, type HandlerContext, type Interce
 import { bearerToken, digestsEqual, hashSecret } from "./identity/keys.js";
 import { CREATOR_DEPARTED, MANAGEMENT_REQUIRED, Reason, invalidArgument, permissionDenied, serviceError, unauthenticated } from "./errors.js";
 import { isRunToken, type RunCredentialCheck } from "./interns/run-credentials.js";
+import { PULL, type Pullable, type Pulled } from "../lib/pull.js";
 
 export interface Caller {
   keyId: string;
@@ -202,8 +203,21 @@ function sanitizeErrors<T>(source: AsyncIterable<T>, map: (err: unknown) => unkn
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
+      // The source's `[PULL]`, read once (src/lib/pull.ts).
+      const pullIt = (it as Partial<Pullable<T>>)[PULL];
+      const mapped = (err: unknown) => Promise.reject(map(err));
       return {
-        next: () => it.next().catch((err: unknown) => Promise.reject(map(err))),
+        next: () => it.next().catch(mapped),
+        // A result at hand passed on as it is (src/lib/pull.ts); an error mapped as `next()` maps it.
+        [PULL]: (): Pulled<T> => {
+          let r: Pulled<T>;
+          try {
+            r = pullIt !== undefined ? pullIt.call(it) : it.next();
+          } catch (err) {
+            throw map(err);
+          }
+          return r instanceof Promise ? r.catch(mapped) : r;
+        },
         return: (value?: unknown) => (it.return ? it.return(value).catch((err: unknown) => Promise.reject(map(err))) : Promise.resolve({ done: true, value: undefined as never })),
         throw: (err?: unknown) => (it.throw ? it.throw(err).catch((e: unknown) => Promise.reject(map(e))) : Promise.reject(err)),
       };

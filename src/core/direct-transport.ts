@@ -28,6 +28,7 @@ import {
 } from "@connectrpc/connect";
 import { LightAbortController } from "../lib/light-abort.js";
 import { OneValue, oneValue } from "../lib/one-value.js";
+import { PULL, type Pullable, type Pulled } from "../lib/pull.js";
 
 type AnyFn = (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>;
 
@@ -63,6 +64,8 @@ function mapMessages<T, U>(source: AsyncIterable<T>, fn: (value: T) => U, onEnd:
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();
+      // The source's `[PULL]`, read once (src/lib/pull.ts).
+      const pullIt = (it as Partial<Pullable<T>>)[PULL];
       let ended = false;
       const end = () => {
         if (!ended) {
@@ -77,7 +80,9 @@ function mapMessages<T, U>(source: AsyncIterable<T>, fn: (value: T) => U, onEnd:
           return { done: true, value: undefined };
         }
         try {
-          return { done: false, value: fn(r.value) };
+          const value = fn(r.value);
+          // A message already (the chat handler's are): the source's result passed on, no object of this layer's.
+          return value === (r.value as unknown) ? (r as unknown as IteratorResult<U>) : { done: false, value };
         } catch (err) {
           end();
           throw err;
@@ -91,6 +96,17 @@ function mapMessages<T, U>(source: AsyncIterable<T>, fn: (value: T) => U, onEnd:
         next(): Promise<IteratorResult<U>> {
           if (ended) return Promise.resolve({ done: true, value: undefined });
           return it.next().then(mapped, failed);
+        },
+        // A result at hand mapped at once (src/lib/pull.ts): the in-process relay of a burst without a promise per message.
+        [PULL](): Pulled<U> {
+          if (ended) return { done: true, value: undefined };
+          let r: Pulled<T>;
+          try {
+            r = pullIt !== undefined ? pullIt.call(it) : it.next();
+          } catch (err) {
+            return failed(err);
+          }
+          return r instanceof Promise ? r.then(mapped, failed) : mapped(r);
         },
         async return() {
           try {

@@ -14,6 +14,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, propagation, trace,
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { callParentSpan, parentContext, setRequestSpan, tracer } from "../lib/tracing.js";
+import { PULL, type Pullable, type Pulled } from "../lib/pull.js";
 
 const headerGetter: TextMapGetter<Headers> = {
   get: (carrier, key) => carrier.get(key) ?? undefined,
@@ -45,6 +46,19 @@ class SpanEndingStream<T> implements AsyncIterable<T>, AsyncIterator<T> {
 
   next(): Promise<IteratorResult<T>> {
     return this.it!.next().then(this.passed, this.threw);
+  }
+
+  /** A result at hand passed on at once (src/lib/pull.ts). */
+  [PULL](): Pulled<T> {
+    let r: Pulled<T>;
+    try {
+      const it = this.it!;
+      const p = (it as Partial<Pullable<T>>)[PULL];
+      r = p !== undefined ? p.call(it) : it.next();
+    } catch (err) {
+      return this.threw(err);
+    }
+    return r instanceof Promise ? r.then(this.passed, this.threw) : this.passed(r);
   }
 
   async return(value?: unknown): Promise<IteratorResult<T>> {

@@ -11,6 +11,7 @@ import type { GatewayContext } from "./context.js";
 import { SESSION_HEADERS } from "../contract/session-headers.js";
 import { LightAbortController } from "../lib/light-abort.js";
 import { oneValue } from "../lib/one-value.js";
+import { PULL, type Pullable, type Pulled } from "../lib/pull.js";
 import { traceCallValues } from "../lib/tracing.js";
 
 /** The session headers go through as sent: the core reads the first present (src/contract/session-headers.ts). */
@@ -83,7 +84,7 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
   method: DescMethodServerStreaming<I, O>,
   input: MessageInitShape<I>,
   options: CallOptions,
-): { next(): Promise<IteratorResult<MessageShape<O>>>; return(): Promise<void> } {
+): { next(): Promise<IteratorResult<MessageShape<O>>>; pull(): Pulled<MessageShape<O>>; return(): Promise<void> } {
   let iterator: AsyncIterator<MessageShape<O>> | undefined;
   const opened = transport
     .stream(method, options.signal, options.timeoutMs, options.headers, oneValue(input), options.contextValues)
@@ -92,6 +93,12 @@ export function serverStream<I extends DescMessage, O extends DescMessage>(
   return {
     // Not an async wrapper: a promise and a turn per message less once the stream is open.
     next: () => (iterator ? iterator.next() : opened.then((it) => it.next())),
+    /** `next()`, with a message at hand as it is (the in-process transport's `[PULL]()`, src/lib/pull.ts); may throw. */
+    pull: () => {
+      if (iterator === undefined) return opened.then((it) => it.next());
+      const p = (iterator as Partial<Pullable<MessageShape<O>>>)[PULL];
+      return p !== undefined ? p.call(iterator) : iterator.next();
+    },
     /** Stops reading: the call ends (in process, the handler's generator finishes and its signal aborts). */
     async return() {
       const it = iterator ?? (await opened.catch(() => undefined));

@@ -33,6 +33,11 @@ export const SHUTTING_DOWN_MESSAGE = "The server is shutting down; retry the req
 
 export interface RelaySource<M> {
   next(): Promise<IteratorResult<M>>;
+  /**
+   * `next()`, returning a message already at hand without a promise and throwing where `next()` would reject
+   * (src/lib/pull.ts): the relay reads a burst of messages without a promise and a turn per message.
+   */
+  pull?(): IteratorResult<M> | Promise<IteratorResult<M>>;
   /** Stops reading (the RPC ends). */
   return(): Promise<void>;
 }
@@ -211,14 +216,16 @@ class ActiveStream implements RelayCall {
         await this.emit(route.render(first.value));
         pending = source.next();
       }
+      // After the first message: a message at hand (`pull`) is relayed without awaiting a promise.
+      let at: IteratorResult<M> | Promise<IteratorResult<M>> = pending;
       for (;;) {
-        const next = await pending;
+        const next = at instanceof Promise ? await at : at;
         if (next.done) break;
         // A write the socket took at once is not awaited (a promise and a turn per chunk less).
         const waiting = this.emit(route.render(next.value));
         if (waiting) await waiting;
         if (!sse.isOpen) break;
-        pending = source.next();
+        at = source.pull ? source.pull() : source.next();
       }
       if (this.stopped && !this.clientGone) throw stoppedError();
       await this.finish(route.onEnd?.());

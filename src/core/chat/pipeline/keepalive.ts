@@ -9,6 +9,7 @@
 import type { StreamEvent } from "../model.js";
 import type { ChatOutcome } from "./stage.js";
 import { TappedEvents } from "./tap.js";
+import { PULL, type Pullable, type Pulled } from "../../../lib/pull.js";
 
 /** The first keepalive of a stream that has no chunk yet goes out after at most this long (as the gateway opens its SSE response). */
 export const FIRST_KEEPALIVE_MS = 1_000;
@@ -58,7 +59,7 @@ const ITERATION_DONE: IteratorResult<never> = { done: true, value: undefined };
  * generator: an error of the events ends the messages with it; an error of `map` closes the events first; a
  * reader that stops (`return()`) closes the events, or `head` before them (whose `finally` drops the stream).
  */
-export function thenEvents<K, E, M>(head: AsyncGenerator<K, AsyncIterable<E>>, map: (event: E) => M): AsyncIterableIterator<K | M> {
+export function thenEvents<K, E, M>(head: AsyncGenerator<K, AsyncIterable<E>>, map: (event: E) => M): AsyncIterableIterator<K | M> & Pullable<K | M> {
   let events: AsyncIterator<E> | undefined;
   let done = false;
   const failed = (err: unknown): never => {
@@ -110,6 +111,12 @@ export function thenEvents<K, E, M>(head: AsyncGenerator<K, AsyncIterable<E>>, m
       if (done) return Promise.resolve(ITERATION_DONE);
       if (direct) return direct.next();
       return events ? events.next().then(mapped, failed) : head.next().then(fromHead, failed);
+    },
+    // Once the tapped stream is the last step, its own `[PULL]()` (src/lib/pull.ts); `next()` otherwise.
+    [PULL](): Pulled<K | M> {
+      if (done) return ITERATION_DONE;
+      if (direct) return (direct as unknown as TappedEvents)[PULL]() as Pulled<K | M>;
+      return this.next();
     },
     async return() {
       await close();

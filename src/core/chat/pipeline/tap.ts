@@ -14,6 +14,7 @@
  * and at the end the inner stages' `end` run before the outer ones'.
  */
 import type { StreamEvent } from "../model.js";
+import { PULL, type Pullable, type Pulled } from "../../../lib/pull.js";
 
 /** How a stream ended, as a tap sees it. */
 export type TapEnd =
@@ -128,6 +129,39 @@ export class TappedEvents implements AsyncIterableIterator<StreamEvent> {
     }
     if (this.drained) return Promise.resolve(this.finish());
     return this.it!.next().then(this.onResult, this.onError);
+  }
+
+  /**
+   * `next()` without a promise when the source has its item at hand (its own `[PULL]()`, src/lib/pull.ts): the
+   * relay, the taps and the reader's map run at once on it. Throws where `next()` would reject.
+   */
+  [PULL](): Pulled<StreamEvent> {
+    if (this.ended) return DONE;
+    this.start();
+    const relay = this.relay;
+    if (relay !== undefined) {
+      if (this.ready === undefined) {
+        let first: { events: StreamEvent[]; done: boolean };
+        try {
+          first = relay.first();
+        } catch (err) {
+          return this.onError(err);
+        }
+        this.ready = first.events;
+        this.drained = first.done;
+      }
+      if (this.at < this.ready.length) return this.passed(this.ready[this.at++]!);
+    }
+    if (this.drained) return this.finish();
+    let r: Pulled<unknown>;
+    try {
+      const it = this.it!;
+      const p = (it as Partial<Pullable<unknown>>)[PULL];
+      r = p !== undefined ? p.call(it) : it.next();
+    } catch (err) {
+      return this.onError(err);
+    }
+    return r instanceof Promise ? r.then(this.onResult, this.onError) : this.onResult(r);
   }
 
   async return(): Promise<IteratorResult<StreamEvent>> {

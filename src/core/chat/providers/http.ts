@@ -9,6 +9,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { Agent, Dispatcher } from "undici";
 import { LightAbortController } from "../../../lib/light-abort.js";
 import { onFirstUse } from "../../../lib/on-first-use.js";
+import { PULL, type Pullable, type Pulled } from "../../../lib/pull.js";
 import { UpstreamError, isRetryableStatus, type UpstreamCall } from "./types.js";
 
 export interface PostOptions {
@@ -554,6 +555,14 @@ class OpenedStream<T> implements AsyncIterableIterator<T> {
     return this;
   }
 
+  /** The opened iterator's own `[PULL]()` once open (../../../lib/pull.ts); `next()` before. */
+  [PULL](): Pulled<T> {
+    const it = this.it;
+    if (it === undefined) return this.next();
+    const p = (it as Partial<Pullable<T>>)[PULL];
+    return p !== undefined ? p.call(it) : it.next();
+  }
+
   next(): Promise<IteratorResult<T>> {
     if (this.it !== undefined) return this.it.next();
     if (this.closed) return Promise.resolve(ITERATION_DONE);
@@ -652,6 +661,22 @@ class SseReader<T> implements AsyncIterableIterator<T> {
         return Promise.reject(err);
       }
       if (out !== undefined) return Promise.resolve(out);
+    }
+    return this.read();
+  }
+
+  /** `next()` with an event already parsed handed out as it is (no promise); throws where `next()` rejects (../../../lib/pull.ts). */
+  [PULL](): Pulled<T> {
+    if (this.closed) return ITERATION_DONE;
+    if (this.events.length > 0 || this.bodyEnded) {
+      let out: IteratorResult<T> | undefined;
+      try {
+        out = this.take();
+      } catch (err) {
+        this.close();
+        throw err;
+      }
+      if (out !== undefined) return out;
     }
     return this.read();
   }
