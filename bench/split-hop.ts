@@ -19,10 +19,17 @@
  * median of the rounds, and each variant over the first per round (their median). `--body small|large`: the chat-hot-path bench's one-message body, or a 12-message
  * conversation with a tool (≈ 6 kB).
  *
- *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct] [--grpc-js]
+ * `--heap-sample <dir>`: a sampling heap profile of the measured rounds (objects already collected included, every
+ * `--heap-sample-interval` bytes, default 1024) written to `<dir>/hop-<pid>.heapprofile`, and the calls it covers
+ * printed: what each function of both ends allocates per call (`node bench/lib/heap-summary.mjs <file> --units-a <calls>`;
+ * run it without `--base` and variants, or the calls of every variant are in it).
+ *
+ *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct] [--grpc-js] [--heap-sample DIR]
  */
 import http2 from "node:http2";
 import { once } from "node:events";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -125,8 +132,23 @@ if (base) {
 const loadStart = loadavg()[0]!.toFixed(2);
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
 for (const v of variants) await run(() => v.hop.client.createChatCompletion(v.input, { headers }), Math.min(calls, 1000)); // warm-up
+const heapDir = flag("heap-sample");
+const inspector = heapDir ? new Session() : undefined;
+const post = (method: string, params?: object) => new Promise<unknown>((ok, fail) => inspector!.post(method, params, (err, res) => (err ? fail(err) : ok(res))));
+if (inspector) {
+  inspector.connect();
+  await post("HeapProfiler.startSampling", { samplingInterval: num("heap-sample-interval", 1024), includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+}
 for (let r = 0; r < rounds; r++) {
   for (const v of variants) results.get(v.name)!.push(await run(() => v.hop.client.createChatCompletion(v.input, { headers }), calls));
+}
+if (inspector) {
+  const { profile } = (await post("HeapProfiler.stopSampling")) as { profile: unknown };
+  mkdirSync(heapDir!, { recursive: true });
+  const file = resolve(heapDir!, `hop-${process.pid}.heapprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  inspector.disconnect();
+  console.log(`heap profile: ${file} (${calls * rounds * variants.length} calls)`);
 }
 for (const v of new Set(variants.map((x) => x.hop))) v.close();
 

@@ -17,7 +17,7 @@ const argOf = (name) => {
 const files = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && args[i - 1].startsWith("--")));
 const top = Number(argOf("top") ?? 40);
 const units = [Number(argOf("units-a") ?? 1), Number(argOf("units-b") ?? 1)];
-const short = (url) => url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\//, "~/").replace(/^.*?\/(src|bench|test)\//, "$1/");
+const short = (url) => url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\//, "~/").replace(/^.*?\/(src|bench|test|dist)\//, "$1/");
 const label = (cf) => `${cf.functionName || "(anonymous)"} ${cf.url ? `${short(cf.url)}:${cf.lineNumber + 1}` : ""}`.trim();
 const fileOf = (cf) => (cf.url ? short(cf.url).replace(/^~\/(@[^/]+\/[^/]+|[^/]+)\/.*/, "~/$1") : cf.functionName || "(native)");
 

@@ -19,6 +19,10 @@
  * written as the HTTP/2 stream drains (backpressure); errors are `grpc-status`, `grpc-message` (percent-encoded
  * as the gRPC spec asks) and `grpc-status-details-bin` with the error's metadata, in the trailers, or as a
  * trailers-only response when nothing was sent.
+ *
+ * Per call: one FastCall object on the stream and the module's shared listener functions (no closures, no `once`
+ * wrappers, no listeners removed: what a stream emits after its phase is ignored); the request body read off
+ * `data`/`end` without a promise of its own (bench/README.md, "The split hop: the calls' listeners and objects").
  */
 import type { ServerHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, Http2Server } from "node:http2";
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
@@ -117,49 +121,128 @@ export interface GrpcFastPath {
   abortAll(reason: unknown): void;
 }
 
-export function createGrpcFastPath(routes: (router: ConnectRouter) => void, transport: Transport, readMaxBytes: number): GrpcFastPath {
-  const methods = methodsOf(routes);
-  const open = new Set<{ abort(reason?: unknown): void }>();
+/** The call a stream carries, for the listeners every call shares (`this` is the stream: no closures per call). */
+const kCall = Symbol("portico grpc fast path call");
+type CallStream = ServerHttp2Stream & { [kCall]: FastCall };
 
-  async function serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, method: DescMethod): Promise<void> {
-    // A light controller (src/lib/light-abort.ts): Node's makes its signal in a way that outlives young collections.
-    const ac = new LightAbortController();
-    open.add(ac);
-    let finished = false;
-    const onClose = () => {
-      if (!finished) ac.abort(new ConnectError("the client closed the stream", Code.Canceled));
-    };
-    stream.once("close", onClose);
-    stream.on("error", () => undefined); // a reset stream: reported through "close"
-    let sentHeaders = false;
-    const respondHeaders = (extra: Headers | undefined, trailersOnly?: OutgoingHttpHeaders) => {
-      if (stream.destroyed || stream.closed) return false;
-      const h = fieldsOf(extra, { ":status": 200, "content-type": "application/grpc+proto" });
-      if (trailersOnly) {
-        stream.respond(Object.assign(h, trailersOnly), { endStream: true });
-        return false;
-      }
-      stream.respond(h, { waitForTrailers: true });
-      sentHeaders = true;
-      return true;
-    };
-    const fail = (err: ConnectError, header: Headers | undefined) => {
-      if (stream.destroyed || stream.closed) return;
-      if (!sentHeaders) respondHeaders(header, statusFields(err, {}));
-      else {
-        stream.once("wantTrailers", () => stream.sendTrailers(statusFields(err, {})));
-        stream.end();
-      }
-    };
+function onCallData(this: CallStream, chunk: Buffer): void {
+  this[kCall].data(chunk);
+}
+function onCallEnd(this: CallStream): void {
+  this[kCall].bodyEnd();
+}
+function onCallClose(this: CallStream): void {
+  this[kCall].close();
+}
+function onCallWantTrailers(this: CallStream): void {
+  this.sendTrailers(this[kCall].trailers!);
+}
+/** A reset stream's error: reported through "close". */
+function ignoreError(): void {}
+
+const READING = 0;
+const RUNNING = 1;
+const FINISHED = 2;
+
+/**
+ * One call on its HTTP/2 stream: the request body read, then the call run through the transport and its answer
+ * written. Listeners are the module's shared functions and are never removed (the stream ends with the call; what
+ * arrives after a phase is ignored by the phase): `once` made a bound wrapper and a state object per listener, and
+ * each `on`/`off` of an HTTP/2 stream emits `newListener`/`removeListener` (bench/README.md, "The split hop: …").
+ */
+class FastCall {
+  phase = READING;
+  trailers: OutgoingHttpHeaders | undefined;
+  readonly ac = new LightAbortController();
+  #body: Buffer | Buffer[] | undefined;
+  #size = 0;
+  #sentHeaders = false;
+
+  constructor(
+    readonly fast: FastPathState,
+    readonly stream: CallStream,
+    readonly headers: IncomingHttpHeaders,
+    readonly method: DescMethod,
+    readonly timeoutMs: number | undefined,
+  ) {}
+
+  /** Aborts the handler's signal (the server is stopping). */
+  abort(reason: unknown): void {
+    this.ac.abort(reason);
+  }
+
+  data(chunk: Buffer): void {
+    if (this.phase !== READING) return;
+    this.#size += chunk.byteLength;
+    // Over the limit: the rest is not kept, and the call fails (ResourceExhausted).
+    if (this.#size > this.fast.readMaxBytes + 5) return void this.#run(true);
+    const body = this.#body;
+    if (body === undefined) this.#body = chunk;
+    else if (Array.isArray(body)) body.push(chunk);
+    else this.#body = [body, chunk];
+  }
+
+  bodyEnd(): void {
+    if (this.phase === READING) void this.#run(false);
+  }
+
+  close(): void {
+    if (this.phase === FINISHED) return;
+    if (this.phase === RUNNING) {
+      // A stream reset by the client (or closed under the call) aborts the handler.
+      this.ac.abort(new ConnectError("the client closed the stream", Code.Canceled));
+      return;
+    }
+    // Closed before the request was read: nothing ran, nothing to answer.
+    this.phase = FINISHED;
+    this.fast.open.delete(this);
+  }
+
+  #respondHeaders(extra: Headers | undefined, trailersOnly?: OutgoingHttpHeaders): boolean {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return false;
+    if (trailersOnly) {
+      stream.respond(Object.assign(fieldsOf(extra, { ":status": 200, "content-type": "application/grpc+proto" }), trailersOnly), { endStream: true });
+      return false;
+    }
+    // Node copies the headers and the options it is given: shared constants when nothing is added.
+    stream.respond(extra ? fieldsOf(extra, { ":status": 200, "content-type": "application/grpc+proto" }) : RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
+    this.#sentHeaders = true;
+    return true;
+  }
+
+  /** Ends the answer: `trailers` go out when the stream asks for them, after what was written. */
+  #end(trailers: OutgoingHttpHeaders, last?: Buffer): void {
+    this.trailers = trailers;
+    this.stream.on("wantTrailers", onCallWantTrailers);
+    this.phase = FINISHED;
+    this.stream.end(last);
+  }
+
+  /** Fails the call before it ran. */
+  refuse(err: ConnectError): void {
+    this.phase = FINISHED;
+    this.#fail(err);
+  }
+
+  #fail(err: ConnectError): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    if (!this.#sentHeaders) this.#respondHeaders(undefined, statusFields(err, {}));
+    else this.#end(statusFields(err, {}));
+  }
+
+  async #run(tooLarge: boolean): Promise<void> {
+    this.phase = RUNNING;
+    const { stream, method, fast } = this;
+    const readMaxBytes = fast.readMaxBytes;
     try {
       // The request: exactly one message frame within readMaxBytes.
-      const parsed = parseTimeout((headers["grpc-timeout"] as string | undefined) ?? null, Number.MAX_SAFE_INTEGER);
-      if (parsed.error) throw parsed.error;
-      // The body read with listeners (a for-await on the stream costs an async iterator and promise turns per call).
-      const { chunks, size, tooLarge } = await readBody(stream, readMaxBytes + 5);
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      const chunks = this.#body;
+      this.#body = undefined;
+      const body = chunks === undefined ? EMPTY : Array.isArray(chunks) ? Buffer.concat(chunks) : chunks;
       const length = body.byteLength >= 5 ? body.readUInt32BE(1) : -1;
-      if (tooLarge || length > readMaxBytes) throw new ConnectError(`message size ${tooLarge ? size - 5 : length} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
+      if (tooLarge || length > readMaxBytes) throw new ConnectError(`message size ${tooLarge ? this.#size - 5 : length} is larger than configured readMaxBytes ${readMaxBytes}`, Code.ResourceExhausted);
       if (length < 0 || body.byteLength < 5 + length) throw new ConnectError("protocol error: missing input message for unary method", body.byteLength === 0 ? Code.Unimplemented : Code.InvalidArgument);
       if (body.byteLength > 5 + length) throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
       if ((body[0]! & 1) !== 0) throw new ConnectError("received compressed message without grpc-encoding", Code.Internal);
@@ -169,25 +252,22 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       } catch (e) {
         throw new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument);
       }
-      const header = requestHeaders(headers);
+      const header = requestHeaders(this.headers);
       if (method.methodKind === "unary") {
-        const res = await transport.unary(method as never, ac.signal, parsed.timeoutMs, header, input as never);
+        const res = await fast.transport.unary(method as never, this.ac.signal, this.timeoutMs, header, input as never);
         // The response's header and trailer only if someone set them (reading them makes two Headers per call).
         const fields = responseFields(res);
-        if (!respondHeaders(fields.header)) return;
-        const trailer = fields.trailer;
-        stream.once("wantTrailers", () => stream.sendTrailers(statusFields(undefined, fieldsOf(trailer, {}))));
-        finished = true;
-        stream.end(frame(method.output, res.message));
+        if (!this.#respondHeaders(fields.header)) return;
+        this.#end(fields.trailer ? statusFields(undefined, fieldsOf(fields.trailer, {})) : OK_TRAILERS, frame(method.output, res.message));
         return;
       }
-      const res = await transport.stream(method as never, ac.signal, parsed.timeoutMs, header, oneValue(input as never));
+      const res = await fast.transport.stream(method as never, this.ac.signal, this.timeoutMs, header, oneValue(input as never));
       const it = res.message[Symbol.asyncIterator]();
       try {
         for (;;) {
           const r = await it.next();
           if (r.done) break;
-          if (!sentHeaders && !respondHeaders(res.header)) return;
+          if (!this.#sentHeaders && !this.#respondHeaders(res.header)) return;
           if (!stream.write(frame(method.output, r.value))) {
             await new Promise<void>((resolve) => {
               const done = () => {
@@ -201,24 +281,53 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
           }
           if (stream.destroyed || stream.closed) return;
         }
-      } catch (e) {
-        throw e;
       } finally {
-        if (ac.signal.aborted || stream.destroyed || stream.closed) await it.return?.().catch(() => undefined);
+        if (this.ac.signal.aborted || stream.destroyed || stream.closed) await it.return?.().catch(() => undefined);
       }
-      if (!sentHeaders && !respondHeaders(res.header)) return;
-      const trailer = res.trailer;
-      stream.once("wantTrailers", () => stream.sendTrailers(statusFields(undefined, fieldsOf(trailer, {}))));
-      finished = true;
-      stream.end();
+      if (!this.#sentHeaders && !this.#respondHeaders(res.header)) return;
+      this.#end(statusFields(undefined, fieldsOf(res.trailer, {})));
     } catch (e) {
-      finished = true;
-      fail(ConnectError.from(e), undefined);
+      this.phase = FINISHED;
+      this.#fail(ConnectError.from(e));
     } finally {
-      finished = true;
-      open.delete(ac);
-      stream.off("close", onClose);
+      this.phase = FINISHED;
+      fast.open.delete(this);
     }
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+/** What a call answers when the handler set no header or trailer (Node copies them: one object for every call). */
+const RESPONSE_HEADERS: OutgoingHttpHeaders = Object.freeze({ ":status": 200, "content-type": "application/grpc+proto" });
+const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
+const OK_TRAILERS: OutgoingHttpHeaders = Object.freeze(statusFields(undefined, {}));
+/** parseTimeout's answer for a call without `grpc-timeout`. */
+const NO_TIMEOUT: ReturnType<typeof parseTimeout> = Object.freeze({});
+
+/** What every call of one fast path shares. */
+interface FastPathState {
+  readonly transport: Transport;
+  readonly readMaxBytes: number;
+  /** The calls still open (aborted when the server stops). */
+  readonly open: Set<FastCall>;
+}
+
+export function createGrpcFastPath(routes: (router: ConnectRouter) => void, transport: Transport, readMaxBytes: number): GrpcFastPath {
+  const methods = methodsOf(routes);
+  const fast: FastPathState = { transport, readMaxBytes, open: new Set() };
+
+  function start(stream: CallStream, headers: IncomingHttpHeaders, method: DescMethod): void {
+    stream.on("error", ignoreError);
+    const timeout = headers["grpc-timeout"] as string | undefined;
+    const parsed = timeout === undefined ? NO_TIMEOUT : parseTimeout(timeout, Number.MAX_SAFE_INTEGER);
+    const call = new FastCall(fast, stream, headers, method, parsed.timeoutMs);
+    stream[kCall] = call;
+    stream.on("close", onCallClose);
+    // A bad `grpc-timeout`: refused before the body is read (trailers-only).
+    if (parsed.error) return call.refuse(ConnectError.from(parsed.error));
+    fast.open.add(call);
+    stream.on("data", onCallData);
+    stream.on("end", onCallEnd);
   }
 
   return {
@@ -230,41 +339,13 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       if (encoding !== undefined && encoding !== "identity") return false;
       const method = methods.get(headers[":path"] ?? "");
       if (!method) return false;
-      void serve(stream, headers, method);
+      start(stream as CallStream, headers, method);
       return true;
     },
     abortAll(reason) {
-      for (const ac of open) ac.abort(reason);
+      for (const call of fast.open) call.abort(reason);
     },
   };
-}
-
-/** The request body's chunks, up to `limit` bytes (then `tooLarge`, and the rest is not read). */
-function readBody(stream: ServerHttp2Stream, limit: number): Promise<{ chunks: Buffer[]; size: number; tooLarge: boolean }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (tooLarge: boolean) => {
-      stream.off("data", onData);
-      stream.off("end", onEnd);
-      stream.off("close", onClose);
-      resolve({ chunks, size, tooLarge });
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size > limit) done(true);
-      else chunks.push(chunk);
-    };
-    const onEnd = () => done(false);
-    const onClose = () => {
-      stream.off("data", onData);
-      stream.off("end", onEnd);
-      reject(new ConnectError("the client closed the stream", Code.Canceled));
-    };
-    stream.on("data", onData);
-    stream.once("end", onEnd);
-    stream.once("close", onClose);
-  });
 }
 
 /**

@@ -69,23 +69,25 @@ const LEGAL_KEY = /^[0-9a-z_.-]+$/;
 /** The caller's headers as HTTP/2 request headers (gRPC metadata), after `base` (pseudo-headers, content-type …). */
 function requestHeaders(base: OutgoingHttpHeaders, header: ConstructorParameters<typeof Headers>[0] | undefined): OutgoingHttpHeaders {
   if (!header) return base;
-  const add = (value: string, key: string) => {
-    const k = key.toLowerCase();
-    // The messages grpc-js's Metadata gave (a header name Headers accepts but gRPC does not).
-    if (!LEGAL_KEY.test(k)) throw new Error(`Metadata key "${k}" contains illegal characters`);
-    let v = value;
-    if (k.endsWith("-bin")) v = Buffer.from(value, "base64").toString("base64");
-    // gRPC metadata is printable ASCII: a header forwarded with other bytes is refused, naming it (400).
-    else if (!PRINTABLE_ASCII.test(value)) throw new ConnectError(`the ${k} header has characters outside printable ASCII`, Code.InvalidArgument);
-    if (k in base && !RESERVED.has(k)) {
-      const prev = base[k]!;
-      base[k] = Array.isArray(prev) ? [...prev, v] : [String(prev), v];
-    } else if (!RESERVED.has(k)) base[k] = v;
-  };
-  if (header instanceof Headers) header.forEach(add);
-  else if (Array.isArray(header)) for (const [k, v] of header) add(v!, k!);
-  else for (const k of Object.keys(header)) add((header as Record<string, string>)[k]!, k);
+  if (header instanceof Headers) header.forEach((v, k) => addHeader(base, v, k));
+  else if (Array.isArray(header)) for (const [k, v] of header) addHeader(base, v!, k!);
+  else for (const k of Object.keys(header)) addHeader(base, (header as Record<string, string>)[k]!, k);
   return base;
+}
+
+/** One header of the caller's into `base` (a module function: a closure per call cost more). */
+function addHeader(base: OutgoingHttpHeaders, value: string, key: string): void {
+  const k = key.toLowerCase();
+  // The messages grpc-js's Metadata gave (a header name Headers accepts but gRPC does not).
+  if (!LEGAL_KEY.test(k)) throw new Error(`Metadata key "${k}" contains illegal characters`);
+  let v = value;
+  if (k.endsWith("-bin")) v = Buffer.from(value, "base64").toString("base64");
+  // gRPC metadata is printable ASCII: a header forwarded with other bytes is refused, naming it (400).
+  else if (!PRINTABLE_ASCII.test(value)) throw new ConnectError(`the ${k} header has characters outside printable ASCII`, Code.InvalidArgument);
+  if (k in base && !RESERVED.has(k)) {
+    const prev = base[k]!;
+    base[k] = Array.isArray(prev) ? [...prev, v] : [String(prev), v];
+  } else if (!RESERVED.has(k)) base[k] = v;
 }
 
 /** Request headers the transport sets itself (grpc-js's own win over metadata of the same name). */
@@ -351,6 +353,10 @@ class Connection {
   }
 }
 
+/** The Call a client stream belongs to, for the listeners all calls share. */
+const kCall = Symbol("portico h2 grpc call");
+type CallStream = ClientHttp2Stream & { [kCall]: Call };
+
 /**
  * One call's HTTP/2 stream: frames read into messages, the status from the trailers or the stream's end, a
  * refused start sent once more. `onMessage` gets each message's bytes; `onHeader` the response headers (not for a
@@ -407,17 +413,36 @@ class Call {
     this.session = session;
     this.stream = stream;
     this.conn.enter(session);
-    stream.on("response", (h, flags) => this.#onResponse(h, flags));
-    stream.on("trailers", (t) => {
-      this.#status ??= statusOf(t, this.#httpStatus);
-    });
-    stream.on("data", (chunk: Buffer) => this.#onData(chunk));
-    stream.on("error", (err) => {
-      this.#error ??= err;
-    });
-    stream.on("close", () => this.#onClose(stream, session));
+    // The listeners every call shares, its Call on the stream (closures per call, five a call, cost more).
+    (stream as CallStream)[kCall] = this;
+    stream.on("response", Call.#onStreamResponse);
+    stream.on("trailers", Call.#onStreamTrailers);
+    stream.on("data", Call.#onStreamData);
+    stream.on("error", Call.#onStreamError);
+    stream.on("close", Call.#onStreamClose);
     stream.end(this.body);
   }
+
+  // The stream's listeners: `this` is the stream, its call under kCall.
+  static #onStreamResponse = function (this: CallStream, h: IncomingHttpHeaders, flags: number): void {
+    this[kCall].#onResponse(h, flags);
+  };
+  static #onStreamTrailers = function (this: CallStream, t: IncomingHttpHeaders): void {
+    const call = this[kCall];
+    call.#status ??= statusOf(t, call.#httpStatus);
+  };
+  static #onStreamData = function (this: CallStream, chunk: Buffer): void {
+    this[kCall].#onData(chunk);
+  };
+  static #onStreamError = function (this: CallStream, err: Error): void {
+    const call = this[kCall];
+    call.#error ??= err;
+  };
+  static #onStreamClose = function (this: CallStream): void {
+    const call = this[kCall];
+    // A stream given up for another (a refused start sent again) is not the call's any more.
+    if (this === call.stream) call.#onClose(this, call.session);
+  };
 
   #onResponse(h: IncomingHttpHeaders, flags: number): void {
     this.#answered = true;
@@ -476,7 +501,6 @@ class Call {
   }
 
   #onClose(stream: ClientHttp2Stream, session: ClientHttp2Session): void {
-    if (stream !== this.stream) return;
     this.conn.leave(session);
     if (this.#ended) return;
     // A start the core refused (REFUSED_STREAM, or a GOAWAY before it was answered) goes once more on a new session.

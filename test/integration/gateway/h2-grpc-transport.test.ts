@@ -318,6 +318,77 @@ describe("the node:http2 gRPC client against the core's fast path", () => {
     }
   });
 
+  it("the core's fast path reads a request however it arrives and refuses bad ones as before (raw HTTP/2 client)", async () => {
+    // A fast path with a small readMaxBytes, on a server of its own.
+    const small = 64;
+    const fastPath = createGrpcFastPath(routes, createDirectTransport(routes, []), small);
+    const server = http2.createServer();
+    server.on("stream", (stream, headers) => {
+      if (!fastPath.handle(stream, headers)) stream.respond({ ":status": 404 }, { endStream: true });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const session = http2.connect(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+    const schema = ChatService.method.createChatCompletion.input;
+    const frameOf = (bodyJson: string) => {
+      const body = toBinary(schema, create(schema, { bodyJson }));
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(body.length, 1);
+      return Buffer.concat([prefix, body]);
+    };
+    /** One call: the request's bytes written in `pieces` (each flushed before the next), then the answer's status and messages. */
+    const call = async (pieces: Buffer[], extra: Record<string, string> = {}) => {
+      const stream = session.request({ ":method": "POST", ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc", te: "trailers", ...extra });
+      const status = new Promise<{ status: string | undefined; message: string | undefined; trailersOnly: boolean }>((resolve) => {
+        stream.on("response", (h, flags) => {
+          if (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) resolve({ status: h["grpc-status"] as string, message: h["grpc-message"] as string, trailersOnly: true });
+        });
+        stream.on("trailers", (t) => resolve({ status: t["grpc-status"] as string, message: t["grpc-message"] as string, trailersOnly: false }));
+      });
+      const data: Buffer[] = [];
+      stream.on("data", (c: Buffer) => data.push(c));
+      for (let i = 0; i < pieces.length; i++) {
+        if (i === pieces.length - 1) stream.end(pieces[i]);
+        else await new Promise<void>((r) => stream.write(pieces[i], () => r()));
+      }
+      if (pieces.length === 0) stream.end();
+      const out = await status;
+      await once(stream, "close");
+      return { ...out, bytes: Buffer.concat(data).length };
+    };
+    try {
+      const k = key("pieces");
+      unary.set(k, () => ({ completionJson: '{"id":"p"}' }));
+      const whole = frameOf(k);
+      // The frame across DATA frames, its 5-byte prefix too.
+      for (const cuts of [[2], [5], [1, 3, 9]]) {
+        const pieces = [...cuts, whole.length].map((end, i, all) => whole.subarray(i === 0 ? 0 : all[i - 1]!, end));
+        expect(await call(pieces), `cut at ${cuts}`).toMatchObject({ status: "0", trailersOnly: false });
+      }
+      expect(await call([whole], { "grpc-timeout": "soon" })).toMatchObject({ status: String(Code.InvalidArgument), message: "protocol error: invalid grpc timeout value: soon", trailersOnly: true, bytes: 0 });
+      const large = frameOf("x".repeat(small * 2));
+      expect(await call([large.subarray(0, 40), large.subarray(40)])).toMatchObject({ status: String(Code.ResourceExhausted), trailersOnly: true });
+      expect((await call([large])).message).toMatch(/^message size \d+ is larger than configured readMaxBytes 64$/);
+      expect(await call([Buffer.concat([whole, whole])])).toMatchObject({ status: String(Code.Unimplemented), message: "protocol error: received extra input message for unary method" });
+      expect(await call([])).toMatchObject({ status: String(Code.Unimplemented), message: "protocol error: missing input message for unary method" });
+      expect(await call([whole.subarray(0, whole.length - 1)])).toMatchObject({ status: String(Code.InvalidArgument), message: "protocol error: missing input message for unary method" });
+
+      // A client that resets the stream halfway through its request: the handler never runs, the next call is served.
+      const gone = key("gone");
+      unary.set(gone, () => ({ completionJson: "{}" }));
+      const half = session.request({ ":method": "POST", ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc", te: "trailers" });
+      const g = frameOf(gone);
+      await new Promise<void>((r) => half.write(g.subarray(0, 7), () => r()));
+      half.close(http2.constants.NGHTTP2_CANCEL);
+      await once(half, "close");
+      expect(await call([whole])).toMatchObject({ status: "0" });
+      expect(seen.has(gone)).toBe(false);
+    } finally {
+      session.close();
+      server.close();
+    }
+  });
+
   it("refused: Unavailable with ECONNREFUSED as the cause; createCoreTransport fails over to the next core", async () => {
     const dead = await startCore();
     const deadPort = dead.port;
