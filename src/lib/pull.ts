@@ -12,8 +12,9 @@
  * {@link pull} (the source's `[PULL]()`, or its `next()` when it has none), passes a result at hand on at once and a
  * promise on through its `then` as before. The reader at the end (the gateway's relay) awaits only a promise, so a
  * burst of events already parsed goes from the reader to the response in one run of plain calls. `next()` of each
- * layer is unchanged: only a reader that pulls sees results without a promise. The order of items, errors, ends and
- * every side effect is that of `next()`; only the microtask turns between them go.
+ * layer keeps its contract, and only a reader that pulls sees results without a promise. The SSE reader and the
+ * tapped stream implement `next()` as their `[PULL]()` wrapped in a promise, so they have one read path. The order
+ * of items, errors, ends and every side effect is that of `next()`; only the microtask turns between them go.
  */
 export const PULL: unique symbol = Symbol("pull");
 

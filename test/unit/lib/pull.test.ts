@@ -111,9 +111,11 @@ describe("the SSE reader read with [PULL]() against next()", () => {
       const reads = splitReads(rnd, text);
       const rejectAt = rnd() < 0.2 ? Math.floor(rnd() * 10) : -1;
       const stopEarly = rnd() < 0.1;
+      // The third run reads the same text delivered in one piece: what the split reads must come to.
       const runs = await Promise.all(
-        (["next", "pull"] as const).map(async (how) => {
-          const { res, calls } = bodyOf(reads);
+        (["next", "pull", "whole"] as const).map(async (mode) => {
+          const how = mode === "pull" ? "pull" : "next";
+          const { res, calls } = bodyOf(mode === "whole" ? [[Buffer.from(text, "utf8")]] : reads);
           const controller = new AbortController();
           let seen = 0;
           const it = sseMap(
@@ -140,7 +142,8 @@ describe("the SSE reader read with [PULL]() against next()", () => {
           return { ...out, calls, aborted: controller.signal.aborted };
         }),
       );
-      const [byNext, byPull] = runs;
+      const [byNext, byPull, whole] = runs;
+      expect(byNext!.steps).toEqual(whole!.steps);
       expect(byPull!.steps).toEqual(byNext!.steps);
       expect(byPull!.calls).toEqual(byNext!.calls);
       expect(byPull!.aborted).toBe(byNext!.aborted);

@@ -103,32 +103,15 @@ export class TappedEvents implements AsyncIterableIterator<StreamEvent> {
     return this as unknown as AsyncIterableIterator<M>;
   }
 
+  /** `[PULL]()` as a promise. */
   next(): Promise<IteratorResult<StreamEvent>> {
-    if (this.ended) return Promise.resolve(DONE);
-    this.start();
-    const relay = this.relay;
-    if (relay !== undefined) {
-      if (this.ready === undefined) {
-        let first: { events: StreamEvent[]; done: boolean };
-        try {
-          first = relay.first();
-        } catch (err) {
-          return Promise.resolve(this.onError(err));
-        }
-        this.ready = first.events;
-        this.drained = first.done;
-      }
-      if (this.at < this.ready.length) {
-        const event = this.ready[this.at++]!;
-        try {
-          return Promise.resolve(this.passed(event));
-        } catch (err) {
-          return Promise.reject(err);
-        }
-      }
+    let r: Pulled<StreamEvent>;
+    try {
+      r = this[PULL]();
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (this.drained) return Promise.resolve(this.finish());
-    return this.it!.next().then(this.onResult, this.onError);
+    return r instanceof Promise ? r : Promise.resolve(r);
   }
 
   /**

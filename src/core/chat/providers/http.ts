@@ -650,19 +650,15 @@ class SseReader<T> implements AsyncIterableIterator<T> {
     return this;
   }
 
+  /** `[PULL]()` as a promise. */
   next(): Promise<IteratorResult<T>> {
-    if (this.closed) return Promise.resolve(ITERATION_DONE);
-    if (this.events.length > 0 || this.bodyEnded) {
-      let out: IteratorResult<T> | undefined;
-      try {
-        out = this.take();
-      } catch (err) {
-        this.close();
-        return Promise.reject(err);
-      }
-      if (out !== undefined) return Promise.resolve(out);
+    let r: Pulled<T>;
+    try {
+      r = this[PULL]();
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return this.read();
+    return r instanceof Promise ? r : Promise.resolve(r);
   }
 
   /** `next()` with an event already parsed handed out as it is (no promise); throws where `next()` rejects (../../../lib/pull.ts). */
