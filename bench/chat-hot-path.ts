@@ -36,7 +36,8 @@
  *   round (windows next to each other in time, so under the same load of the shared machine) and their median
  *   (`--verbose`: each window on stderr as it ends, with the load average);
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
- *   divided by the chunk events the client received; windows and medians as for c=32;
+ *   divided by the chunk events the client received (`--route messages`: the 100 content_block_delta events);
+ *   windows and medians as for c=32;
  * - RSS (serve1 only, `--rss-seconds` > 0): VmRSS of the serving process after that many seconds at c=32 (with
  *   `--base`, each serve1 in turn, the other one idle).
  * Before 2026-11-27 each target had one c=32 window and one streams window, and the base was always measured
@@ -46,12 +47,20 @@
  * `--profile-node-flags "<flags>"` add to its node flags, e.g. `"--no-turbo-inlining"`); with `--base`, the
  * base's serve1 too, into `<dir>/base`; the split target's core and gateway into `<dir>/split` (the base's into `<dir>/split-base`).
  *
- * `--route messages` (Portico targets only: serve1, serve2, split): the c=1 and c=32 non-streamed requests are
- * `POST /api/v1/messages` (what Claude Code calls) with a coding agent's body of `--body-kb` kB (default 60; the
- * deterministic body of bench/lib/coding-agent-body.ts, as bench/dialect-body.ts uses), model `--serve-model`
- * (default `anthropic/claude-sonnet-4`), answered by a fake Anthropic Messages upstream (a process of the fakes,
- * PORTICO_PROVIDER_ANTHROPIC_BASE_URL, an `anthropic` BYOK credential): the Anthropic adapter, no translation
- * between dialects. The streamed figures (first chunk, CPU per chunk) are not measured on this route.
+ * `--route messages` (Portico targets only: serve1, serve2, split): every request is `POST /api/v1/messages` (what
+ * Claude Code calls) with a coding agent's body of `--body-kb` kB (default 60; the deterministic body of
+ * bench/lib/coding-agent-body.ts, as bench/dialect-body.ts uses; its floor, any `--body-kb` up to 35, is 36.6 kB:
+ * the system prompt, 20 tools and one user turn), model `--serve-model` (default `anthropic/claude-sonnet-4`), answered by a fake
+ * Anthropic Messages upstream (a process of the fakes, PORTICO_PROVIDER_ANTHROPIC_BASE_URL, an `anthropic` BYOK
+ * credential): the Anthropic adapter, no translation between dialects. The streamed requests (the c=1 first-chunk
+ * rounds and the streams phase) are the same body with `"stream": true` (coding agents stream), same model; the
+ * fake answers with an Anthropic SSE stream (`event:` + `data:` frames: message_start, ping, content_block_start,
+ * one content_block_delta per text piece, content_block_stop, message_delta with usage, message_stop): "Hello,
+ * world!" in 4 deltas for the first-chunk rounds, and in the streams phase, whose last user text is "Count.",
+ * 100 text deltas (as the chat route's 100 content chunks). CPU per chunk on this route = CPU over the
+ * content_block_delta events the client received (100 a stream; the 6 other events are not counted, where the
+ * chat route counts all 102 chunk events); a stream is bad unless it runs message_start … message_stop with a
+ * message_delta and its text deltas join to w0 … w99.
  * Before/after in one run: `--base <checkout>` adds, with the target serve1, "serve1 (base)", `portico serve` (1 worker) of another
  * checkout with its own `dist/` built (e.g. a `git worktree` of an older commit, `npm run -s build` there), on a data
  * folder of its own, up at the same time as serve1 and taking turns with it; with the split target, "split (base)" too
@@ -72,6 +81,7 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { startJobWorker } from "./lib/worker.js";
 import { percentile } from "./lib/closed-loop.js";
 import { codingAgentBody } from "./lib/coding-agent-body.js";
+import type { Script } from "../test/helpers/fake-upstreams/server.js";
 import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, stop } from "./lib/processes.js";
 
 const argOf = (name: string) => {
@@ -98,7 +108,10 @@ interface Target {
 
 interface Job {
   mode: "load" | "streams";
-  /** `messages`: a Messages body of `bodyKb` kB (non-streamed only); `chat` (default): the small chat body. */
+  /**
+   * `messages`: a coding agent's Messages body of `bodyKb` kB, `"stream": true` for streamed jobs, its last user
+   * text "Count." in streams mode (the fake Anthropic answers it with 100 text deltas); `chat` (default): the small chat body.
+   */
   route: "chat" | "messages";
   bodyKb: number;
   url: string;
@@ -224,13 +237,15 @@ async function main(): Promise<void> {
       const tree = processTree(pid);
       return { ...porticoTarget(name, s.value.api, own.api), pids: () => tree, rssPid: workers === 1 ? pid : undefined, children: [s.child] };
     };
+    // With `--route messages` the streams phase posts to /messages too, with the same model (the fake Anthropic
+    // picks the 100-delta answer by the last user text, as the chat route's streams say "Count.").
     const porticoTarget = (name: string, api: string, key: string) => ({
       name,
       url: route === "messages" ? `${api}/messages` : `${api}/chat/completions`,
-      longUrl: `${api}/chat/completions`,
+      longUrl: route === "messages" ? `${api}/messages` : `${api}/chat/completions`,
       key,
       model: serveModel,
-      longModel: serveLongModel,
+      longModel: route === "messages" ? serveModel : serveLongModel,
       route,
     });
     // A group is started together and its targets take turns; a target and its base are one group.
@@ -284,8 +299,7 @@ async function main(): Promise<void> {
     const newRow = (name: string): Row => ({ name, c1: [], ttfc: [], c32: [], streams: [], load: "" });
     /** The group's order in round `r`: rotated by r (two targets: A B, B A, A B, …). */
     const turn = <T>(xs: readonly T[], r: number) => xs.map((_, i) => xs[(i + r) % xs.length]!);
-    // The Messages route measures non-streamed requests only.
-    const phases = (["c32", "streams"] as const).filter((p) => (!onlyPhase || onlyPhase === p) && !(route === "messages" && p === "streams"));
+    const phases = (["c32", "streams"] as const).filter((p) => !onlyPhase || onlyPhase === p);
     const windowJob = (t: Target, phase: "c32" | "streams", secs: number, warm: number): Job => ({
       ...(phase === "c32" ? job(t, false, 32) : job(t, true, 8, "streams")),
       seconds: secs,
@@ -302,7 +316,6 @@ async function main(): Promise<void> {
         for (const i of turn([...group.keys()], round)) {
           const c1 = await gen.run(job(group[i]!, false, 1));
           groupRows[i]!.c1.push(c1.p50);
-          if (route === "messages") continue;
           const ttfc = await gen.run(job(group[i]!, true, 1));
           groupRows[i]!.ttfc.push(ttfc.p50);
         }
@@ -406,7 +419,11 @@ async function main(): Promise<void> {
 
 /**
  * The fake provider: one that answers "Hello, world!" and one that streams 100 numbered chunks; with `--anthropic`
- * (`--route messages`) a fake Anthropic Messages upstream too, answering "Hello, world!".
+ * (`--route messages`) a fake Anthropic Messages upstream too (test/helpers/fake-upstreams/anthropic.ts: a streamed
+ * request gets `event:` + `data:` frames as Anthropic writes them, message_start, ping, content_block_start, a
+ * content_block_delta per text piece, content_block_stop, message_delta with usage, message_stop), answering
+ * "Hello, world!" (4 deltas when streamed), or the 100 numbered pieces when the last user text is "Count." (the
+ * streams phase).
  */
 async function fakesRole(): Promise<void> {
   const { startFakeOpenAI } = await import("../test/helpers/fake-upstreams/openai.js");
@@ -415,12 +432,23 @@ async function fakesRole(): Promise<void> {
   const fakes = [fake, long];
   if (process.argv.includes("--anthropic")) {
     const { startFakeAnthropic } = await import("../test/helpers/fake-upstreams/anthropic.js");
-    fakes.push(await startFakeAnthropic({ text: ["Hello", ", ", "world", "!"], finish: "end_turn", usage: { input: 15000, output: 4 } }));
+    const anthropic = await startFakeAnthropic({ text: ["Hello", ", ", "world", "!"], finish: "end_turn", usage: { input: 15000, output: 4 } });
+    const count: Script = { text: LONG_TEXT, finish: "end_turn", usage: { input: 15000, output: LONG_TEXT.length } };
+    anthropic.scriptFor = (req) => (lastUserText(req.body) === "Count." ? count : undefined);
+    fakes.push(anthropic);
   }
   // The fakes record every request (a coding agent's body is tens of kB): keep none.
   setInterval(() => fakes.forEach((f) => f.requests.splice(0)), 1000).unref();
   console.log(`FAKES ${fakes.map((f) => f.url).join(" ")}`);
   process.once("SIGTERM", () => void Promise.all(fakes.map((f) => f.close())).then(() => process.exit(0)));
+}
+
+/** The last text block of a Messages body's last message (the fake Anthropic's pick of its answer). */
+function lastUserText(body: { messages?: Array<{ content?: unknown }> } | undefined): string | undefined {
+  const content = body?.messages?.at(-1)?.content;
+  if (!Array.isArray(content)) return typeof content === "string" ? content : undefined;
+  const texts = content.filter((b: { type?: string }) => b.type === "text");
+  return (texts.at(-1) as { text?: string } | undefined)?.text;
 }
 
 /** The bare node:http relay and the minimal Fastify + fetch relay, in one process (measured one at a time). */
@@ -467,13 +495,53 @@ function post(target: URL, key: string, agent: http.Agent, payload: string, onRe
   req.end(payload);
 }
 
+/**
+ * A coding agent's Messages body of the job's size (the same generator whatever the job; `--body-kb` 0 to 35 give
+ * its smallest, 36.6 kB: the system prompt and the 20 tools with one user turn), streamed when the job streams; in streams
+ * mode its last user text is "Count." (the fake Anthropic's 100-delta answer).
+ */
+function messagesBody(job: Job): Record<string, unknown> {
+  const body = codingAgentBody(job.bodyKb * 1024, job.model);
+  body.stream = job.stream;
+  if (job.mode === "streams") {
+    const last = (body.messages as Array<{ content: Array<{ type: string; text?: string }> }>).at(-1)!;
+    last.content = last.content.map((b) => (b.type === "text" ? { ...b, text: "Count." } : b));
+  }
+  return body;
+}
+
+/**
+ * A streamed Messages answer as the client received it: its chunks are the content_block_delta events (100 for
+ * the 100 pieces; the other events, message_start, content_block_start/stop, message_delta, message_stop and any
+ * ping, are not counted); bad unless the events run message_start … message_stop, every one with a `data:` line
+ * whose type is its `event:` name, and the text deltas join to the expected text.
+ */
+function messagesStream(body: string, expected: string): { chunks: number; bad: boolean } {
+  const types: string[] = [];
+  let content = "";
+  let chunks = 0;
+  let consistent = true;
+  for (const event of body.split("\n\n")) {
+    const lines = event.split("\n");
+    const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
+    if (data === undefined) continue;
+    const parsed = JSON.parse(data) as { type: string; delta?: { type?: string; text?: string } };
+    if (lines.find((l) => l.startsWith("event: "))?.slice(7) !== parsed.type) consistent = false;
+    types.push(parsed.type);
+    if (parsed.type !== "content_block_delta") continue;
+    chunks++;
+    if (parsed.delta?.type === "text_delta") content += parsed.delta.text ?? "";
+  }
+  return { chunks, bad: !consistent || types[0] !== "message_start" || types.at(-1) !== "message_stop" || !types.includes("message_delta") || content !== expected };
+}
+
 /** Load worker: a closed loop; the serving processes' CPU is read at the start and end of the measured window. */
 async function worker(job: Job): Promise<Figures> {
   const target = new URL(job.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: job.concurrency });
   const payload =
     job.route === "messages"
-      ? JSON.stringify(codingAgentBody(job.bodyKb * 1024, job.model))
+      ? JSON.stringify(messagesBody(job))
       : JSON.stringify({ model: job.model, messages: [{ role: "user", content: job.mode === "streams" ? "Count." : "Say hello." }], stream: job.stream });
   const expected = LONG_TEXT.join("");
   const send = () =>
@@ -494,6 +562,7 @@ async function worker(job: Job): Promise<Figures> {
           });
           res.on("end", () => {
             if (job.mode !== "streams") return done({ ok: res.statusCode === 200, firstMs: first, chunks: 0, bad: false });
+            if (job.route === "messages") return done({ ok: res.statusCode === 200, ...messagesStream(body, expected) });
             let content = "";
             let chunks = 0;
             let sawDone = false;
