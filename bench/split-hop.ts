@@ -28,14 +28,13 @@
  */
 import http2 from "node:http2";
 import { once } from "node:events";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { flag, num } from "./lib/args.js";
+import { startHeapSampling } from "./lib/heap-sample.js";
 
 const calls = num("calls", 4000);
 const concurrency = num("concurrency", 32);
@@ -132,22 +131,12 @@ if (base) {
 const loadStart = loadavg()[0]!.toFixed(2);
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
 for (const v of variants) await run(() => v.hop.client.createChatCompletion(v.input, { headers }), Math.min(calls, 1000)); // warm-up
-const heapDir = flag("heap-sample");
-const inspector = heapDir ? new Session() : undefined;
-const post = (method: string, params?: object) => new Promise<unknown>((ok, fail) => inspector!.post(method, params, (err, res) => (err ? fail(err) : ok(res))));
-if (inspector) {
-  inspector.connect();
-  await post("HeapProfiler.startSampling", { samplingInterval: num("heap-sample-interval", 1024), includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-}
+const heap = await startHeapSampling();
 for (let r = 0; r < rounds; r++) {
   for (const v of variants) results.get(v.name)!.push(await run(() => v.hop.client.createChatCompletion(v.input, { headers }), calls));
 }
-if (inspector) {
-  const { profile } = (await post("HeapProfiler.stopSampling")) as { profile: unknown };
-  mkdirSync(heapDir!, { recursive: true });
-  const file = resolve(heapDir!, `hop-${process.pid}.heapprofile`);
-  writeFileSync(file, JSON.stringify(profile));
-  inspector.disconnect();
+if (heap) {
+  const file = await heap.stop(`hop-${process.pid}`);
   console.log(`heap profile: ${file} (${calls * rounds * variants.length} calls)`);
 }
 for (const v of new Set(variants.map((x) => x.hop))) v.close();

@@ -40,7 +40,6 @@
  */
 import { spawn } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector";
 import http from "node:http";
 import type net from "node:net";
 import { loadavg, tmpdir } from "node:os";
@@ -49,6 +48,7 @@ import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf
 import { GCProfiler, getHeapStatistics } from "node:v8";
 import { pathToFileURL } from "node:url";
 import { flag, num } from "./lib/args.js";
+import { startHeapSampling } from "./lib/heap-sample.js";
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -304,13 +304,7 @@ async function child(): Promise<void> {
   process.stdout.write(`MEASURED FROM ${process.uptime().toFixed(3)}\n`);
   measuring = true;
   // `--heap-sample <dir>`: a sampling heap profile of the measured rounds, objects collected since included (what was allocated, not what stayed).
-  const heapDir = flag("heap-sample");
-  const inspector = heapDir ? new Session() : undefined;
-  const post = (method: string, params?: object) => new Promise<unknown>((ok, fail) => inspector!.post(method, params, (err, res) => (err ? fail(err) : ok(res))));
-  if (inspector) {
-    inspector.connect();
-    await post("HeapProfiler.startSampling", { samplingInterval: num("heap-sample-interval", 1024), includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-  }
+  const heap = await startHeapSampling();
   for (let r = 0; r < rounds; r++) {
     result.off.push(only === "on" ? Number.NaN : await run(off!, requests, false));
     result.offGc.push(only === "on" ? Number.NaN : gcOf.us);
@@ -326,11 +320,7 @@ async function child(): Promise<void> {
     result.onOther.push(only === "off" ? Number.NaN : gcOf.otherUs);
   }
   process.stdout.write(`MEASURED TO ${process.uptime().toFixed(3)}\n`);
-  if (inspector) {
-    const { profile } = (await post("HeapProfiler.stopSampling")) as { profile: unknown };
-    writeFileSync(resolve(heapDir!, `heap-${only ?? "both"}-${process.pid}.heapprofile`), JSON.stringify(profile));
-    inspector.disconnect();
-  }
+  await heap?.stop(`heap-${only ?? "both"}-${process.pid}`);
   await tracing!.close();
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
 }
