@@ -40,3 +40,14 @@ export function pull<T>(it: AsyncIterator<T>): Pulled<T> {
 export function isPullable<T>(it: object): it is Pullable<T> {
   return typeof (it as Partial<Pullable<T>>)[PULL] === "function";
 }
+
+/** `it[PULL]()` as `next()` gives it: a result at hand resolved, a throw rejected (for iterators whose `next()` is their `[PULL]()`). */
+export function pulledAsPromise<T>(it: Pullable<T>): Promise<IteratorResult<T>> {
+  let r: Pulled<T>;
+  try {
+    r = it[PULL]();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return r instanceof Promise ? r : Promise.resolve(r);
+}

@@ -14,7 +14,7 @@
  * and at the end the inner stages' `end` run before the outer ones'.
  */
 import type { StreamEvent } from "../model.js";
-import { PULL, type Pullable, type Pulled } from "../../../lib/pull.js";
+import { PULL, pulledAsPromise, type Pullable, type Pulled } from "../../../lib/pull.js";
 
 /** How a stream ended, as a tap sees it. */
 export type TapEnd =
@@ -105,13 +105,7 @@ export class TappedEvents implements AsyncIterableIterator<StreamEvent> {
 
   /** `[PULL]()` as a promise. */
   next(): Promise<IteratorResult<StreamEvent>> {
-    let r: Pulled<StreamEvent>;
-    try {
-      r = this[PULL]();
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return r instanceof Promise ? r : Promise.resolve(r);
+    return pulledAsPromise(this);
   }
 
   /**

@@ -9,7 +9,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { Agent, Dispatcher } from "undici";
 import { LightAbortController } from "../../../lib/light-abort.js";
 import { onFirstUse } from "../../../lib/on-first-use.js";
-import { PULL, type Pullable, type Pulled } from "../../../lib/pull.js";
+import { PULL, pulledAsPromise, type Pullable, type Pulled } from "../../../lib/pull.js";
 import { UpstreamError, isRetryableStatus, type UpstreamCall } from "./types.js";
 
 export interface PostOptions {
@@ -652,13 +652,7 @@ class SseReader<T> implements AsyncIterableIterator<T> {
 
   /** `[PULL]()` as a promise. */
   next(): Promise<IteratorResult<T>> {
-    let r: Pulled<T>;
-    try {
-      r = this[PULL]();
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return r instanceof Promise ? r : Promise.resolve(r);
+    return pulledAsPromise(this);
   }
 
   /** `next()` with an event already parsed handed out as it is (no promise); throws where `next()` rejects (../../../lib/pull.ts). */
