@@ -83,12 +83,8 @@ import { percentile } from "./lib/closed-loop.js";
 import { codingAgentBody } from "./lib/coding-agent-body.js";
 import type { Script } from "../test/helpers/fake-upstreams/server.js";
 import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, stop } from "./lib/processes.js";
+import { flag, num } from "./lib/args.js";
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const numArg = (name: string, fallback: number) => Number(argOf(name) ?? fallback);
 const root = resolve(import.meta.dirname, "..");
 const LONG_TEXT = Array.from({ length: 100 }, (_, i) => `w${i} `);
 interface Target {
@@ -156,30 +152,30 @@ function summary(windows: Figures[]) {
 }
 
 async function main(): Promise<void> {
-  const seconds = numArg("seconds", 5);
-  const warmup = numArg("warmup", 1);
-  const rounds = numArg("rounds", 3);
-  const windows = Math.max(1, Math.round(numArg("windows", 6)));
-  const windowWarmup = numArg("window-warmup", 0.25);
-  const warmSeconds = numArg("warm-seconds", 2);
+  const seconds = num("seconds", 5);
+  const warmup = num("warmup", 1);
+  const rounds = num("rounds", 3);
+  const windows = Math.max(1, Math.round(num("windows", 6)));
+  const windowWarmup = num("window-warmup", 0.25);
+  const warmSeconds = num("warm-seconds", 2);
   const verbose = process.argv.includes("--verbose");
-  const rssSeconds = numArg("rss-seconds", 0);
-  const profileDir = argOf("profile");
+  const rssSeconds = num("rss-seconds", 0);
+  const profileDir = flag("profile");
   /** `--phase c32|streams`: only that heavy phase (for a profile of one kind of load). */
-  const onlyPhase = argOf("phase");
-  const wanted = (argOf("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
-  const base = argOf("base");
-  const route: Job["route"] = argOf("route") === "messages" ? "messages" : "chat";
-  const bodyKb = numArg("body-kb", 60);
+  const onlyPhase = flag("phase");
+  const wanted = (flag("targets") ?? "direct,bare,fastify,serve1,serve2,split").split(",");
+  const base = flag("base");
+  const route: Job["route"] = flag("route") === "messages" ? "messages" : "chat";
+  const bodyKb = num("body-kb", 60);
   if (route === "messages" && wanted.some((t) => ["direct", "bare", "fastify"].includes(t))) throw new Error("--route messages: Portico targets only (serve1, serve2, split)");
-  const serveModel = argOf("serve-model") ?? (route === "messages" ? "anthropic/claude-sonnet-4" : "groq/llama-3.3-70b");
+  const serveModel = flag("serve-model") ?? (route === "messages" ? "anthropic/claude-sonnet-4" : "groq/llama-3.3-70b");
   // Extra environment for this checkout's Portico processes and for the base's (`--serve-env` / `--base-env` K=V,…).
-  const envOf = (name: string): Record<string, string> => Object.fromEntries((argOf(name) ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  const envOf = (name: string): Record<string, string> => Object.fromEntries((flag(name) ?? "").split(",").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   const serveEnv = envOf("serve-env");
   // With `--profile`: `--profile-interval <µs>` (V8's sampling interval) and `--profile-node-flags "<flags>"` (e.g. `--no-turbo-inlining`) for the profiled processes.
-  const profileFlags = [...(argOf("profile-interval") ? [`--cpu-prof-interval=${argOf("profile-interval")}`] : []), ...(argOf("profile-node-flags")?.split(" ").filter(Boolean) ?? [])];
+  const profileFlags = [...(flag("profile-interval") ? [`--cpu-prof-interval=${flag("profile-interval")}`] : []), ...(flag("profile-node-flags")?.split(" ").filter(Boolean) ?? [])];
   const baseEnv = envOf("base-env");
-  const serveLongModel = argOf("serve-long-model") ?? "together/llama-3.3-70b";
+  const serveLongModel = flag("serve-long-model") ?? "together/llama-3.3-70b";
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-hot-"));
   const children: ChildProcess[] = [];
   const loadStart = loadavg().map((l) => l.toFixed(2)).join(" ");
@@ -617,7 +613,7 @@ async function worker(job: Job): Promise<Figures> {
   return figures;
 }
 
-const role = argOf("role");
+const role = flag("role");
 // In a worker thread: startJobWorker's load generator (jobs posted one at a time), or one job as workerData
 // (runInWorker, as bench/serve-memory.ts does).
 if (!isMainThread && (workerData as { jobs?: boolean }).jobs) parentPort!.on("message", (job: Job) => void worker(job).then((f) => parentPort!.postMessage(f)));

@@ -38,12 +38,8 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { runInWorker } from "./lib/worker.js";
 import { closedLoop, type LoadFigures } from "./lib/closed-loop.js";
 import { createByok, logPath, processCpuMs, spawnUntil, startServe, stop } from "./lib/processes.js";
+import { flag, num } from "./lib/args.js";
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const numArg = (name: string, fallback: number) => Number(argOf(name) ?? fallback);
 const KEYS = ["gsk-bench-1", "gsk-bench-2", "gsk-flaky"];
 
 interface Job {
@@ -69,11 +65,11 @@ interface FakeStats {
 }
 
 async function main(): Promise<void> {
-  const seconds = numArg("seconds", 10);
-  const warmup = numArg("warmup", 2);
-  const rounds = numArg("rounds", 2);
-  const concurrency = numArg("concurrency", 32);
-  const failStatus = numArg("fail-status", 500);
+  const seconds = num("seconds", 10);
+  const warmup = num("warmup", 2);
+  const rounds = num("rounds", 2);
+  const concurrency = num("concurrency", 32);
+  const failStatus = num("fail-status", 500);
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-resilience-"));
   const children: ChildProcess[] = [];
   const loadStart = loadavg().map((l) => l.toFixed(2)).join(" ");
@@ -88,9 +84,9 @@ async function main(): Promise<void> {
       return (await r.json()) as FakeStats;
     };
     const env = { PORTICO_PROVIDER_GROQ_BASE_URL: `${fake.value.url}/v1` };
-    const profile = argOf("profile");
-    const base = argOf("base");
-    const tracingOnly = argOf("only") === "tracing";
+    const profile = flag("profile");
+    const base = flag("base");
+    const tracingOnly = flag("only") === "tracing";
     const nodeArgs = (name: string) => (profile ? ["--cpu-prof", "--cpu-prof-dir", resolve(profile), "--cpu-prof-name", `${name}.cpuprofile`] : []);
     const serve = async (name: string, extra: NodeJS.ProcessEnv = {}, checkout?: string) => {
       const s = await startServe({ dataDir: join(dir, `data-${name}`), logFile: logPath(dir, `serve-${name}`), env: { ...env, ...extra }, nodeArgs: nodeArgs(name), ...(checkout ? { checkout: resolve(checkout) } : {}) });
@@ -99,7 +95,7 @@ async function main(): Promise<void> {
       return s;
     };
     // Each traced process exports to a path of its own, so the sink counts what each sent over the run.
-    const protocol = argOf("protocol");
+    const protocol = flag("protocol");
     const traced = (name: string) => ({
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${fake.value.sink}/v1/traces/${name}`,
       ...(protocol ? { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: protocol } : {}),
@@ -116,7 +112,7 @@ async function main(): Promise<void> {
     const phases: Array<{ name: string; serve: Serve; flaky: boolean; tracing?: string }> = [
       { name: "tracing off, 3 healthy credentials", serve: off, flaky: false, tracing: "tracing off" },
       ...(tracingOnly ? [] : [{ name: `tracing off, 1 of 3 credentials failing half its calls (${failStatus})`, serve: off, flaky: true }]),
-      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false, tracing: `tracing on (OTLP ${argOf("protocol") ?? "http/protobuf"} to a local sink)` },
+      { name: "tracing on (OTLP to a local sink), 3 healthy credentials", serve: on, flaky: false, tracing: `tracing on (OTLP ${flag("protocol") ?? "http/protobuf"} to a local sink)` },
       { name: "tracing on, 1 trace in 10 sampled", serve: sampled, flaky: false, tracing: "tracing on, `parentbased_traceidratio` 0.1" },
       ...(baseOff && baseOn
         ? [
@@ -287,7 +283,7 @@ async function worker(): Promise<void> {
   parentPort!.postMessage({ ...figures, cpuMs, statuses } satisfies Figures);
 }
 
-const role = argOf("role");
+const role = flag("role");
 if (!isMainThread) await worker();
 else if (role === "fake") await fakeRole();
 else await main();

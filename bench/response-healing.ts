@@ -26,12 +26,8 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { runInWorker } from "./lib/worker.js";
 import { percentile } from "./lib/closed-loop.js";
 import { createByok, logPath, spawnUntil, startServe, stop } from "./lib/processes.js";
+import { flag, num } from "./lib/args.js";
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const numArg = (name: string, fallback: number) => Number(argOf(name) ?? fallback);
 
 /** The ~10 KB almost-JSON answer: prose, a ```json fence, a trailing comma before the closing bracket. */
 export function almostJson(): string {
@@ -79,10 +75,10 @@ const VARIANTS = [
 ] as const;
 
 async function main(): Promise<void> {
-  const requests = numArg("requests", 400);
-  const warmup = numArg("warmup", 50);
-  const rounds = numArg("rounds", 2);
-  const iterations = numArg("iterations", 2000);
+  const requests = num("requests", 400);
+  const warmup = num("warmup", 50);
+  const rounds = num("rounds", 2);
+  const iterations = num("iterations", 2000);
   const dir = mkdtempSync(join(tmpdir(), "portico-bench-heal-"));
   const children: ChildProcess[] = [];
   const loadStart = loadavg().map((l) => l.toFixed(2)).join(" ");
@@ -222,7 +218,7 @@ async function worker(): Promise<void> {
   parentPort!.postMessage(result);
 }
 
-const role = argOf("role");
+const role = flag("role");
 if (!isMainThread) await worker();
 else if (role === "fake") await fakeRole();
 else await main();

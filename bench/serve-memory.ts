@@ -15,16 +15,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { runInWorker } from "./lib/worker.js";
 import { createByok, spawnUntil, startServe, stop } from "./lib/processes.js";
+import { flag, num } from "./lib/args.js";
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const seconds = Number(argOf("seconds") ?? 60);
-const idleAfter = Number(argOf("idle-after") ?? 0);
-const during = Number(argOf("during") ?? 0);
-const nodeArgs = (argOf("node-args") ?? "").split(/\s+/).filter(Boolean);
-const checkout = argOf("checkout");
+const seconds = num("seconds", 60);
+const idleAfter = num("idle-after", 0);
+const during = num("during", 0);
+const nodeArgs = (flag("node-args") ?? "").split(/\s+/).filter(Boolean);
+const checkout = flag("checkout");
 const snapshot = process.argv.includes("--snapshot");
 const keep = snapshot || process.argv.includes("--keep");
 const hotPath = new URL("./chat-hot-path.ts", import.meta.url).href;

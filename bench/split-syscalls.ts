@@ -19,6 +19,7 @@ import http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createByok, freePort, processTree, spawnUntil, startServe, stop } from "./lib/processes.js";
+import { flag, num } from "./lib/args.js";
 
 const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 /** User and system CPU ms of whole processes (all threads). */
@@ -38,18 +39,14 @@ function cpuOf(pids: readonly number[]): { user: number; sys: number } {
   return { user: (user * 1000) / CLOCK_TICKS, sys: (sys * 1000) / CLOCK_TICKS };
 }
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const requests = Number(argOf("requests") ?? 20_000);
-const concurrency = Number(argOf("concurrency") ?? 32);
-const warmSeconds = Number(argOf("warm-seconds") ?? 3);
-const top = Number(argOf("top") ?? 12);
-const wanted = (argOf("targets") ?? "bare,serve1,split").split(",");
-const base = argOf("base");
+const requests = num("requests", 20_000);
+const concurrency = num("concurrency", 32);
+const warmSeconds = num("warm-seconds", 3);
+const top = num("top", 12);
+const wanted = (flag("targets") ?? "bare,serve1,split").split(",");
+const base = flag("base");
 /** `--profile <dir>`: serve, core and gateway run with `--cpu-prof` into <dir> (<dir>/base for the base's). */
-const profileDir = argOf("profile");
+const profileDir = flag("profile");
 /** `--no-perf`: CPU per request only (no syscall counts). */
 const noPerf = process.argv.includes("--no-perf");
 const root = resolve(import.meta.dirname, "..");

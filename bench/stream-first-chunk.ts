@@ -19,13 +19,10 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createByok, spawnUntil, startServe, stop } from "./lib/processes.js";
 import type { ChildProcess } from "node:child_process";
+import { flag, num } from "./lib/args.js";
 
-const argOf = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
-const requests = Number(argOf("requests") ?? 3000);
-const base = argOf("base");
+const requests = num("requests", 3000);
+const base = flag("base");
 const WARMUP = Math.min(500, Math.floor(requests / 5));
 
 interface Target {
