@@ -34,11 +34,33 @@ export function labelForSecret(secret: string, prefix = API_KEY_PREFIX): string 
   return `${secret.slice(0, prefix.length + 3)}...${secret.slice(-4)}`;
 }
 
-/** Constant-time equality of two hex digests. */
+/**
+ * Constant-time equality of two hex digests. Two lower-case hex strings of one length (what `hashSecret` makes and
+ * the database stores) are compared character by character without an early exit and without the two Buffers
+ * (≈ 1 µs a request in the auth interceptor); anything else as the bytes the hex decodes to, as before.
+ */
 export function digestsEqual(a: string, b: string): boolean {
+  if (a.length === b.length && a.length > 0 && (a.length & 1) === 0) {
+    let diff = 0;
+    let other = 0;
+    for (let i = 0; i < a.length; i++) {
+      const x = a.charCodeAt(i);
+      const y = b.charCodeAt(i);
+      diff |= x ^ y;
+      other |= notLowerHex(x) | notLowerHex(y);
+    }
+    if (other === 0) return diff === 0;
+  }
   const ba = Buffer.from(a, "hex");
   const bb = Buffer.from(b, "hex");
   return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+}
+
+/** 0 for a character code of 0-9 or a-f, else 1 (no branch on the value). */
+function notLowerHex(c: number): number {
+  const digit = ((c - 0x30) | (0x39 - c)) >>> 31; // 1 unless 0x30 ≤ c ≤ 0x39
+  const letter = ((c - 0x61) | (0x66 - c)) >>> 31; // 1 unless 0x61 ≤ c ≤ 0x66
+  return digit & letter;
 }
 
 /** Extracts the bearer token from an Authorization header value. */

@@ -101,6 +101,14 @@ describe("API keys", () => {
     expect(digestsEqual(h, hashSecret("x"))).toBe(true);
     expect(digestsEqual(h, hashSecret("y"))).toBe(false);
     expect(digestsEqual(h, "")).toBe(false);
+    // The same verdict as comparing the bytes the hex decodes to (the Buffers it compared before its string path).
+    const bytesEqual = (a: string, b: string) => {
+      const [x, y] = [Buffer.from(a, "hex"), Buffer.from(b, "hex")];
+      return x.length === y.length && x.length > 0 && x.equals(y);
+    };
+    const cases = [h, hashSecret("y"), h.toUpperCase(), h.slice(0, 62), `${h.slice(0, 63)}g`, `${h.slice(0, 63)}/`, `${h.slice(0, 63)}:`, `${h.slice(0, 63)}G`, "", "0", "00", "ff", "FF", "fg", "@`"];
+    for (let i = 0; i < 64; i++) cases.push(h.slice(0, i) + (h[i] === "0" ? "1" : "0") + h.slice(i + 1));
+    for (const a of cases) for (const b of cases) expect(digestsEqual(a, b), `${a} ${b}`).toBe(bytesEqual(a, b));
     expect(bearerToken("Bearer abc")).toBe("abc");
     expect(bearerToken("bearer abc")).toBe("abc");
     expect(bearerToken("Basic abc")).toBeUndefined();

@@ -9,7 +9,7 @@ import { errorDetailOf } from "../../../lib/service-error.js";
 import type { Caller } from "../../auth.js";
 import type { GenerationRecord, GenerationRecorder } from "../seams.js";
 import type { StreamEvent } from "../model.js";
-import type { ChatCall, ChatStage, Tracking } from "./stage.js";
+import type { AttemptLogEntry, ChatCall, ChatStage, Tracking } from "./stage.js";
 import { tapEvents } from "./tap.js";
 import { accountCostOf, withNestedUsage } from "./cost.js";
 
@@ -109,11 +109,58 @@ function recordOf(track: Tracking, caller: Caller): GenerationRecord {
     plugins: track.plugins.length > 0 ? JSON.stringify(track.plugins) : null,
     cacheHit: track.cache === "hit",
     serverTools: track.serverTools === null ? null : JSON.stringify(track.serverTools),
-    attemptsLog: track.attemptsLog.length > 0 ? JSON.stringify(track.attemptsLog) : null,
+    attemptsLog: track.attemptsLog.length > 0 ? attemptsLogText(track.attemptsLog) : null,
     dialect: track.dialect,
     internId: run?.internId,
     internRunId: run?.runId,
     internSessionId: run?.sessionKey,
     failedAttempts: track.failedAttempts ?? undefined,
   };
+}
+
+/** JSON text of the strings the attempts logs hold (providers, models, reasons: a few of each), kept once made. */
+const quotedStrings = new Map<string, string>();
+
+function quoted(s: string): string {
+  let text = quotedStrings.get(s);
+  if (text === undefined) {
+    if (quotedStrings.size >= 1024) quotedStrings.clear();
+    text = JSON.stringify(s);
+    quotedStrings.set(s, text);
+  }
+  return text;
+}
+
+/** A number as JSON.stringify writes it (non-finite: null); undefined when `v` is not a number. */
+const numberText = (v: unknown): string | undefined => (typeof v === "number" ? (Number.isFinite(v) ? String(v) : "null") : undefined);
+
+/**
+ * `JSON.stringify(log)` for entries as the execute stage makes them (`entryOf`: provider, model, credential_source,
+ * status, reason, duration_ms, then retry_after_ms and backoff_ms when set, in that order), written from the entries'
+ * fields with each string's JSON text kept: JSON.stringify walked the entry objects on every request (≈ 0.5 µs;
+ * bench/README.md, "serve's CPU per non-streamed request"). A field of another type falls back to JSON.stringify.
+ */
+export function attemptsLogText(log: readonly AttemptLogEntry[]): string {
+  let out = "[";
+  for (let i = 0; i < log.length; i++) {
+    const e = log[i]!;
+    const status = e.status === null ? "null" : numberText(e.status);
+    const duration = numberText(e.duration_ms);
+    if (typeof e.provider !== "string" || typeof e.model !== "string" || typeof e.credential_source !== "string" || typeof e.reason !== "string" || status === undefined || duration === undefined) {
+      return JSON.stringify(log);
+    }
+    out += `${i === 0 ? "" : ","}{"provider":${quoted(e.provider)},"model":${quoted(e.model)},"credential_source":${quoted(e.credential_source)},"status":${status},"reason":${quoted(e.reason)},"duration_ms":${duration}`;
+    if (e.retry_after_ms !== undefined) {
+      const wait = numberText(e.retry_after_ms);
+      if (wait === undefined) return JSON.stringify(log);
+      out += `,"retry_after_ms":${wait}`;
+    }
+    if (e.backoff_ms !== undefined) {
+      const backoff = numberText(e.backoff_ms);
+      if (backoff === undefined) return JSON.stringify(log);
+      out += `,"backoff_ms":${backoff}`;
+    }
+    out += "}";
+  }
+  return `${out}]`;
 }

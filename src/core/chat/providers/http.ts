@@ -206,8 +206,21 @@ const DONE: IteratorResult<Buffer> = { done: true, value: undefined };
 class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIterator<Buffer> {
   status = 0;
   ok = false;
-  headers: IncomingHttpHeaders = {};
-  private controller: Dispatcher.DispatchController | undefined;
+  /** The response's header lines as undici read them (name, value, …), parsed on first read of `headers`. */
+  private rawHeaders: Buffer[] | undefined;
+  private parsedHeaders: IncomingHttpHeaders | undefined;
+  /**
+   * undici's request handle, through its handler interface of raw callbacks (onConnect, onHeaders, onData, onComplete,
+   * onError): given a handler of the controller interface (onRequestStart, onResponseStart, …), undici wraps it in
+   * an adapter that makes a controller per request and parses every response's headers into an object before the
+   * handler sees them (`parseHeaders`, ≈ 0.8 % of serve's CPU at c=32; bench/README.md, "serve's CPU per
+   * non-streamed request"). Headers are read only for a refused request's `retry-after`, so they are parsed when read.
+   */
+  private abortRequest: ((reason: Error) => void) | undefined;
+  private aborted = false;
+  private resumeRequest: (() => void) | undefined;
+  /** The connection is paused (onData / onHeaders returned false) until {@link resume}. */
+  private paused = false;
   /** Settled: resolved with the response or rejected before it. */
   private settled = false;
   /** Why the exchange was abandoned before undici began it (applied once it does). */
@@ -240,6 +253,24 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     }
   }
 
+  get headers(): IncomingHttpHeaders {
+    if (this.parsedHeaders === undefined) this.parsedHeaders = this.rawHeaders ? (undici!.util.parseHeaders(this.rawHeaders) as IncomingHttpHeaders) : {};
+    return this.parsedHeaders;
+  }
+
+  /** What undici's controller did: the request aborted once, with `reason`. */
+  private abortOnce(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.abortRequest!(reason);
+  }
+
+  private resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resumeRequest?.();
+  }
+
   private detach(): void {
     clearTimeout(this.firstByte);
     this.signal.removeEventListener("abort", this.onAbort);
@@ -248,44 +279,48 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
   /** Ends the exchange with `reason` (the caller's abort, a time limit): before the response, or in its body. */
   private abort(reason: Error): void {
     if (this.ended || this.error) return;
-    if (this.controller) this.controller.abort(reason);
+    if (this.abortRequest) this.abortOnce(reason);
     else {
       // Still waiting for a connection: fail now; undici drops the request when it would begin it.
       this.abandoned = reason;
-      this.onResponseError(undefined, reason);
+      this.onError(reason);
     }
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
+  onConnect(abort: (reason: Error) => void): void {
+    this.abortRequest = abort;
     this.started = true;
-    if (this.abandoned) controller.abort(this.abandoned);
+    if (this.abandoned) this.abortOnce(this.abandoned);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
-    if (status < 200 || this.settled) return;
+  /** Returns false to pause the connection (as the data callback below). */
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    this.resumeRequest = resume;
+    if (status < 200 || this.settled) return !this.paused;
     clearTimeout(this.firstByte);
     this.status = status;
     this.ok = status >= 200 && status < 300;
-    this.headers = headers;
+    this.rawHeaders = rawHeaders;
     this.settled = true;
     this.resolve(this);
+    return !this.paused;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.discard) return;
+  onData(chunk: Buffer): boolean {
+    if (this.discard) return !this.paused;
     const waiting = this.waiting;
     if (waiting) {
       this.waiting = undefined;
       waiting.resolve({ done: false, value: chunk });
-      return;
+      return !this.paused;
     }
     this.queue.push(chunk);
     this.queued += chunk.length;
-    if (this.collect === undefined && this.queued >= BODY_HIGH_WATER) controller.pause();
+    if (this.collect === undefined && this.queued >= BODY_HIGH_WATER) this.paused = true;
+    return !this.paused;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.ended = true;
     this.detach();
     clearTimeout(this.releaseTimer);
@@ -297,7 +332,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     }
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  onError(err: Error): void {
     if (this.ended || this.error) return;
     this.detach();
     clearTimeout(this.releaseTimer);
@@ -343,7 +378,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     return new Promise<string>((resolve, reject) => {
       this.collect = { resolve, reject };
       if (this.ended) this.finishText();
-      else this.controller?.resume();
+      else this.resume();
     });
   }
 
@@ -368,7 +403,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     if (this.queue.length === 0) return undefined;
     const value = this.queue.shift()!;
     this.queued -= value.length;
-    if (this.controller?.paused && this.queued < BODY_HIGH_WATER / 2) this.controller.resume();
+    if (this.paused && this.queued < BODY_HIGH_WATER / 2) this.resume();
     return value;
   }
 
@@ -401,7 +436,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamResponse, AsyncIte
     this.discard = true;
     this.releaseTimer = setTimeout(() => this.cancel(), 1000);
     this.releaseTimer.unref();
-    this.controller?.resume();
+    this.resume();
   }
 }
 

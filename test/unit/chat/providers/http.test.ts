@@ -251,3 +251,47 @@ describe("readJsonRedacted", () => {
     expect((err as UpstreamError).message).toBe("upstream returned a body that is not JSON");
   });
 });
+
+describe("the body's flow control and the response headers", () => {
+  it("a body read slowly, well past the pause threshold, arrives whole and in order; headers are parsed when read", async () => {
+    const { createServer } = await import("node:http");
+    const piece = 16 * 1024;
+    const pieces = 48; // 768 kB: past the 64 kB at which the connection is paused until the reader catches up
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/octet-stream", "x-twice": ["a", "b"], "Retry-After": "7" });
+        let i = 0;
+        const more = () => {
+          while (i < pieces) {
+            const ok = res.write(Buffer.alloc(piece, i % 256));
+            i++;
+            if (!ok) return void res.once("drain", more);
+          }
+          res.end();
+        };
+        more();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { port } = server.address() as import("node:net").AddressInfo;
+      const res = await postJson({ url: `http://127.0.0.1:${port}/v1/x`, headers: {}, body: {}, signal: new AbortController().signal, apiKey: "", errorMessage: () => undefined });
+      expect(res.headers["content-type"]).toBe("application/octet-stream");
+      expect(res.headers["x-twice"]).toEqual(["a", "b"]);
+      expect(res.headers["retry-after"]).toBe("7");
+      const got: Buffer[] = [];
+      for await (const chunk of res.chunks()) {
+        got.push(chunk);
+        // A slow reader: the queue grows past the threshold between reads.
+        await new Promise((r) => setImmediate(r));
+      }
+      const all = Buffer.concat(got);
+      expect(all.length).toBe(piece * pieces);
+      for (let i = 0; i < pieces; i++) expect(all[i * piece], `piece ${i}`).toBe(i % 256);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
