@@ -103,7 +103,7 @@ describe("stream messages packed over the split hop", () => {
       // Every chunk the client got came over the wire, in the same order, in fewer messages than chunks.
       const wired = messages.flatMap((m) => (m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : []));
       expect(wired).toEqual(data.slice(0, -1));
-      expect(messages.length).toBeLessThan(wired.length);
+      expect(messages.length).toBeLessThan(text.length / 2);
       expect(messages.some((m) => m.moreChunksJson.length > 0)).toBe(true);
       // The first message carries the timing (the overhead header above), the others not.
       expect(messages[0]!.provider).toBe("groq");
@@ -141,7 +141,8 @@ describe("stream messages packed over the split hop", () => {
       const messages = seen.get("StreamMessage")!.at(-1)! as Array<{ events: Array<{ type: string; dataJson: string }> }>;
       const wired = messages.flatMap((m) => m.events.map((e) => `event: ${e.type}\ndata: ${e.dataJson}\n\n`));
       expect(wired.join("")).toBe(body);
-      expect(messages.length).toBeLessThan(wired.length);
+      // The 300 deltas did not come one a message (the Anthropic adapter's chunks are at hand as they are parsed).
+      expect(messages.length).toBeLessThan(text.length / 2);
     } finally {
       anthropic.scriptFor = undefined;
       await app.close();
