@@ -23,8 +23,11 @@ import { LightAbortController } from "../lib/light-abort.js";
 /** A message that writes nothing but opens the stream (when not yet open) and counts as a keepalive. */
 export const HEARTBEAT: unique symbol = Symbol("heartbeat");
 
-/** What one source message becomes: one `data:` payload (JSON text), a keepalive, or nothing. */
-export type Rendered = string | typeof HEARTBEAT | undefined;
+/**
+ * What one source message becomes: one `data:` payload (JSON text), several (a packed message: written as one
+ * write, in order), a keepalive, or nothing.
+ */
+export type Rendered = string | readonly string[] | typeof HEARTBEAT | undefined;
 
 const DONE = "data: [DONE]\n\n";
 
@@ -289,6 +292,12 @@ class ActiveStream implements RelayCall {
   private emit(out: Rendered): Promise<unknown> | undefined {
     if (out === undefined) return undefined;
     const sse = this.sse!;
+    if (typeof out === "object") {
+      let text = "";
+      if (this.framed) for (let i = 0; i < out.length; i++) text += out[i];
+      else for (let i = 0; i < out.length; i++) text += `data: ${out[i]}\n\n`;
+      return this.write(sse.write(text));
+    }
     return this.write(out === HEARTBEAT ? sse.comment("keepalive") : this.framed ? sse.write(out) : sse.data(out));
   }
 

@@ -8,7 +8,9 @@
  * codec and call objects").
  *
  * Handled here, per field of the message (from its descriptor): singular `string`, `bool` and `double` fields with
- * implicit presence (proto3, not `optional`, not in a oneof), and `repeated string`. Encoding falls back to `toBinary`
+ * implicit presence (proto3, not `optional`, not in a oneof), `repeated string`, and a repeated message field whose
+ * message has only fields of those kinds (the dialects' streamed events, `{type, data_json}`: packed dozens to a
+ * message, protobuf-es's reflection per event was most of the hop's cost per event). Encoding falls back to `toBinary`
  * when any other field is set (a Struct `body`, a nested message, an int64, …) or the message carries unknown fields, or a
  * value has the wrong type (toBinary's error then); decoding falls back to `fromBinary` at the first field it does not
  * handle (another field kind, an unknown field number, a wire type that does not match, invalid UTF-8 or a leading
@@ -40,6 +42,8 @@ const enum Kind {
   Bool,
   Double,
   StringList,
+  /** A repeated message of flat fields (the kinds above). */
+  MessageList,
 }
 
 interface Slot {
@@ -48,10 +52,21 @@ interface Slot {
   /** The field's tag as one varint (field number and wire type). */
   readonly tag: number;
   readonly tagBytes: number;
+  /** MessageList: the item message's fields. */
+  readonly item?: Flat;
+}
+
+/** A message whose fields are all handled kinds but MessageList: its slots, and its zero message's copy. */
+interface Flat {
+  readonly typeName: string;
+  readonly slots: readonly Slot[];
+  readonly byNumber: Map<number, Slot>;
+  readonly fresh: () => Record<string, unknown>;
 }
 
 function kindOf(field: DescField): Kind | undefined {
   if (field.oneof) return undefined;
+  if (field.fieldKind === "list" && field.listKind === "message") return flatOf(field.message) ? Kind.MessageList : undefined;
   if (field.fieldKind === "scalar" && field.presence === IMPLICIT) {
     if (field.scalar === ScalarType.STRING) return Kind.String;
     if (field.scalar === ScalarType.BOOL) return Kind.Bool;
@@ -65,6 +80,44 @@ function kindOf(field: DescField): Kind | undefined {
 const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_LEN = 2;
+
+const flats = new WeakMap<DescMessage, Flat | null>();
+
+/** The flat description of `schema` when all its fields are singular or `repeated string` kinds handled here, else undefined. */
+function flatOf(schema: DescMessage): Flat | undefined {
+  let flat = flats.get(schema);
+  if (flat === undefined) {
+    flat = null;
+    flats.set(schema, null); // a message that contains itself is not flat (and is not asked about again meanwhile)
+    const ok = schema.oneofs.length === 0 && schema.fields.every((f) => {
+      const k = kindOf(f);
+      return k !== undefined && k !== Kind.MessageList;
+    });
+    if (ok) {
+      const fields = [...schema.fields].sort((a, b) => a.number - b.number);
+      const slots = fields.map((f) => slotOf(f, kindOf(f)!));
+      const zero = create(schema) as unknown as Record<string, unknown>;
+      const lists = schema.fields.filter((f) => f.fieldKind === "list").map((f) => f.localName);
+      flat = {
+        typeName: schema.typeName,
+        slots,
+        byNumber: new Map(slots.map((slot, i) => [fields[i]!.number, slot])),
+        fresh: () => {
+          const msg = { ...zero };
+          for (const k of lists) msg[k] = [];
+          return msg;
+        },
+      };
+    }
+    flats.set(schema, flat);
+  }
+  return flat ?? undefined;
+}
+
+function slotOf(f: DescField, kind: Kind): Slot {
+  const tag = ((f.number << 3) | wireOf(kind)) >>> 0;
+  return { name: f.localName, kind, tag, tagBytes: varintSize(tag), ...(kind === Kind.MessageList ? { item: flatOf(f.message!)! } : {}) };
+}
 
 function wireOf(kind: Kind): number {
   return kind === Kind.Bool ? WIRE_VARINT : kind === Kind.Double ? WIRE_FIXED64 : WIRE_LEN;
@@ -107,8 +160,7 @@ function makeCodec(schema: DescMessage): MessageCodec {
       others.push(f);
       continue;
     }
-    const tag = ((f.number << 3) | wireOf(kind)) >>> 0;
-    const slot: Slot = { name: f.localName, kind, tag, tagBytes: varintSize(tag) };
+    const slot = slotOf(f, kind);
     slots.push(slot);
     byNumber.set(f.number, slot);
   }
@@ -180,73 +232,12 @@ function makeCodec(schema: DescMessage): MessageCodec {
       const message = input as Record<string, unknown>;
       if (message.$typeName !== undefined && message.$typeName !== typeName) return fallbackEncode(input, headroom);
       if ((message.$unknown as unknown[] | undefined)?.length || (others.length > 0 && otherSet(message))) return fallbackEncode(input, headroom);
-      // Sizes first, then one buffer.
-      let size = 0;
-      for (const s of slots) {
-        const v = message[s.name];
-        if (v === undefined || v === null) continue;
-        switch (s.kind) {
-          case Kind.String:
-            if (typeof v !== "string") return fallbackEncode(input, headroom);
-            if (v !== "") {
-              const n = Buffer.byteLength(v, "utf8");
-              size += s.tagBytes + varintSize(n) + n;
-            }
-            break;
-          case Kind.Bool:
-            if (typeof v !== "boolean") return fallbackEncode(input, headroom);
-            if (v) size += s.tagBytes + 1;
-            break;
-          case Kind.Double:
-            if (typeof v !== "number") return fallbackEncode(input, headroom);
-            if (!Object.is(v, 0)) size += s.tagBytes + 8;
-            break;
-          case Kind.StringList:
-            if (!Array.isArray(v)) return fallbackEncode(input, headroom);
-            for (const item of v) {
-              if (typeof item !== "string") return fallbackEncode(input, headroom);
-              const n = Buffer.byteLength(item, "utf8");
-              size += s.tagBytes + varintSize(n) + n;
-            }
-            break;
-        }
-      }
+      // Sizes first (the items' of a MessageList kept in `sizes`), then one buffer.
+      const sizes: number[] = [];
+      const size = sizeOf(message, slots, sizes);
+      if (size < 0) return fallbackEncode(input, headroom);
       const buf = Buffer.allocUnsafe(headroom + size);
-      let pos = headroom;
-      for (const s of slots) {
-        const v = message[s.name];
-        if (v === undefined || v === null) continue;
-        switch (s.kind) {
-          case Kind.String:
-            if (v !== "") {
-              pos = writeVarint(buf, pos, s.tag);
-              const n = Buffer.byteLength(v as string, "utf8");
-              pos = writeVarint(buf, pos, n);
-              pos += buf.write(v as string, pos, n, "utf8");
-            }
-            break;
-          case Kind.Bool:
-            if (v) {
-              pos = writeVarint(buf, pos, s.tag);
-              buf[pos++] = 1;
-            }
-            break;
-          case Kind.Double:
-            if (!Object.is(v, 0)) {
-              pos = writeVarint(buf, pos, s.tag);
-              pos = buf.writeDoubleLE(v as number, pos);
-            }
-            break;
-          case Kind.StringList:
-            for (const item of v as string[]) {
-              pos = writeVarint(buf, pos, s.tag);
-              const n = Buffer.byteLength(item, "utf8");
-              pos = writeVarint(buf, pos, n);
-              pos += buf.write(item, pos, n, "utf8");
-            }
-            break;
-        }
-      }
+      writeFlat(buf, headroom, message, slots, sizes, { at: 0 });
       return buf;
     },
 
@@ -261,6 +252,107 @@ function makeCodec(schema: DescMessage): MessageCodec {
       }
     },
   };
+}
+
+/**
+ * The encoded size of `message`'s handled fields, or -1 when a value has the wrong type or an item of a MessageList is
+ * not a plain message of its type (another `$typeName`, unknown fields): encoding falls back then. The size of each
+ * MessageList item is pushed to `sizes`, in the order `writeFlat` writes them.
+ */
+function sizeOf(message: Record<string, unknown>, slots: readonly Slot[], sizes: number[]): number {
+  let size = 0;
+  for (const s of slots) {
+    const v = message[s.name];
+    if (v === undefined || v === null) continue;
+    switch (s.kind) {
+      case Kind.String:
+        if (typeof v !== "string") return -1;
+        if (v !== "") {
+          const n = Buffer.byteLength(v, "utf8");
+          size += s.tagBytes + varintSize(n) + n;
+        }
+        break;
+      case Kind.Bool:
+        if (typeof v !== "boolean") return -1;
+        if (v) size += s.tagBytes + 1;
+        break;
+      case Kind.Double:
+        if (typeof v !== "number") return -1;
+        if (!Object.is(v, 0)) size += s.tagBytes + 8;
+        break;
+      case Kind.StringList:
+        if (!Array.isArray(v)) return -1;
+        for (const item of v) {
+          if (typeof item !== "string") return -1;
+          const n = Buffer.byteLength(item, "utf8");
+          size += s.tagBytes + varintSize(n) + n;
+        }
+        break;
+      case Kind.MessageList: {
+        if (!Array.isArray(v)) return -1;
+        const flat = s.item!;
+        for (const item of v) {
+          if (typeof item !== "object" || item === null) return -1;
+          const m = item as Record<string, unknown>;
+          if ((m.$typeName !== undefined && m.$typeName !== flat.typeName) || (m.$unknown as unknown[] | undefined)?.length) return -1;
+          const at = sizes.length;
+          sizes.push(0);
+          const n = sizeOf(m, flat.slots, sizes);
+          if (n < 0) return -1;
+          sizes[at] = n;
+          size += s.tagBytes + varintSize(n) + n;
+        }
+        break;
+      }
+    }
+  }
+  return size;
+}
+
+/** Writes what `sizeOf` measured (`sizes` read from `next.at` on); returns the position after it. */
+function writeFlat(buf: Buffer, pos: number, message: Record<string, unknown>, slots: readonly Slot[], sizes: number[], next: { at: number }): number {
+  for (const s of slots) {
+    const v = message[s.name];
+    if (v === undefined || v === null) continue;
+    switch (s.kind) {
+      case Kind.String:
+        if (v !== "") {
+          pos = writeVarint(buf, pos, s.tag);
+          const n = Buffer.byteLength(v as string, "utf8");
+          pos = writeVarint(buf, pos, n);
+          pos += buf.write(v as string, pos, n, "utf8");
+        }
+        break;
+      case Kind.Bool:
+        if (v) {
+          pos = writeVarint(buf, pos, s.tag);
+          buf[pos++] = 1;
+        }
+        break;
+      case Kind.Double:
+        if (!Object.is(v, 0)) {
+          pos = writeVarint(buf, pos, s.tag);
+          pos = buf.writeDoubleLE(v as number, pos);
+        }
+        break;
+      case Kind.StringList:
+        for (const item of v as string[]) {
+          pos = writeVarint(buf, pos, s.tag);
+          const n = Buffer.byteLength(item, "utf8");
+          pos = writeVarint(buf, pos, n);
+          pos += buf.write(item, pos, n, "utf8");
+        }
+        break;
+      case Kind.MessageList:
+        for (const item of v as Array<Record<string, unknown>>) {
+          pos = writeVarint(buf, pos, s.tag);
+          pos = writeVarint(buf, pos, sizes[next.at++]!);
+          pos = writeFlat(buf, pos, item, s.item!.slots, sizes, next);
+        }
+        break;
+    }
+  }
+  return pos;
 }
 
 /** A varint of at most 32 bits (tags, lengths), or FALLBACK. */
@@ -288,6 +380,16 @@ function decodeFlat(buf: Buffer, byNumber: Map<number, Slot>, msg: Record<string
     const slot = byNumber.get(tag >>> 3);
     if (!slot || slot.tag !== tag) throw FALLBACK;
     switch (slot.kind) {
+      case Kind.MessageList: {
+        const n = readVarint32(buf, at);
+        const from = at.pos;
+        const to = from + n;
+        if (to > end) throw FALLBACK;
+        const item = slot.item!;
+        (msg[slot.name] as unknown[]).push(decodeFlat(buf.subarray(from, to), item.byNumber, item.fresh()));
+        at.pos = to;
+        break;
+      }
       case Kind.String:
       case Kind.StringList: {
         const n = readVarint32(buf, at);

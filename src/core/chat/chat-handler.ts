@@ -25,6 +25,7 @@ import { createGuardedFetcher, type LookupFn } from "./server-tools/guarded-fetc
 import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { createRawSlot, takeRawJson } from "./raw-events.js";
+import { packChunks } from "./pack.js";
 import { newCall } from "./pipeline/stage.js";
 import { chatChain } from "./pipeline/chain.js";
 import { thenEvents, untilOutcome } from "./pipeline/keepalive.js";
@@ -293,6 +294,15 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
         return outcome.events;
       })();
+      // Packed (the split gateway asks): the chunks at hand in one message, the first with the timing (pack.ts).
+      if (req.packChunks && req.jsonText) {
+        const chunks = thenEvents(head, (event) => takeRawJson(raw!, event) ?? JSON.stringify(encodeEvent(event)));
+        return packChunks(chunks, (first, more) => {
+          const message = { ...STREAM_MESSAGE, chunkJson: first, moreChunksJson: more, ...timing };
+          timing = undefined;
+          return message;
+        });
+      }
       // Then one message per event, mapped by a hand-written iterator (no generator layer per chunk).
       return thenEvents(head, (event) => {
         // An upstream event passed through untouched but for `id` and `provider` leaves as its own text (raw-events.ts).

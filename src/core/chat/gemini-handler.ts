@@ -27,6 +27,7 @@ import { bodyOf } from "./request-body.js";
 import { decodeRequest, echoOf, encodeResponse, GeminiStreamEncoder, type GeminiEcho } from "./dialects/gemini-generate.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { CanonicalRequest } from "./model.js";
+import { PackedItems, sizeOfText } from "./pack.js";
 
 export interface GeminiDeps {
   stages: ChainStages;
@@ -102,14 +103,17 @@ export function createGeminiMethods(deps: GeminiDeps) {
       const echo: GeminiEcho = echoOf(keep.body);
       const encoder = new GeminiStreamEncoder(String(call.request.model ?? ""), echo);
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
-      for await (const event of outcome.events) {
-        const chunks = encoder.push(event);
-        if (chunks.length === 0) continue;
-        yield { chunksJson: chunks.map((c) => JSON.stringify(c)), ...timing };
-        timing = undefined;
+      // The chunks of the canonical events at hand in one message (pack.ts); the closing ones after the last.
+      const text = (chunks: unknown[]) => chunks.map((c) => JSON.stringify(c));
+      const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => text(encoder.push(event)), sizeOfText, () => text(encoder.end()));
+      try {
+        for (let chunksJson; (chunksJson = await packed.next()) !== undefined; ) {
+          yield { chunksJson, ...timing };
+          timing = undefined;
+        }
+      } finally {
+        await packed.close();
       }
-      const closing = encoder.end();
-      if (closing.length > 0) yield { chunksJson: closing.map((c) => JSON.stringify(c)), ...timing };
     },
 
     async countGeminiTokens(req: Req, ctx: HandlerContext) {

@@ -23,6 +23,7 @@ import { sessionHeaderOf } from "./pipeline/context.js";
 import { bodyOf } from "./request-body.js";
 import { decodeRequest, encodeResponse, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import type { CanonicalRequest } from "./model.js";
+import { PackedItems, sizeOfEvent } from "./pack.js";
 
 interface Headers {
   anthropicBeta: string;
@@ -97,14 +98,16 @@ export function createMessagesMethods(deps: MessagesDeps) {
       const encoder = new MessagesStreamEncoder(String(call.request.model ?? ""));
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: MessageEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
-      for await (const event of outcome.events) {
-        const events = encoder.push(event);
-        if (events.length === 0) continue;
-        yield { events: wire(events), ...timing };
-        timing = undefined;
+      // The events of the canonical events at hand in one message (pack.ts); the closing ones after the last.
+      const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => wire(encoder.push(event)), sizeOfEvent, () => wire(encoder.end()));
+      try {
+        for (let events; (events = await packed.next()) !== undefined; ) {
+          yield { events, ...timing };
+          timing = undefined;
+        }
+      } finally {
+        await packed.close();
       }
-      const closing = encoder.end();
-      if (closing.length > 0) yield { events: wire(closing), ...timing };
     },
 
     async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {

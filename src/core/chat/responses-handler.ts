@@ -20,6 +20,7 @@ import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
 import type { CanonicalRequest } from "./model.js";
+import { PackedItems, sizeOfEvent } from "./pack.js";
 
 export interface ResponsesDeps {
   stages: ChainStages;
@@ -69,14 +70,16 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       const encoder = new ResponsesStreamEncoder(String(call.request.model ?? ""), echoOf(keep.body));
       let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: ResponseEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
-      for await (const event of outcome.events) {
-        const events = encoder.push(event);
-        if (events.length === 0) continue;
-        yield { events: wire(events), ...timing };
-        timing = undefined;
+      // The events of the canonical events at hand in one message (pack.ts); the closing ones after the last.
+      const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => wire(encoder.push(event)), sizeOfEvent, () => wire(encoder.end()));
+      try {
+        for (let events; (events = await packed.next()) !== undefined; ) {
+          yield { events, ...timing };
+          timing = undefined;
+        }
+      } finally {
+        await packed.close();
       }
-      const closing = encoder.end();
-      if (closing.length > 0) yield { events: wire(closing), ...timing };
     },
   };
 }

@@ -219,6 +219,9 @@ function chatInput<M extends CreateChatCompletionRequest | StreamChatCompletionR
   if (text !== undefined) message.bodyJson = text;
   else message.body = body;
   message.jsonText = true;
+  // Over the wire, a stream's chunks at hand come packed in one message (one frame, one decode, one write); in
+  // process a message costs no encoding, and the relay already reads the chunks at hand without a promise.
+  if (ctx.jsonBodies && "packChunks" in message) message.packChunks = true;
   return message;
 }
 
@@ -240,7 +243,12 @@ async function streamCompletion(
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,
     // A message without a chunk is the core saying "still working": a keepalive.
-    render: (msg) => msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT),
+    // A packed message (`pack_chunks`) carries the chunks at hand after its first: all written in one write.
+    render: (msg) => {
+      const more = msg.moreChunksJson as string[] | undefined;
+      if (more !== undefined && more.length > 0) return [msg.chunkJson, ...more];
+      return msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT);
+    },
     onError: (err, shutdown) => {
       const pub = publicErrorFromConnect(err);
       if (!shutdown && err.code !== Code.Canceled && pub.status >= 500) req.log.warn({ code: Code[err.code] }, "chat stream broke after it opened");

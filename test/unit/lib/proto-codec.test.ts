@@ -16,6 +16,10 @@ import {
   CreateChatCompletionResponseSchema,
   StreamChatCompletionRequestSchema,
   StreamChatCompletionResponseSchema,
+  StreamMessageResponseSchema,
+  StreamResponseResponseSchema,
+  StreamGenerateContentResponseSchema,
+  ResponseEventSchema,
 } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
 
 const GEN = resolve(import.meta.dirname, "../../../src/gen");
@@ -180,6 +184,39 @@ describe("proto-codec against protobuf-es", async () => {
       expect(codec.encode(create(schema, init as never)).byteLength).toBe(bytes.byteLength);
       expect(codec.fallbacks, schema.typeName).toBe(before);
     }
+  });
+
+  it("answers the dialects' streamed messages without protobuf-es (repeated events of flat messages, packed)", () => {
+    const events = Array.from({ length: 40 }, (_, i) => ({ type: i % 2 ? "content_block_delta" : "ping", dataJson: i % 3 ? `{"i":${i},"t":"hé 😀"}` : "" }));
+    const cases: Array<[DescMessage, Record<string, unknown>]> = [
+      [StreamMessageResponseSchema, { events, upstreamMs: 3.5, provider: "anthropic", cache: "miss" }],
+      [StreamMessageResponseSchema, { events: [] }],
+      [StreamMessageResponseSchema, { events: [{ type: "", dataJson: "" }] }],
+      [StreamResponseResponseSchema, { events: events.map((e) => create(ResponseEventSchema, e)) }],
+      [StreamGenerateContentResponseSchema, { chunksJson: events.map((e) => e.dataJson), provider: "google-ai-studio" }],
+      [StreamChatCompletionResponseSchema, { chunkJson: '{"id":"c1"}', moreChunksJson: ['{"id":"c2"}', "", '{"id":"c3 ☃"}'], upstreamMs: 0.5 }],
+    ];
+    for (const [schema, init] of cases) {
+      const codec = codecOf(schema);
+      const before = codec.fallbacks;
+      const bytes = codec.encode(init);
+      expect(Buffer.from(bytes)).toEqual(Buffer.from(toBinary(schema, create(schema, init as never))));
+      expect(codec.decode(bytes)).toEqual(fromBinary(schema, bytes));
+      expect(codec.fallbacks, schema.typeName).toBe(before);
+    }
+    // An item of another type, or with unknown fields, goes to protobuf-es (its result then).
+    const codec = codecOf(StreamMessageResponseSchema);
+    const before = codec.fallbacks;
+    const other = { events: [create(ResponseEventSchema, { type: "x" })] };
+    const outcome = (f: () => Uint8Array) => {
+      try {
+        return Buffer.from(f());
+      } catch (e) {
+        return `throws ${(e as Error).message}`;
+      }
+    };
+    expect(outcome(() => codec.encode(other))).toEqual(outcome(() => toBinary(StreamMessageResponseSchema, create(StreamMessageResponseSchema, other as never))));
+    expect(codec.fallbacks).toBe(before + 1);
   });
 
   it("leaves a Struct body and unknown fields to protobuf-es, with the same result", () => {

@@ -16,7 +16,8 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, batchedStream, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import type { EventSourceMessage } from "eventsource-parser";
 import { toTurns, type PartWriter } from "./messages.js";
 import { anthropicCitation, anthropicWebSearchTool, type UrlAnnotation } from "./native-search.js";
 
@@ -353,8 +354,15 @@ export class AnthropicAdapter implements ProviderAdapter {
     };
   }
 
-  async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
-    const controller = linkedController(call.signal);
+  /**
+   * The answer's chunks: one message of Anthropic's, then one more per continuation of a paused turn (`pause_turn`), up
+   * to ANTHROPIC_MAX_PAUSE_CONTINUATIONS: the caller's stream carries on across them (one role chunk, one finish
+   * chunk). Each message's SSE reader (`sseMap`) turns each event into its chunks, and `batchedStream` hands them out
+   * one by one, those already parsed at hand (`[PULL]()`, ../../../lib/pull.ts), as the OpenAI-compatible adapter's
+   * reader does: no async-generator resumption and its promises per chunk.
+   */
+  stream(call: UpstreamCall): AsyncIterableIterator<ChatChunk> {
+    let controller: AbortController | undefined;
     let id = "";
     let model = call.model;
     const created = nowSeconds();
@@ -386,120 +394,137 @@ export class AnthropicAdapter implements ProviderAdapter {
       choices: [{ index: 0, delta, finish_reason: finish, ...(native !== undefined ? { native_finish_reason: native } : {}) }],
       ...(usage ? { usage } : {}),
     });
-    // One message, then one more per continuation of a paused turn (`pause_turn`), up to
-    // ANTHROPIC_MAX_PAUSE_CONTINUATIONS: the caller's stream carries on across them (one role chunk, one finish chunk).
-    for (let continuations = 0; ; continuations++) {
+    /** Messages opened so far (the first, then its continuations), and the current one's state. */
+    let continuations = -1;
+    let blocks = new StreamedBlocks();
+    let startUsage: Record<string, unknown> | undefined;
+    let pausedHere = false;
+    /** The chunks of the event being read. */
+    let out: ChatChunk[] | undefined;
+    const emit = (c: ChatChunk) => {
+      if (out === undefined) out = [c];
+      else out.push(c);
+    };
+    const onEvent = (event: EventSourceMessage): ChatChunk[] | undefined | typeof SSE_END => {
+      if (event.data === "") return undefined;
+      const data = parseEventData(event.data);
+      const type = (event.event ?? data.type) as string;
+      out = undefined;
+      switch (type) {
+        case "message_start": {
+          const message = data.message as Record<string, unknown>;
+          startUsage = message?.usage as Record<string, unknown> | undefined;
+          if (continuations > 0) break; // a continuation: the caller's stream has begun already
+          id = String(message?.id ?? "");
+          model = String(message?.model ?? call.model);
+          const first: ChatChunk & { start_usage?: ChatUsage } = chunk({ role: "assistant", content: "" });
+          const known = mapUsage(startUsage, 0);
+          if (known) first.start_usage = known;
+          emit(first);
+          break;
+        }
+        case "content_block_start": {
+          const block = data.content_block as Block;
+          const index = Number(data.index);
+          if (block && typeof block === "object") blocks.start(index, block);
+          if (block?.type === "tool_use") {
+            const at = tools++;
+            toolIndex.set(index, at);
+            emit(chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] }));
+          } else if (block?.type === "text") {
+            textBlocks.set(index, { start: emitted, citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] });
+            if (block.text) {
+              emitted += String(block.text).length;
+              emit(chunk({ content: String(block.text) }));
+            }
+          } else if (block?.type === "thinking") {
+            reasoningIndex.set(index, details++);
+            emit(chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] }));
+          } else if (block?.type === "redacted_thinking") {
+            const at = details++;
+            reasoningIndex.set(index, at);
+            emit(chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: at }] }));
+          }
+          break;
+        }
+        case "content_block_delta": {
+          const delta = data.delta as Block;
+          if (delta && typeof delta === "object") blocks.delta(Number(data.index), delta);
+          if (delta?.type === "text_delta") {
+            emitted += String(delta.text ?? "").length;
+            emit(chunk({ content: String(delta.text ?? "") }));
+          } else if (delta?.type === "citations_delta") textBlocks.get(Number(data.index))?.citations.push(delta.citation);
+          else if (delta?.type === "thinking_delta") {
+            const thinking = String(delta.thinking ?? "");
+            emit(chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] }));
+          } else if (delta?.type === "signature_delta") emit(chunk({ reasoning_details: [detail(Number(data.index), { signature: String(delta.signature ?? "") })] }));
+          else if (delta?.type === "input_json_delta") {
+            const at = toolIndex.get(Number(data.index));
+            if (at !== undefined) emit(chunk({ tool_calls: [{ index: at, function: { arguments: String(delta.partial_json ?? "") } }] }));
+          }
+          break;
+        }
+        case "content_block_stop": {
+          blocks.stop(Number(data.index));
+          const block = textBlocks.get(Number(data.index));
+          if (block) {
+            for (const c of block.citations) {
+              const a = anthropicCitation(c, block.start, emitted);
+              if (a) annotations.push(a);
+            }
+            textBlocks.delete(Number(data.index));
+          }
+          break;
+        }
+        case "message_delta": {
+          const delta = data.delta as { stop_reason?: string | null } | undefined;
+          const usage = data.usage as Record<string, unknown> | undefined;
+          // message_delta's usage is the message's so far (its output tokens counted to here), over message_start's.
+          const message = { ...startUsage, ...usage };
+          if (delta?.stop_reason === "pause_turn" && continuations < ANTHROPIC_MAX_PAUSE_CONTINUATIONS) {
+            pausedHere = true;
+            doneUsage = addRawUsage(doneUsage, message);
+            break;
+          }
+          const total = addRawUsage(doneUsage, message);
+          const output = typeof total?.output_tokens === "number" ? total.output_tokens : undefined;
+          // A native web search's citations, all on the finish chunk (as the web plugin returns its own).
+          emit(chunk(annotations.length > 0 ? { annotations: annotations.splice(0) } : {}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage(total, output)));
+          break;
+        }
+        case "message_stop":
+          return SSE_END;
+        case "error": {
+          const safe = redact(data, call.apiKey);
+          const errType = String((data.error as { type?: unknown } | undefined)?.type ?? "api_error");
+          const status = errorStatus[errType] ?? 500;
+          throw new UpstreamError(status, `upstream error: ${anthropicErrorMessage(safe) ?? errType}`, true, safe);
+        }
+        default:
+          break; // ping and event types added later
+      }
+      return out;
+    };
+    // The next message's reader: the first, or a paused turn's continuation; none after a message that ended the turn.
+    const open = async () => {
+      if (continuations >= 0) {
+        if (!pausedHere) return undefined;
+        paused.push(...blocks.blocks);
+      }
+      continuations++;
+      controller ??= linkedController(call.signal);
       const response = await this.request(call, true, controller.signal, paused);
-      const blocks = new StreamedBlocks();
-      let startUsage: Record<string, unknown> | undefined;
-      let pausedHere = false;
+      blocks = new StreamedBlocks();
+      startUsage = undefined;
+      pausedHere = false;
       toolIndex.clear();
       reasoningIndex.clear();
       textBlocks.clear();
-      let stopped = false;
-      for await (const event of sseEvents(response, controller, (e) => e.event === "message_stop", call.apiKey)) {
-        if (event.data === "") continue;
-        const data = parseEventData(event.data);
-        const type = (event.event ?? data.type) as string;
-        switch (type) {
-          case "message_start": {
-            const message = data.message as Record<string, unknown>;
-            startUsage = message?.usage as Record<string, unknown> | undefined;
-            if (continuations > 0) break; // a continuation: the caller's stream has begun already
-            id = String(message?.id ?? "");
-            model = String(message?.model ?? call.model);
-            const first: ChatChunk & { start_usage?: ChatUsage } = chunk({ role: "assistant", content: "" });
-            const known = mapUsage(startUsage, 0);
-            if (known) first.start_usage = known;
-            yield first;
-            break;
-          }
-          case "content_block_start": {
-            const block = data.content_block as Block;
-            const index = Number(data.index);
-            if (block && typeof block === "object") blocks.start(index, block);
-            if (block?.type === "tool_use") {
-              const at = tools++;
-              toolIndex.set(index, at);
-              yield chunk({ tool_calls: [{ index: at, id: String(block.id), type: "function", function: { name: String(block.name), arguments: "" } }] });
-            } else if (block?.type === "text") {
-              textBlocks.set(index, { start: emitted, citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] });
-              if (block.text) {
-                emitted += String(block.text).length;
-                yield chunk({ content: String(block.text) });
-              }
-            } else if (block?.type === "thinking") {
-              reasoningIndex.set(index, details++);
-              yield chunk({ reasoning: String(block.thinking ?? ""), reasoning_details: [detail(index, { text: String(block.thinking ?? "") })] });
-            } else if (block?.type === "redacted_thinking") {
-              const at = details++;
-              reasoningIndex.set(index, at);
-              yield chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: String(block.data ?? ""), format: ANTHROPIC_REASONING_FORMAT, index: at }] });
-            }
-            break;
-          }
-          case "content_block_delta": {
-            const delta = data.delta as Block;
-            if (delta && typeof delta === "object") blocks.delta(Number(data.index), delta);
-            if (delta?.type === "text_delta") {
-              emitted += String(delta.text ?? "").length;
-              yield chunk({ content: String(delta.text ?? "") });
-            } else if (delta?.type === "citations_delta") textBlocks.get(Number(data.index))?.citations.push(delta.citation);
-            else if (delta?.type === "thinking_delta") {
-              const thinking = String(delta.thinking ?? "");
-              yield chunk({ reasoning: thinking, reasoning_details: [detail(Number(data.index), { text: thinking })] });
-            } else if (delta?.type === "signature_delta") yield chunk({ reasoning_details: [detail(Number(data.index), { signature: String(delta.signature ?? "") })] });
-            else if (delta?.type === "input_json_delta") {
-              const at = toolIndex.get(Number(data.index));
-              if (at !== undefined) yield chunk({ tool_calls: [{ index: at, function: { arguments: String(delta.partial_json ?? "") } }] });
-            }
-            break;
-          }
-          case "content_block_stop": {
-            blocks.stop(Number(data.index));
-            const block = textBlocks.get(Number(data.index));
-            if (block) {
-              for (const c of block.citations) {
-                const a = anthropicCitation(c, block.start, emitted);
-                if (a) annotations.push(a);
-              }
-              textBlocks.delete(Number(data.index));
-            }
-            break;
-          }
-          case "message_delta": {
-            const delta = data.delta as { stop_reason?: string | null } | undefined;
-            const usage = data.usage as Record<string, unknown> | undefined;
-            // message_delta's usage is the message's so far (its output tokens counted to here), over message_start's.
-            const message = { ...startUsage, ...usage };
-            if (delta?.stop_reason === "pause_turn" && continuations < ANTHROPIC_MAX_PAUSE_CONTINUATIONS) {
-              pausedHere = true;
-              doneUsage = addRawUsage(doneUsage, message);
-              break;
-            }
-            const total = addRawUsage(doneUsage, message);
-            const output = typeof total?.output_tokens === "number" ? total.output_tokens : undefined;
-            // A native web search's citations, all on the finish chunk (as the web plugin returns its own).
-            yield chunk(annotations.length > 0 ? { annotations: annotations.splice(0) } : {}, anthropicFinish(delta?.stop_reason), delta?.stop_reason ?? null, mapUsage(total, output));
-            break;
-          }
-          case "message_stop":
-            stopped = true;
-            break;
-          case "error": {
-            const safe = redact(data, call.apiKey);
-            const errType = String((data.error as { type?: unknown } | undefined)?.type ?? "api_error");
-            const status = errorStatus[errType] ?? 500;
-            throw new UpstreamError(status, `upstream error: ${anthropicErrorMessage(safe) ?? errType}`, true, safe);
-          }
-          default:
-            break; // ping and event types added later
-        }
-        if (stopped) break;
-      }
-      if (!stopped) throw truncatedStream();
-      if (!pausedHere) return;
-      paused.push(...blocks.blocks);
-    }
+      // A body that ends before message_stop is a truncated stream.
+      return sseMap(response, controller, onEvent, (e) => e.event === "message_stop", call.apiKey, () => {
+        throw truncatedStream();
+      });
+    };
+    return batchedStream(open);
   }
 }

@@ -631,6 +631,104 @@ class OpenedStream<T> implements AsyncIterableIterator<T> {
 const ITERATION_DONE: IteratorResult<never> = { done: true, value: undefined };
 
 /**
+ * The items of the batches the readers `open` gives, one reader after another (`open` gives undefined when there is
+ * no other; its first call is made by the first read), one item at a time: an adapter whose events become zero or
+ * more chunks each (an `sseMap` whose `map` returns an array, or undefined for none) and whose answer may span
+ * several upstream responses (Anthropic's paused turns), without an async generator around them: a chunk already
+ * parsed is at hand (`[PULL]()`, ../../../lib/pull.ts). A reader's failure (or `open`'s) ends the stream with it;
+ * `return()` closes the current reader (or the one being opened, once open).
+ */
+export function batchedStream<T>(open: () => Promise<AsyncIterator<T[]> | undefined>): AsyncIterableIterator<T> {
+  return new BatchedStream(open);
+}
+
+const NO_ITEMS: never[] = [];
+
+class BatchedStream<T> implements AsyncIterableIterator<T>, Pullable<T> {
+  private it: AsyncIterator<T[]> | undefined;
+  private batch: T[] = NO_ITEMS;
+  private at = 0;
+  private closed = false;
+  private opening: Promise<unknown> | undefined;
+
+  constructor(private readonly open: () => Promise<AsyncIterator<T[]> | undefined>) {}
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+
+  /** `[PULL]()` as a promise. */
+  next(): Promise<IteratorResult<T>> {
+    return pulledAsPromise(this);
+  }
+
+  [PULL](): Pulled<T> {
+    if (this.at < this.batch.length) return { done: false, value: this.batch[this.at++]! };
+    if (this.closed) return ITERATION_DONE;
+    const it = this.it;
+    if (it === undefined) return this.opened();
+    let r: Pulled<T[]>;
+    try {
+      const p = (it as Partial<Pullable<T[]>>)[PULL];
+      r = p !== undefined ? p.call(it) : it.next();
+    } catch (err) {
+      return this.failed(err);
+    }
+    return r instanceof Promise ? r.then(this.onBatch, this.failed) : this.onBatch(r);
+  }
+
+  async return(): Promise<IteratorResult<T>> {
+    this.closed = true;
+    this.batch = NO_ITEMS;
+    const it = this.it;
+    this.it = undefined;
+    if (it !== undefined) await it.return?.();
+    else if (this.opening !== undefined) await this.opening.catch(() => undefined);
+    return ITERATION_DONE;
+  }
+
+  throw(err?: unknown): Promise<IteratorResult<T>> {
+    return this.return().then(() => Promise.reject(err));
+  }
+
+  private readonly failed = (err: unknown): never => {
+    this.closed = true;
+    this.it = undefined;
+    throw err;
+  };
+
+  private readonly onBatch = (r: IteratorResult<T[]>): Pulled<T> => {
+    if (this.closed) return ITERATION_DONE;
+    if (!r.done) {
+      this.batch = r.value;
+      this.at = 1;
+      return { done: false, value: r.value[0]! };
+    }
+    this.it = undefined;
+    return this.opened();
+  };
+
+  /** Opens the next reader and reads its first item (the end when there is none). */
+  private opened(): Promise<IteratorResult<T>> {
+    const opening = this.open().then((it) => {
+      if (it === undefined) {
+        this.closed = true;
+        return ITERATION_DONE;
+      }
+      if (this.closed) {
+        // Returned while opening: close what opened.
+        Promise.resolve(it.return?.()).catch(() => undefined);
+        return ITERATION_DONE;
+      }
+      this.it = it;
+      return pulledAsPromise(this);
+    }, this.failed);
+    this.opening = opening;
+    return opening;
+  }
+}
+
+/**
  * The SSE reader, hand-written rather than an async generator: an event already parsed is handed out with one
  * resolved promise (no generator resumption, no await of the body), and every piece of the body one socket read
  * delivered is decoded and parsed in one go (one `StringDecoder.write` and one parser feed instead of one per
