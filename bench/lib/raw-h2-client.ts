@@ -1,13 +1,16 @@
 /**
- * A PROTOTYPE of a unary gRPC client on a bare `net.Socket` speaking HTTP/2 itself (no node:http2), for
- * bench/hop-floor.ts only: how much of the split hop's client-side CPU is Node's HTTP/2 layer (stream objects,
- * header mapping, nghttp2 through the JS binding) rather than the exchange itself. Not a client to ship: no TLS,
- * no CONTINUATION frames, no padding, no priority, the peer's flow-control windows not honoured (requests are small),
- * and HPACK strings the server Huffman-encoded are kept as their encoded bytes (the dynamic table's sizes then
- * count encoded lengths; a steady exchange's response headers and trailers are all indexed references, so this
- * decodes a literal only when a value changes, e.g. `date` once a second); so the status is read as the trailers' field
- * whose value is `0` (bench/hop-floor.ts's server sends no other). The request's header block is encoded
- * once (literals without indexing) and reused.
+ * A PROTOTYPE of a unary gRPC client on a bare `net.Socket` speaking HTTP/2 itself (no node:http2), for the benches
+ * only: how much of the split hop's client-side CPU is Node's HTTP/2 layer (stream objects, header mapping, nghttp2
+ * through the JS binding) rather than the exchange itself (bench/hop-floor.ts `--raw`; bench/README.md, "The split hop
+ * item by item", where it was also wired into the gateway's transport for an experiment). Not a client to ship: no
+ * TLS, no CONTINUATION frames, no padding, no priority, the peer's flow-control windows not honoured (requests must
+ * be small), no deadline, cancel or error mapping, and HPACK strings the server Huffman-encoded are kept as their
+ * encoded bytes (the dynamic table's sizes then count encoded lengths; a steady exchange's response headers and
+ * trailers are all indexed references, so this decodes a literal only when a value changes, e.g. `date` once a
+ * second); so the status is read as the trailers' field whose value is `0`. Requests: `:method POST` and `:scheme
+ * http` from HPACK's static table, the constant headers indexed once in the dynamic table, the others literal without
+ * indexing (header values < 127 bytes). A loop turn's requests go out in one write (corked until `setImmediate`:
+ * uncorking on `nextTick` wrote once per call and cost the core what the gateway saved).
  */
 import net from "node:net";
 
@@ -39,13 +42,53 @@ function frameHeader(len: number, type: number, flags: number, id: number): Buff
   return b;
 }
 
-/** A header block of literals without indexing, new names (HPACK 6.2.2), string lengths < 127. */
-function encodeBlock(headers: Record<string, string>): Buffer {
-  const parts: number[] = [];
-  for (const [k, v] of Object.entries(headers)) {
-    parts.push(0, k.length, ...Buffer.from(k, "latin1"), v.length, ...Buffer.from(v, "latin1"));
+const INDEXED_NAMES = new Set([":authority", ":path", "content-type", "te", "user-agent", "grpc-accept-encoding"]);
+
+function int(out: number[], v: number, prefix: number, first: number): void {
+  const max = (1 << prefix) - 1;
+  if (v < max) return void out.push(first | v);
+  out.push(first | max);
+  v -= max;
+  while (v >= 128) {
+    out.push((v & 127) | 128);
+    v >>= 7;
   }
-  return Buffer.from(parts);
+  out.push(v);
+}
+
+/** An HPACK encoder: `:method POST` and `:scheme http` from the static table, the constant headers into the dynamic table once, others literal without indexing. */
+class Encoder {
+  #inserted = 0;
+  #at = new Map<string, number>();
+  #size = 0;
+  encode(headers: Record<string, string>): Buffer {
+    const out: number[] = [];
+    for (const k of Object.keys(headers)) {
+      const v = String(headers[k]);
+      if (k === ":method" && v === "POST") { out.push(0x83); continue; }
+      if (k === ":scheme" && v === "http") { out.push(0x86); continue; }
+      const key = `${k}\0${v}`;
+      const at = this.#at.get(key);
+      if (at !== undefined) { int(out, this.#inserted - at + 62, 7, 0x80); continue; }
+      const lit = (first: number, prefix: number) => {
+        int(out, 0, prefix, first);
+        const kb = Buffer.from(k, "latin1");
+        int(out, kb.length, 7, 0);
+        for (const b of kb) out.push(b);
+        const vb = Buffer.from(v, "latin1");
+        int(out, vb.length, 7, 0);
+        for (const b of vb) out.push(b);
+      };
+      const size = k.length + v.length + 32;
+      if (INDEXED_NAMES.has(k) && this.#size + size <= 4000) {
+        lit(0x40, 6);
+        this.#inserted++;
+        this.#at.set(key, this.#inserted);
+        this.#size += size;
+      } else lit(0, 4);
+    }
+    return Buffer.from(out);
+  }
 }
 
 class Decoder {
@@ -108,14 +151,14 @@ class Decoder {
 }
 
 interface Pending {
-  resolve(): void;
+  resolve(data: Buffer): void;
   reject(err: Error): void;
   status: string | undefined;
   data: Buffer | undefined;
 }
 
 /** One connection; `call()` sends a POST with `headers` and `body` (a gRPC frame) and resolves at grpc-status 0. */
-export function rawH2Caller(port: number, headers: Record<string, string>, body: Buffer): () => Promise<void> {
+export function rawH2Caller(port: number): (headers: Record<string, string>, body: Buffer) => Promise<Buffer> {
   const socket = net.connect(port, "127.0.0.1");
   socket.setNoDelay(true);
   const settings = Buffer.alloc(12);
@@ -126,8 +169,8 @@ export function rawH2Caller(port: number, headers: Record<string, string>, body:
   const wu = Buffer.alloc(4);
   wu.writeUInt32BE(WINDOW - 65535, 0);
   socket.write(Buffer.concat([PREFACE, frameHeader(12, SETTINGS, 0, 0), settings, frameHeader(4, 8, 0, 0), wu]));
-  const block = encodeBlock(headers);
   const decoder = new Decoder();
+  const encoder = new Encoder();
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let buf: Buffer | undefined;
@@ -178,7 +221,7 @@ export function rawH2Caller(port: number, headers: Record<string, string>, body:
       if ((type === DATA || type === HEADERS) && flags & END_STREAM) {
         const p = pending.get(id);
         pending.delete(id);
-        if (p) p.status === "0" ? p.resolve() : p.reject(new Error(`grpc-status ${p.status}`));
+        if (p) p.status === "0" ? p.resolve(p.data!) : p.reject(new Error(`grpc-status ${p.status}`));
       }
     }
     buf = off < b.length ? b.subarray(off) : undefined;
@@ -189,15 +232,16 @@ export function rawH2Caller(port: number, headers: Record<string, string>, body:
       socket.write(Buffer.concat([frameHeader(4, 8, 0, 0), w]));
     }
   });
-  return () =>
-    new Promise<void>((resolve, reject) => {
+  return (headers, body) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const block = encoder.encode(headers);
       const id = nextId;
       nextId += 2;
       pending.set(id, { resolve, reject, status: undefined, data: undefined });
       if (!corked) {
         corked = true;
         socket.cork();
-        process.nextTick(uncork);
+        setImmediate(uncork);
       }
       socket.write(Buffer.concat([frameHeader(block.length, HEADERS, END_HEADERS, id), block, frameHeader(body.length, DATA, END_STREAM, id), body]));
     });
