@@ -6,7 +6,11 @@
  * here at concurrency `--concurrency`; the two kinds take turns in windows of `--seconds`, `--windows` times each
  * after a warm-up. Reported: CPU per call of the client and of the server (utime + stime from /proc), and calls/s.
  *
- *   node bin/run-ts.mjs bench/hop-floor.ts [--concurrency 32] [--seconds 2] [--windows 8] [--request-bytes 300] [--response-bytes 700]
+ * `--raw` adds a third kind: the same node:http2 server called by bench/lib/raw-h2-client.ts, a prototype unary gRPC
+ * client speaking HTTP/2 on a bare `net.Socket` (no node:http2 on the client side): what the client's share of the
+ * floor is without Node's HTTP/2 layer (a bound for a client of the gateway's own, not a client to ship).
+ *
+ *   node bin/run-ts.mjs bench/hop-floor.ts [--concurrency 32] [--seconds 2] [--windows 8] [--request-bytes 300] [--response-bytes 700] [--raw] [--only <name part>]
  */
 import http from "node:http";
 import http2 from "node:http2";
@@ -15,6 +19,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import { num, flag } from "./lib/args.js";
 import { freePort, processCpuMs, repoRoot } from "./lib/processes.js";
+import { rawH2Caller } from "./lib/raw-h2-client.js";
 
 const requestBytes = num("request-bytes", 300);
 const responseBytes = num("response-bytes", 700);
@@ -118,12 +123,23 @@ async function main(): Promise<void> {
   const windows = num("windows", 8);
   const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
   const startLoad = load();
-  const [p2, p1] = [await freePort(), await freePort()];
+  const [p2, p1, p3] = [await freePort(), await freePort(), await freePort()];
   const [s2, s1] = [await startServer("h2", p2), await startServer("h1", p1)];
+  const raw = process.argv.includes("--raw");
+  const s3 = raw ? await startServer("h2", p3) : undefined;
   const kinds = [
     { name: "HTTP/2 (node:http2 both ends, gRPC-shaped)", call: h2Caller(p2), server: s2, client: [] as number[], srv: [] as number[], rate: [] as number[] },
     { name: "HTTP/1.1 keep-alive (node:http server, undici Pool)", call: h1Caller(p1, concurrency), server: s1, client: [] as number[], srv: [] as number[], rate: [] as number[] },
   ];
+  if (s3) {
+    const headers = { ":method": "POST", ":scheme": "http", ":authority": `127.0.0.1:${p3}`, ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc+proto", te: "trailers" };
+    kinds.push({ name: "HTTP/2, node:http2 server, raw-socket client (prototype)", call: ((c, body) => () => c(headers, body).then(() => undefined))(rawH2Caller(p3), frame(requestBytes)), server: s3, client: [], srv: [], rate: [] });
+  }
+  // `--only <substring>`: measure only the kinds whose name contains it (e.g. "raw-socket"; a kind alone in the
+  // process, so no other kind's garbage is collected in its windows).
+  const only = flag("only");
+  const servers = kinds.map((k) => k.server);
+  if (only) kinds.splice(0, kinds.length, ...kinds.filter((k) => k.name.includes(only)));
   try {
     for (const k of kinds) await closedLoop(k.call, concurrency, 1500); // warm-up
     for (let w = 0; w < windows; w++) {
@@ -139,7 +155,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const k of kinds) k.server.kill();
+    for (const server of servers) server.kill();
   }
   console.log(`Node ${process.version}; c=${concurrency}, ${windows} windows of ${seconds}s per kind taking turns; request ${requestBytes} B, response ${responseBytes} B; load ${startLoad} at start, ${load()} at end.\n`);
   console.log("| hop | calls/s | client CPU µs per call | server CPU µs per call | both |");

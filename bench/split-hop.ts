@@ -11,6 +11,10 @@
  * - with `--base DIR`, `base, body_json` (or `base, Struct body` for a base that predates `body_json`): the other
  *   checkout's transport, fast path and generated code.
  *
+ * `--bare` adds the floor in this process: a node:http2 client and server with no Portico code exchanging frames of the
+ * same sizes (the request's and the response's encoded messages), headers and trailers as the fast path's, so the
+ * variants over it are what Portico's hop code (client, fast path, codec, transport) adds to Node's HTTP/2.
+ *
  * `--struct` adds the Struct-body variants (only `body_json` otherwise: what the split gateway sends). The client is
  * the tree's node:http2 one (src/gateway/h2-grpc-transport.ts) where it has it, else its @grpc/grpc-js one;
  * `--grpc-js` adds the branch's @grpc/grpc-js client as a variant of its own.
@@ -24,7 +28,7 @@
  * printed: what each function of both ends allocates per call (`node bench/lib/heap-summary.mjs <file> --units-a <calls>`;
  * run it without `--base` and variants, or the calls of every variant are in it).
  *
- *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct] [--grpc-js] [--heap-sample DIR]
+ *   node bin/run-ts.mjs bench/split-hop.ts [--calls 4000] [--concurrency 32] [--rounds 7] [--body small|large] [--base DIR] [--struct] [--grpc-js] [--bare] [--heap-sample DIR]
  */
 import http2 from "node:http2";
 import { once } from "node:events";
@@ -99,6 +103,42 @@ async function startHop(tree: Awaited<ReturnType<typeof treeOf>>, grpcJs = false
   };
 }
 
+/** The bare exchange (`--bare`): node:http2 on both ends in this process, `reqBytes` and `resBytes` message frames. */
+async function startBare(reqBytes: number, resBytes: number) {
+  const frame = (n: number) => {
+    const b = Buffer.alloc(5 + n, 0x61);
+    b[0] = 0;
+    b.writeUInt32BE(n, 1);
+    return b;
+  };
+  const answer = frame(resBytes);
+  const server = http2.createServer();
+  server.on("stream", (stream) => {
+    stream.on("data", () => undefined);
+    stream.on("end", () => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
+      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(answer);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const session = http2.connect(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+  const reqBody = frame(reqBytes);
+  const h = { ":method": "POST", ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc", te: "trailers", "user-agent": "portico-gateway", "grpc-accept-encoding": "identity", ...headers };
+  const call = () =>
+    new Promise<void>((resolve, reject) => {
+      const s = session.request(h);
+      let status: string | undefined;
+      s.on("data", () => undefined);
+      s.on("trailers", (t) => (status = t["grpc-status"] as string));
+      s.on("error", reject);
+      s.on("close", () => (status === "0" ? resolve() : reject(new Error(`grpc-status ${status}`))));
+      s.end(reqBody);
+    });
+  return { call, close: () => (session.close(), server.close()) };
+}
+
 async function run(call: () => Promise<unknown>, n: number): Promise<number> {
   let left = n;
   const worker = async () => {
@@ -112,13 +152,21 @@ async function run(call: () => Promise<unknown>, n: number): Promise<number> {
 
 const branch = await treeOf(resolve(import.meta.dirname, ".."));
 const headers = { authorization: "Bearer pk-test", "x-request-id": "1" };
-const variants: Array<{ name: string; hop: Awaited<ReturnType<typeof startHop>>; input: unknown }> = [];
+const variants: Array<{ name: string; hop: { client: { createChatCompletion(input: unknown, opts: unknown): Promise<unknown> }; close(): void }; input: unknown }> = [];
 const branchHop = await startHop(branch);
 const withStruct = process.argv.includes("--struct");
 if (withStruct) variants.push({ name: "Struct body", hop: branchHop, input: { body, jsonText: true } });
 variants.push({ name: "body_json", hop: branchHop, input: { bodyJson: bodyText, jsonText: true } });
 // `--grpc-js`: the branch's @grpc/grpc-js client beside its node:http2 one (same fast path, same process).
 if (process.argv.includes("--grpc-js") && branch.createH2GrpcTransport) variants.push({ name: "body_json, grpc-js client", hop: await startHop(branch, true), input: { bodyJson: bodyText, jsonText: true } });
+if (process.argv.includes("--bare")) {
+  const { codecOf } = await import(pathToFileURL(resolve(import.meta.dirname, "../src/lib/proto-codec.ts")).href);
+  const method = branch.ChatService.method.createChatCompletion;
+  const reqBytes = codecOf(method.input).encode({ bodyJson: bodyText, jsonText: true }, 0).length;
+  const resBytes = codecOf(method.output).encode({ completionJson: COMPLETION, upstreamMs: 1.5, provider: "groq" }, 0).length;
+  const bare = await startBare(reqBytes, resBytes);
+  variants.unshift({ name: `bare node:http2 (${reqBytes} B / ${resBytes} B)`, hop: { client: { createChatCompletion: bare.call }, close: bare.close }, input: undefined });
+}
 if (base) {
   const baseTree = await treeOf(resolve(base));
   const baseHop = await startHop(baseTree);
