@@ -232,8 +232,13 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       const outcome = await pipeline(call).catch((err: unknown) => Promise.reject(withUpstreamTime(err, call.track.upstreamMs)));
       if (outcome.kind !== "completion") throw new Error("the chat pipeline answered a non-streaming request with a stream");
       const completion = encodeResponse(outcome.completion);
-      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
-      return req.jsonText ? { ...COMPLETION_MESSAGE, completionJson: JSON.stringify(completion), ...timing } : { completion, ...timing };
+      // The timing fields written in place (no object of their own spread into the answer): the same keys in the same order.
+      const { upstreamMs } = call.track;
+      const provider = call.track.provider ?? "";
+      const cache = call.track.cache ?? "";
+      return req.jsonText
+        ? { ...COMPLETION_MESSAGE, completionJson: JSON.stringify(completion), upstreamMs, provider, cache }
+        : { completion, upstreamMs, provider, cache };
     },
 
     /** The models the caller can route to (not a pipeline request: nothing is called upstream). */

@@ -11,7 +11,7 @@
 import type { Db } from "../../db/client.js";
 import { DbNull, type Prisma } from "../../db/prisma.js";
 import type { InvalidationBus } from "../../lib/invalidation.js";
-import { createTtlCache } from "../../lib/ttl-cache.js";
+import { createTtlPairCache } from "../../lib/ttl-cache.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { invalidArgument, notFound } from "../errors.js";
 import type { RoutingFilter } from "../chat/routing/route.js";
@@ -211,7 +211,7 @@ export function filtersOf(scope: "organization" | "workspace", s: RoutingSetting
  * (organization, workspace) per `ttlMs`; a bus message for the organization drops its entries at once.
  */
 export function createRoutingSettingsCache(deps: { db: Db; ttlMs?: number; bus?: InvalidationBus }) {
-  const cache = createTtlCache<readonly RoutingFilter[]>({ ttlMs: deps.ttlMs ?? 1000 });
+  const cache = createTtlPairCache<readonly RoutingFilter[]>({ ttlMs: deps.ttlMs ?? 1000 });
   // Messages name an organization; the cache is small and changes are rare: drop everything.
   deps.bus?.subscribe(ROUTING_SETTINGS_TOPIC, () => cache.clear());
   const read = async (organizationId: string, workspaceId: string): Promise<readonly RoutingFilter[]> => {
@@ -221,7 +221,6 @@ export function createRoutingSettingsCache(deps: { db: Db; ttlMs?: number; bus?:
     return [...(org ? filtersOf("organization", settingsOf(org)) : []), ...(ws ? filtersOf("workspace", settingsOf(ws)) : [])];
   };
   return {
-    filtersFor: (caller: { organizationId: string; workspaceId: string }) =>
-      cache.get(`${caller.organizationId}\u0000${caller.workspaceId}`, () => read(caller.organizationId, caller.workspaceId)),
+    filtersFor: (caller: { organizationId: string; workspaceId: string }) => cache.get(caller.organizationId, caller.workspaceId, read),
   };
 }

@@ -8,7 +8,7 @@ import { decryptCredentialKey } from "../../byok/credential-crypto.js";
 import type { Keyring } from "../../byok/keyring.js";
 import type { CredentialRecord } from "./select.js";
 import type { InvalidationBus } from "../../../lib/invalidation.js";
-import { createTtlCache } from "../../../lib/ttl-cache.js";
+import { createTtlPairCache } from "../../../lib/ttl-cache.js";
 
 export interface LoadedCredential extends CredentialRecord {
   /** The decrypted provider key (never logged, never returned). Null when it cannot be opened. */
@@ -55,7 +55,7 @@ export function createCredentialStore(deps: {
   bus?: InvalidationBus;
   onUnusable?: (id: string, err: unknown) => void;
 }): CredentialStore {
-  const cache = createTtlCache<LoadedCredential[]>({ ttlMs: deps.ttlMs ?? 1000 });
+  const cache = createTtlPairCache<LoadedCredential[]>({ ttlMs: deps.ttlMs ?? 1000 });
   deps.bus?.subscribe(BYOK_TOPIC, () => cache.clear());
   const read = async (workspaceId: string, provider: string): Promise<LoadedCredential[]> => {
     const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, provider, deletedAt: null } });
@@ -74,6 +74,6 @@ export function createCredentialStore(deps: {
       const rows = await deps.db.byokCredential.findMany({ where: { workspaceId, deletedAt: null } });
       return rows.map(recordOf);
     },
-    forProvider: (workspaceId, provider) => cache.get(`${workspaceId}\u0000${provider}`, () => read(workspaceId, provider)),
+    forProvider: (workspaceId, provider) => cache.get(workspaceId, provider, read),
   };
 }

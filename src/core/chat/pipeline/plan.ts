@@ -30,7 +30,7 @@ import type { CredentialOrder } from "../credentials/select.js";
 import type { SessionAffinity, SessionPin } from "../../../lib/session-affinity.js";
 import { credentialKey } from "../routing/health.js";
 import { invalidArgument } from "../../errors.js";
-import type { ChatStage } from "./stage.js";
+import type { Attempt, ChatStage } from "./stage.js";
 
 export interface PlanDeps {
   credentials: CredentialStore;
@@ -174,17 +174,21 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
             call.attempts.pop(); // the session's pin goes first; the last kept attempt makes room
           }
           if (isPin) pinned = true;
-          call.attempts[isPin ? "unshift" : "push"]({
+          // The optional keys assigned in their places (not spread from a temporary object): the same keys in the same order.
+          const upstream: Attempt["call"] = { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal };
+          if (provider.limits) upstream.limits = provider.limits;
+          const attempt: Attempt = {
             provider: plan.provider,
             requestedModel: plan.requestedModel,
             credentialId: cred.id,
             credentialSource: sel.source,
             adapter: provider.adapter,
-            call: { model: plan.upstreamModel, body, baseUrl: provider.baseUrl, apiKey: cred.apiKey, signal: call.signal, ...(provider.limits ? { limits: provider.limits } : {}) },
+            call: upstream,
             catalogModel: plan.model?.slug ?? null,
-            ...(plan.endpoint ? { endpoint: plan.endpoint } : {}),
-            healthKey: endpointKey(plan.provider, plan.upstreamModel),
-          });
+          };
+          if (plan.endpoint) attempt.endpoint = plan.endpoint;
+          attempt.healthKey = endpointKey(plan.provider, plan.upstreamModel);
+          call.attempts[isPin ? "unshift" : "push"](attempt);
         }
       }
       if (call.attempts.length === 0) {
