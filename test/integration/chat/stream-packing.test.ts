@@ -1,7 +1,8 @@
 /**
  * Streams over the split hop with the events at hand packed into one stream message (src/core/chat/pack.ts,
  * StreamChatCompletionRequest.pack_chunks): a split gateway (gRPC over HTTP/2 to the harness's core) relays a stream
- * whose fake upstream writes every event in one write, whole and in order, for chat completions and Messages, with
+ * whose fake upstream writes every event in one write, whole and in order, for chat completions (OpenAI-compatible
+ * and Gemini upstreams) and Messages, with
  * fewer messages than events on the wire; each packed message stays within the bound unless its first item alone is
  * larger; a gRPC client (@grpc/grpc-js) that does not set `pack_chunks` gets one chunk per message, one that sets it
  * gets them packed. SQLite only: packing does not touch the database.
@@ -15,6 +16,7 @@ import { PACK_MAX_CHARS, PACK_MAX_ITEMS } from "../../../src/core/chat/pack.js";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { anthropicWire, startFakeAnthropic } from "../../helpers/fake-upstreams/anthropic.js";
+import { geminiWire, startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { openAiWire, startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream, RecordedRequest, Script } from "../../helpers/fake-upstreams/server.js";
 
@@ -27,21 +29,23 @@ describe("stream messages packed over the split hop", () => {
   let h: Harness;
   let openai: FakeUpstream;
   let anthropic: FakeUpstream;
+  let gemini: FakeUpstream;
 
   beforeAll(async () => {
     openai = await startFakeOpenAI();
     anthropic = await startFakeAnthropic();
+    gemini = await startFakeGemini();
     h = await startHarness({
       provider: "sqlite",
-      env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${openai.url}/v1`, PORTICO_PROVIDER_ANTHROPIC_BASE_URL: anthropic.url },
+      env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${openai.url}/v1`, PORTICO_PROVIDER_ANTHROPIC_BASE_URL: anthropic.url, PORTICO_PROVIDER_GOOGLE_AI_STUDIO_BASE_URL: `${gemini.url}/v1beta` },
     });
-    for (const [p, key] of [["groq", "gsk-test"], ["anthropic", "sk-ant-test"]] as const) {
+    for (const [p, key] of [["groq", "gsk-test"], ["anthropic", "sk-ant-test"], ["google-ai-studio", "AIza-test"]] as const) {
       expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: p, key } })).status).toBe(200);
     }
   });
   afterAll(async () => {
     await h?.close();
-    await Promise.all([openai?.close(), anthropic?.close()]);
+    await Promise.all([openai?.close(), anthropic?.close(), gemini?.close()]);
   });
 
   /** The messages each stream call received over the wire, by method name. */
@@ -145,6 +149,31 @@ describe("stream messages packed over the split hop", () => {
       expect(messages.length).toBeLessThan(text.length / 2);
     } finally {
       anthropic.scriptFor = undefined;
+      await app.close();
+    }
+  });
+
+  it("chat completions from a Gemini upstream: many events in one upstream read arrive whole and in order, packed into fewer messages", async () => {
+    const text = pieces(300);
+    gemini.scriptFor = inOneWrite(geminiWire, { text, finish: "STOP", usage: { input: 3, output: 300 } });
+    const seen: Seen = new Map();
+    const { app, url } = await splitGateway(seen);
+    try {
+      const res = await post(`${url}/api/v1/chat/completions`, { model: "google-ai-studio/gemini-2.5-flash", messages: [{ role: "user", content: "count" }], stream: true });
+      expect(res.status).toBe(200);
+      const data = dataOf(await res.text());
+      expect(data.at(-1)).toBe("[DONE]");
+      const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(text.join(""));
+      expect(chunks.filter((c) => c.choices[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual(["stop"]);
+      expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 300 });
+      const messages = seen.get("StreamChatCompletion")!.at(-1)! as Array<{ chunkJson: string; moreChunksJson: string[] }>;
+      const wired = messages.flatMap((m) => (m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : []));
+      expect(wired).toEqual(data.slice(0, -1));
+      // The 300 chunks did not come one a message (the Gemini adapter's chunks are at hand as they are parsed).
+      expect(messages.length).toBeLessThan(text.length / 2);
+    } finally {
+      gemini.scriptFor = undefined;
       await app.close();
     }
   });

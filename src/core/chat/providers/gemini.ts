@@ -16,7 +16,8 @@ import {
   type ToolCall,
   type UpstreamCall,
 } from "./types.js";
-import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, sseEvents, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, batchedStream, sseMap, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
+import type { EventSourceMessage } from "eventsource-parser";
 import { toTurns, type PartWriter } from "./messages.js";
 import { geminiGrounding } from "./native-search.js";
 
@@ -339,9 +340,13 @@ export class GeminiAdapter implements ProviderAdapter {
     };
   }
 
-  async *stream(call: UpstreamCall): AsyncGenerator<ChatChunk> {
-    const controller = linkedController(call.signal);
-    const response = await this.request(call, true, controller.signal);
+  /**
+   * The answer's chunks, one per SSE event: the SSE reader (`sseMap`) turns each event into its chunk, and
+   * `batchedStream` hands them out, those already parsed at hand (`[PULL]()`, ../../../lib/pull.ts), as the
+   * Anthropic adapter does: no async-generator resumption and its promises per chunk. A body that ends without
+   * a finish reason is a truncated stream; an error event fails the stream after the chunks before it.
+   */
+  stream(call: UpstreamCall): AsyncIterableIterator<ChatChunk> {
     const created = nowSeconds();
     let first = true;
     /** Per candidate index: tool calls seen so far. */
@@ -352,8 +357,8 @@ export class GeminiAdapter implements ProviderAdapter {
     /** Per candidate index: its answer text so far and its latest grounding (Google Search citations). */
     const texts = new Map<number, string>();
     const grounding = new Map<number, unknown>();
-    for await (const event of sseEvents(response, controller, undefined, call.apiKey)) {
-      if (event.data.trim() === "") continue;
+    const onEvent = (event: EventSourceMessage): ChatChunk[] | undefined => {
+      if (event.data.trim() === "") return undefined;
       const value = parseEventData(event.data);
       if (value.error) {
         const safe = redact(value, call.apiKey);
@@ -406,15 +411,29 @@ export class GeminiAdapter implements ProviderAdapter {
       }
       first = false;
       if (finished) anyFinished = true;
-      yield {
-        id: String(value.responseId ?? ""),
-        object: "chat.completion.chunk",
-        created,
-        model: String(value.modelVersion ?? call.model),
-        choices,
-        ...(finished && usageMeta ? { usage: mapUsage(usageMeta, grounded(grounding.values())) } : {}),
-      };
-    }
-    if (!anyFinished) throw truncatedStream();
+      return [
+        {
+          id: String(value.responseId ?? ""),
+          object: "chat.completion.chunk",
+          created,
+          model: String(value.modelVersion ?? call.model),
+          choices,
+          ...(finished && usageMeta ? { usage: mapUsage(usageMeta, grounded(grounding.values())) } : {}),
+        },
+      ];
+    };
+    // One response: the first read opens it, there is no second. Gemini has no end-of-response event: the body's
+    // end is the stream's, and a stream none of whose candidates finished is a truncated one.
+    let opened = false;
+    const open = async () => {
+      if (opened) return undefined;
+      opened = true;
+      const controller = linkedController(call.signal);
+      const response = await this.request(call, true, controller.signal);
+      return sseMap(response, controller, onEvent, undefined, call.apiKey, () => {
+        if (!anyFinished) throw truncatedStream();
+      });
+    };
+    return batchedStream(open);
   }
 }

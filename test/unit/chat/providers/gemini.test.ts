@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { GeminiAdapter, geminiFinish } from "../../../../src/core/chat/providers/gemini.js";
 import type { UpstreamCall } from "../../../../src/core/chat/providers/types.js";
-import { startFakeGemini } from "../../../helpers/fake-upstreams/gemini.js";
-import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
+import { PULL, isPullable, type Pullable } from "../../../../src/lib/pull.js";
+import { geminiWire, startFakeGemini } from "../../../helpers/fake-upstreams/gemini.js";
+import type { FakeUpstream, RecordedRequest, Script } from "../../../helpers/fake-upstreams/server.js";
 import { KEY, adapterContract, collect } from "./contract.js";
 
 const adapter = new GeminiAdapter();
@@ -104,6 +105,51 @@ describe("Gemini adapter against the fake upstream", () => {
     expect(chunks.slice(0, -1).every((c) => c.usage === undefined)).toBe(true);
     expect(chunks.at(-1)!.choices[0]).toMatchObject({ finish_reason: "tool_calls", native_finish_reason: "STOP" });
     expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 5, total_tokens: 9 });
+  });
+});
+
+describe("Gemini adapter: chunks at hand", () => {
+  it("a stream whose events arrive in one read is handed out with the chunks at hand ([PULL]() without a promise), in order", async () => {
+    const text = Array.from({ length: 30 }, (_, i) => `w${i} `);
+    const script: Script = { text, finish: "STOP", usage: { input: 3, output: 30 } };
+    fake = await startFakeGemini(script);
+    // Every frame in one write: the adapter's first read holds them all.
+    fake.scriptFor = (req: RecordedRequest) => ({ ...script, raw: { events: [geminiWire.streamEvents(script, req).join("")] } });
+    const expected = await collect(adapter.stream(call(fake, { stream: true })));
+    const stream = adapter.stream(call(fake, { stream: true }));
+    expect(isPullable(stream)).toBe(true);
+    const it = stream as unknown as Pullable<(typeof expected)[number]>;
+    const firstRead = it[PULL]();
+    expect(firstRead).toBeInstanceOf(Promise);
+    const got = [(await firstRead).value!];
+    let atHand = 0;
+    for (;;) {
+      const r = it[PULL]();
+      // The body's end may come in a read of its own: only the end may wait.
+      const done = r instanceof Promise ? await r : r;
+      if (done.done) break;
+      expect(r, `chunk ${got.length} is at hand`).not.toBeInstanceOf(Promise);
+      atHand++;
+      got.push(done.value);
+    }
+    expect(atHand).toBe(expected.length - 1);
+    expect(got.map((c) => ({ ...c, created: 0 }))).toEqual(expected.map((c) => ({ ...c, created: 0 })));
+    expect(got.map((c) => c.choices[0]!.delta.content ?? "").join("")).toBe(text.join(""));
+    expect(got.at(-1)!.choices[0]).toMatchObject({ finish_reason: "stop", native_finish_reason: "STOP" });
+    expect(got.at(-1)!.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 30 });
+  });
+
+  it("a stream that ends without a finish reason fails after its chunks, at hand or not", async () => {
+    const script: Script = { text: ["a", "b", "c"], finish: "STOP", usage: { input: 1, output: 3 } };
+    fake = await startFakeGemini(script);
+    // The frames but the last (the finish), in one write, and a clean end of the body.
+    fake.scriptFor = (req: RecordedRequest) => ({ ...script, raw: { events: [geminiWire.streamEvents(script, req).slice(0, -1).join("")] } });
+    const seen: string[] = [];
+    const err = await (async () => {
+      for await (const c of adapter.stream(call(fake!, { stream: true }))) seen.push(c.choices[0]?.delta.content ?? "");
+    })().catch((e: unknown) => e);
+    expect(err).toMatchObject({ message: expect.stringContaining("ended before the response was complete") });
+    expect(seen.join("")).not.toBe("");
   });
 });
 
