@@ -2,12 +2,16 @@
  * CPU per relayed chunk of each provider adapter's stream parsing and translation:
  * `node bin/run-ts.mjs bench/provider-streams.ts [--streams N] [--chunks N]`.
  *
- * The upstream body is the fake upstream's own wire framing (test/helpers/fake-upstreams), served from
- * memory through a `fetch` replaced for the run, so the figure is the adapter's work alone: SSE
- * parsing (eventsource-parser), JSON parsing and translation to chat.completion.chunk. A floor row
- * parses the OpenAI frames with eventsource-parser + JSON.parse and nothing else.
+ * The upstream body is the fake upstream's own wire framing (test/helpers/fake-upstreams), prepared once and
+ * written in one piece by a node:http server in this process over loopback (the adapters call upstreams through
+ * undici, not `fetch`, so a replaced `fetch` would never be reached). The figure is the adapter's work (SSE parsing,
+ * JSON parsing, translation to chat.completion.chunk) plus the loopback exchange, which costs every row the same.
+ * A floor row parses the OpenAI frames with eventsource-parser + JSON.parse and nothing else.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createParser } from "eventsource-parser";
+import { num } from "./lib/args.js";
 import { AnthropicAdapter } from "../src/core/chat/providers/anthropic.js";
 import { GeminiAdapter } from "../src/core/chat/providers/gemini.js";
 import { OpenAICompatibleAdapter } from "../src/core/chat/providers/openai-compatible.js";
@@ -17,12 +21,8 @@ import { geminiWire } from "../test/helpers/fake-upstreams/gemini.js";
 import { openAiWire } from "../test/helpers/fake-upstreams/openai.js";
 import type { Script, Wire } from "../test/helpers/fake-upstreams/server.js";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const streams = arg("--streams", 300);
-const pieces = arg("--chunks", 200);
+const streams = num("streams", 300);
+const pieces = num("chunks", 200);
 const encoder = new TextEncoder();
 
 function frames(wire: Wire, finish: string, url: string, body: unknown): Uint8Array[] {
@@ -30,17 +30,16 @@ function frames(wire: Wire, finish: string, url: string, body: unknown): Uint8Ar
   return wire.streamEvents(script, { method: "POST", url, headers: {}, body }).map((f) => encoder.encode(f));
 }
 
-let current: Uint8Array[] = [];
-globalThis.fetch = (async () =>
-  new Response(
-    new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const f of current) controller.enqueue(f);
-        controller.close();
-      },
-    }),
-    { status: 200, headers: { "content-type": "text/event-stream" } },
-  )) as typeof fetch;
+let current: Buffer = Buffer.alloc(0);
+const upstream = createServer((req, res) => {
+  req.resume();
+  req.on("end", () => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(current);
+  });
+});
+await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+const baseUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
 
 async function measure(name: string, run: () => Promise<number>): Promise<void> {
   for (let i = 0; i < Math.max(20, streams / 10); i++) await run(); // warm-up
@@ -55,11 +54,11 @@ async function measure(name: string, run: () => Promise<number>): Promise<void> 
 }
 
 const adapterRun = (adapter: ProviderAdapter, bytes: Uint8Array[]) => async () => {
-  current = bytes;
+  current = Buffer.concat(bytes);
   let n = 0;
   for await (const _ of adapter.stream({
     model: "m",
-    baseUrl: "http://bench.invalid/v1",
+    baseUrl,
     apiKey: "sk-bench-key-0000",
     signal: new AbortController().signal,
     body: { model: "m", messages: [{ role: "user", content: "hi" }], stream: true },
@@ -88,3 +87,4 @@ await measure("floor: eventsource-parser + JSON.parse (OpenAI frames)", async ()
 await measure("openai-compatible", adapterRun(new OpenAICompatibleAdapter(), openaiFrames));
 await measure("anthropic", adapterRun(new AnthropicAdapter(), frames(anthropicWire, "end_turn", "/v1/messages", { stream: true })));
 await measure("gemini", adapterRun(new GeminiAdapter(), frames(geminiWire, "STOP", "/v1beta/models/m:streamGenerateContent?alt=sse", {})));
+upstream.close();
