@@ -27,7 +27,7 @@ import { bodyOf } from "./request-body.js";
 import { decodeRequest, echoOf, encodeResponse, GeminiStreamEncoder, type GeminiEcho } from "./dialects/gemini-generate.js";
 import type { Catalog } from "../catalog/catalog.js";
 import type { CanonicalRequest } from "./model.js";
-import { PackedItems, sizeOfText } from "./pack.js";
+import { PackedItems, packedMessages, sizeOfText } from "./pack.js";
 
 export interface GeminiDeps {
   stages: ChainStages;
@@ -102,18 +102,11 @@ export function createGeminiMethods(deps: GeminiDeps) {
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const echo: GeminiEcho = echoOf(keep.body);
       const encoder = new GeminiStreamEncoder(String(call.request.model ?? ""), echo);
-      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
+      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       // The chunks of the canonical events at hand in one message (pack.ts); the closing ones after the last.
       const text = (chunks: unknown[]) => chunks.map((c) => JSON.stringify(c));
       const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => text(encoder.push(event)), sizeOfText, () => text(encoder.end()));
-      try {
-        for (let chunksJson; (chunksJson = await packed.next()) !== undefined; ) {
-          yield { chunksJson, ...timing };
-          timing = undefined;
-        }
-      } finally {
-        await packed.close();
-      }
+      yield* packedMessages(packed, timing, (chunksJson) => ({ chunksJson }));
     },
 
     async countGeminiTokens(req: Req, ctx: HandlerContext) {

@@ -23,7 +23,7 @@ import { sessionHeaderOf } from "./pipeline/context.js";
 import { bodyOf } from "./request-body.js";
 import { decodeRequest, encodeResponse, MessagesStreamEncoder, type MessageEvent } from "./dialects/anthropic-messages.js";
 import type { CanonicalRequest } from "./model.js";
-import { PackedItems, sizeOfEvent } from "./pack.js";
+import { PackedItems, packedMessages, sizeOfEvent } from "./pack.js";
 
 interface Headers {
   anthropicBeta: string;
@@ -96,18 +96,11 @@ export function createMessagesMethods(deps: MessagesDeps) {
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new MessagesStreamEncoder(String(call.request.model ?? ""));
-      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
+      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: MessageEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
       // The events of the canonical events at hand in one message (pack.ts); the closing ones after the last.
       const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => wire(encoder.push(event)), sizeOfEvent, () => wire(encoder.end()));
-      try {
-        for (let events; (events = await packed.next()) !== undefined; ) {
-          yield { events, ...timing };
-          timing = undefined;
-        }
-      } finally {
-        await packed.close();
-      }
+      yield* packedMessages(packed, timing, (events) => ({ events }));
     },
 
     async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {

@@ -273,3 +273,19 @@ export class PackedItems<E, W> {
     return batch;
   }
 }
+
+/**
+ * A dialect stream's messages: each one `make` of the items `packed` gathered, the first with the stream's `first`
+ * fields (its timing) spread after them, the rest without. `packed` is closed however the reader stops.
+ */
+export async function* packedMessages<E, W, M extends object>(packed: PackedItems<E, W>, first: object, make: (items: W[]) => M): AsyncGenerator<M> {
+  let extra: object | undefined = first;
+  try {
+    for (let items; (items = await packed.next()) !== undefined; ) {
+      yield extra === undefined ? make(items) : { ...make(items), ...extra };
+      extra = undefined;
+    }
+  } finally {
+    await packed.close();
+  }
+}

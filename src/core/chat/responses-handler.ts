@@ -20,7 +20,7 @@ import { chatChain, type ChainStages } from "./pipeline/chain.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
 import type { CanonicalRequest } from "./model.js";
-import { PackedItems, sizeOfEvent } from "./pack.js";
+import { PackedItems, packedMessages, sizeOfEvent } from "./pack.js";
 
 export interface ResponsesDeps {
   stages: ChainStages;
@@ -68,18 +68,11 @@ export function createResponsesMethods(deps: ResponsesDeps) {
       const outcome = yield* untilOutcome(pending, deps.keepaliveMs, { events: [] });
       if (outcome.kind !== "stream") throw new Error("the chat pipeline answered a streaming request with a completion");
       const encoder = new ResponsesStreamEncoder(String(call.request.model ?? ""), echoOf(keep.body));
-      let timing: { upstreamMs: number; provider: string; cache: string } | undefined = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
+      const timing = { upstreamMs: call.track.upstreamMs, provider: call.track.provider ?? "", cache: call.track.cache ?? "" };
       const wire = (events: ResponseEvent[]) => events.map((e) => ({ type: e.type, dataJson: JSON.stringify(e.data) }));
       // The events of the canonical events at hand in one message (pack.ts); the closing ones after the last.
       const packed = new PackedItems(outcome.events[Symbol.asyncIterator](), (event) => wire(encoder.push(event)), sizeOfEvent, () => wire(encoder.end()));
-      try {
-        for (let events; (events = await packed.next()) !== undefined; ) {
-          yield { events, ...timing };
-          timing = undefined;
-        }
-      } finally {
-        await packed.close();
-      }
+      yield* packedMessages(packed, timing, (events) => ({ events }));
     },
   };
 }
