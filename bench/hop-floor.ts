@@ -18,31 +18,17 @@ import { loadavg } from "node:os";
 import { spawn, type ChildProcess } from "node:child_process";
 import { Pool } from "undici";
 import { num, flag } from "./lib/args.js";
+import { bareGrpcServer, grpcFrame } from "./lib/bare-h2.js";
 import { freePort, processCpuMs, repoRoot } from "./lib/processes.js";
 import { rawH2Caller } from "./lib/raw-h2-client.js";
 
 const requestBytes = num("request-bytes", 300);
 const responseBytes = num("response-bytes", 700);
 
-/** A gRPC message frame of `n` bytes of payload. */
-function frame(n: number): Buffer {
-  const b = Buffer.alloc(5 + n, 0x61);
-  b[0] = 0;
-  b.writeUInt32BE(n, 1);
-  return b;
-}
 
 function serveH2(port: number): void {
-  const answer = frame(responseBytes);
-  const server = http2.createServer();
-  server.on("stream", (stream) => {
-    stream.on("data", () => undefined);
-    stream.on("end", () => {
-      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
-      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-      stream.end(answer);
-    });
-  });
+  const answer = grpcFrame(responseBytes);
+  const server = bareGrpcServer(answer);
   server.listen(port, "127.0.0.1", () => process.stdout.write("READY\n"));
 }
 
@@ -72,7 +58,7 @@ type Caller = () => Promise<void>;
 
 function h2Caller(port: number): Caller {
   const session = http2.connect(`http://127.0.0.1:${port}`);
-  const body = frame(requestBytes);
+  const body = grpcFrame(requestBytes);
   const headers = { ":method": "POST", ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc+proto", te: "trailers" };
   return () =>
     new Promise<void>((resolve, reject) => {
@@ -133,7 +119,7 @@ async function main(): Promise<void> {
   ];
   if (s3) {
     const headers = { ":method": "POST", ":scheme": "http", ":authority": `127.0.0.1:${p3}`, ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc+proto", te: "trailers" };
-    kinds.push({ name: "HTTP/2, node:http2 server, raw-socket client (prototype)", call: ((c, body) => () => c(headers, body).then(() => undefined))(rawH2Caller(p3), frame(requestBytes)), server: s3, client: [], srv: [], rate: [] });
+    kinds.push({ name: "HTTP/2, node:http2 server, raw-socket client (prototype)", call: ((c, body) => () => c(headers, body).then(() => undefined))(rawH2Caller(p3), grpcFrame(requestBytes)), server: s3, client: [], srv: [], rate: [] });
   }
   // `--only <substring>`: measure only the kinds whose name contains it (e.g. "raw-socket"; a kind alone in the
   // process, so no other kind's garbage is collected in its windows).

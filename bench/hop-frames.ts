@@ -14,6 +14,7 @@ import { once } from "node:events";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { num } from "./lib/args.js";
+import { bareGrpcServer, grpcFrame } from "./lib/bare-h2.js";
 import { ChatService } from "../src/gen/portico/chat/v1/chat_service_pb.js";
 import { createGrpcFastPath } from "../src/core/grpc-fast-path.js";
 import { createDirectTransport } from "../src/core/direct-transport.js";
@@ -110,23 +111,9 @@ async function portico() {
 
 async function bare() {
   const method = ChatService.method.createChatCompletion;
-  const frame = (n: number) => {
-    const b = Buffer.alloc(5 + n, 0x61);
-    b[0] = 0;
-    b.writeUInt32BE(n, 1);
-    return b;
-  };
-  const answer = frame(codecOf(method.output).encode({ completionJson: COMPLETION, upstreamMs: 1.5, provider: "groq" }, 0).length);
-  const reqBody = frame(codecOf(method.input).encode({ bodyJson: bodyText, jsonText: true }, 0).length);
-  const server = http2.createServer();
-  server.on("stream", (stream) => {
-    stream.on("data", () => undefined);
-    stream.on("end", () => {
-      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
-      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-      stream.end(answer);
-    });
-  });
+  const answer = grpcFrame(codecOf(method.output).encode({ completionJson: COMPLETION, upstreamMs: 1.5, provider: "groq" }, 0).length);
+  const reqBody = grpcFrame(codecOf(method.input).encode({ bodyJson: bodyText, jsonText: true }, 0).length);
+  const server = bareGrpcServer(answer);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const r = await relay((server.address() as net.AddressInfo).port);

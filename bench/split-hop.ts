@@ -38,6 +38,7 @@ import { pathToFileURL } from "node:url";
 import type { ConnectRouter, Transport } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { flag, num } from "./lib/args.js";
+import { bareGrpcServer, grpcFrame } from "./lib/bare-h2.js";
 import { startHeapSampling } from "./lib/heap-sample.js";
 
 const calls = num("calls", 4000);
@@ -105,26 +106,12 @@ async function startHop(tree: Awaited<ReturnType<typeof treeOf>>, grpcJs = false
 
 /** The bare exchange (`--bare`): node:http2 on both ends in this process, `reqBytes` and `resBytes` message frames. */
 async function startBare(reqBytes: number, resBytes: number) {
-  const frame = (n: number) => {
-    const b = Buffer.alloc(5 + n, 0x61);
-    b[0] = 0;
-    b.writeUInt32BE(n, 1);
-    return b;
-  };
-  const answer = frame(resBytes);
-  const server = http2.createServer();
-  server.on("stream", (stream) => {
-    stream.on("data", () => undefined);
-    stream.on("end", () => {
-      stream.respond({ ":status": 200, "content-type": "application/grpc+proto" }, { waitForTrailers: true });
-      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-      stream.end(answer);
-    });
-  });
+  const answer = grpcFrame(resBytes);
+  const server = bareGrpcServer(answer);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const session = http2.connect(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-  const reqBody = frame(reqBytes);
+  const reqBody = grpcFrame(reqBytes);
   const h = { ":method": "POST", ":path": "/portico.chat.v1.ChatService/CreateChatCompletion", "content-type": "application/grpc", te: "trailers", "user-agent": "portico-gateway", "grpc-accept-encoding": "identity", ...headers };
   const call = () =>
     new Promise<void>((resolve, reject) => {
