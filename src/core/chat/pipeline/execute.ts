@@ -139,7 +139,6 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
     // of the loop (bench/README.md, "profile of the pipeline alone").
     let current: AbortController | undefined;
     let budgetOut = false;
-    const stopped = () => budgetOut || call.signal.aborted;
     const onCallerAbort = () => current?.abort(call.signal.reason);
     if (!call.signal.aborted) call.signal.addEventListener("abort", onCallerAbort, { once: true });
     const timer = setTimeout(() => {
@@ -155,21 +154,23 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
       return ac;
     };
     let last: UpstreamError | Cooling | undefined;
-    const tried: TriedAttempt[] = [];
+    // Arrays made when first needed and no closures for the small helpers: a served first attempt allocates
+    // neither (bench/README.md, "the plan's fast path"). The plan is not changed once execution began, so the
+    // attempts are read in place.
+    let tried: TriedAttempt[] | undefined;
     let soonest: number | undefined;
-    const waitUntil = (untilMs: number) => (soonest = soonest === undefined ? untilMs : Math.min(soonest, untilMs));
-    let candidates: Attempt[] = [...call.attempts];
+    let candidates: readonly Attempt[] = call.attempts;
     let backoff: number | undefined;
     try {
       rounds: for (let round = 0; ; round++) {
-        const again: Attempt[] = [];
+        let again: Attempt[] | undefined;
         for (const a of candidates) {
           const left = deadline - performance.now();
-          if (left <= 0 || stopped()) break rounds;
+          if (left <= 0 || budgetOut || call.signal.aborted) break rounds;
           const until = deps.health.coolingUntil(credentialKey(a.credentialId));
           if (until !== undefined) {
             last = { cooling: true, untilMs: until };
-            waitUntil(until);
+            soonest = soonest === undefined ? until : Math.min(soonest, until);
             log.info({ provider: a.provider, model: a.requestedModel, waitMs: until - Date.now() }, "upstream attempt skipped: its credential is cooling after a rate limit");
             const cooling = entryOf(a, null, "cooling", 0);
             cooling.retry_after_ms = Math.max(0, Math.round(until - Date.now()));
@@ -205,7 +206,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             }
             if (!(err instanceof UpstreamError)) throw err;
             last = err;
-            tried.push(triedOf(a, err));
+            (tried ??= []).push(triedOf(a, err));
             failedAttempt(a, err);
             const entry = entryOf(a, err.status > 0 ? err.status : null, err.reason, Math.round(performance.now() - sent));
             if (err.retryAfterMs !== undefined) entry.retry_after_ms = err.retryAfterMs;
@@ -213,12 +214,12 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
             track.attemptsLog.push(entry);
             failedOf(track, a, err.reason);
             const limitedUntil = noteFailure(deps.health, a, err);
-            if (limitedUntil !== undefined) waitUntil(limitedUntil);
+            if (limitedUntil !== undefined) soonest = soonest === undefined ? limitedUntil : Math.min(soonest, limitedUntil);
             if (!err.fallback) break rounds;
-            if (err.reason === "outage" || err.reason === "timeout") again.push(a);
+            if (err.reason === "outage" || err.reason === "timeout") (again ??= []).push(a);
           }
         }
-        if (round >= retries || again.length === 0) break;
+        if (round >= retries || again === undefined) break;
         // The same candidates again, after a backoff with full jitter that must end inside the budget.
         const pause = backoffMs(round, retryBaseMs, retryMaxMs, random);
         if (performance.now() + pause >= deadline) break;
@@ -232,7 +233,7 @@ export function createExecuteStage(opts: ExecuteDeps): ChatStage {
       }
       if (call.signal.aborted) throw call.signal.reason;
       if (budgetOut || deadline - performance.now() <= 0) throw budgetExceeded(budgetMs, track.attempts);
-      throw exhausted(last, soonest, tried, call.attemptsNotTried);
+      throw exhausted(last, soonest, tried ?? [], call.attemptsNotTried);
     } finally {
       clearTimeout(timer);
     }

@@ -16,9 +16,9 @@
  */
 import { ConnectError } from "@connectrpc/connect";
 import { errorDetailOf, Reason, serviceError } from "../../errors.js";
-import type { SharedCredentialStore } from "../../byok/provider-keys.js";
+import type { SharedCredential, SharedCredentialStore } from "../../byok/provider-keys.js";
 import type { Catalog } from "../../catalog/catalog.js";
-import type { CredentialStore } from "../credentials/load.js";
+import type { CredentialStore, LoadedCredential } from "../credentials/load.js";
 import { selectCredentials } from "../credentials/select.js";
 import type { ProviderRegistry } from "../providers/index.js";
 import { modelsOf } from "../routing.js";
@@ -56,7 +56,25 @@ export interface PlanDeps {
   credentialOrder?: CredentialOrder;
   /** Sticky sessions' memory; none: no stickiness. */
   affinity?: SessionAffinity;
+  /** Tests only: plan every request through the general path (the fast path's equivalence test). */
+  generalPathOnly?: boolean;
 }
+
+type Loaded = Promise<readonly [LoadedCredential[], SharedCredential[]]>;
+
+/** A provider's credentials: the workspace's and the operator's shared ones, read together. */
+function credentialsOf(deps: PlanDeps, workspaceId: string, slug: string): Loaded {
+  return Promise.all([deps.credentials.forProvider(workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
+}
+
+/** A provider's credentials read once per request (the general path: several providers, or ZDR's look ahead). */
+function loadedIn(byProvider: Map<string, Loaded>, deps: PlanDeps, workspaceId: string, slug: string): Loaded {
+  let loading = byProvider.get(slug);
+  if (!loading) byProvider.set(slug, (loading = credentialsOf(deps, workspaceId, slug)));
+  return loading;
+}
+
+const NO_ALIASES: readonly string[] = [];
 
 /**
  * Model ids are canonical slugs of the catalog or `<provider>/<model>` (docs/routing.md): a bare id such as
@@ -93,6 +111,8 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
   const NO_HEALTH: ReadonlySet<string> = new Set();
   // Provider lists may name providers by display name ("Together AI"); read once (the registry is fixed at start-up).
   const names = new Map(deps.providers.list().map((p) => [p.name.toLowerCase(), p.slug]));
+  const draw = { random, order: deps.credentialOrder ?? "ordered" } as const;
+  const orderDeps = { unhealthy: NO_HEALTH, random, ...(deps.stats ? { stats: deps.stats } : {}) };
   return {
     name: "plan",
     async run(call, next) {
@@ -116,26 +136,21 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
         }
       }
       let pinned = false;
-      const credentialsOf = (slug: string) =>
-        Promise.all([deps.credentials.forProvider(caller.workspaceId, slug), deps.shared ? deps.shared.forProvider(slug) : []] as const);
-      const byProvider = new Map<string, ReturnType<typeof credentialsOf>>();
-      const loaded = (slug: string) => {
-        let loading = byProvider.get(slug);
-        if (!loading) byProvider.set(slug, (loading = credentialsOf(slug)));
-        return loading;
-      };
+      // The general path reads each provider's credentials once through a map; a plan of one provider (the common
+      // request: one model, one endpoint) reads them directly (bench/README.md, "the plan's fast path").
+      let byProvider: Map<string, Loaded> | undefined;
       const label = models.length > 1 ? `${shortened(models[0]!)} or its fallback models` : shortened(models[0]!);
       const resolved = resolveCandidates(models, prefs, deps.catalog, known);
       if (prefs.zdr) {
         // A BYOK credential declared zero-data-retention makes its provider's endpoints eligible (docs/routing.md).
         const declared = new Set<string>();
         for (const p of new Set(resolved.map((c) => c.provider))) {
-          const [creds] = await loaded(p);
+          const [creds] = await loadedIn((byProvider ??= new Map()), deps, caller.workspaceId, p);
           if (creds.some((c) => c.declaredZdr === true && !c.disabled)) declared.add(p);
         }
         prefs.zdrCredentialProviders = declared;
       }
-      const candidates = withAccountNote(account, () => filterCandidates(resolved, prefs, body, label, account));
+      const candidates = account.length === 0 ? filterCandidates(resolved, prefs, body, label, account) : withAccountNote(account, () => filterCandidates(resolved, prefs, body, label, account));
       // The health memory (local, never a round trip) is read only when there is an order to choose.
       let unhealthy: Set<string> | undefined;
       if (deps.health && candidates.length > 1) {
@@ -145,21 +160,19 @@ export function createPlanStage(deps: PlanDeps): ChatStage {
           if (deps.health.coolingUntil(key, now) !== undefined) (unhealthy ??= new Set()).add(key);
         }
       }
-      const planned = orderCandidates(candidates, prefs, { unhealthy: unhealthy ?? NO_HEALTH, random, ...(deps.stats ? { stats: deps.stats } : {}) });
+      // One candidate has no order to choose (orderCandidates returns it as it is).
+      const planned =
+        candidates.length <= 1 ? candidates : orderCandidates(candidates, prefs, unhealthy === undefined ? orderDeps : { ...orderDeps, unhealthy });
+      const direct = planned.length === 1 && byProvider === undefined && deps.generalPathOnly !== true;
       for (const plan of planned) {
         const provider = deps.providers.get(plan.provider)!;
-        const [creds, shared] = await loaded(plan.provider);
+        const [creds, shared] = await (direct ? credentialsOf(deps, caller.workspaceId, plan.provider) : loadedIn((byProvider ??= new Map()), deps, caller.workspaceId, plan.provider));
         // A credential restricted to models is matched on the model as named and, for a catalog model, on
         // `<provider>/<provider model id>` too.
-        const aliases = plan.endpoint ? [`${plan.provider}/${plan.upstreamModel}`] : [];
-        const order = selectCredentials(
-          creds,
-          shared,
-          { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId },
-          { random, order: deps.credentialOrder ?? "ordered" },
-        );
+        const aliases = plan.endpoint ? [`${plan.provider}/${plan.upstreamModel}`] : NO_ALIASES;
+        const order = selectCredentials(creds, shared, { provider: plan.provider, model: plan.requestedModel, aliases, keyHash: caller.keyHash, userId: caller.userId }, draw);
         for (const sel of order) {
-          const cred = sel.source === "shared" ? shared.find((c) => c.id === sel.id) : creds.find((c) => c.id === sel.id);
+          const cred = sel.source === "shared" ? byId(shared, sel.id) : byId(creds, sel.id);
           if (cred === undefined || cred.apiKey === null) continue; // "" is a keyless provider's (PORTICO_KEYLESS_PROVIDERS)
           // provider.zdr: a credential declared not ZDR never serves; on an endpoint that is not ZDR itself, only a
           // BYOK credential declared ZDR does.
@@ -220,6 +233,12 @@ function withAccountNote<T>(account: readonly RoutingFilter[], run: () => T): T 
     if (!field || names.includes(field)) throw err;
     throw invalidArgument(field, `${err.rawMessage}; the account's routing settings applied first (${names.join(", ")}) and a request can only narrow them`);
   }
+}
+
+/** The credential of `id` in a list (a loop: no closure per credential). */
+function byId<T extends { id: string }>(list: readonly T[], id: string): T | undefined {
+  for (let i = 0; i < list.length; i++) if (list[i]!.id === id) return list[i];
+  return undefined;
 }
 
 /** A model id as an error message may quote it: at most 128 characters. */
