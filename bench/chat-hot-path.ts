@@ -6,7 +6,7 @@
  *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3]
  *       [--windows 6] [--window-warmup 0.25] [--warm-seconds 2] [--verbose]
  *       [--rss-seconds 60] [--targets direct,bare,fastify,serve1,serve2,split] [--profile <dir>]
- *       [--phase c32|streams] [--base <checkout>] [--route chat|messages] [--body-kb 60]
+ *       [--phase c32|streams] [--base <checkout>] [--route chat|messages] [--body-kb 60] [--stream-chunks 100]
  *
  * Targets: direct (the fake provider), bare (`node:http` relay: parse nothing, pipe the body both ways over a
  * keep-alive agent), fastify (the minimal relay of bench/chat-relay.ts), serve1 / serve2 (`portico serve` with
@@ -86,7 +86,10 @@ import { freePort, processCpuMs, processTree, rssMb, serveReady, spawnUntil, sto
 import { flag, num } from "./lib/args.js";
 
 const root = resolve(import.meta.dirname, "..");
-const LONG_TEXT = Array.from({ length: 100 }, (_, i) => `w${i} `);
+// `--stream-chunks N` (default 100): the streams phase's content chunks per stream, through the environment to the
+// fakes' process and the load generator's thread (per-stream against per-chunk costs: two runs at two lengths).
+if (flag("stream-chunks") !== undefined) process.env.PORTICO_BENCH_STREAM_CHUNKS = String(num("stream-chunks", 100));
+const LONG_TEXT = Array.from({ length: Number(process.env.PORTICO_BENCH_STREAM_CHUNKS ?? 100) }, (_, i) => `w${i} `);
 interface Target {
   name: string;
   url: string;

@@ -7,11 +7,14 @@
  * of that time (timers, the event loop's wake-ups) are in the counts and small beside thousands of requests.
  *
  *   npm run -s build && node bin/run-ts.mjs bench/split-syscalls.ts [--requests 20000] [--concurrency 32]
- *       [--targets bare,serve1,split] [--base <checkout>] [--top 12] [--profile <dir>] [--no-perf]
+ *       [--targets bare,serve1,split] [--base <checkout>] [--top 12] [--profile <dir>] [--no-perf] [--stream [--stream-chunks 100]]
  *
  * Prints, per target and process, syscalls per request by name (all threads; the main thread's share apart) and
  * the process's CPU per request over the counted window (slower than without perf attached: ratios only).
  * `--base <checkout>`: the same targets of another checkout with its own `dist/` (serve1, split) too.
+ * `--stream`: streamed requests instead, as chat-hot-path.ts's streams phase sends them ("Count.", the long model:
+ * 100 content chunks, or `--stream-chunks N`), read to their end; "request" above is then a stream (use
+ * `--concurrency 8` for that phase's load; the bare relay's streams go to its `/long/` path).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -49,6 +52,9 @@ const base = flag("base");
 const profileDir = flag("profile");
 /** `--no-perf`: CPU per request only (no syscall counts). */
 const noPerf = process.argv.includes("--no-perf");
+/** `--stream`: streamed "Count." requests to the long model (chat-hot-path.ts's streams phase). */
+const streamed = process.argv.includes("--stream");
+if (flag("stream-chunks") !== undefined) process.env.PORTICO_BENCH_STREAM_CHUNKS = String(num("stream-chunks", 100));
 const root = resolve(import.meta.dirname, "..");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,7 +70,9 @@ interface Target {
 /** A closed loop at `concurrency` until `count` answers (or `ms` elapsed); resolves with the answers and errors. */
 async function drive(t: Target, agent: http.Agent, opts: { count?: number; ms?: number }): Promise<{ done: number; errors: number }> {
   const url = new URL(t.url);
-  const payload = JSON.stringify({ model: t.model, messages: [{ role: "user", content: "Say hello." }], stream: false });
+  const payload = streamed
+    ? JSON.stringify({ model: t.model.replace(/^groq\//, "together/"), messages: [{ role: "user", content: "Count." }], stream: true })
+    : JSON.stringify({ model: t.model, messages: [{ role: "user", content: "Say hello." }], stream: false });
   const until = opts.ms ? Date.now() + opts.ms : Infinity;
   let started = 0;
   let done = 0;
@@ -185,7 +193,7 @@ async function main(): Promise<void> {
     if (wanted.includes("bare")) {
       const relays = await spawnUntil(["bin/run-ts.mjs", hot, "--role", "relays", fake, long], {}, join(dir, "relays.log"), (out) => /RELAYS (\S+) (\S+)/.exec(out)?.[1]);
       children.push(relays.child);
-      await measure({ name: "bare node:http relay", url: `${relays.value}/v1/chat/completions`, key: "k", model: "llama-3.3-70b", procs: [{ label: "relay", pids: [relays.child.pid!] }] }, dir);
+      await measure({ name: "bare node:http relay", url: `${relays.value}${streamed ? "/long" : ""}/v1/chat/completions`, key: "k", model: "llama-3.3-70b", procs: [{ label: "relay", pids: [relays.child.pid!] }] }, dir);
       await stop(relays.child);
     }
     for (const [checkout, suffix] of [[root, ""], ...(base ? [[resolve(base), " (base)"]] : [])] as Array<[string, string]>) {
