@@ -243,7 +243,7 @@ async function streamCompletion(
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's
     // keepalive or the gateway's own timer).
     openHeaders: (first) =>
-      first && ((first.sse as Uint8Array | undefined)?.byteLength || first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.chat, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
+      first && (first.sse.byteLength > 0 || first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.chat, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
     // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,
@@ -251,9 +251,7 @@ async function streamCompletion(
     // A packed message (`pack_chunks`) carries the chunks at hand after its first: all written in one write; with
     // `sse_bytes` as SSE frames already (a core that predates it answers with `chunk_json` / `more_chunks_json`).
     render: (msg) => {
-      // (In process a message may be a bare object without the field: a keepalive `{}`.)
-      const sse = msg.sse as Uint8Array | undefined;
-      if (sse !== undefined && sse.byteLength > 0) return sse;
+      if (msg.sse.byteLength > 0) return msg.sse;
       const more = msg.moreChunksJson as string[] | undefined;
       if (more !== undefined && more.length > 0) return [msg.chunkJson, ...more];
       return msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT);
