@@ -25,9 +25,9 @@ export const HEARTBEAT: unique symbol = Symbol("heartbeat");
 
 /**
  * What one source message becomes: one `data:` payload (JSON text), several (a packed message: written as one
- * write, in order), SSE frames as bytes (written as they are, framed or not), a keepalive, or nothing.
+ * write, in order), a keepalive, or nothing.
  */
-export type Rendered = string | readonly string[] | Uint8Array | typeof HEARTBEAT | undefined;
+export type Rendered = string | readonly string[] | typeof HEARTBEAT | undefined;
 
 const DONE = "data: [DONE]\n\n";
 
@@ -292,7 +292,6 @@ class ActiveStream implements RelayCall {
   private emit(out: Rendered): Promise<unknown> | undefined {
     if (out === undefined) return undefined;
     const sse = this.sse!;
-    if (out instanceof Uint8Array) return this.write(sse.write(out));
     if (typeof out === "object") {
       let text = "";
       if (this.framed) for (let i = 0; i < out.length; i++) text += out[i];

@@ -17,8 +17,6 @@ export class SseWriter {
   private burst = false;
   /** Text written after the turn's first write, sent as one `res.write` (one HTTP chunk, one syscall) by `flush`. */
   private pending = "";
-  /** Once bytes were written after the turn's first write: what `flush` sends, in order (`pending` then stays empty). */
-  private parts: Array<string | Uint8Array> | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -61,18 +59,10 @@ export class SseWriter {
    * read) are joined and leave as one `res.write` in the check phase: one HTTP chunk and one syscall for the
    * burst, instead of a chunk (size line, text, CRLF: three buffers the socket's writev encodes) per event.
    */
-  write(text: string | Uint8Array): Promise<boolean> | boolean {
+  write(text: string): Promise<boolean> | boolean {
     if (!this.isOpen) return false;
     if (this.burst) {
-      if (typeof text === "string" && this.parts === undefined) this.pending += text;
-      else {
-        const parts = (this.parts ??= []);
-        if (this.pending !== "") {
-          parts.push(this.pending);
-          this.pending = "";
-        }
-        parts.push(text);
-      }
+      this.pending += text;
       // Accepted; the caller still waits while the socket drains (what is pending leaves meanwhile).
       return this.res.writableNeedDrain ? this.drained() : true;
     }
@@ -106,13 +96,8 @@ export class SseWriter {
   /** Sends the text the turn's later writes left (the end of a loop turn, or before the response ends). */
   private readonly flush = (): void => {
     this.burst = false;
-    let text: string | Buffer = this.pending;
-    const parts = this.parts;
-    if (parts !== undefined) {
-      this.parts = undefined;
-      text = Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p, "utf8") : p)));
-    }
-    if (text.length === 0) return;
+    const text = this.pending;
+    if (text === "") return;
     this.pending = "";
     if (!this.isOpen) return;
     try {

@@ -7,12 +7,10 @@
  * `finish`, a `TextEncoder` result per string): ≈ 9 % of the hop's CPU, both ends (bench/README.md, "The split hop's
  * codec and call objects").
  *
- * Handled here, per field of the message (from its descriptor): singular `string`, `bool`, `double` and `bytes` fields with
+ * Handled here, per field of the message (from its descriptor): singular `string`, `bool` and `double` fields with
  * implicit presence (proto3, not `optional`, not in a oneof), `repeated string`, and a repeated message field whose
  * message has only fields of those kinds (the dialects' streamed events, `{type, data_json}`: packed dozens to a
- * message, protobuf-es's reflection per event was most of the hop's cost per event). A `bytes` field decodes to a
- * Buffer that is a view of the bytes decoded (the received frame: no copy; protobuf-es's `fromBinary` also gives a view).
- * Encoding falls back to `toBinary`
+ * message, protobuf-es's reflection per event was most of the hop's cost per event). Encoding falls back to `toBinary`
  * when any other field is set (a Struct `body`, a nested message, an int64, …) or the message carries unknown fields, or a
  * value has the wrong type (toBinary's error then); decoding falls back to `fromBinary` at the first field it does not
  * handle (another field kind, an unknown field number, a wire type that does not match, invalid UTF-8 or a leading
@@ -46,8 +44,6 @@ const enum Kind {
   StringList,
   /** A repeated message of flat fields (the kinds above). */
   MessageList,
-  /** Singular `bytes`: written from a Uint8Array; read as a view of the decoded bytes (a Buffer; no copy). */
-  Bytes,
 }
 
 interface Slot {
@@ -75,7 +71,6 @@ function kindOf(field: DescField): Kind | undefined {
     if (field.scalar === ScalarType.STRING) return Kind.String;
     if (field.scalar === ScalarType.BOOL) return Kind.Bool;
     if (field.scalar === ScalarType.DOUBLE) return Kind.Double;
-    if (field.scalar === ScalarType.BYTES) return Kind.Bytes;
     return undefined;
   }
   if (field.fieldKind === "list" && field.listKind === "scalar" && field.scalar === ScalarType.STRING) return Kind.StringList;
@@ -103,7 +98,6 @@ function flatOf(schema: DescMessage): Flat | undefined {
       const slots = fields.map((f) => slotOf(f, kindOf(f)!));
       const zero = create(schema) as unknown as Record<string, unknown>;
       const lists = schema.fields.filter((f) => f.fieldKind === "list").map((f) => f.localName);
-      const bytes = bytesNames(schema);
       flat = {
         typeName: schema.typeName,
         slots,
@@ -111,7 +105,6 @@ function flatOf(schema: DescMessage): Flat | undefined {
         fresh: () => {
           const msg = { ...zero };
           for (const k of lists) msg[k] = [];
-          for (const k of bytes) msg[k] = new Uint8Array(0);
           return msg;
         },
       };
@@ -119,11 +112,6 @@ function flatOf(schema: DescMessage): Flat | undefined {
     flats.set(schema, flat);
   }
   return flat ?? undefined;
-}
-
-/** The singular implicit-presence `bytes` fields (each message gets its own empty Uint8Array, as from protobuf-es). */
-function bytesNames(schema: DescMessage): string[] {
-  return schema.fields.filter((f) => !f.oneof && f.fieldKind === "scalar" && f.scalar === ScalarType.BYTES && f.presence === IMPLICIT).map((f) => f.localName);
 }
 
 function slotOf(f: DescField, kind: Kind): Slot {
@@ -183,13 +171,11 @@ function makeCodec(schema: DescMessage): MessageCodec {
   const listNames = schema.fields.filter((f) => !f.oneof && f.fieldKind === "list").map((f) => f.localName);
   const mapNames = schema.fields.filter((f) => !f.oneof && f.fieldKind === "map").map((f) => f.localName);
   const oneofNames = schema.oneofs.map((o) => o.localName);
-  const bytes = bytesNames(schema);
   const fresh = (): Record<string, unknown> => {
     const msg = { ...zero };
     for (const k of listNames) msg[k] = [];
     for (const k of mapNames) msg[k] = {};
     for (const k of oneofNames) msg[k] = { case: undefined };
-    for (const k of bytes) msg[k] = new Uint8Array(0);
     return msg;
   };
   const typeName = schema.typeName;
@@ -294,12 +280,6 @@ function sizeOf(message: Record<string, unknown>, slots: readonly Slot[], sizes:
         if (typeof v !== "number") return -1;
         if (!Object.is(v, 0)) size += s.tagBytes + 8;
         break;
-      case Kind.Bytes: {
-        if (!(v instanceof Uint8Array)) return -1;
-        const n = v.byteLength;
-        if (n > 0) size += s.tagBytes + varintSize(n) + n;
-        break;
-      }
       case Kind.StringList:
         if (!Array.isArray(v)) return -1;
         for (const item of v) {
@@ -355,16 +335,6 @@ function writeFlat(buf: Buffer, pos: number, message: Record<string, unknown>, s
           pos = buf.writeDoubleLE(v as number, pos);
         }
         break;
-      case Kind.Bytes: {
-        const b = v as Uint8Array;
-        if (b.byteLength > 0) {
-          pos = writeVarint(buf, pos, s.tag);
-          pos = writeVarint(buf, pos, b.byteLength);
-          buf.set(b, pos);
-          pos += b.byteLength;
-        }
-        break;
-      }
       case Kind.StringList:
         for (const item of v as string[]) {
           pos = writeVarint(buf, pos, s.tag);
@@ -446,15 +416,6 @@ function decodeFlat(buf: Buffer, byNumber: Map<number, Slot>, msg: Record<string
           if (b < 0x80) break;
         }
         msg[slot.name] = nonZero;
-        break;
-      }
-      case Kind.Bytes: {
-        const n = readVarint32(buf, at);
-        const to = at.pos + n;
-        if (to > end) throw FALLBACK;
-        // A view of the bytes decoded, as protobuf-es's (a Buffer from a Buffer).
-        msg[slot.name] = buf.subarray(at.pos, to);
-        at.pos = to;
         break;
       }
       case Kind.Double:

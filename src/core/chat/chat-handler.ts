@@ -302,15 +302,6 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
       // Packed (the split gateway asks): the chunks at hand in one message, the first with the timing (pack.ts).
       if (req.packChunks && req.jsonText) {
         const chunks = thenEvents(head, (event) => takeRawJson(raw!, event) ?? JSON.stringify(encodeEvent(event)));
-        // As ready SSE bytes when asked (`sse_bytes`): the gateway writes them as they are, no per-chunk string.
-        if (req.sseBytes)
-          return packChunks(chunks, (first, more) => {
-            let text = `data: ${first}\n\n`;
-            for (let i = 0; i < more.length; i++) text += `data: ${more[i]}\n\n`;
-            const message = { ...STREAM_MESSAGE, sse: Buffer.from(text, "utf8"), ...timing };
-            timing = undefined;
-            return message;
-          });
         return packChunks(chunks, (first, more) => {
           const message = { ...STREAM_MESSAGE, chunkJson: first, moreChunksJson: more, ...timing };
           timing = undefined;

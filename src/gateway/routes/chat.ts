@@ -221,12 +221,7 @@ function chatInput<M extends CreateChatCompletionRequest | StreamChatCompletionR
   message.jsonText = true;
   // Over the wire, a stream's chunks at hand come packed in one message (one frame, one decode, one write); in
   // process a message costs no encoding, and the relay already reads the chunks at hand without a promise.
-  // Packed as ready SSE bytes (`sse_bytes`), written to the response as received: no per-chunk decode into a
-  // string, no `data: …` join, no string-to-bytes copy at the socket.
-  if (ctx.jsonBodies && "packChunks" in message) {
-    message.packChunks = true;
-    message.sseBytes = true;
-  }
+  if (ctx.jsonBodies && "packChunks" in message) message.packChunks = true;
   return message;
 }
 
@@ -243,15 +238,13 @@ async function streamCompletion(
     // Portico's time to the first chunk; unknown (no header) when the stream opened before it (on the core's
     // keepalive or the gateway's own timer).
     openHeaders: (first) =>
-      first && (first.sse.byteLength > 0 || first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.chat, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
+      first && (first.chunkJson || first.chunk) ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.chat, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined,
     // Errors before the first chunk (bad request, no credential, every provider down quickly) are HTTP
     // errors; a provider that keeps the caller waiting gets the response opened and keepalive comments.
     openAfterMs: ctx.streamOpenAfterMs,
     // A message without a chunk is the core saying "still working": a keepalive.
-    // A packed message (`pack_chunks`) carries the chunks at hand after its first: all written in one write; with
-    // `sse_bytes` as SSE frames already (a core that predates it answers with `chunk_json` / `more_chunks_json`).
+    // A packed message (`pack_chunks`) carries the chunks at hand after its first: all written in one write.
     render: (msg) => {
-      if (msg.sse.byteLength > 0) return msg.sse;
       const more = msg.moreChunksJson as string[] | undefined;
       if (more !== undefined && more.length > 0) return [msg.chunkJson, ...more];
       return msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT);

@@ -5,9 +5,7 @@
  * and Gemini upstreams) and Messages, with
  * fewer messages than events on the wire; each packed message stays within the bound unless its first item alone is
  * larger; a gRPC client (@grpc/grpc-js) that does not set `pack_chunks` gets one chunk per message, one that sets it
- * gets them packed, one that sets `sse_bytes` too gets them as ready SSE frames (what the split gateway asks for; its
- * SSE body is byte for byte the one it writes from `chunk_json` / `more_chunks_json`, as from a core that predates
- * `sse_bytes`). SQLite only: packing does not touch the database.
+ * gets them packed. SQLite only: packing does not touch the database.
  */
 import type { Transport } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -52,16 +50,9 @@ describe("stream messages packed over the split hop", () => {
 
   /** The messages each stream call received over the wire, by method name. */
   type Seen = Map<string, unknown[][]>;
-  /** `older`: the request's `sse_bytes` left out, as a core that predates it would ignore it. */
-  const watching = (t: Transport, seen: Seen, older = false): Transport => ({
+  const watching = (t: Transport, seen: Seen): Transport => ({
     unary: (...args) => t.unary(...args),
     async stream(method, signal, timeoutMs, header, input, contextValues) {
-      if (older) {
-        // A server stream's one request message, read here and handed on without the flag.
-        const first = await input[Symbol.asyncIterator]().next();
-        const message = { ...(first.value as object), sseBytes: false } as unknown as typeof first.value;
-        input = { [Symbol.asyncIterator]: () => [message][Symbol.iterator]() as unknown as AsyncIterator<typeof message> };
-      }
       const res = await t.stream(method, signal, timeoutMs, header, input, contextValues);
       const messages: unknown[] = [];
       seen.set(method.name, [...(seen.get(method.name) ?? []), messages]);
@@ -79,9 +70,9 @@ describe("stream messages packed over the split hop", () => {
     },
   });
 
-  async function splitGateway(seen: Seen, older = false) {
+  async function splitGateway(seen: Seen) {
     const app = await buildGateway({
-      transport: watching(createCoreTransport(h.coreUrl), seen, older),
+      transport: watching(createCoreTransport(h.coreUrl), seen),
       coreOverTheWire: true,
       logger: h.gateway.log as never,
       metrics: createMetrics(),
@@ -98,19 +89,6 @@ describe("stream messages packed over the split hop", () => {
   /** The `data:` payloads of an SSE body (chat completions), `[DONE]` included. */
   const dataOf = (text: string) => text.split("\n\n").filter((f) => f.startsWith("data: ")).map((f) => f.slice(6));
 
-  type ChatMessage = { chunkJson: string; moreChunksJson: string[]; sse: Uint8Array; provider: string };
-  /** The chunks of a chat stream message: its SSE frames (`sse_bytes`), else `chunk_json` and `more_chunks_json`. */
-  const chunksOf = (m: ChatMessage): string[] => {
-    if (m.sse.byteLength === 0) return m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : [];
-    expect(m.chunkJson).toBe("");
-    expect(m.moreChunksJson).toEqual([]);
-    const text = Buffer.from(m.sse).toString("utf8");
-    expect(text.endsWith("\n\n")).toBe(true);
-    const items = dataOf(text);
-    expect(items.map((d) => `data: ${d}\n\n`).join("")).toBe(text);
-    return items;
-  };
-
   it("chat completions: many events in one upstream read arrive whole and in order, packed into fewer messages", async () => {
     const text = pieces(300);
     openai.scriptFor = inOneWrite(openAiWire, { text, finish: "stop", usage: { input: 3, output: 300 } });
@@ -125,13 +103,12 @@ describe("stream messages packed over the split hop", () => {
       const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(text.join(""));
       expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 300 });
-      const messages = seen.get("StreamChatCompletion")!.at(-1)! as ChatMessage[];
-      // Every chunk the client got came over the wire, in the same order, in fewer messages than chunks, as SSE bytes.
-      const wired = messages.flatMap(chunksOf);
+      const messages = seen.get("StreamChatCompletion")!.at(-1)! as Array<{ chunkJson: string; moreChunksJson: string[]; provider: string }>;
+      // Every chunk the client got came over the wire, in the same order, in fewer messages than chunks.
+      const wired = messages.flatMap((m) => (m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : []));
       expect(wired).toEqual(data.slice(0, -1));
       expect(messages.length).toBeLessThan(text.length / 2);
-      expect(messages.some((m) => chunksOf(m).length > 1)).toBe(true);
-      expect(messages.filter((m) => m.sse.byteLength > 0).length).toBeGreaterThan(0);
+      expect(messages.some((m) => m.moreChunksJson.length > 0)).toBe(true);
       // The first message carries the timing (the overhead header above), the others not.
       expect(messages[0]!.provider).toBe("groq");
       expect(messages.slice(1).every((m) => m.provider === "")).toBe(true);
@@ -190,8 +167,8 @@ describe("stream messages packed over the split hop", () => {
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe(text.join(""));
       expect(chunks.filter((c) => c.choices[0]?.finish_reason).map((c) => c.choices[0].finish_reason)).toEqual(["stop"]);
       expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 300 });
-      const messages = seen.get("StreamChatCompletion")!.at(-1)! as ChatMessage[];
-      const wired = messages.flatMap(chunksOf);
+      const messages = seen.get("StreamChatCompletion")!.at(-1)! as Array<{ chunkJson: string; moreChunksJson: string[] }>;
+      const wired = messages.flatMap((m) => (m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : []));
       expect(wired).toEqual(data.slice(0, -1));
       // The 300 chunks did not come one a message (the Gemini adapter's chunks are at hand as they are parsed).
       expect(messages.length).toBeLessThan(text.length / 2);
@@ -216,15 +193,15 @@ describe("stream messages packed over the split hop", () => {
       const msgs = await post(`${url}/api/v1/messages`, { model: "anthropic/claude-sonnet-4", max_tokens: 400, messages: [{ role: "user", content: "count" }], stream: true });
       const body = await msgs.text();
       expect(body).toContain("event: message_stop");
-      const chatMessages = seen.get("StreamChatCompletion")!.at(-1)! as ChatMessage[];
-      expect(chatMessages.some((m) => chunksOf(m).length > 1)).toBe(true);
+      const chatMessages = seen.get("StreamChatCompletion")!.at(-1)! as Array<{ chunkJson: string; moreChunksJson: string[] }>;
+      expect(chatMessages.some((m) => m.moreChunksJson.length > 0)).toBe(true);
       for (const m of chatMessages) {
-        const items = chunksOf(m);
+        const items = m.chunkJson ? [m.chunkJson, ...m.moreChunksJson] : [];
         const size = items.reduce((n, s) => n + s.length, 0);
         expect(items.length).toBeLessThanOrEqual(PACK_MAX_ITEMS);
         if (items.length > 1) expect(size).toBeLessThanOrEqual(PACK_MAX_CHARS);
       }
-      expect(chatMessages.some((m) => chunksOf(m).length === 1 && chunksOf(m)[0]!.length > PACK_MAX_CHARS)).toBe(true);
+      expect(chatMessages.some((m) => m.chunkJson.length > PACK_MAX_CHARS && m.moreChunksJson.length === 0)).toBe(true);
       const eventMessages = seen.get("StreamMessage")!.at(-1)! as Array<{ events: Array<{ type: string; dataJson: string }> }>;
       expect(eventMessages.some((m) => m.events.length > 1)).toBe(true);
       for (const m of eventMessages) {
@@ -237,39 +214,6 @@ describe("stream messages packed over the split hop", () => {
       openai.scriptFor = undefined;
       anthropic.scriptFor = undefined;
       await app.close();
-    }
-  });
-
-  it("chat completions: the SSE body from sse_bytes is byte for byte the one from chunk_json / more_chunks_json (a core that predates sse_bytes)", async () => {
-    const text = pieces(150);
-    text[7] = "é ✓ 😀 \\ \" ";
-    openai.scriptFor = inOneWrite(openAiWire, { text, finish: "stop", usage: { input: 3, output: 150 } });
-    const bodyOf = async (older: boolean) => {
-      const seen: Seen = new Map();
-      const { app, url } = await splitGateway(seen, older);
-      try {
-        const res = await post(`${url}/api/v1/chat/completions`, { model: "groq/llama-3.3-70b", messages: [{ role: "user", content: "count" }], stream: true });
-        expect(res.status).toBe(200);
-        expect(res.headers.get("x-portico-overhead-ms")).toMatch(/^\d/);
-        const messages = seen.get("StreamChatCompletion")!.at(-1)! as ChatMessage[];
-        expect(messages.some((m) => m.sse.byteLength > 0)).toBe(!older);
-        // The generation id differs per request; all else is the same bytes.
-        const body = await res.text();
-        const ids = new Set([...body.matchAll(/"id":"([^"]+)"/g)].map((m) => m[1]));
-        expect(ids.size).toBe(1);
-        return body.replaceAll([...ids][0]!, "ID");
-      } finally {
-        await app.close();
-      }
-    };
-    try {
-      const now = await bodyOf(false);
-      const older = await bodyOf(true);
-      expect(now).toBe(older);
-      expect(dataOf(now).slice(0, -1).map((d) => JSON.parse(d).choices[0]?.delta?.content ?? "").join("")).toBe(text.join(""));
-      expect(now.endsWith("data: [DONE]\n\n")).toBe(true);
-    } finally {
-      openai.scriptFor = undefined;
     }
   });
 
@@ -297,19 +241,6 @@ describe("stream messages packed over the split hop", () => {
       expect(all.length).toBe(plain.length);
       expect(contentOf(all)).toBe(text.join(""));
       expect(packed.length).toBeLessThan(all.length);
-      // With sse_bytes: the same chunks as SSE frames, in `sse` only.
-      const framed = await new Promise<Array<{ chunk_json: string; more_chunks_json: string[]; sse: Buffer }>>((resolve, reject) => {
-        const out: Array<{ chunk_json: string; more_chunks_json: string[]; sse: Buffer }> = [];
-        const s = chat.StreamChatCompletion({ body_json, json_text: true, pack_chunks: true, sse_bytes: true }, bearer(h.tenant.apiKey));
-        s.on("data", (m: { chunk_json: string; more_chunks_json: string[]; sse: Buffer }) => out.push(m));
-        s.on("end", () => resolve(out));
-        s.on("error", reject);
-      });
-      expect(framed.every((m) => m.chunk_json === "" && m.more_chunks_json.length === 0 && m.sse.length > 0)).toBe(true);
-      const frames = framed.flatMap((m) => dataOf(m.sse.toString("utf8")));
-      expect(frames.length).toBe(plain.length);
-      expect(contentOf(frames)).toBe(text.join(""));
-      expect(plain.every((m) => !("sse" in m) || (m as unknown as { sse: Buffer }).sse.length === 0)).toBe(true);
       // pack_chunks without json_text: Struct chunks, one per message.
       const structs = await new Promise<Array<{ chunk?: unknown; more_chunks_json: string[] }>>((resolve, reject) => {
         const out: Array<{ chunk?: unknown; more_chunks_json: string[] }> = [];

@@ -67,20 +67,6 @@ describe("SseWriter", () => {
     expect(pendingInLaterJob).toBe(0);
   });
 
-  it("writes bytes (a packed message's SSE frames) as they are, first in a turn or joined with the turn's text in order", async () => {
-    const frames = Buffer.from('data: {"x":"é 😀"}\n\ndata: {"y":1}\n\n', "utf8");
-    const { body, writes } = await serve(async (sse) => {
-      expect(sse.write(frames)).toBe(true);
-      sse.data("a");
-      expect(sse.write(frames.subarray(0, 21))).toBe(true);
-      sse.write("data: [DONE]\n\n");
-    });
-    expect(body).toBe(`${frames.toString()}data: a\n\n${frames.subarray(0, 21).toString()}data: [DONE]\n\n`);
-    expect(writes.length).toBe(2);
-    expect(writes[0]).toBe(frames);
-    expect(Buffer.from(writes[1]!).toString()).toBe(`data: a\n\n${frames.subarray(0, 21).toString()}data: [DONE]\n\n`);
-  });
-
   it("ending the response sends what the turn still holds", async () => {
     const { body, writes } = await serve((sse) => {
       sse.data("a");

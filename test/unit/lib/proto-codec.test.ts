@@ -186,34 +186,6 @@ describe("proto-codec against protobuf-es", async () => {
     }
   });
 
-  it("answers a chat stream's SSE bytes (`sse`, a bytes field) without protobuf-es, read as a view of the frame", () => {
-    const codec = codecOf(StreamChatCompletionResponseSchema);
-    const before = codec.fallbacks;
-    const sse = Buffer.from('data: {"id":"c1","x":"hé 😀"}\n\ndata: {"id":"c1"}\n\n', "utf8");
-    for (const init of [{ sse, upstreamMs: 3.5, provider: "groq", cache: "miss" }, { sse: new Uint8Array(sse) }, { sse: new Uint8Array(0) }]) {
-      const bytes = codec.encode(init);
-      expect(Buffer.from(bytes)).toEqual(Buffer.from(toBinary(StreamChatCompletionResponseSchema, create(StreamChatCompletionResponseSchema, init))));
-      expect(codec.encode(init, 5).subarray(5)).toEqual(bytes);
-      // Received inside a larger buffer (a frame with its header): the field is a view of it, not a copy.
-      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, bytes.length]), bytes]);
-      const read = codec.decode(frame.subarray(5)) as { sse: Uint8Array };
-      expect(read).toEqual(fromBinary(StreamChatCompletionResponseSchema, bytes));
-      expect(Buffer.from(read.sse)).toEqual(Buffer.from(init.sse));
-      if (read.sse.byteLength > 0) {
-        expect(read.sse.buffer).toBe(frame.buffer);
-        frame[frame.length - 1] = 0x21;
-        expect(read.sse[read.sse.byteLength - 1]).toBe(0x21);
-      }
-      // Each message its own empty bytes (none shared with the zero message).
-      if (read.sse.byteLength === 0) expect((codec.decode(frame.subarray(5)) as { sse: Uint8Array }).sse).not.toBe(read.sse);
-    }
-    // The request's flag.
-    const req = codecOf(StreamChatCompletionRequestSchema);
-    const flagged = { bodyJson: "{}", jsonText: true, packChunks: true, sseBytes: true };
-    expect(Buffer.from(req.encode(flagged))).toEqual(Buffer.from(toBinary(StreamChatCompletionRequestSchema, create(StreamChatCompletionRequestSchema, flagged))));
-    expect(codec.fallbacks).toBe(before);
-  });
-
   it("answers the dialects' streamed messages without protobuf-es (repeated events of flat messages, packed)", () => {
     const events = Array.from({ length: 40 }, (_, i) => ({ type: i % 2 ? "content_block_delta" : "ping", dataJson: i % 3 ? `{"i":${i},"t":"hé 😀"}` : "" }));
     const cases: Array<[DescMessage, Record<string, unknown>]> = [
