@@ -6,18 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { completionJson, scanCompletion } from "../../../bench/lib/completion-passthrough.js";
 import { copyOf } from "../../../src/lib/copy.js";
+import { mulberry32 as prng } from "../../helpers/prng.js";
 
-/** A seeded PRNG (mulberry32). */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type R = () => number;
 const pick = <T>(r: R, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

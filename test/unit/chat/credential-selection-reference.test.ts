@@ -14,6 +14,7 @@ import {
   type SelectionRequest,
   type SharedCredentialRecord,
 } from "../../../src/core/chat/credentials/select.js";
+import { mulberry32 as rng } from "../../helpers/prng.js";
 
 function reference(byok: readonly CredentialRecord[], shared: readonly SharedCredentialRecord[], req: SelectionRequest, draw: DrawOptions = {}): SelectedCredential[] {
   const admitsModel = (c: CredentialRecord, model: string, aliases?: readonly string[]) =>
@@ -37,17 +38,6 @@ function reference(byok: readonly CredentialRecord[], shared: readonly SharedCre
   ];
 }
 
-/** A deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("selectCredentials against the reference chain", () => {
   it("selects the same credentials with the same draws", () => {

@@ -17,18 +17,8 @@ import { createMemoryHealthMemory } from "../../../src/lib/health-memory.js";
 import { createMemorySessionAffinity } from "../../../src/lib/session-affinity.js";
 import type { Caller } from "../../../src/core/auth.js";
 import type { CanonicalRequest } from "../../../src/core/chat/model.js";
+import { mulberry32 as rng } from "../../helpers/prng.js";
 
-/** A seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** resolveCandidates as it was written with spreads (before the fast path's commit): the reference. */
 function referenceResolve(models: readonly string[], prefs: RoutingPreferences, catalog: Catalog, known: (provider: string) => boolean): Candidate[] {
