@@ -32,6 +32,8 @@ import { responseFields } from "./direct-transport.js";
 import { oneValue } from "../lib/one-value.js";
 import { LightAbortController } from "../lib/light-abort.js";
 import { codecOf } from "../lib/proto-codec.js";
+import { decodeCall, encodeReplyFrame, type HopCall } from "../lib/hop-codec.js";
+import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
 
@@ -117,6 +119,11 @@ function requestHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 export interface GrpcFastPath {
   /** True when the call is taken here; false: pass it on to the regular handler. */
   handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean;
+  /**
+   * The server is stopping: hop channels start no more calls (they are answered `refused`, and the gateway sends
+   * them elsewhere) and end once the calls they started are answered.
+   */
+  drain(): void;
   /** Aborts the calls still open (the server is stopping; connect-node's handler does the same after its shutdown timeout). */
   abortAll(reason: unknown): void;
 }
@@ -310,11 +317,17 @@ interface FastPathState {
   readonly readMaxBytes: number;
   /** The calls still open (aborted when the server stops). */
   readonly open: Set<FastCall>;
+  /** The unary methods, by gRPC path (what a hop channel's calls name). */
+  readonly unary: Map<string, DescMethod>;
+  /** The hop channels open. */
+  readonly channels: Set<HopChannel>;
+  draining: boolean;
 }
 
 export function createGrpcFastPath(routes: (router: ConnectRouter) => void, transport: Transport, readMaxBytes: number): GrpcFastPath {
   const methods = methodsOf(routes);
-  const fast: FastPathState = { transport, readMaxBytes, open: new Set() };
+  const unary = new Map([...methods].filter(([, m]) => m.methodKind === "unary"));
+  const fast: FastPathState = { transport, readMaxBytes, open: new Set(), unary, channels: new Set(), draining: false };
 
   function start(stream: CallStream, headers: IncomingHttpHeaders, method: DescMethod): void {
     stream.on("error", ignoreError);
@@ -337,16 +350,216 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
       if (contentType === undefined || !CONTENT_TYPES.has(contentType)) return false;
       const encoding = headers["grpc-encoding"];
       if (encoding !== undefined && encoding !== "identity") return false;
-      const method = methods.get(headers[":path"] ?? "");
+      const path = headers[":path"] ?? "";
+      if (path === HOP_PATH) {
+        stream.on("error", ignoreError);
+        new HopChannel(fast, stream as HopStream).start();
+        return true;
+      }
+      const method = methods.get(path);
       if (!method) return false;
       start(stream as CallStream, headers, method);
       return true;
     },
+    drain() {
+      fast.draining = true;
+      for (const channel of fast.channels) channel.maybeEnd();
+    },
     abortAll(reason) {
       for (const call of fast.open) call.abort(reason);
+      for (const channel of fast.channels) channel.abortAll(reason);
     },
   };
 }
+
+/** The hop channel's method (proto/portico/hop/v1/hop_service.proto). */
+const HOP_PATH = `/${HopService.typeName}/${HopService.method.exchange.name}`;
+
+const kChannel = Symbol("portico hop channel");
+type HopStream = ServerHttp2Stream & { [kChannel]: HopChannel };
+
+function onChannelData(this: HopStream, chunk: Buffer): void {
+  this[kChannel].data(chunk);
+}
+function onChannelEnd(this: HopStream): void {
+  this[kChannel].inputEnded();
+}
+function onChannelClose(this: HopStream): void {
+  this[kChannel].closed();
+}
+function onChannelWantTrailers(this: HopStream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
+/** Metadata pairs of `fields` (a value given as a list gives one pair per value). */
+function pairsOf(fields: OutgoingHttpHeaders, into: Array<[string, string]> = []): Array<[string, string]> {
+  for (const key of Object.keys(fields)) {
+    const v = fields[key];
+    if (Array.isArray(v)) for (const item of v) into.push([key, item]);
+    else if (v !== undefined) into.push([key, String(v)]);
+  }
+  return into;
+}
+
+const OK_TRAILER_PAIRS: ReadonlyArray<[string, string]> = Object.freeze([["grpc-status", "0"]]) as ReadonlyArray<[string, string]>;
+const NO_PAIRS: ReadonlyArray<[string, string]> = Object.freeze([]) as ReadonlyArray<[string, string]>;
+
+/**
+ * A hop channel (proto/portico/hop/v1/hop_service.proto): one HTTP/2 stream on which a split gateway sends many
+ * unary calls. Each call runs through the same transport as a call on its own stream (the interceptor chain, its
+ * own metadata, deadline and abort controller) and is answered with the bytes and status fields it would have had
+ * there; only the HTTP/2 stream per call is saved. A call the core cannot start (unknown method, too large, not
+ * valid protobuf) is answered with the status connect gives it on its own stream. The gateway's reset or a dropped
+ * connection aborts the calls still open; `drain` (the server stopping) answers new calls `refused`.
+ */
+class HopChannel {
+  readonly calls = new Map<number, AbortController>();
+  #rest: Buffer | undefined;
+  #inputEnded = false;
+  #ended = false;
+
+  constructor(
+    readonly fast: FastPathState,
+    readonly stream: HopStream,
+  ) {}
+
+  start(): void {
+    const stream = this.stream;
+    stream[kChannel] = this;
+    this.fast.channels.add(this);
+    stream.on("close", onChannelClose);
+    stream.on("data", onChannelData);
+    stream.on("end", onChannelEnd);
+    // Answered at once: the gateway knows the channel is served (an older core answers Unimplemented instead).
+    stream.respond(RESPONSE_HEADERS, WAIT_FOR_TRAILERS);
+    if (this.fast.draining) this.maybeEnd();
+  }
+
+  data(chunk: Buffer): void {
+    let buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk;
+    this.#rest = undefined;
+    let off = 0;
+    const limit = this.fast.readMaxBytes + 1024;
+    while (buf.length - off >= 5) {
+      const len = buf.readUInt32BE(off + 1);
+      // An envelope larger than a call's limit and room for its fields: the channel is not one to keep reading.
+      if (len > limit) return this.#failChannel(new ConnectError(`message size ${len} is larger than configured readMaxBytes ${this.fast.readMaxBytes}`, Code.ResourceExhausted));
+      if (buf.length - off - 5 < len) break;
+      if ((buf[off]! & 1) !== 0) return this.#failChannel(new ConnectError("received compressed message without grpc-encoding", Code.Internal));
+      let call: HopCall;
+      try {
+        call = decodeCall(buf.subarray(off + 5, off + 5 + len));
+      } catch (e) {
+        return this.#failChannel(new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument));
+      }
+      off += 5 + len;
+      this.#call(call);
+      if (this.#ended) return;
+    }
+    if (off < buf.length) this.#rest = off === 0 ? buf : buf.subarray(off);
+  }
+
+  #call(call: HopCall): void {
+    const id = call.id;
+    if (call.cancel) {
+      this.calls.get(id)?.abort(CLIENT_CANCELED);
+      return;
+    }
+    if (this.fast.draining) return this.#reply(encodeReplyFrame({ id, output: EMPTY, headers: [], trailers: [], refused: true }));
+    if (this.calls.has(id)) return this.#replyError(id, new ConnectError(`call id ${id} is already open on this channel`, Code.InvalidArgument));
+    const method = this.fast.unary.get(call.method);
+    if (!method) return this.#replyError(id, new ConnectError(`${call.method} is not a unary method of this server`, Code.Unimplemented));
+    if (call.input.byteLength > this.fast.readMaxBytes) {
+      return this.#replyError(id, new ConnectError(`message size ${call.input.byteLength} is larger than configured readMaxBytes ${this.fast.readMaxBytes}`, Code.ResourceExhausted));
+    }
+    let input;
+    try {
+      input = codecOf(method.input).decode(call.input);
+    } catch (e) {
+      return this.#replyError(id, new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument));
+    }
+    const ac = new LightAbortController();
+    this.calls.set(id, ac);
+    this.fast.transport.unary(method as never, ac.signal, call.timeoutMs || undefined, call.headers, input as never).then(
+      (res) => {
+        const fields = responseFields(res);
+        this.#finish(id, encodeReplyFrame({
+          id,
+          output: codecOf(method.output).encode(res.message as object),
+          headers: fields.header ? pairsOf(fieldsOf(fields.header, {})) : (NO_PAIRS as Array<[string, string]>),
+          trailers: fields.trailer ? pairsOf(statusFields(undefined, fieldsOf(fields.trailer, {}))) : (OK_TRAILER_PAIRS as Array<[string, string]>),
+          refused: false,
+        }));
+      },
+      (e: unknown) => this.#finish(id, this.#errorFrame(id, ConnectError.from(e))),
+    );
+  }
+
+  #errorFrame(id: number, err: ConnectError): Buffer {
+    return encodeReplyFrame({ id, output: EMPTY, headers: [], trailers: pairsOf(statusFields(err, {})), refused: false });
+  }
+
+  #replyError(id: number, err: ConnectError): void {
+    this.#reply(this.#errorFrame(id, err));
+  }
+
+  #finish(id: number, frame: Buffer): void {
+    this.calls.delete(id);
+    this.#reply(frame);
+    this.maybeEnd();
+  }
+
+  #reply(frame: Buffer): void {
+    const stream = this.stream;
+    if (this.#ended || stream.destroyed || stream.closed) return;
+    // Not paced: answers are small and whole (a unary call's), and the gateway reads the channel without pause.
+    stream.write(frame);
+  }
+
+  inputEnded(): void {
+    this.#inputEnded = true;
+    this.maybeEnd();
+  }
+
+  /** Ends the channel (status OK) when no more calls will come or start and none is open. */
+  maybeEnd(): void {
+    if (this.#ended || this.calls.size > 0 || !(this.#inputEnded || this.fast.draining)) return;
+    this.#ended = true;
+    this.fast.channels.delete(this);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    stream.on("wantTrailers", onChannelWantTrailers);
+    stream.end();
+  }
+
+  /** A channel that cannot be read on: its calls aborted, the stream ended with `err`'s status. */
+  #failChannel(err: ConnectError): void {
+    this.#ended = true;
+    this.fast.channels.delete(this);
+    this.abortAll(CLIENT_CANCELED);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    const trailers = statusFields(err, {});
+    stream.on("wantTrailers", function (this: ServerHttp2Stream) {
+      this.sendTrailers(trailers);
+    });
+    stream.end();
+  }
+
+  /** The stream closed (the gateway reset it, or the connection dropped): the calls still open are aborted. */
+  closed(): void {
+    this.#ended = true;
+    this.fast.channels.delete(this);
+    this.abortAll(CLIENT_CANCELED);
+  }
+
+  abortAll(reason: unknown): void {
+    for (const ac of this.calls.values()) ac.abort(reason);
+  }
+}
+
+/** The abort reason of a call its gateway cancelled, or whose channel closed. */
+const CLIENT_CANCELED = new ConnectError("the client cancelled the call", Code.Canceled);
 
 /**
  * Puts `fastPath` in front of `server`'s request handling: its HTTP/2 streams are offered to it first, and the

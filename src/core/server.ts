@@ -49,6 +49,8 @@ export async function startCoreServer(core: Core, opts: CoreServerOptions): Prom
   installGrpcFastPath(app.server, fastPath);
   app.addHook("preClose", async () => {
     for (const s of sessions) s.close();
+    // Hop channels start no more calls and end once theirs are answered (the sessions' close waits for them).
+    fastPath.drain();
     // As connect-fastify's shutdownTimeoutMs: the calls still open 2 s into the close are aborted (no reason given, as there).
     setTimeout(() => fastPath.abortAll(undefined), 2000).unref();
   });

@@ -9,6 +9,7 @@ import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { parseCoreUrls } from "../lib/core-urls.js";
 import { withTraceHeaders } from "../lib/tracing.js";
 import { createH2GrpcTransport } from "./h2-grpc-transport.js";
+import { createHopChannel } from "./hop-channel.js";
 
 const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
@@ -28,9 +29,14 @@ function unreachable(err: unknown): boolean {
  * `opts.tracing`: tracing is on, so each call's trace context (src/gateway/rpc.ts) goes as W3C `traceparent` metadata.
  * A gateway on this transport is built with `coreOverTheWire: true` (src/gateway/app.ts): chat and dialect bodies go as `body_json`.
  */
-export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean } = {}): Transport {
+export function createCoreTransport(coreUrl: string, opts: { tracing?: boolean; hopChannel?: boolean } = {}): Transport {
   const transports = parseCoreUrls(coreUrl, "PORTICO_CORE_URL").map((baseUrl) => {
-    const t = createH2GrpcTransport({ baseUrl, pingIntervalMs: 10_000, idleConnectionTimeoutMs: 60_000 });
+    const t = createH2GrpcTransport({
+      baseUrl,
+      pingIntervalMs: 10_000,
+      idleConnectionTimeoutMs: 60_000,
+      ...(opts.hopChannel === false ? {} : { unaryChannel: createHopChannel }),
+    });
     return opts.tracing ? withTraceHeaders(t) : t;
   });
   if (transports.length === 1) return transports[0]!;

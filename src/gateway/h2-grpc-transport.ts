@@ -38,7 +38,7 @@ import { ReadAhead } from "./read-ahead.js";
 
 const KEEPALIVE_TIMEOUT_MS = 15_000;
 /** The gRPC status OK (Connect's Code has no member for it). */
-const OK = 0;
+export const OK = 0;
 const BACKOFF_INITIAL_MS = 250;
 const BACKOFF_MAX_MS = 1_000;
 
@@ -61,13 +61,34 @@ export interface H2GrpcTransportOptions {
   idleConnectionTimeoutMs?: number;
   /** Largest response message accepted (ResourceExhausted above it); none by default, as the grpc-js channel's -1. */
   readMaxBytes?: number;
+  /**
+   * Unary calls on a channel of many calls per stream (src/gateway/hop-channel.ts `createHopChannel`) rather than a
+   * stream each; given the connection, the limit, the URL's scheme and the call on its own stream (what the channel
+   * falls back to when the core does not serve it).
+   */
+  unaryChannel?: (conn: Connection, maxBytes: number, scheme: string, perCall: PerCallUnary) => UnaryChannel;
+}
+
+/** A unary call on its own stream. */
+export type PerCallUnary = (
+  method: DescMethod,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+  header: ConstructorParameters<typeof Headers>[0] | undefined,
+  input: unknown,
+) => Promise<UnaryResponse>;
+
+/** What carries unary calls in place of a stream each, while `unsupported` is false. */
+export interface UnaryChannel {
+  readonly unsupported: boolean;
+  unary: PerCallUnary;
 }
 
 const PRINTABLE_ASCII = /^[ -~]*$/;
 const LEGAL_KEY = /^[0-9a-z_.-]+$/;
 
 /** The caller's headers as HTTP/2 request headers (gRPC metadata), after `base` (pseudo-headers, content-type …). */
-function requestHeaders(base: OutgoingHttpHeaders, header: ConstructorParameters<typeof Headers>[0] | undefined): OutgoingHttpHeaders {
+export function requestHeaders(base: OutgoingHttpHeaders, header: ConstructorParameters<typeof Headers>[0] | undefined): OutgoingHttpHeaders {
   if (!header) return base;
   if (header instanceof Headers) header.forEach((v, k) => addHeader(base, v, k));
   else if (Array.isArray(header)) for (const [k, v] of header) addHeader(base, v!, k!);
@@ -117,7 +138,7 @@ const STATUS_KEYS: ReadonlySet<string> = new Set(["grpc-status", "grpc-message"]
 const HEADER_SKIP: ReadonlySet<string> = new Set(["grpc-encoding", "grpc-accept-encoding"]);
 
 /** A call's response, its header and trailer as fetch Headers built when first read (the gateway reads neither on success). */
-class CallResponse {
+export class CallResponse {
   #header: Headers | undefined;
   #trailer: Headers | undefined;
   readonly #h: IncomingHttpHeaders | undefined;
@@ -145,7 +166,7 @@ class CallResponse {
 }
 
 /** A final status: code, message and the metadata it came with. */
-interface Status {
+export interface Status {
   code: number;
   details: string;
   /** The trailers (or a trailers-only answer's headers); undefined for a status of the transport's own. */
@@ -154,7 +175,7 @@ interface Status {
 }
 
 /** The status in trailers (or a trailers-only answer's headers), grpc-js's reading of them; undefined without `grpc-status`. */
-function statusOf(t: IncomingHttpHeaders, httpStatus: number | undefined): Status {
+export function statusOf(t: IncomingHttpHeaders, httpStatus: number | undefined): Status {
   const s = t["grpc-status"];
   if (typeof s === "string") {
     const m = t["grpc-message"];
@@ -185,7 +206,7 @@ function httpStatusOf(status: number): Status {
 }
 
 /** The ConnectError a non-OK status stands for, as the grpc-js transport built it. */
-function errorOf(status: Status, header: IncomingHttpHeaders | undefined): ConnectError {
+export function errorOf(status: Status, header: IncomingHttpHeaders | undefined): ConnectError {
   const trailer = headersOf(status.trailers, undefined, STATUS_KEYS);
   let err = trailer.has("grpc-status-details-bin") ? findTrailerError(trailer) : undefined;
   if (!err) {
@@ -196,16 +217,16 @@ function errorOf(status: Status, header: IncomingHttpHeaders | undefined): Conne
   return err;
 }
 
-function pathOf(method: DescMethod): string {
+export function pathOf(method: DescMethod): string {
   return `/${method.parent.typeName}/${method.name}`;
 }
 
-function abortError(signal: AbortSignal): ConnectError {
+export function abortError(signal: AbortSignal): ConnectError {
   return ConnectError.from(signal.reason, Code.Canceled);
 }
 
 /** True when an error is the connection's (refused, reset, dropped, closed) rather than the stream's alone. */
-function connectionError(err: Error | undefined): boolean {
+export function connectionError(err: Error | undefined): boolean {
   if (!err) return false;
   const code = (err as { code?: string }).code;
   return (
@@ -215,7 +236,7 @@ function connectionError(err: Error | undefined): boolean {
 }
 
 /** The root of an error's cause chain (the socket's errno error under Node's stream errors). */
-function rootCause(err: Error): Error {
+export function rootCause(err: Error): Error {
   let e = err;
   while (e.cause instanceof Error && e.cause !== e) e = e.cause;
   return e;
@@ -239,7 +260,7 @@ function leanBind(this: AsyncResource, fn: (...args: unknown[]) => unknown, this
  * "The split hop's system calls"). Node reads that accessor nowhere; the start still runs in the resource's scope.
  * Only what `request` calls synchronously sees the lean `bind`; Node's is back before anything else runs.
  */
-function request(session: ClientHttp2Session, headers: OutgoingHttpHeaders): ClientHttp2Stream {
+export function request(session: ClientHttp2Session, headers: OutgoingHttpHeaders): ClientHttp2Stream {
   AsyncResource.prototype.bind = leanBind as typeof nodeBind;
   try {
     return session.request(headers);
@@ -249,7 +270,7 @@ function request(session: ClientHttp2Session, headers: OutgoingHttpHeaders): Cli
 }
 
 /** One core URL's HTTP/2 session, dialled when needed and reused by every call. */
-class Connection {
+export class Connection {
   #session: ClientHttp2Session | undefined;
   #open = 0;
   #idleSince = Date.now();
@@ -281,10 +302,19 @@ class Connection {
     return this.#dial();
   }
 
+  /** Called with a session when it is retired (the hop channel ends its stream on it: a session's close waits for its streams). */
+  readonly onRetire = new Set<(s: ClientHttp2Session) => void>();
+
+  /** True while `s` is the session new calls start on. */
+  isCurrent(s: ClientHttp2Session): boolean {
+    return this.#session === s && !s.closed && !s.destroyed;
+  }
+
   /** The session is no longer to be used for new calls (GOAWAY, a refused stream): the next call dials again. */
   retire(s: ClientHttp2Session): void {
     if (this.#session === s) {
       this.#session = undefined;
+      for (const hook of this.onRetire) hook(s);
       if (!s.closed) s.close();
     }
   }
@@ -349,6 +379,7 @@ class Connection {
     this.#closed = true;
     const s = this.#session;
     this.#session = undefined;
+    if (s) for (const hook of this.onRetire) hook(s);
     s?.close();
   }
 }
@@ -607,48 +638,54 @@ export function createH2GrpcTransport(options: H2GrpcTransportOptions): Transpor
     return buf;
   };
 
+  const perCall: PerCallUnary = (method, signal, timeoutMs, header, input) => {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise<UnaryResponse>((resolve, reject) => {
+      let message: unknown;
+      const decode = codecOf(method.output);
+      const onAbort = () => {
+        call.cancel({ code: Code.Canceled, details: "" });
+        reject(abortError(signal!));
+      };
+      const call = new Call(
+        conn,
+        headersFor(method, timeoutMs, header),
+        frameOf(method.input, input),
+        maxBytes,
+        undefined,
+        (bytes) => {
+          if (message !== undefined) return undefined;
+          try {
+            message = decode.decode(bytes);
+          } catch (e) {
+            return new ConnectError(`Response message parsing error: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
+          }
+          return undefined;
+        },
+        (status) => {
+          signal?.removeEventListener("abort", onAbort);
+          if (signal?.aborted) return; // rejected by onAbort
+          if (status.code !== OK) return reject(errorOf(status, call.header));
+          if (message === undefined) return reject(new ConnectError("protocol error: missing output message for unary method", Code.Unimplemented));
+          resolve(new CallResponse(false, method, message, call.header, status.trailers) as unknown as UnaryResponse);
+        },
+      );
+      try {
+        call.start(timeoutMs);
+      } catch (err) {
+        return reject(err);
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  };
+
+  const channel = options.unaryChannel?.(conn, maxBytes, scheme, perCall);
+
   return {
     close: () => conn.close(),
 
     unary(method, signal, timeoutMs, header, input) {
-      if (signal?.aborted) return Promise.reject(abortError(signal));
-      return new Promise<never>((resolve, reject) => {
-        let message: unknown;
-        const decode = codecOf(method.output);
-        const onAbort = () => {
-          call.cancel({ code: Code.Canceled, details: "" });
-          reject(abortError(signal!));
-        };
-        const call = new Call(
-          conn,
-          headersFor(method, timeoutMs, header),
-          frameOf(method.input, input),
-          maxBytes,
-          undefined,
-          (bytes) => {
-            if (message !== undefined) return undefined;
-            try {
-              message = decode.decode(bytes);
-            } catch (e) {
-              return new ConnectError(`Response message parsing error: ${e instanceof Error ? e.message : String(e)}`, Code.Internal);
-            }
-            return undefined;
-          },
-          (status) => {
-            signal?.removeEventListener("abort", onAbort);
-            if (signal?.aborted) return; // rejected by onAbort
-            if (status.code !== OK) return reject(errorOf(status, call.header));
-            if (message === undefined) return reject(new ConnectError("protocol error: missing output message for unary method", Code.Unimplemented));
-            resolve(new CallResponse(false, method, message, call.header, status.trailers) as unknown as UnaryResponse as never);
-          },
-        );
-        try {
-          call.start(timeoutMs);
-        } catch (err) {
-          return reject(err);
-        }
-        signal?.addEventListener("abort", onAbort, { once: true });
-      });
+      return (channel === undefined || channel.unsupported ? perCall : channel.unary)(method, signal, timeoutMs, header, input) as never;
     },
 
     async stream(method, signal, timeoutMs, header, input) {
