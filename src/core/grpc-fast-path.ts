@@ -436,6 +436,8 @@ class HopChannel {
   }
 
   data(chunk: Buffer): void {
+    // Ended (drained, failed): what comes after is not read; the gateway sends the calls it still has elsewhere.
+    if (this.#ended) return;
     let buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk;
     this.#rest = undefined;
     let off = 0;

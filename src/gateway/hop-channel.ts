@@ -86,7 +86,7 @@ class HopCallState {
       this.lane = undefined;
       lane?.forget(this);
       lane?.retire();
-      return this.resend({ code: Code.Unavailable, details: "the core is stopping and did not start the call" });
+      return this.resend(STOPPING);
     }
     if (!this.#leave()) return;
     const trailers = metadataOf(reply.trailers);
@@ -132,6 +132,9 @@ class HopCallState {
     }
   }
 }
+
+/** The status of a call the core did not start twice over (it is stopping). */
+const STOPPING: Status = { code: Code.Unavailable, details: "the core is stopping and did not start the call" };
 
 function unavailable(err: Error): Status {
   const cause = err instanceof ConnectError ? (err.cause ?? err) : rootCause(err);
@@ -187,10 +190,16 @@ class Lane {
     // A channel is served when answered 200 with the stream open; a trailers-only answer or another HTTP status is
     // its refusal (an older core: Unimplemented), and nothing sent on it ran.
     if (!(flags & NGHTTP2_FLAG_END_STREAM) && httpStatus === 200) lane.answered = true;
-    else lane.#status ??= statusOf(h, httpStatus);
+    else {
+      lane.#status ??= statusOf(h, httpStatus);
+      lane.end();
+    }
   };
   static #onTrailers = function (this: LaneStream, t: IncomingHttpHeaders): void {
-    this[kLane].#status ??= statusOf(t, 200);
+    const lane = this[kLane];
+    lane.#status ??= statusOf(t, 200);
+    // The core ended its side: this side ends too, and the stream closes (its calls then settle in #closed).
+    lane.end();
   };
   static #onError = function (this: LaneStream, err: Error): void {
     this[kLane].#error ??= err;
@@ -269,12 +278,13 @@ class Lane {
     }
     const status = this.#status;
     const err = this.#error;
-    const refused =
-      // The core ended the channel cleanly: it had started every call it answered, and no other.
-      (status?.code === OK) ||
-      // The channel's stream was refused (REFUSED_STREAM, GOAWAY before it was answered): nothing on it ran.
-      (!this.answered && (this.stream.rstCode === NGHTTP2_REFUSED_STREAM || (err as { code?: string } | undefined)?.code === "ERR_HTTP2_GOAWAY_SESSION"));
-    if (refused) {
+    // The core ended the channel cleanly (it is stopping): it had started every call it answered, and no other.
+    if (status?.code === OK) {
+      for (const call of calls) call.resend(STOPPING);
+      return;
+    }
+    // The channel's stream was refused (REFUSED_STREAM, GOAWAY before it was answered): nothing on it ran.
+    if (!this.answered && (this.stream.rstCode === NGHTTP2_REFUSED_STREAM || (err as { code?: string } | undefined)?.code === "ERR_HTTP2_GOAWAY_SESSION")) {
       for (const call of calls) call.resend({ code: Code.Unavailable, details: "Stream refused by server" });
       return;
     }
