@@ -282,6 +282,8 @@ export interface Config {
   grpcTls: { certFile: string; keyFile: string } | undefined;
   /** Core URL the split gateway dials (PORTICO_CORE_URL). */
   coreUrl: string;
+  /** The split gateway sends its unary calls on the hop channel (PORTICO_CORE_HOP_CHANNEL, default on; docs/architecture.md). */
+  coreHopChannel: boolean;
   /** pino log level (PORTICO_LOG_LEVEL). */
   logLevel: string;
   /** Time a graceful stop may take after SIGTERM/SIGINT before the process exits anyway (PORTICO_SHUTDOWN_TIMEOUT_MS). */
@@ -494,6 +496,7 @@ const Env = z
     DATABASE_URL: textSetting(),
     REDIS_URL: textSetting(),
     PORTICO_CORE_URL: textSetting(),
+    PORTICO_CORE_HOP_CHANNEL: boolSetting(true),
     PORTICO_LOG_LEVEL: textSetting(),
     PORTICO_SHUTDOWN_TIMEOUT_MS: intSetting(10_000, 100, 600_000),
     PORTICO_PRODUCTION: boolSetting(false),
@@ -589,6 +592,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpPort: e.PORT,
     grpcPort: e.PORTICO_GRPC_PORT,
     coreUrl: e.PORTICO_CORE_URL ?? `http://127.0.0.1:${e.PORTICO_GRPC_PORT}`,
+    coreHopChannel: e.PORTICO_CORE_HOP_CHANNEL,
     logLevel: e.PORTICO_LOG_LEVEL ?? "info",
     shutdownTimeoutMs: e.PORTICO_SHUTDOWN_TIMEOUT_MS,
     production: e.PORTICO_PRODUCTION,

@@ -198,7 +198,7 @@ export async function startSplitGateway(config: Config, logger: Logger, coreUrl:
   const metrics = createMetrics();
   // Imported here: the core client serves only the split gateway, never `portico serve`.
   const { createCoreTransport } = await import("./gateway/core-transport.js");
-  const transport = createCoreTransport(coreUrl, { tracing: config.tracing !== undefined });
+  const transport = createCoreTransport(coreUrl, { tracing: config.tracing !== undefined, hopChannel: config.coreHopChannel });
   const tracing = await startTracing(config.tracing, logger, config.instanceId);
   if (tracing) handle.onClose.push(() => tracing.close());
   try {

@@ -1,6 +1,7 @@
 /**
  * The split gateway's transport to the core: one HTTP/2 session per core URL kept open, a gRPC
- * client on node:http2 (src/gateway/h2-grpc-transport.ts). With several
+ * client on node:http2 (src/gateway/h2-grpc-transport.ts), its unary calls on the hop channel
+ * (src/gateway/hop-channel.ts; `hopChannel: false`: a stream per call, as before). With several
  * URLs (`--core a,b` / PORTICO_CORE_URL=a,b) a call that cannot reach the current core (connection
  * refused, unknown host, unreachable) is sent to the next one, which then stays current. A call that
  * reached a core is never repeated elsewhere: only a refused connection fails over.

@@ -13,6 +13,8 @@ import { Code, ConnectError, createClient, type ConnectRouter, type HandlerConte
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDirectTransport } from "../../../src/core/direct-transport.js";
 import { createGrpcFastPath, type GrpcFastPath } from "../../../src/core/grpc-fast-path.js";
+import { loadConfig } from "../../../src/config.js";
+import { createCoreTransport } from "../../../src/gateway/core-transport.js";
 import { createH2GrpcTransport } from "../../../src/gateway/h2-grpc-transport.js";
 import { createHopChannel } from "../../../src/gateway/hop-channel.js";
 import { decodeReply, encodeCallFrame, type HopCall, type HopReply } from "../../../src/lib/hop-codec.js";
@@ -148,6 +150,24 @@ describe("the hop channel", () => {
       expect(core.streams.slice(before)).toEqual([HOP_PATH]);
     } finally {
       t.close();
+    }
+  });
+
+  it("the split gateway's transport uses the channel unless PORTICO_CORE_HOP_CHANNEL is false", async () => {
+    expect(loadConfig({}).coreHopChannel).toBe(true);
+    expect(loadConfig({ PORTICO_CORE_HOP_CHANNEL: "false" }).coreHopChannel).toBe(false);
+    expect(() => loadConfig({ PORTICO_CORE_HOP_CHANNEL: "sometimes" })).toThrow(/PORTICO_CORE_HOP_CHANNEL/);
+    const k = key("setting");
+    unary.set(k, () => ({ completionJson: "{}" }));
+    for (const hopChannel of [true, false]) {
+      const c = await startCore();
+      try {
+        const client = createClient(ChatService, createCoreTransport(c.url, { hopChannel }));
+        for (let i = 0; i < 3; i++) await client.createChatCompletion({ bodyJson: k });
+        expect(c.streams).toEqual(hopChannel ? [HOP_PATH] : [CHAT_PATH, CHAT_PATH, CHAT_PATH]);
+      } finally {
+        await c.kill();
+      }
     }
   });
 
