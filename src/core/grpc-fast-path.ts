@@ -32,7 +32,7 @@ import { responseFields } from "./direct-transport.js";
 import { oneValue } from "../lib/one-value.js";
 import { LightAbortController } from "../lib/light-abort.js";
 import { codecOf } from "../lib/proto-codec.js";
-import { decodeCall, encodeReplyFrame, type HopCall } from "../lib/hop-codec.js";
+import { decodeCall, encodeReplyFrame, FrameReader, FrameTooLarge, type HopCall } from "../lib/hop-codec.js";
 import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -376,6 +376,8 @@ export function createGrpcFastPath(routes: (router: ConnectRouter) => void, tran
 const HOP_PATH = `/${HopService.typeName}/${HopService.method.exchange.name}`;
 
 const kChannel = Symbol("portico hop channel");
+/** What a channel's envelope may add to a call's message: its method and metadata. */
+const ENVELOPE_ROOM = 64 * 1024;
 type HopStream = ServerHttp2Stream & { [kChannel]: HopChannel };
 
 function onChannelData(this: HopStream, chunk: Buffer): void {
@@ -414,14 +416,17 @@ const NO_PAIRS: ReadonlyArray<[string, string]> = Object.freeze([]) as ReadonlyA
  */
 class HopChannel {
   readonly calls = new Map<number, AbortController>();
-  #rest: Buffer | undefined;
+  readonly #frames: FrameReader;
   #inputEnded = false;
   #ended = false;
 
   constructor(
     readonly fast: FastPathState,
     readonly stream: HopStream,
-  ) {}
+  ) {
+    // A call's message within readMaxBytes, and room for its envelope's metadata.
+    this.#frames = new FrameReader(fast.readMaxBytes + ENVELOPE_ROOM, (flags, message) => this.#frame(flags, message));
+  }
 
   start(): void {
     const stream = this.stream;
@@ -438,27 +443,25 @@ class HopChannel {
   data(chunk: Buffer): void {
     // Ended (drained, failed): what comes after is not read; the gateway sends the calls it still has elsewhere.
     if (this.#ended) return;
-    let buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk;
-    this.#rest = undefined;
-    let off = 0;
-    const limit = this.fast.readMaxBytes + 1024;
-    while (buf.length - off >= 5) {
-      const len = buf.readUInt32BE(off + 1);
-      // An envelope larger than a call's limit and room for its fields: the channel is not one to keep reading.
-      if (len > limit) return this.#failChannel(new ConnectError(`message size ${len} is larger than configured readMaxBytes ${this.fast.readMaxBytes}`, Code.ResourceExhausted));
-      if (buf.length - off - 5 < len) break;
-      if ((buf[off]! & 1) !== 0) return this.#failChannel(new ConnectError("received compressed message without grpc-encoding", Code.Internal));
-      let call: HopCall;
-      try {
-        call = decodeCall(buf.subarray(off + 5, off + 5 + len));
-      } catch (e) {
-        return this.#failChannel(new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument));
-      }
-      off += 5 + len;
-      this.#call(call);
-      if (this.#ended) return;
+    try {
+      this.#frames.push(chunk);
+    } catch (e) {
+      // An envelope larger than a call's limit and room for its metadata: the channel is not one to keep reading.
+      if (e instanceof FrameTooLarge) this.#failChannel(new ConnectError(`message size ${e.length} is larger than configured readMaxBytes ${this.fast.readMaxBytes}`, Code.ResourceExhausted));
+      else throw e;
     }
-    if (off < buf.length) this.#rest = off === 0 ? buf : buf.subarray(off);
+  }
+
+  #frame(flags: number, message: Buffer): void {
+    if (this.#ended) return;
+    if ((flags & 1) !== 0) return this.#failChannel(new ConnectError("received compressed message without grpc-encoding", Code.Internal));
+    let call: HopCall;
+    try {
+      call = decodeCall(message);
+    } catch (e) {
+      return this.#failChannel(new ConnectError(`parse binary: ${e instanceof Error ? e.message : String(e)}`, Code.InvalidArgument));
+    }
+    this.#call(call);
   }
 
   #call(call: HopCall): void {

@@ -23,7 +23,7 @@ import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHt
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type UnaryResponse } from "@connectrpc/connect";
 import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
-import { decodeReply, encodeCallFrame, type HopReply } from "../lib/hop-codec.js";
+import { decodeReply, encodeCallFrame, FrameReader, type HopReply } from "../lib/hop-codec.js";
 import { codecOf } from "../lib/proto-codec.js";
 import {
   abortError,
@@ -45,6 +45,8 @@ import {
 const { NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM, NGHTTP2_CANCEL } = http2.constants;
 
 const HOP_PATH = `/${HopService.typeName}/${HopService.method.exchange.name}`;
+/** What an answer's envelope may add to its message: its metadata. */
+const ENVELOPE_ROOM = 64 * 1024;
 /** Ids wrap below 2^31 (a uint32 field; smaller varints than the full range would need). */
 const MAX_ID = 0x7fff_ffff;
 
@@ -167,13 +169,15 @@ class Lane {
   retired = false;
   #status: Status | undefined;
   #error: Error | undefined;
-  #rest: Buffer | undefined;
+  readonly #frames: FrameReader;
 
   constructor(
     readonly client: HopClient,
     readonly session: ClientHttp2Session,
     headers: OutgoingHttpHeaders,
   ) {
+    // An answer's message within the client's limit, and room for its envelope's metadata (larger: the lane fails).
+    this.#frames = new FrameReader(client.maxBytes >= 0xffff_ffff - ENVELOPE_ROOM ? 0xffff_ffff : client.maxBytes + ENVELOPE_ROOM, (flags, message) => this.#frame(flags, message));
     const stream = request(session, headers) as LaneStream;
     this.stream = stream;
     stream[kLane] = this;
@@ -207,7 +211,7 @@ class Lane {
   static #onData = function (this: LaneStream, chunk: Buffer): void {
     const lane = this[kLane];
     try {
-      lane.#read(chunk);
+      lane.#frames.push(chunk);
     } catch (err) {
       // A listener that throws would end the gateway's process: the lane fails instead.
       lane.#status ??= { code: Code.Internal, details: `reading the core's answer failed: ${(err as Error).message}` };
@@ -218,19 +222,10 @@ class Lane {
     this[kLane].#closed();
   };
 
-  #read(chunk: Buffer): void {
-    const buf = this.#rest ? Buffer.concat([this.#rest, chunk]) : chunk;
-    this.#rest = undefined;
-    let off = 0;
-    while (buf.length - off >= 5) {
-      const len = buf.readUInt32BE(off + 1);
-      if (buf.length - off - 5 < len) break;
-      if (buf[off]! & 1) throw new Error('Received compressed message but "grpc-encoding" header was identity');
-      const reply = decodeReply(buf.subarray(off + 5, off + 5 + len));
-      off += 5 + len;
-      this.calls.get(reply.id)?.answer(reply);
-    }
-    if (off < buf.length) this.#rest = off === 0 ? buf : buf.subarray(off);
+  #frame(flags: number, message: Buffer): void {
+    if (flags & 1) throw new Error('Received compressed message but "grpc-encoding" header was identity');
+    const reply = decodeReply(message);
+    this.calls.get(reply.id)?.answer(reply);
   }
 
   send(call: HopCallState): void {

@@ -153,6 +153,22 @@ describe("the hop channel", () => {
     }
   });
 
+  it("large messages both ways arrive whole, beside small calls on the same channel", async () => {
+    const t = createH2GrpcTransport({ baseUrl: core.url, unaryChannel: createHopChannel });
+    try {
+      const client = createClient(ChatService, t);
+      const big = key("big") + "x".repeat(3 * 1024 * 1024);
+      unary.set(big, (req) => ({ completionJson: req.bodyJson.split("").reverse().join("") }));
+      const small = key("small");
+      unary.set(small, () => ({ completionJson: "s" }));
+      const [a, b] = await Promise.all([client.createChatCompletion({ bodyJson: big }), client.createChatCompletion({ bodyJson: small })]);
+      expect(a.completionJson).toBe(big.split("").reverse().join(""));
+      expect(b.completionJson).toBe("s");
+    } finally {
+      t.close();
+    }
+  });
+
   it("the split gateway's transport uses the channel unless PORTICO_CORE_HOP_CHANNEL is false", async () => {
     expect(loadConfig({}).coreHopChannel).toBe(true);
     expect(loadConfig({ PORTICO_CORE_HOP_CHANNEL: "false" }).coreHopChannel).toBe(false);
