@@ -77,11 +77,12 @@ const probes: Probe[] = [
     },
   },
   {
-    name: "chat hot path, serve with one worker beside the bare node:http relay (bench/chat-hot-path.ts)",
-    args: ts("chat-hot-path.ts", "--targets", "bare,serve1", "--rounds", "1", "--seconds", "3", "--warmup", "1", "--rss-seconds", "10"),
+    name: "chat hot path, serve with one worker and the split core + gateway beside the bare node:http relay (bench/chat-hot-path.ts)",
+    args: ts("chat-hot-path.ts", "--targets", "bare,serve1,split", "--rounds", "1", "--seconds", "3", "--warmup", "1", "--rss-seconds", "10"),
     read: (out) => {
       const bare = row(out, "bare node:http relay");
       const serve = row(out, "Portico serve, 1 worker");
+      const split = row(out, "Portico core + gateway over gRPC");
       // Columns: target, c=1, first chunk, c=32 req/s, % of bare, p99, CPU/request ms, CPU/chunk µs, bad, errors, RSS.
       return {
         chat_serve_cpu_per_request_x_bare: Math.round((100 * num(serve[6]!)) / num(bare[6]!)) / 100,
@@ -89,6 +90,9 @@ const probes: Probe[] = [
         chat_serve_cpu_per_chunk_us: num(serve[7]!),
         chat_serve_bad_streams_or_errors: num(serve[8]!) + num(serve[9]!),
         chat_serve_rss_after_c32_mb: num(serve[10]!),
+        // Issue 24: the split path at most 1.5× the in-process CPU per request (both processes' CPU, same run).
+        chat_split_cpu_per_request_x_serve: Math.round((100 * num(split[6]!)) / num(serve[6]!)) / 100,
+        chat_split_bad_streams_or_errors: num(split[8]!) + num(split[9]!),
       };
     },
   },
