@@ -32,7 +32,8 @@ import { responseFields } from "./direct-transport.js";
 import { oneValue } from "../lib/one-value.js";
 import { LightAbortController } from "../lib/light-abort.js";
 import { codecOf } from "../lib/proto-codec.js";
-import { decodeCall, encodeReplyFrame, FrameReader, FrameTooLarge, type HopCall } from "../lib/hop-codec.js";
+import { decodeCall, encodeReplyFrame, type HopCall } from "../lib/hop-codec.js";
+import { FrameReader, FrameTooLarge } from "../lib/grpc-frames.js";
 import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -425,7 +426,7 @@ class HopChannel {
     readonly stream: HopStream,
   ) {
     // A call's message within readMaxBytes, and room for its envelope's metadata.
-    this.#frames = new FrameReader(fast.readMaxBytes + ENVELOPE_ROOM, (flags, message) => this.#frame(flags, message));
+    this.#frames = new FrameReader(fast.readMaxBytes + ENVELOPE_ROOM, this);
   }
 
   start(): void {
@@ -452,7 +453,8 @@ class HopChannel {
     }
   }
 
-  #frame(flags: number, message: Buffer): void {
+  /** FrameSink: one whole frame. */
+  onFrame(flags: number, message: Buffer): void {
     if (this.#ended) return;
     if ((flags & 1) !== 0) return this.#failChannel(new ConnectError("received compressed message without grpc-encoding", Code.Internal));
     let call: HopCall;

@@ -34,6 +34,7 @@ import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type StreamResponse, type Transport, type UnaryResponse } from "@connectrpc/connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { codecOf } from "../lib/proto-codec.js";
+import { FrameReader, FrameTooLarge } from "../lib/grpc-frames.js";
 import { ReadAhead } from "./read-ahead.js";
 
 const KEEPALIVE_TIMEOUT_MS = 15_000;
@@ -404,8 +405,7 @@ class Call {
   #cancelled = false;
   #answered = false;
   #retried = false;
-  #rest: Buffer[] | undefined;
-  #restLen = 0;
+  readonly #frames: FrameReader;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -416,7 +416,9 @@ class Call {
     readonly onHeader: (() => void) | undefined,
     readonly onMessage: (bytes: Buffer) => ConnectError | undefined,
     readonly onEnd: (status: Status) => void,
-  ) {}
+  ) {
+    this.#frames = new FrameReader(maxBytes, this);
+  }
 
   /** Opens the stream; throws Unavailable when the core cannot be reached. */
   start(timeoutMs: number | undefined): void {
@@ -489,46 +491,20 @@ class Call {
   #onData(chunk: Buffer): void {
     if (this.#ended || this.#status !== undefined) return;
     try {
-      this.#frames(chunk);
+      this.#frames.push(chunk);
     } catch (err) {
+      if (err instanceof FrameTooLarge) return this.cancel({ code: Code.ResourceExhausted, details: `Received message larger than max (${err.length} vs. ${err.maxBytes})` });
       // A listener that throws would end the gateway's process: the call fails instead.
       this.cancel({ code: Code.Internal, details: `reading the core's answer failed: ${(err as Error).message}` });
     }
   }
 
-  /** Frames read off `chunk`, after what is left of earlier chunks: a frame and its 5-byte prefix may span any number of them. */
-  #frames(chunk: Buffer): void {
-    let buf = chunk;
-    if (this.#rest) {
-      this.#rest.push(chunk);
-      this.#restLen += chunk.length;
-      if (this.#restLen < 5) return;
-      // The prefix in one buffer before its length is read.
-      if (this.#rest[0]!.length < 5) this.#rest = [Buffer.concat(this.#rest, this.#restLen)];
-      const len = this.#rest[0]!.readUInt32BE(1);
-      // Not whole yet (a length over the limit goes on to the loop below, which refuses it).
-      if (len <= this.maxBytes && this.#restLen < 5 + len) return;
-      buf = this.#rest.length === 1 ? this.#rest[0]! : Buffer.concat(this.#rest, this.#restLen);
-      this.#rest = undefined;
-      this.#restLen = 0;
-    }
-    let off = 0;
-    while (buf.length - off >= 5) {
-      const len = buf.readUInt32BE(off + 1);
-      if (len > this.maxBytes) {
-        return this.cancel({ code: Code.ResourceExhausted, details: `Received message larger than max (${len} vs. ${this.maxBytes})` });
-      }
-      if (buf.length - off - 5 < len) break;
-      if (buf[off]! & 1) return this.cancel({ code: Code.Internal, details: 'Received compressed message but "grpc-encoding" header was identity' });
-      const err = this.onMessage(buf.subarray(off + 5, off + 5 + len));
-      if (err) return this.cancel({ code: err.code, details: err.rawMessage });
-      off += 5 + len;
-      if (this.#ended) return;
-    }
-    if (off < buf.length) {
-      this.#rest = [buf.subarray(off)];
-      this.#restLen = buf.length - off;
-    }
+  /** FrameSink: one whole frame of the answer (a frame and its 5-byte prefix may span any number of chunks). */
+  onFrame(flags: number, message: Buffer): void {
+    if (this.#ended) return;
+    if (flags & 1) return this.cancel({ code: Code.Internal, details: 'Received compressed message but "grpc-encoding" header was identity' });
+    const err = this.onMessage(message);
+    if (err) this.cancel({ code: err.code, details: err.rawMessage });
   }
 
   #onClose(stream: ClientHttp2Stream, session: ClientHttp2Session): void {

@@ -23,7 +23,8 @@ import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHt
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type UnaryResponse } from "@connectrpc/connect";
 import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
-import { decodeReply, encodeCallFrame, FrameReader, type HopReply } from "../lib/hop-codec.js";
+import { decodeReply, encodeCallFrame, type HopReply } from "../lib/hop-codec.js";
+import { FrameReader } from "../lib/grpc-frames.js";
 import { codecOf } from "../lib/proto-codec.js";
 import {
   abortError,
@@ -177,7 +178,7 @@ class Lane {
     headers: OutgoingHttpHeaders,
   ) {
     // An answer's message within the client's limit, and room for its envelope's metadata (larger: the lane fails).
-    this.#frames = new FrameReader(client.maxBytes >= 0xffff_ffff - ENVELOPE_ROOM ? 0xffff_ffff : client.maxBytes + ENVELOPE_ROOM, (flags, message) => this.#frame(flags, message));
+    this.#frames = new FrameReader(client.maxBytes >= 0xffff_ffff - ENVELOPE_ROOM ? 0xffff_ffff : client.maxBytes + ENVELOPE_ROOM, this);
     const stream = request(session, headers) as LaneStream;
     this.stream = stream;
     stream[kLane] = this;
@@ -222,7 +223,8 @@ class Lane {
     this[kLane].#closed();
   };
 
-  #frame(flags: number, message: Buffer): void {
+  /** FrameSink: one whole frame. */
+  onFrame(flags: number, message: Buffer): void {
     if (flags & 1) throw new Error('Received compressed message but "grpc-encoding" header was identity');
     const reply = decodeReply(message);
     this.calls.get(reply.id)?.answer(reply);
