@@ -3,8 +3,9 @@
  * read here rather than through protobuf-es's reflection: every unary call over the channel crosses four of them
  * (the call and its answer, encoded and decoded), and reflection with a map and two repeated messages cost more per
  * envelope than the rest of a call's framing. Output is the bytes `toBinary` writes (fields by number, zero values
- * left out, map entries and metadata in insertion order); decoding accepts what any conforming writer sends (fields in
- * any order, unknown fields skipped, the last of a repeated scalar winning) and throws on malformed input.
+ * left out, map entries and metadata in insertion order, a map entry's key and value written even when empty);
+ * decoding accepts what any conforming writer sends (fields in any order, unknown fields skipped, the last of a
+ * repeated scalar winning) and throws on malformed input.
  * Checked against the generated schema in test/unit/lib/hop-codec.test.ts.
  */
 
@@ -74,8 +75,14 @@ const T_REFUSED = (5 << 3) | 0;
 const T_KEY = (1 << 3) | 2;
 const T_VALUE = (2 << 3) | 2;
 
+/** A Metadata message's size: its empty fields left out, as for any message. */
 function pairSize(klen: number, vlen: number): number {
   return (klen ? lenFieldSize(klen) : 0) + (vlen ? lenFieldSize(vlen) : 0);
+}
+
+/** A map entry's size: `toBinary` writes an entry's key and value even when empty. */
+function entrySize(klen: number, vlen: number): number {
+  return lenFieldSize(klen) + lenFieldSize(vlen);
 }
 
 function writePair(buf: Buffer, pos: number, tag: number, k: string, klen: number, v: string, vlen: number): number {
@@ -84,6 +91,13 @@ function writePair(buf: Buffer, pos: number, tag: number, k: string, klen: numbe
   if (klen) pos = writeString(buf, pos, T_KEY, k, klen);
   if (vlen) pos = writeString(buf, pos, T_VALUE, v, vlen);
   return pos;
+}
+
+function writeEntry(buf: Buffer, pos: number, tag: number, k: string, klen: number, v: string, vlen: number): number {
+  buf[pos++] = tag;
+  pos = writeVarint(buf, pos, entrySize(klen, vlen));
+  pos = writeString(buf, pos, T_KEY, k, klen);
+  return writeString(buf, pos, T_VALUE, v, vlen);
 }
 
 /** A gRPC message frame (5-byte prefix, uncompressed) of `size` bytes, the prefix written. */
@@ -108,7 +122,7 @@ export function encodeCallFrame(call: HopCall): Buffer {
     const klen = utf8Length(k);
     const vlen = utf8Length(call.headers[k]!);
     lens.push(klen, vlen);
-    size += lenFieldSize(pairSize(klen, vlen));
+    size += lenFieldSize(entrySize(klen, vlen));
   }
   if (call.cancel) size += 2;
   const buf = frameBuffer(size);
@@ -130,7 +144,7 @@ export function encodeCallFrame(call: HopCall): Buffer {
   }
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    pos = writePair(buf, pos, T_HEADERS, k, lens[2 * i]!, call.headers[k]!, lens[2 * i + 1]!);
+    pos = writeEntry(buf, pos, T_HEADERS, k, lens[2 * i]!, call.headers[k]!, lens[2 * i + 1]!);
   }
   if (call.cancel) {
     buf[pos++] = T_CANCEL;
