@@ -263,6 +263,7 @@ class Reader {
       const wt = tag & 7;
       if (no === 1 && wt === 2) k = r.string();
       else if (no === 2 && wt === 2) v = r.string();
+      else if (no === 0) throw new Error("invalid field number 0");
       else r.skip(wt);
     }
     return [k, v];

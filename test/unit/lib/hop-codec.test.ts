@@ -549,6 +549,17 @@ describe("malformed input throws", () => {
     }
   });
 
+  it("field number 0 inside a map entry or Metadata message", () => {
+    for (const f of ["0000", "010000000000000000", "0200", "0500000000"]) {
+      inEntry(f);
+      inEntry("0a016b" + f); // after the key
+      inEntry(f + "120176"); // before the value
+    }
+    // protobuf-es refuses it there too.
+    expect(() => fromBinary(ExchangeRequestSchema, Buffer.from("2a020000", "hex"))).toThrow();
+    expect(() => fromBinary(ExchangeResponseSchema, Buffer.from("1a020000", "hex"))).toThrow();
+  });
+
   it("wire types 3, 4, 6 and 7, at the top level (known and unknown numbers) and inside an entry", () => {
     for (const wt of [3, 4, 6, 7]) {
       for (const no of [1, 2, 3, 5, 9, 100]) {
