@@ -217,6 +217,19 @@ class Reader {
     return result >>> 0;
   }
 
+  /** A bool: true when any of the varint's 64 bits is set (a writer may send any non-zero value, as uint64 reads). */
+  bool(): boolean {
+    let bits = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (shift > 63) throw new Error("invalid varint");
+      if (this.pos >= this.end) throw new Error("premature EOF");
+      const b = this.buf[this.pos++]!;
+      // The tenth byte holds bit 63 only.
+      bits |= shift < 63 ? b & 0x7f : b & 1;
+      if ((b & 0x80) === 0) return bits !== 0;
+    }
+  }
+
   /** A length-delimited field's bounds. */
   span(): [number, number] {
     const len = this.varint();
@@ -303,7 +316,7 @@ export function decodeCall(bytes: Uint8Array): HopCall {
         break;
       }
       case T_CANCEL:
-        call.cancel = r.varint() !== 0;
+        call.cancel = r.bool();
         break;
       default:
         if (tag >>> 3 === 0) throw new Error("invalid field number 0");
@@ -337,7 +350,7 @@ export function decodeReply(bytes: Uint8Array): HopReply {
         reply.trailers.push(r.pair());
         break;
       case T_REFUSED:
-        reply.refused = r.varint() !== 0;
+        reply.refused = r.bool();
         break;
       default:
         if (tag >>> 3 === 0) throw new Error("invalid field number 0");

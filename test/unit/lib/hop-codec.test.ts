@@ -452,6 +452,25 @@ describe("decoding other writers' output", () => {
     expect(callShape(decodeCall(body))).toEqual(pbCall(body));
   });
 
+  it("a bool is true when any of its varint's 64 bits is set, not only the low 32", () => {
+    for (const v of [1n, 2n, 2n ** 31n, 2n ** 32n, 2n ** 35n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 32n + 1n]) {
+      const call = new BinaryWriter().tag(6, WireType.Varint).uint64(v).finish();
+      expect(decodeCall(call).cancel, `cancel ${v}`).toBe(true);
+      expect(fromBinary(ExchangeRequestSchema, call).cancel).toBe(true);
+      const reply = new BinaryWriter().tag(5, WireType.Varint).uint64(v).finish();
+      expect(decodeReply(reply).refused, `refused ${v}`).toBe(true);
+      expect(fromBinary(ExchangeResponseSchema, reply).refused).toBe(true);
+    }
+    // Zero, in one byte or overlong (10 bytes), is false.
+    for (const zero of ["3000", "30808080808080808000"]) {
+      expect(decodeCall(Buffer.from(zero, "hex")).cancel).toBe(false);
+      expect(fromBinary(ExchangeRequestSchema, Buffer.from(zero, "hex")).cancel).toBe(false);
+    }
+    expect(() => decodeCall(Buffer.from("30ffffffffffffffffff01", "hex"))).not.toThrow();
+    expect(() => decodeCall(Buffer.from("30ffffffffffffffffffff01", "hex"))).toThrow();
+    expect(() => decodeReply(Buffer.from("2880", "hex"))).toThrow();
+  });
+
   it("a negative int32-style id (10-byte varint) keeps its low 32 bits, as protobuf-es reads it", () => {
     const w = new BinaryWriter();
     w.tag(1, WireType.Varint).int32(-1);
