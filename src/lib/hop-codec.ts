@@ -217,6 +217,22 @@ class Reader {
     return result >>> 0;
   }
 
+  /** A length: its whole varint value (one of 2^32 or more throws, rather than being read modulo 2^32). */
+  length(): number {
+    if (this.pos < this.end && this.buf[this.pos]! < 0x80) return this.buf[this.pos++]!;
+    let len = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (shift > 63) throw new Error("invalid varint");
+      if (this.pos >= this.end) throw new Error("premature EOF");
+      const b = this.buf[this.pos++]!;
+      if (shift < 35) len += (b & 0x7f) * 2 ** shift;
+      else if (b & 0x7f) len = Infinity;
+      if ((b & 0x80) === 0) break;
+    }
+    if (len > 0xffffffff) throw new Error("invalid length");
+    return len;
+  }
+
   /** A bool: true when any of the varint's 64 bits is set (a writer may send any non-zero value, as uint64 reads). */
   bool(): boolean {
     let bits = 0;
@@ -232,7 +248,7 @@ class Reader {
 
   /** A length-delimited field's bounds. */
   span(): [number, number] {
-    const len = this.varint();
+    const len = this.length();
     const start = this.pos;
     if (len > this.end - start) throw new Error("premature EOF");
     this.pos = start + len;

@@ -550,6 +550,19 @@ describe("malformed input throws", () => {
     both("7d0102"); // unknown 32-bit field cut short
   });
 
+  it("a length of 2^32 or more (not read modulo 2^32: protobuf-es 2.13 would read 2^32 + 1 as 1)", () => {
+    for (const len of ["8180808010", "81808080f0ffffffff01", "8180808080808080808001"]) {
+      both("1a" + len + "00"); // call input / reply headers
+      both("12" + len + "00"); // call method / reply output
+      both("7a" + len + "00"); // an unknown length-delimited field
+      inEntry("0a" + len + "00"); // a key or name
+      inEntry("3a" + len + "00"); // an unknown field in an entry
+    }
+    // Lengths written in more bytes than needed but below 2^32 still read.
+    expect(hex(decodeCall(Buffer.from("1a818080800041", "hex")).input)).toBe("41");
+    expect(decodeReply(Buffer.from("22808000", "hex")).trailers).toEqual([["", ""]]);
+  });
+
   it("an overlong varint (11 bytes) in a value, a tag, a length and an unknown field", () => {
     const eleven = "ffffffffffffffffffff01";
     both("08" + eleven);
