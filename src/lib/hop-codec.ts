@@ -217,20 +217,23 @@ class Reader {
     return result >>> 0;
   }
 
-  /** A length: its whole varint value (one of 2^32 or more throws, rather than being read modulo 2^32). */
-  length(): number {
+  /**
+   * A tag or a length: its whole varint value (one of 2^32 or more throws, rather than being read modulo 2^32 as
+   * another field's tag or a shorter length).
+   */
+  u32(): number {
     if (this.pos < this.end && this.buf[this.pos]! < 0x80) return this.buf[this.pos++]!;
-    let len = 0;
+    let n = 0;
     for (let shift = 0; ; shift += 7) {
       if (shift > 63) throw new Error("invalid varint");
       if (this.pos >= this.end) throw new Error("premature EOF");
       const b = this.buf[this.pos++]!;
-      if (shift < 35) len += (b & 0x7f) * 2 ** shift;
-      else if (b & 0x7f) len = Infinity;
+      if (shift < 35) n += (b & 0x7f) * 2 ** shift;
+      else if (b & 0x7f) n = Infinity;
       if ((b & 0x80) === 0) break;
     }
-    if (len > 0xffffffff) throw new Error("invalid length");
-    return len;
+    if (n > 0xffffffff) throw new Error("varint overflows uint32");
+    return n;
   }
 
   /** A bool: true when any of the varint's 64 bits is set (a writer may send any non-zero value, as uint64 reads). */
@@ -248,7 +251,7 @@ class Reader {
 
   /** A length-delimited field's bounds. */
   span(): [number, number] {
-    const len = this.length();
+    const len = this.u32();
     const start = this.pos;
     if (len > this.end - start) throw new Error("premature EOF");
     this.pos = start + len;
@@ -287,7 +290,7 @@ class Reader {
     let k = "";
     let v = "";
     while (r.pos < e) {
-      const tag = r.varint();
+      const tag = r.u32();
       const no = tag >>> 3;
       const wt = tag & 7;
       if (no === 1 && wt === 2) k = r.string();
@@ -309,7 +312,7 @@ export function decodeCall(bytes: Uint8Array): HopCall {
   const r = new Reader(buf, 0, buf.length);
   const call: HopCall = { id: 0, method: "", input: EMPTY, timeoutMs: 0, headers: {}, cancel: false };
   while (r.pos < r.end) {
-    const tag = r.varint();
+    const tag = r.u32();
     const wt = tag & 7;
     switch (tag) {
       case T_ID:
@@ -348,7 +351,7 @@ export function decodeReply(bytes: Uint8Array): HopReply {
   const r = new Reader(buf, 0, buf.length);
   const reply: HopReply = { id: 0, output: EMPTY, headers: [], trailers: [], refused: false };
   while (r.pos < r.end) {
-    const tag = r.varint();
+    const tag = r.u32();
     const wt = tag & 7;
     switch (tag) {
       case T_ID:

@@ -574,6 +574,17 @@ describe("malformed input throws", () => {
     inEntry("0a" + eleven); // a length inside an entry
   });
 
+  it("a tag of 2^32 or more (not read modulo 2^32 as another field's tag), at the top level and in an entry", () => {
+    // 8 + 2^32 and 0x2a + 2^35: read modulo 2^32 they would be field 1 (id) and field 5 (a call's headers).
+    for (const tag of ["8880808010", "aa80808080010a", "88808080808080808001"]) {
+      both(tag + "01");
+      inEntry(tag + "01");
+    }
+    expect(() => fromBinary(ExchangeRequestSchema, Buffer.from("888080801001", "hex"))).toThrow();
+    // A tag written in more bytes than needed, below 2^32, still reads.
+    expect(decodeCall(Buffer.from("88800005", "hex")).id).toBe(5);
+  });
+
   it("field number 0, at the top level", () => {
     for (const f of ["0000", "010000000000000000", "0200", "0500000000"]) {
       both(f);
