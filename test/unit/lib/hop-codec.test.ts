@@ -228,6 +228,21 @@ describe("generated round trips", () => {
     );
   });
 
+  it("lone surrogates: written as U+FFFD, the bytes toBinary writes", () => {
+    const call: HopCall = {
+      id: 1,
+      method: "a\ud800b",
+      input: new Uint8Array(0),
+      timeoutMs: 0,
+      headers: { "\udc00": "\ud83d" },
+      cancel: false,
+    };
+    const body = expectFrame(encodeCallFrame(call), callToBinary(call));
+    expect(decodeCall(body)).toMatchObject({ method: "a\ufffdb", headers: { "\ufffd": "\ufffd" } });
+    const reply: HopReply = { id: 1, output: new Uint8Array(0), headers: [["\ud800", "x\udfff"]], trailers: [], refused: false };
+    expect(decodeReply(expectFrame(encodeReplyFrame(reply), replyToBinary(reply))).headers).toEqual([["\ufffd", "x\ufffd"]]);
+  });
+
   it("input and output come back as views into the given bytes", () => {
     const input = Uint8Array.from({ length: 300 }, (_, i) => i & 0xff);
     const body = encodeCallFrame({ id: 7, method: "m", input, timeoutMs: 0, headers: {}, cancel: false }).subarray(5);
