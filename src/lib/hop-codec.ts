@@ -3,8 +3,9 @@
  * read here rather than through protobuf-es's reflection: every unary call over the channel crosses four of them
  * (the call and its answer, encoded and decoded), and reflection with a map and two repeated messages cost more per
  * envelope than the rest of a call's framing. Output is the bytes `toBinary` writes (fields by number, zero values
- * left out, map entries and metadata in insertion order); decoding accepts what any conforming writer sends (fields in
- * any order, unknown fields skipped, the last of a repeated scalar winning) and throws on malformed input.
+ * left out, map entries and metadata in insertion order, a map entry's key and value written even when empty);
+ * decoding accepts what any conforming writer sends (fields in any order, unknown fields skipped, the last of a
+ * repeated scalar winning) and throws on malformed input.
  * Checked against the generated schema in test/unit/lib/hop-codec.test.ts.
  */
 
@@ -74,8 +75,14 @@ const T_REFUSED = (5 << 3) | 0;
 const T_KEY = (1 << 3) | 2;
 const T_VALUE = (2 << 3) | 2;
 
+/** A Metadata message's size: its empty fields left out, as for any message. */
 function pairSize(klen: number, vlen: number): number {
   return (klen ? lenFieldSize(klen) : 0) + (vlen ? lenFieldSize(vlen) : 0);
+}
+
+/** A map entry's size: `toBinary` writes an entry's key and value even when empty. */
+function entrySize(klen: number, vlen: number): number {
+  return lenFieldSize(klen) + lenFieldSize(vlen);
 }
 
 function writePair(buf: Buffer, pos: number, tag: number, k: string, klen: number, v: string, vlen: number): number {
@@ -84,6 +91,13 @@ function writePair(buf: Buffer, pos: number, tag: number, k: string, klen: numbe
   if (klen) pos = writeString(buf, pos, T_KEY, k, klen);
   if (vlen) pos = writeString(buf, pos, T_VALUE, v, vlen);
   return pos;
+}
+
+function writeEntry(buf: Buffer, pos: number, tag: number, k: string, klen: number, v: string, vlen: number): number {
+  buf[pos++] = tag;
+  pos = writeVarint(buf, pos, entrySize(klen, vlen));
+  pos = writeString(buf, pos, T_KEY, k, klen);
+  return writeString(buf, pos, T_VALUE, v, vlen);
 }
 
 /** A gRPC message frame (5-byte prefix, uncompressed) of `size` bytes, the prefix written. */
@@ -108,7 +122,7 @@ export function encodeCallFrame(call: HopCall): Buffer {
     const klen = utf8Length(k);
     const vlen = utf8Length(call.headers[k]!);
     lens.push(klen, vlen);
-    size += lenFieldSize(pairSize(klen, vlen));
+    size += lenFieldSize(entrySize(klen, vlen));
   }
   if (call.cancel) size += 2;
   const buf = frameBuffer(size);
@@ -130,7 +144,7 @@ export function encodeCallFrame(call: HopCall): Buffer {
   }
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    pos = writePair(buf, pos, T_HEADERS, k, lens[2 * i]!, call.headers[k]!, lens[2 * i + 1]!);
+    pos = writeEntry(buf, pos, T_HEADERS, k, lens[2 * i]!, call.headers[k]!, lens[2 * i + 1]!);
   }
   if (call.cancel) {
     buf[pos++] = T_CANCEL;
@@ -203,9 +217,41 @@ class Reader {
     return result >>> 0;
   }
 
+  /**
+   * A tag or a length: its whole varint value (one of 2^32 or more throws, rather than being read modulo 2^32 as
+   * another field's tag or a shorter length).
+   */
+  u32(): number {
+    if (this.pos < this.end && this.buf[this.pos]! < 0x80) return this.buf[this.pos++]!;
+    let n = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (shift > 63) throw new Error("invalid varint");
+      if (this.pos >= this.end) throw new Error("premature EOF");
+      const b = this.buf[this.pos++]!;
+      if (shift < 35) n += (b & 0x7f) * 2 ** shift;
+      else if (b & 0x7f) n = Infinity;
+      if ((b & 0x80) === 0) break;
+    }
+    if (n > 0xffffffff) throw new Error("varint overflows uint32");
+    return n;
+  }
+
+  /** A bool: true when any of the varint's 64 bits is set (a writer may send any non-zero value, as uint64 reads). */
+  bool(): boolean {
+    let bits = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (shift > 63) throw new Error("invalid varint");
+      if (this.pos >= this.end) throw new Error("premature EOF");
+      const b = this.buf[this.pos++]!;
+      // The tenth byte holds bit 63 only.
+      bits |= shift < 63 ? b & 0x7f : b & 1;
+      if ((b & 0x80) === 0) return bits !== 0;
+    }
+  }
+
   /** A length-delimited field's bounds. */
   span(): [number, number] {
-    const len = this.varint();
+    const len = this.u32();
     const start = this.pos;
     if (len > this.end - start) throw new Error("premature EOF");
     this.pos = start + len;
@@ -244,11 +290,12 @@ class Reader {
     let k = "";
     let v = "";
     while (r.pos < e) {
-      const tag = r.varint();
+      const tag = r.u32();
       const no = tag >>> 3;
       const wt = tag & 7;
       if (no === 1 && wt === 2) k = r.string();
       else if (no === 2 && wt === 2) v = r.string();
+      else if (no === 0) throw new Error("invalid field number 0");
       else r.skip(wt);
     }
     return [k, v];
@@ -265,7 +312,7 @@ export function decodeCall(bytes: Uint8Array): HopCall {
   const r = new Reader(buf, 0, buf.length);
   const call: HopCall = { id: 0, method: "", input: EMPTY, timeoutMs: 0, headers: {}, cancel: false };
   while (r.pos < r.end) {
-    const tag = r.varint();
+    const tag = r.u32();
     const wt = tag & 7;
     switch (tag) {
       case T_ID:
@@ -288,7 +335,7 @@ export function decodeCall(bytes: Uint8Array): HopCall {
         break;
       }
       case T_CANCEL:
-        call.cancel = r.varint() !== 0;
+        call.cancel = r.bool();
         break;
       default:
         if (tag >>> 3 === 0) throw new Error("invalid field number 0");
@@ -304,7 +351,7 @@ export function decodeReply(bytes: Uint8Array): HopReply {
   const r = new Reader(buf, 0, buf.length);
   const reply: HopReply = { id: 0, output: EMPTY, headers: [], trailers: [], refused: false };
   while (r.pos < r.end) {
-    const tag = r.varint();
+    const tag = r.u32();
     const wt = tag & 7;
     switch (tag) {
       case T_ID:
@@ -322,7 +369,7 @@ export function decodeReply(bytes: Uint8Array): HopReply {
         reply.trailers.push(r.pair());
         break;
       case T_REFUSED:
-        reply.refused = r.varint() !== 0;
+        reply.refused = r.bool();
         break;
       default:
         if (tag >>> 3 === 0) throw new Error("invalid field number 0");
