@@ -479,6 +479,8 @@ class HopChannel {
     if (call.input.byteLength > this.fast.readMaxBytes) {
       return this.#replyError(id, new ConnectError(`message size ${call.input.byteLength} is larger than configured readMaxBytes ${this.fast.readMaxBytes}`, Code.ResourceExhausted));
     }
+    const bad = badMetadata(call.headers);
+    if (bad !== undefined) return this.#replyError(id, new ConnectError(`the ${JSON.stringify(bad)} metadata is not a valid gRPC header`, Code.InvalidArgument));
     let input;
     try {
       input = codecOf(method.input).decode(call.input);
@@ -487,19 +489,26 @@ class HopChannel {
     }
     const ac = new LightAbortController();
     this.calls.set(id, ac);
-    this.fast.transport.unary(method as never, ac.signal, call.timeoutMs || undefined, call.headers, input as never).then(
-      (res) => {
-        const fields = responseFields(res);
-        this.#finish(id, encodeReplyFrame({
-          id,
-          output: codecOf(method.output).encode(res.message as object),
-          headers: fields.header ? pairsOf(fieldsOf(fields.header, {})) : (NO_PAIRS as Array<[string, string]>),
-          trailers: fields.trailer ? pairsOf(statusFields(undefined, fieldsOf(fields.trailer, {}))) : (OK_TRAILER_PAIRS as Array<[string, string]>),
-          refused: false,
-        }));
-      },
-      (e: unknown) => this.#finish(id, this.#errorFrame(id, ConnectError.from(e))),
-    );
+    void this.#run(id, method, ac, call, input);
+  }
+
+  /** Runs one call and answers it; whatever it throws, synchronously or not, is its answer's status. */
+  async #run(id: number, method: DescMethod, ac: AbortController, call: HopCall, input: unknown): Promise<void> {
+    let frame: Buffer;
+    try {
+      const res = await this.fast.transport.unary(method as never, ac.signal, call.timeoutMs || undefined, call.headers, input as never);
+      const fields = responseFields(res);
+      frame = encodeReplyFrame({
+        id,
+        output: codecOf(method.output).encode(res.message as object),
+        headers: fields.header ? pairsOf(fieldsOf(fields.header, {})) : (NO_PAIRS as Array<[string, string]>),
+        trailers: fields.trailer ? pairsOf(statusFields(undefined, fieldsOf(fields.trailer, {}))) : (OK_TRAILER_PAIRS as Array<[string, string]>),
+        refused: false,
+      });
+    } catch (e) {
+      frame = this.#errorFrame(id, ConnectError.from(e));
+    }
+    this.#finish(id, frame);
   }
 
   #errorFrame(id: number, err: ConnectError): Buffer {
@@ -563,6 +572,21 @@ class HopChannel {
   abortAll(reason: unknown): void {
     for (const ac of this.calls.values()) ac.abort(reason);
   }
+}
+
+const LEGAL_KEY = /^[0-9a-z_.-]+$/;
+const PRINTABLE_ASCII = /^[ -~]*$/;
+
+/**
+ * The first metadata name that an HTTP/2 request could not carry as a gRPC header (a name outside gRPC's lowercase
+ * set, a value outside printable ASCII): a call on its own stream never brings one, so neither may a channel's call.
+ */
+function badMetadata(headers: Record<string, string>): string | undefined {
+  for (const k of Object.keys(headers)) {
+    if (!LEGAL_KEY.test(k)) return k;
+    if (!PRINTABLE_ASCII.test(headers[k]!)) return k;
+  }
+  return undefined;
 }
 
 /** The abort reason of a call its gateway cancelled, or whose channel closed. */

@@ -383,6 +383,12 @@ describe("the core's side of the channel, through a raw HTTP/2 client", () => {
       expect(raw.trailer(await raw.reply(4), "grpc-status")).toBe(String(Code.InvalidArgument));
       // A server-streaming method needs a stream of its own.
       expect(raw.trailer(await raw.reply(5), "grpc-status")).toBe(String(Code.Unimplemented));
+      // Metadata no HTTP/2 header could carry: refused as a call, the core goes on (no crash, no unanswered call).
+      raw.call({ id: 6, method: CHAT_PATH, input: raw.input(ok), headers: { "x-bad": "a\r\nb", "Bad Name": "1" } });
+      const r6 = await raw.reply(6);
+      expect(raw.trailer(r6, "grpc-status")).toBe(String(Code.InvalidArgument));
+      raw.call({ id: 9, method: CHAT_PATH, input: raw.input(ok) });
+      expect(raw.trailer(await raw.reply(9), "grpc-status")).toBe("0");
     } finally {
       raw.session.destroy();
       await c.kill();
