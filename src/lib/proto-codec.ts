@@ -171,8 +171,11 @@ function makeCodec(schema: DescMessage): MessageCodec {
   const listNames = schema.fields.filter((f) => !f.oneof && f.fieldKind === "list").map((f) => f.localName);
   const mapNames = schema.fields.filter((f) => !f.oneof && f.fieldKind === "map").map((f) => f.localName);
   const oneofNames = schema.oneofs.map((o) => o.localName);
+  // An implicit `bytes` field's zero value, an empty Uint8Array, is an object too (one per message, as protobuf-es's).
+  const bytesNames = schema.fields.filter((f) => !f.oneof && f.fieldKind === "scalar" && f.scalar === ScalarType.BYTES && f.presence === IMPLICIT).map((f) => f.localName);
   const fresh = (): Record<string, unknown> => {
     const msg = { ...zero };
+    for (const k of bytesNames) msg[k] = new Uint8Array(0);
     for (const k of listNames) msg[k] = [];
     for (const k of mapNames) msg[k] = {};
     for (const k of oneofNames) msg[k] = { case: undefined };
