@@ -90,7 +90,8 @@ const probes: Probe[] = [
         chat_serve_cpu_per_chunk_us: num(serve[7]!),
         chat_serve_bad_streams_or_errors: num(serve[8]!) + num(serve[9]!),
         chat_serve_rss_after_c32_mb: num(serve[10]!),
-        // Issue 24: the split path at most 1.5× the in-process CPU per request (both processes' CPU, same run).
+        // Issue 24: the split path at most 1.5× the in-process CPU per request (both processes' CPU, same run). One
+        // short round is too noisy to hold that bound (quick-thresholds.json says how noisy): its bound is looser.
         chat_split_cpu_per_request_x_serve: Math.round((100 * num(split[6]!)) / num(serve[6]!)) / 100,
         chat_split_bad_streams_or_errors: num(split[8]!) + num(split[9]!),
       };
