@@ -54,7 +54,6 @@ const MAX_ID = 0x7fff_ffff;
 /** One call waiting for its answer. */
 class HopCallState {
   lane: Lane | undefined;
-  session: ClientHttp2Session | undefined;
   timer: NodeJS.Timeout | undefined;
   resent = false;
   settled = false;
@@ -232,7 +231,6 @@ class Lane {
 
   send(call: HopCallState): void {
     call.lane = this;
-    call.session = this.session;
     this.calls.set(call.id, call);
     this.client.conn.enter(this.session);
     this.stream.write(call.frame);
