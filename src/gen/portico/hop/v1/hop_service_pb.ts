@@ -148,7 +148,7 @@ export const MetadataSchema: GenMessage<Metadata> = /*@__PURE__*/
 
 /**
  * HopService carries a split gateway's unary calls to the core, many on one long-lived stream
- * (docs/architecture.md, "The hop's unary channel"). Each call runs exactly as the same call made on its own
+ * (docs/architecture.md, "The split hop's unary channel"). Each call runs exactly as the same call made on its own
  * gRPC stream would: the same method, request metadata, interceptors (credentials are checked per call, from
  * the call's own metadata), deadline and answer. What it saves is the HTTP/2 stream per call: the headers,
  * HPACK, trailers and Node's stream objects on both ends. Server-streaming calls keep their own streams (each
