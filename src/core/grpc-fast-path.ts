@@ -34,6 +34,7 @@ import { LightAbortController } from "../lib/light-abort.js";
 import { codecOf } from "../lib/proto-codec.js";
 import { decodeCall, encodeReplyFrame, type HopCall } from "../lib/hop-codec.js";
 import { FrameReader, FrameTooLarge } from "../lib/grpc-frames.js";
+import { LEGAL_KEY, PRINTABLE_ASCII } from "../lib/grpc-metadata.js";
 import { HopService } from "../gen/portico/hop/v1/hop_service_pb.js";
 
 const CONTENT_TYPES = new Set(["application/grpc", "application/grpc+proto"]);
@@ -573,9 +574,6 @@ class HopChannel {
     for (const ac of this.calls.values()) ac.abort(reason);
   }
 }
-
-const LEGAL_KEY = /^[0-9a-z_.-]+$/;
-const PRINTABLE_ASCII = /^[ -~]*$/;
 
 /**
  * The first metadata name that an HTTP/2 request could not carry as a gRPC header (a name outside gRPC's lowercase

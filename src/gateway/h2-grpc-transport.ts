@@ -35,6 +35,7 @@ import { Code, ConnectError, type StreamResponse, type Transport, type UnaryResp
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { codecOf } from "../lib/proto-codec.js";
 import { FrameReader, FrameTooLarge } from "../lib/grpc-frames.js";
+import { LEGAL_KEY, PRINTABLE_ASCII } from "../lib/grpc-metadata.js";
 import { ReadAhead } from "./read-ahead.js";
 
 const KEEPALIVE_TIMEOUT_MS = 15_000;
@@ -67,7 +68,7 @@ export interface H2GrpcTransportOptions {
    * stream each; given the connection, the limit, the URL's scheme and the call on its own stream (what the channel
    * falls back to when the core does not serve it).
    */
-  unaryChannel?: (conn: Connection, maxBytes: number, scheme: string, perCall: PerCallUnary) => UnaryChannel;
+  unaryChannel?: (conn: Connection, maxBytes: number, headersFor: HeadersFor, perCall: PerCallUnary) => UnaryChannel;
 }
 
 /** A unary call on its own stream. */
@@ -79,14 +80,15 @@ export type PerCallUnary = (
   input: unknown,
 ) => Promise<UnaryResponse>;
 
+/** A call's HTTP/2 request headers: pseudo-headers, gRPC's own, the deadline and the caller's metadata. */
+export type HeadersFor = (method: DescMethod, timeoutMs: number | undefined, header: ConstructorParameters<typeof Headers>[0] | undefined) => OutgoingHttpHeaders;
+
 /** What carries unary calls in place of a stream each, while `unsupported` is false. */
 export interface UnaryChannel {
   readonly unsupported: boolean;
-  unary: PerCallUnary;
+  unary(...args: Parameters<PerCallUnary>): Promise<UnaryResponse>;
 }
 
-const PRINTABLE_ASCII = /^[ -~]*$/;
-const LEGAL_KEY = /^[0-9a-z_.-]+$/;
 
 /** The caller's headers as HTTP/2 request headers (gRPC metadata), after `base` (pseudo-headers, content-type …). */
 export function requestHeaders(base: OutgoingHttpHeaders, header: ConstructorParameters<typeof Headers>[0] | undefined): OutgoingHttpHeaders {
@@ -236,6 +238,12 @@ export function connectionError(err: Error | undefined): boolean {
   );
 }
 
+/** Unavailable, for a core that could not be reached: the socket's error (ECONNREFUSED …) as the cause, which the failover reads. */
+export function unavailableStatus(err: Error): Status {
+  const cause = err instanceof ConnectError ? (err.cause ?? err) : rootCause(err);
+  return { code: Code.Unavailable, details: err instanceof ConnectError ? err.rawMessage : (cause as Error).message, cause };
+}
+
 /** The root of an error's cause chain (the socket's errno error under Node's stream errors). */
 export function rootCause(err: Error): Error {
   let e = err;
@@ -301,6 +309,24 @@ export class Connection {
       throw new ConnectError(`No connection established. Last error: ${this.#lastError.message}`, Code.Unavailable, undefined, undefined, this.#lastError);
     }
     return this.#dial();
+  }
+
+  /**
+   * A stream on the current session; a session closing under the request (GOAWAY, closed between the check and the
+   * request) is retired and the stream opened once more on a new one. Throws Unavailable when the core cannot be reached.
+   */
+  openStream(headers: OutgoingHttpHeaders): ClientHttp2Stream {
+    const session = this.session();
+    try {
+      return request(session, headers);
+    } catch {
+      this.retire(session);
+      try {
+        return request(this.session(), headers);
+      } catch (err2) {
+        throw new ConnectError((err2 as Error).message, Code.Unavailable, undefined, undefined, err2);
+      }
+    }
   }
 
   /** Called with a session when it is retired (the hop channel ends its stream on it: a session's close waits for its streams). */
@@ -429,20 +455,8 @@ class Call {
   }
 
   #open(): void {
-    let session = this.conn.session();
-    let stream: ClientHttp2Stream;
-    try {
-      stream = request(session, this.headers);
-    } catch {
-      // A session closing under us (GOAWAY, closed between the check and the request): once more on a new one.
-      this.conn.retire(session);
-      session = this.conn.session();
-      try {
-        stream = request(session, this.headers);
-      } catch (err2) {
-        throw new ConnectError((err2 as Error).message, Code.Unavailable, undefined, undefined, err2);
-      }
-    }
+    const stream = this.conn.openStream(this.headers);
+    const session = stream.session as ClientHttp2Session;
     this.session = session;
     this.stream = stream;
     this.conn.enter(session);
@@ -519,23 +533,19 @@ class Call {
         this.#open();
         return;
       } catch (err) {
-        return this.#end(this.#unavailable(err as Error));
+        return this.#end(unavailableStatus(err as Error));
       }
     }
     if (this.#status) return this.#end(this.#status);
     this.#end(this.#closeStatus(stream, session));
   }
 
-  #unavailable(err: Error): Status {
-    const cause = err instanceof ConnectError ? (err.cause ?? err) : rootCause(err);
-    return { code: Code.Unavailable, details: err instanceof ConnectError ? err.rawMessage : (cause as Error).message, cause };
-  }
 
   /** The status of a stream that closed without one, as grpc-js reads it. */
   #closeStatus(stream: ClientHttp2Stream, session: ClientHttp2Session): Status {
     const err = this.#error;
     // A connection that failed or dropped: the socket's error is the cause (the failover reads it).
-    if (connectionError(err) && !this.#answered) return this.#unavailable(err!);
+    if (connectionError(err) && !this.#answered) return unavailableStatus(err!);
     switch (stream.rstCode) {
       case NGHTTP2_NO_ERROR:
         if (this.#httpStatus && this.#httpStatus !== 200) return httpStatusOf(this.#httpStatus);
@@ -591,7 +601,7 @@ export function createH2GrpcTransport(options: H2GrpcTransportOptions): Transpor
   const maxBytes = options.readMaxBytes ?? 0xffff_ffff;
   const scheme = url.protocol === "https:" ? "https" : "http";
 
-  const headersFor = (method: DescMethod, timeoutMs: number | undefined, header: ConstructorParameters<typeof Headers>[0] | undefined): OutgoingHttpHeaders => {
+  const headersFor: HeadersFor = (method, timeoutMs, header) => {
     const base: OutgoingHttpHeaders = {
       ":method": "POST",
       ":scheme": scheme,
@@ -655,13 +665,13 @@ export function createH2GrpcTransport(options: H2GrpcTransportOptions): Transpor
     });
   };
 
-  const channel = options.unaryChannel?.(conn, maxBytes, scheme, perCall);
+  const channel = options.unaryChannel?.(conn, maxBytes, headersFor, perCall);
 
   return {
     close: () => conn.close(),
 
     unary(method, signal, timeoutMs, header, input) {
-      return (channel === undefined || channel.unsupported ? perCall : channel.unary)(method, signal, timeoutMs, header, input) as never;
+      return (channel !== undefined && !channel.unsupported ? channel.unary(method, signal, timeoutMs, header, input) : perCall(method, signal, timeoutMs, header, input)) as never;
     },
 
     async stream(method, signal, timeoutMs, header, input) {

@@ -33,11 +33,12 @@ import {
   errorOf,
   OK,
   pathOf,
-  request,
   requestHeaders,
   rootCause,
   statusOf,
+  unavailableStatus,
   type Connection,
+  type HeadersFor,
   type PerCallUnary,
   type Status,
   type UnaryChannel,
@@ -45,7 +46,6 @@ import {
 
 const { NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM, NGHTTP2_CANCEL } = http2.constants;
 
-const HOP_PATH = `/${HopService.typeName}/${HopService.method.exchange.name}`;
 /** What an answer's envelope may add to its message: its metadata. */
 const ENVELOPE_ROOM = 64 * 1024;
 /** Ids wrap below 2^31 (a uint32 field; smaller varints than the full range would need). */
@@ -71,8 +71,8 @@ class HopCallState {
     readonly made: { timeoutMs: number | undefined; header: HeadersArg; input: unknown },
   ) {}
 
-  /** Leaves the lane (its open-call count and the session's) and the caller's signal. */
-  #leave(): boolean {
+  /** Leaves the lane (its open-call count and the session's), the deadline and the caller's signal; false when already settled. */
+  leave(): boolean {
     if (this.settled) return false;
     this.settled = true;
     if (this.timer) clearTimeout(this.timer);
@@ -90,7 +90,7 @@ class HopCallState {
       lane?.retire();
       return this.resend(STOPPING);
     }
-    if (!this.#leave()) return;
+    if (!this.leave()) return;
     const trailers = metadataOf(reply.trailers);
     // The response headers a call on its own stream gets (content-type among them), then the ones the call set.
     const headers = reply.headers.length > 0 ? metadataOf(reply.headers, { ...STREAM_HEADERS }) : STREAM_HEADERS;
@@ -110,7 +110,7 @@ class HopCallState {
 
   /** Ends the call with a status of its own (deadline, a failed channel). */
   fail(status: Status): void {
-    if (this.#leave()) this.reject(errorOf(status, undefined));
+    if (this.leave()) this.reject(errorOf(status, undefined));
   }
 
   /** The caller's signal aborted, or the deadline passed: a cancel goes to the core. */
@@ -118,7 +118,7 @@ class HopCallState {
     if (this.settled) return;
     // Sent before the call leaves its lane (a retired lane that empties ends its stream).
     this.lane?.sendCancel(this.id);
-    this.#leave();
+    this.leave();
     this.reject(err);
   }
 
@@ -130,7 +130,7 @@ class HopCallState {
     try {
       this.client.lane().send(this);
     } catch (err) {
-      this.fail(unavailable(err as Error));
+      this.fail(unavailableStatus(err as Error));
     }
   }
 }
@@ -138,10 +138,6 @@ class HopCallState {
 /** The status of a call the core did not start twice over (it is stopping). */
 const STOPPING: Status = { code: Code.Unavailable, details: "the core is stopping and did not start the call" };
 
-function unavailable(err: Error): Status {
-  const cause = err instanceof ConnectError ? (err.cause ?? err) : rootCause(err);
-  return { code: Code.Unavailable, details: err instanceof ConnectError ? err.rawMessage : (cause as Error).message, cause };
-}
 
 /** What the core's answer on a stream of its own starts with (src/core/grpc-fast-path.ts); read, never changed. */
 const STREAM_HEADERS: IncomingHttpHeaders = Object.freeze({ ":status": 200 as never, "content-type": "application/grpc+proto" });
@@ -171,15 +167,17 @@ class Lane {
   #error: Error | undefined;
   readonly #frames: FrameReader;
 
+  readonly session: ClientHttp2Session;
+
   constructor(
     readonly client: HopClient,
-    readonly session: ClientHttp2Session,
     headers: OutgoingHttpHeaders,
   ) {
     // An answer's message within the client's limit, and room for its envelope's metadata (larger: the lane fails).
     this.#frames = new FrameReader(client.maxBytes >= 0xffff_ffff - ENVELOPE_ROOM ? 0xffff_ffff : client.maxBytes + ENVELOPE_ROOM, this);
-    const stream = request(session, headers) as LaneStream;
+    const stream = client.conn.openStream(headers) as LaneStream;
     this.stream = stream;
+    this.session = stream.session as ClientHttp2Session;
     stream[kLane] = this;
     stream.on("response", Lane.#onResponse);
     stream.on("data", Lane.#onData);
@@ -291,7 +289,7 @@ class Lane {
     }
     let final: Status;
     if (status) final = status;
-    else if (connectionError(err) && !this.answered) final = unavailable(err!);
+    else if (connectionError(err) && !this.answered) final = unavailableStatus(err!);
     else if (err || this.session.destroyed) final = { code: Code.Unavailable, details: "Connection dropped", ...(err ? { cause: rootCause(err) } : {}) };
     else final = { code: Code.Internal, details: `Received RST_STREAM with code ${this.stream.rstCode} (Call ended without gRPC status)` };
     for (const call of calls) call.fail(final);
@@ -301,33 +299,22 @@ class Lane {
 const EMPTY = new Uint8Array(0);
 
 type HeadersArg = ConstructorParameters<typeof Headers>[0] | undefined;
-type PerCall = PerCallUnary;
 
 /** The channel client of one core URL (one Connection). */
 class HopClient implements UnaryChannel {
   unsupported = false;
   #lane: Lane | undefined;
   #nextId = 1;
+  /** The channel's own request headers (no deadline, no metadata: each call carries its own). */
   readonly #headers: OutgoingHttpHeaders;
-  readonly #perCall: PerCall;
 
   constructor(
     readonly conn: Connection,
     readonly maxBytes: number,
-    scheme: string,
-    perCall: PerCall,
+    headersFor: HeadersFor,
+    readonly perCall: PerCallUnary,
   ) {
-    this.#perCall = perCall;
-    this.#headers = {
-      ":method": "POST",
-      ":scheme": scheme,
-      ":authority": conn.authority,
-      ":path": HOP_PATH,
-      "content-type": "application/grpc",
-      te: "trailers",
-      "user-agent": "portico-gateway",
-      "grpc-accept-encoding": "identity",
-    };
+    this.#headers = headersFor(HopService.method.exchange, undefined, undefined);
     conn.onRetire.add((s) => {
       if (this.#lane?.session === s) {
         this.#lane.retire();
@@ -342,20 +329,7 @@ class HopClient implements UnaryChannel {
     if (l && !l.retired && this.conn.isCurrent(l.session)) return l;
     if (l) l.retire();
     this.#lane = undefined;
-    const session = this.conn.session();
-    let lane: Lane;
-    try {
-      lane = new Lane(this, session, this.#headers);
-    } catch {
-      // A session closing under us (GOAWAY, closed between the check and the request): once more on a new one.
-      this.conn.retire(session);
-      const again = this.conn.session();
-      try {
-        lane = new Lane(this, again, this.#headers);
-      } catch (err2) {
-        throw new ConnectError((err2 as Error).message, Code.Unavailable, undefined, undefined, err2);
-      }
-    }
+    const lane = new Lane(this, this.#headers);
     this.#lane = lane;
     return lane;
   }
@@ -375,12 +349,9 @@ class HopClient implements UnaryChannel {
 
   /** A call that was on a channel the core does not serve, sent on its own stream. */
   fallback(call: HopCallState): void {
-    const kept = call.made;
-    if (call.settled) return;
-    call.settled = true;
-    if (call.timer) clearTimeout(call.timer);
-    if (call.onAbort) call.signal!.removeEventListener("abort", call.onAbort);
-    this.#perCall(call.method, call.signal, kept.timeoutMs, kept.header, kept.input).then(call.resolve, call.reject);
+    if (!call.leave()) return;
+    const made = call.made;
+    this.perCall(call.method, call.signal, made.timeoutMs, made.header, made.input).then(call.resolve, call.reject);
   }
 
   unary(method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeadersArg, input: unknown): Promise<UnaryResponse> {
@@ -414,12 +385,6 @@ class HopClient implements UnaryChannel {
 }
 
 /** The unary channel of one core connection: `H2GrpcTransportOptions.unaryChannel`. */
-export function createHopChannel(conn: Connection, maxBytes: number, scheme: string, perCall: PerCallUnary): UnaryChannel {
-  const client = new HopClient(conn, maxBytes, scheme, perCall);
-  return {
-    get unsupported() {
-      return client.unsupported;
-    },
-    unary: (method, signal, timeoutMs, header, input) => client.unary(method, signal, timeoutMs, header, input),
-  };
+export function createHopChannel(conn: Connection, maxBytes: number, headersFor: HeadersFor, perCall: PerCallUnary): UnaryChannel {
+  return new HopClient(conn, maxBytes, headersFor, perCall);
 }
