@@ -8,8 +8,8 @@
  *   of a preset's server tools (the loop runs in chat completions only);
  * - `beforeExecute`: a stage right before the attempts run (the Messages dialect's Anthropic headers).
  *
- * Chat completions, Messages, Responses and Gemini run this one list; a dialect only fills slots. Adding a stage to
- * every dialect: its module, and one entry in the list.
+ * Chat completions, Messages, Responses and Gemini run this one list; a dialect only fills slots (its handler's
+ * `…Edges`). Adding a stage to every dialect: its module, and one line at its place in the list.
  */
 import { compose, type ChatCall, type ChatOutcome, type ChatStage } from "./stage.js";
 
