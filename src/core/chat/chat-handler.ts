@@ -1,10 +1,7 @@
 /**
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
- * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
- *
- *   record → limits → rate → cost → validate → content → preset → route → server-tools → cache → plan → plugins → spend → execute
- *
- * (trace first when tracing is on; the other dialects fill the chain's slots: pipeline/chain.ts, `createChatStages`).
+ * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md). The order is the list in
+ * `createChatStages` below, which every dialect runs; chat completions fill none of its slots (pipeline/chain.ts).
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their

@@ -1,8 +1,8 @@
 /**
  * The Gemini dialect's RPCs of ChatService (GenerateContent, StreamGenerateContent, CountGeminiTokens): the same
- * pipeline as chat completions with the dialect at its edges (dialects/gemini-generate.ts):
- *
- *   record → limits → rate → cost → decode (Gemini → canonical) → validate → content → preset → route → server-tools (refusal) → cache → plan → plugins → spend → execute
+ * pipeline as chat completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots
+ * (`geminiEdges`; dialects/gemini-generate.ts): decode (Gemini → canonical) after the outer stages, and the
+ * server-tools refusal.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The model
  * comes from the path: `<provider>/<model>` or `@preset/<slug>` as everywhere, a `models/` prefix dropped, and a

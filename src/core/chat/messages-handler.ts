@@ -1,8 +1,8 @@
 /**
  * The Anthropic Messages dialect's RPCs of ChatService (CreateMessage, StreamMessage, CountMessageTokens):
- * the same pipeline as chat completions with the dialect at its edges (dialects/anthropic-messages.ts):
- *
- *   record → limits → rate → cost → decode (Messages → canonical) → validate → content → preset → route → server-tools (refusal) → cache → plan → plugins → spend → anthropic headers → execute
+ * the chain of chat completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots
+ * (`messagesEdges`; dialects/anthropic-messages.ts): decode (Messages → canonical) after the outer stages, the
+ * server-tools refusal, and the Anthropic headers right before execute.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * `anthropic-beta` / `anthropic-version` headers of the caller go to the attempts served by an Anthropic

@@ -1,8 +1,7 @@
 /**
  * The OpenAI Responses dialect's RPCs of ChatService (CreateResponse, StreamResponse): the same pipeline as chat
- * completions with the dialect at its edges (dialects/openai-responses.ts):
- *
- *   record → limits → rate → cost → decode (Responses → canonical) → validate → content → preset → route → server-tools (refusal) → cache → plan → plugins → spend → execute
+ * completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots (`responsesEdges`;
+ * dialects/openai-responses.ts): decode (Responses → canonical) after the outer stages, and the server-tools refusal.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * decoded body is kept per call for the encoder (the `response` object repeats request fields, and `include`
