@@ -1,8 +1,7 @@
 /**
  * ChatService: chat completions routed to upstream providers (issue 11), as a pipeline of stages
- * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md):
- *
- *   record → limits → rate → cost → validate → preset → route → server-tools → cache → plan → plugins → spend → execute
+ * (src/core/chat/pipeline; the chain and the stage contract are in docs/architecture.md). The order is the list in
+ * `createChatStages` below, which every dialect runs; chat completions fill none of its slots (pipeline/chain.ts).
  *
  * The OpenAI chat-completions dialect decodes the body into the canonical model (model.ts) and encodes the
  * answer out of it (dialects/openai-chat.ts). Responses name the provider that served them (`provider`); their
@@ -26,8 +25,8 @@ import type { ConcurrencyLimiter } from "../../lib/concurrency-limiter.js";
 import { decodeRequest, encodeEvent, encodeResponse } from "./dialects/openai-chat.js";
 import { createRawSlot, takeRawJson } from "./raw-events.js";
 import { packChunks } from "./pack.js";
-import { newCall } from "./pipeline/stage.js";
-import { chatChain } from "./pipeline/chain.js";
+import { newCall, type ChatStage } from "./pipeline/stage.js";
+import { chatChain, slot, type ChainEntry } from "./pipeline/chain.js";
 import { thenEvents, untilOutcome } from "./pipeline/keepalive.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { createRecordStage } from "./pipeline/record.js";
@@ -44,7 +43,7 @@ import { createSpendStage } from "./pipeline/spend.js";
 import { createPluginRoutingStage, createPluginsStage } from "./pipeline/plugins/index.js";
 import { createFusionRunner, type FusionRunner } from "./pipeline/plugins/fusion.js";
 import type { RouterDeps } from "./pipeline/plugins/routers.js";
-import { createServerToolsRefusalStage, createServerToolsStage } from "./pipeline/server-tools.js";
+import { createServerToolsStage } from "./pipeline/server-tools.js";
 import { createRateStage } from "./pipeline/rate.js";
 import { createCacheStage } from "./pipeline/cache.js";
 import { createContentStage } from "./pipeline/content.js";
@@ -131,7 +130,16 @@ export function withUpstreamTime(err: unknown, upstreamMs: number): unknown {
   return err;
 }
 
-export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
+/** The chat pipeline's stages, built once per handler (pipeline/chain.ts; docs/architecture.md, "The chat pipeline"). */
+export interface ChatStages {
+  /** The chain every dialect runs, in order, with the slots a dialect fills. */
+  chain: readonly ChainEntry[];
+  /** What counting a request's input tokens runs (pipeline/count-tokens.ts): up to planning, nothing called upstream. */
+  count: readonly ChatStage[];
+}
+
+/** The chain, composed: adding a stage to every dialect is its module and one entry in `chain`. */
+export function createChatStages(deps: ChatHandlerDeps): ChatStages {
   const log = deps.logger.child({ component: "chat" });
   const stats = deps.endpointStats ?? createEndpointStats();
   // Every record also feeds the endpoints' live figures (docs/routing.md, "Throughput and latency").
@@ -186,41 +194,49 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     stages: { serverTools: serverToolsStage, plan, execute },
   };
   fusionRunner = createFusionRunner(fusion);
-  const stages = {
-    outer: [
-      ...(deps.tracing ? [createTraceStage()] : []),
-      createRecordStage({ generations }),
-      createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
-      createRateStage({ limiter: deps.rates }),
-      createCostStage({ catalog: deps.catalog }),
-    ],
-    validate: createValidateStage({ brand: deps.brand }),
-    content: createContentStage({ log: deps.contentLog }),
-    preset: createPresetStage({ presets: deps.presets }),
-    serverTools: serverToolsStage,
-    serverToolsRefusal: {
-      messages: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/messages" }),
-      responses: createServerToolsRefusalStage({ brand: deps.brand, route: "POST /api/v1/responses" }),
-      gemini: createServerToolsRefusalStage({ brand: deps.brand, route: "the Gemini dialect (POST /api/v1beta/models/…)" }),
-    },
-    cache: createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
+  // Named: token counting runs them too (`count`).
+  const validate = createValidateStage({ brand: deps.brand });
+  const preset = createPresetStage({ presets: deps.presets });
+  const route = createPluginRoutingStage({ config: deps.plugins, routing, fusion });
+
+  // The one order (docs/architecture.md): a stage per line; `slot` marks where a dialect puts its own stage.
+  const chain: ChainEntry[] = [
+    ...(deps.tracing ? [createTraceStage()] : []),
+    createRecordStage({ generations }),
+    createLimitsStage({ limiter: deps.slots, maxConcurrentPerKey: deps.limits.maxConcurrentPerKey }),
+    createRateStage({ limiter: deps.rates }),
+    createCostStage({ catalog: deps.catalog }),
+    slot("decode"),
+    validate,
+    createContentStage({ log: deps.contentLog }),
+    preset,
+    route,
+    slot("serverTools", serverToolsStage),
+    createCacheStage({ store: deps.responseCache, catalog: deps.catalog, logger: log }),
     plan,
-    route: createPluginRoutingStage({ config: deps.plugins, routing, fusion }),
-    plugins: createPluginsStage({ config: deps.plugins, routing, search: serverTools.search, fusion }),
-    spend: createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
+    createPluginsStage({ config: deps.plugins, routing, search: serverTools.search, fusion }),
+    createSpendStage({ catalog: deps.catalog, store: deps.spend, reservationTtlMs: deps.limits.spendReservationTtlMs, logger: log }),
+    slot("beforeExecute"),
     execute,
-  };
-  const pipeline = chatChain(stages);
+  ];
+  return { chain, count: [validate, preset, route, plan] };
+}
+
+export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
+  const log = deps.logger.child({ component: "chat" });
+  const stages = createChatStages(deps);
+  // Chat completions fill no slot: the server-tools stage runs, the body is decoded before the chain.
+  const pipeline = chatChain(stages.chain);
 
   /** The caller's budget: the `x-request-timeout-ms` header and the gRPC deadline, when lower than the operator's. */
   const budgetOf = (ctx: HandlerContext): number | undefined => requestBudgetOf(ctx, deps.timeouts.budgetMs);
 
   // The Anthropic Messages dialect: the same stages, the dialect at the edges (messages-handler.ts).
-  const messages = createMessagesMethods({ stages, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+  const messages = createMessagesMethods({ stages, brand: deps.brand, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
   // The OpenAI Responses dialect, likewise (responses-handler.ts).
-  const responses = createResponsesMethods({ stages, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+  const responses = createResponsesMethods({ stages, brand: deps.brand, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
   // The Gemini dialect, likewise (gemini-handler.ts).
-  const gemini = createGeminiMethods({ stages, catalog: deps.catalog, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
+  const gemini = createGeminiMethods({ stages, brand: deps.brand, catalog: deps.catalog, logger: log, keepaliveMs: deps.keepaliveMs, budgetOf, withUpstreamTime });
 
   return {
     ...messages,

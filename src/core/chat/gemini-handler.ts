@@ -1,14 +1,14 @@
 /**
  * The Gemini dialect's RPCs of ChatService (GenerateContent, StreamGenerateContent, CountGeminiTokens): the same
- * pipeline as chat completions with the dialect at its edges (dialects/gemini-generate.ts):
- *
- *   record → limits → rate → cost → decode (Gemini → canonical) → validate → preset → … → plan → plugins → spend → execute
+ * pipeline as chat completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots
+ * (`geminiEdges`; dialects/gemini-generate.ts): decode (Gemini → canonical) after the outer stages, and the
+ * server-tools refusal.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The model
  * comes from the path: `<provider>/<model>` or `@preset/<slug>` as everywhere, a `models/` prefix dropped, and a
  * bare Gemini id (`gemini-2.5-flash`, what gemini-cli sends) is Google's model: the catalog's `google/<id>` (or
  * the catalog model whose Google AI Studio endpoint has that id or alias), else `google-ai-studio/<id>`,
- * relayed uncatalogued to Google AI Studio (docs/dialects.md). Counting runs validate → preset → plan and asks
+ * relayed uncatalogued to Google AI Studio (docs/dialects.md). Counting runs validate → preset → route → plan and asks
  * the first planned endpoint that offers counting, else estimates, as CountMessageTokens does.
  */
 import type { HandlerContext } from "@connectrpc/connect";
@@ -19,7 +19,9 @@ import { GeminiCountTokensRequest, GenerateContentRequest } from "../../contract
 import { fail } from "../../contract/requests/kit.js";
 import { checkRules } from "../errors.js";
 import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
-import { chatChain, type ChainStages } from "./pipeline/chain.js";
+import { chatChain, type DialectEdges } from "./pipeline/chain.js";
+import { createServerToolsRefusalStage } from "./pipeline/server-tools.js";
+import type { ChatStages } from "./chat-handler.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { countInputTokens } from "./pipeline/count-tokens.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
@@ -30,7 +32,8 @@ import type { CanonicalRequest } from "./model.js";
 import { PackedItems, packedMessages, sizeOfText } from "./pack.js";
 
 export interface GeminiDeps {
-  stages: ChainStages;
+  stages: ChatStages;
+  brand: string;
   catalog: Catalog;
   logger: Logger;
   keepaliveMs: number;
@@ -71,13 +74,18 @@ function decodeStage(model: string, keep: { body?: GenerateContentRequest }): Ch
 
 type Req = { body?: JsonObject; bodyJson?: string; model: string };
 
+/** The Gemini dialect's stages in the chain's slots (pipeline/chain.ts), for a request's model (the path's) and its `keep`. */
+export function geminiEdges(brand: string): (model: string, keep: { body?: GenerateContentRequest }) => DialectEdges {
+  const serverTools = createServerToolsRefusalStage({ brand, route: "the Gemini dialect (POST /api/v1beta/models/…)" });
+  return (model, keep) => ({ decode: decodeStage(model, keep), serverTools });
+}
+
 export function createGeminiMethods(deps: GeminiDeps) {
   const { stages } = deps;
+  const edges = geminiEdges(deps.brand);
   const resolve = (req: Req) => checkRules(() => modelOfPath(req.model, deps.catalog));
   const run = (call: ChatCall, req: Req, keep: { body?: GenerateContentRequest }) =>
-    chatChain(stages, { decode: decodeStage(resolve(req), keep), ...(stages.serverToolsRefusal ? { serverTools: stages.serverToolsRefusal.gemini } : {}) })(call).catch((err: unknown) =>
-      Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
-    );
+    chatChain(stages.chain, edges(resolve(req), keep))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
   const fresh = (ctx: HandlerContext, streamed: boolean, req: Req): ChatCall => {
     const call = newCall(callerOf(ctx), ctx.signal, streamed, raw(bodyOf(req)), deps.budgetOf(ctx), sessionHeaderOf(ctx));
@@ -119,7 +127,7 @@ export function createGeminiMethods(deps: GeminiDeps) {
       }
       const request = checkRules(() => decodeRequest({ ...prompt, ...routing } as GenerateContentRequest, model));
       const call = newCall(callerOf(ctx), ctx.signal, false, request, deps.budgetOf(ctx));
-      const counted = await countInputTokens(call, [stages.validate, stages.preset, stages.route, stages.plan], deps.logger);
+      const counted = await countInputTokens(call, stages.count, deps.logger);
       return { totalTokens: counted.tokens, exact: counted.exact, provider: counted.provider };
     },
   };

@@ -1,12 +1,12 @@
 /**
  * The Anthropic Messages dialect's RPCs of ChatService (CreateMessage, StreamMessage, CountMessageTokens):
- * the same pipeline as chat completions with the dialect at its edges (dialects/anthropic-messages.ts):
- *
- *   record → limits → rate → cost → decode (Messages → canonical) → validate → preset → cache → plan → plugins → spend → anthropic headers → execute
+ * the chain of chat completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots
+ * (`messagesEdges`; dialects/anthropic-messages.ts): decode (Messages → canonical) after the outer stages, the
+ * server-tools refusal, and the Anthropic headers right before execute.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * `anthropic-beta` / `anthropic-version` headers of the caller go to the attempts served by an Anthropic
- * endpoint. Counting runs validate → preset → plan and asks the first planned endpoint that offers counting
+ * endpoint. Counting runs validate → preset → route → plan and asks the first planned endpoint that offers counting
  * (Anthropic's `count_tokens`), else estimates (docs/dialects.md).
  */
 import type { HandlerContext } from "@connectrpc/connect";
@@ -16,7 +16,9 @@ import { callerOf } from "../auth.js";
 import { CountTokensRequest, MessagesRequest } from "../../contract/requests/messages-request.js";
 import { checkRules } from "../errors.js";
 import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
-import { chatChain, type ChainStages } from "./pipeline/chain.js";
+import { chatChain, type DialectEdges } from "./pipeline/chain.js";
+import { createServerToolsRefusalStage } from "./pipeline/server-tools.js";
+import type { ChatStages } from "./chat-handler.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { countInputTokens } from "./pipeline/count-tokens.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
@@ -36,7 +38,8 @@ interface DialectRequest extends Headers {
 }
 
 export interface MessagesDeps {
-  stages: ChainStages;
+  stages: ChatStages;
+  brand: string;
   logger: Logger;
   keepaliveMs: number;
   budgetOf(ctx: HandlerContext): number | undefined;
@@ -71,10 +74,16 @@ function headersStage(h: Headers): ChatStage {
   };
 }
 
+/** The Messages dialect's stages in the chain's slots (pipeline/chain.ts), for a request's Anthropic headers. */
+export function messagesEdges(brand: string): (h: Headers) => DialectEdges {
+  const serverTools = createServerToolsRefusalStage({ brand, route: "POST /api/v1/messages" });
+  return (h) => ({ decode: decodeStage, serverTools, beforeExecute: headersStage(h) });
+}
+
 export function createMessagesMethods(deps: MessagesDeps) {
   const { stages } = deps;
-  const pipelineFor = (h: Headers) =>
-    chatChain(stages, { decode: decodeStage, beforeExecute: headersStage(h), ...(stages.serverToolsRefusal ? { serverTools: stages.serverToolsRefusal.messages } : {}) });
+  const edges = messagesEdges(deps.brand);
+  const pipelineFor = (h: Headers) => chatChain(stages.chain, edges(h));
   const headersOf = (req: DialectRequest): Headers => ({ anthropicBeta: req.anthropicBeta, anthropicVersion: req.anthropicVersion });
   const run = (call: ChatCall, req: DialectRequest) =>
     pipelineFor(headersOf(req))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));
@@ -106,7 +115,7 @@ export function createMessagesMethods(deps: MessagesDeps) {
     async countMessageTokens(req: DialectRequest, ctx: HandlerContext) {
       const body = checkRules(() => CountTokensRequest.parse(bodyOf(req) ?? {}));
       const call = newCall(callerOf(ctx), ctx.signal, false, decodeRequest(body), deps.budgetOf(ctx));
-      const counted = await countInputTokens(call, [stages.validate, stages.preset, stages.route, stages.plan, headersStage(headersOf(req))], deps.logger);
+      const counted = await countInputTokens(call, [...stages.count, headersStage(headersOf(req))], deps.logger);
       return { inputTokens: counted.tokens, exact: counted.exact, provider: counted.provider };
     },
   };

@@ -1,8 +1,7 @@
 /**
  * The OpenAI Responses dialect's RPCs of ChatService (CreateResponse, StreamResponse): the same pipeline as chat
- * completions with the dialect at its edges (dialects/openai-responses.ts):
- *
- *   record → limits → rate → cost → decode (Responses → canonical) → validate → preset → plan → plugins → spend → execute
+ * completions (`createChatStages`, chat-handler.ts) with the dialect's stages in its slots (`responsesEdges`;
+ * dialects/openai-responses.ts): decode (Responses → canonical) after the outer stages, and the server-tools refusal.
  *
  * The decode stage sits after record so a refused body is still recorded, like a refused chat request. The
  * decoded body is kept per call for the encoder (the `response` object repeats request fields, and `include`
@@ -16,14 +15,17 @@ import { checkRules } from "../errors.js";
 import { newCall, type ChatCall, type ChatStage } from "./pipeline/stage.js";
 import { sessionHeaderOf } from "./pipeline/context.js";
 import { bodyOf } from "./request-body.js";
-import { chatChain, type ChainStages } from "./pipeline/chain.js";
+import { chatChain, type DialectEdges } from "./pipeline/chain.js";
+import { createServerToolsRefusalStage } from "./pipeline/server-tools.js";
+import type { ChatStages } from "./chat-handler.js";
 import { untilOutcome } from "./pipeline/keepalive.js";
 import { decodeRequest, echoOf, encodeResponse, ResponsesStreamEncoder, type ResponseEvent } from "./dialects/openai-responses.js";
 import type { CanonicalRequest } from "./model.js";
 import { PackedItems, packedMessages, sizeOfEvent } from "./pack.js";
 
 export interface ResponsesDeps {
-  stages: ChainStages;
+  stages: ChatStages;
+  brand: string;
   keepaliveMs: number;
   budgetOf(ctx: HandlerContext): number | undefined;
   withUpstreamTime(err: unknown, upstreamMs: number): unknown;
@@ -42,12 +44,17 @@ function decodeStage(keep: { body?: ResponsesRequest }): ChatStage {
   };
 }
 
+/** The Responses dialect's stages in the chain's slots (pipeline/chain.ts), keeping a request's decoded body in `keep`. */
+export function responsesEdges(brand: string): (keep: { body?: ResponsesRequest }) => DialectEdges {
+  const serverTools = createServerToolsRefusalStage({ brand, route: "POST /api/v1/responses" });
+  return (keep) => ({ decode: decodeStage(keep), serverTools });
+}
+
 export function createResponsesMethods(deps: ResponsesDeps) {
   const { stages } = deps;
+  const edges = responsesEdges(deps.brand);
   const run = (call: ChatCall, keep: { body?: ResponsesRequest }) =>
-    chatChain(stages, { decode: decodeStage(keep), ...(stages.serverToolsRefusal ? { serverTools: stages.serverToolsRefusal.responses } : {}) })(call).catch((err: unknown) =>
-      Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)),
-    );
+    chatChain(stages.chain, edges(keep))(call).catch((err: unknown) => Promise.reject(deps.withUpstreamTime(err, call.track.upstreamMs)));
   const raw = (body: JsonObject | undefined) => (body ?? {}) as unknown as CanonicalRequest;
 
   return {

@@ -1,62 +1,47 @@
 /**
- * The order of the chat pipeline's stages, written once (docs/architecture.md, "The chat pipeline"). Chat
- * completions, the Anthropic Messages dialect and the Responses dialect run this same chain; a dialect only adds
- * its own stages at two edges: `decode` (its body → the canonical request) right after the outer stages, and
- * `beforeExecute` (e.g. the Messages dialect's headers for the Anthropic adapter) right before the attempts run.
+ * The chat pipeline's chain (docs/architecture.md, "The chat pipeline"): one ordered list of entries, written once
+ * in chat-handler.ts (`createChatStages`). An entry is a stage, or a named slot where a dialect puts its own stage:
  *
- * Adding a stage to every dialect: one field in `ChainStages`, one place in `chatChain`, one line where
- * chat-handler.ts builds the stages.
+ * - `decode`: the dialect's body → the canonical request (Messages, Responses, Gemini; chat completions decodes
+ *   before the chain), right after the outer stages so a refused body is still recorded;
+ * - `serverTools`: the server-tools stage, which the Messages, Responses and Gemini dialects replace by a refusal
+ *   of a preset's server tools (the loop runs in chat completions only);
+ * - `beforeExecute`: a stage right before the attempts run (the Messages dialect's Anthropic headers).
+ *
+ * Chat completions, Messages, Responses and Gemini run this one list; a dialect only fills slots (its handler's
+ * `…Edges`). Adding a stage to every dialect: its module, and one line at its place in the list.
  */
 import { compose, type ChatCall, type ChatOutcome, type ChatStage } from "./stage.js";
 
-export interface ChainStages {
-  /** (trace, when tracing is on,) record, limits, rate, cost: the stages before the request is read. */
-  outer: readonly ChatStage[];
-  validate: ChatStage;
-  /** Content logging (docs/operations.md, "Content logging"): keeps the validated request and the answer. */
-  content?: ChatStage;
-  preset: ChatStage;
-  /** The router plugins (docs/plugins.md): choose the request's model before the cache key and the plan see it. */
-  route: ChatStage;
-  /**
-   * Server tools (docs/plugins.md, "Server tools"): refuses the kinds not run, prepares the loop the execute stage
-   * runs; before the cache, which leaves requests with server tools alone.
-   */
-  serverTools: ChatStage;
-  /** What the Messages, Responses and Gemini dialects run in place of `serverTools` (they refuse a preset's server tools). */
-  serverToolsRefusal?: { messages: ChatStage; responses: ChatStage; gemini: ChatStage };
-  /** The response cache (docs/operations.md): a hit answers here. */
-  cache: ChatStage;
-  plan: ChatStage;
-  /** Runs the request's plugins[] (docs/plugins.md). */
-  plugins: ChatStage;
-  /** Reserves the request's largest possible cost against the key's limit and the workspace's budget (docs/limits.md). */
-  spend: ChatStage;
-  execute: ChatStage;
+export type SlotName = "decode" | "serverTools" | "beforeExecute";
+
+/** A place in the chain a dialect fills; `stage` runs there when the dialect does not (none: the place is empty). */
+export interface Slot {
+  readonly slot: SlotName;
+  readonly stage?: ChatStage;
 }
 
-export interface DialectEdges {
-  decode?: ChatStage;
-  /** In place of `serverTools`: a dialect that does not run the server-tool loop refuses server tools (a preset's). */
-  serverTools?: ChatStage;
-  beforeExecute?: ChatStage;
+export type ChainEntry = ChatStage | Slot;
+
+/** A dialect's stages, by the slot they fill. */
+export type DialectEdges = Partial<Record<SlotName, ChatStage>>;
+
+/** A slot of the chain, holding `stage` unless a dialect fills it. */
+export function slot(name: SlotName, stage?: ChatStage): Slot {
+  return stage ? { slot: name, stage } : { slot: name };
 }
 
-/** The whole chain, with a dialect's stages at its edges. */
-export function chatChain(s: ChainStages, edges: DialectEdges = {}): (call: ChatCall) => Promise<ChatOutcome> {
-  return compose([
-    ...s.outer,
-    ...(edges.decode ? [edges.decode] : []),
-    s.validate,
-    ...(s.content ? [s.content] : []),
-    s.preset,
-    s.route,
-    edges.serverTools ?? s.serverTools,
-    s.cache,
-    s.plan,
-    s.plugins,
-    s.spend,
-    ...(edges.beforeExecute ? [edges.beforeExecute] : []),
-    s.execute,
-  ]);
+/** The stages a dialect runs, in order: the chain's stages, each slot filled by the dialect's stage, else its own, else left out. */
+export function chainStages(chain: readonly ChainEntry[], edges: DialectEdges = {}): ChatStage[] {
+  const stages: ChatStage[] = [];
+  for (const entry of chain) {
+    const stage = "slot" in entry ? (edges[entry.slot] ?? entry.stage) : entry;
+    if (stage) stages.push(stage);
+  }
+  return stages;
+}
+
+/** The whole chain, with a dialect's stages in its slots. */
+export function chatChain(chain: readonly ChainEntry[], edges: DialectEdges = {}): (call: ChatCall) => Promise<ChatOutcome> {
+  return compose(chainStages(chain, edges));
 }

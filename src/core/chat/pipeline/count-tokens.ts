@@ -17,7 +17,7 @@ const planOnly: ChatStage = {
 };
 
 /** Plans `call` through `stages`, then counts its input tokens; `provider` is "" for an estimate. */
-export async function countInputTokens(call: ChatCall, stages: ChatStage[], logger: Logger): Promise<{ tokens: bigint; exact: boolean; provider: string }> {
+export async function countInputTokens(call: ChatCall, stages: readonly ChatStage[], logger: Logger): Promise<{ tokens: bigint; exact: boolean; provider: string }> {
   await compose([...stages, planOnly])(call);
   const counter = call.attempts.find((a) => a.adapter.countTokens !== undefined);
   if (!counter || counter !== call.attempts[0]) {

@@ -1,5 +1,5 @@
 /**
- * Stage "server-tools": between preset and plan, so it sees the merged request (a preset's server tools
+ * Stage "server-tools": between route and cache, so it sees the merged request (a preset's server tools
  * included). Every `tools[]` entry of a server-tool type (`<brand>:<kind>`, the web-search shorthands) must
  * name a kind Portico runs (../server-tools/kinds.ts) with parameters it honours; another is a 400 naming the
  * entry and listing what is supported. A server-tool choice (`tool_choice: {type: "<brand>:<kind>"}`) must
@@ -127,13 +127,13 @@ export function webFetchPluginOf(plugins: unknown): { index: number; options: Re
 }
 
 /**
- * For the other dialects (Anthropic Messages, Responses), after their preset stage: their bodies cannot name server
- * tools, but a preset can bring some. Those are refused (400 naming the `tools[]` entry) rather than relayed: the
- * loop runs in POST /api/v1/chat/completions only (docs/plugins.md).
+ * For the other dialects (Anthropic Messages, Responses, Gemini), in the server-tools stage's slot (chain.ts): their
+ * bodies cannot name server tools, but a preset can bring some. Those are refused (400 naming the `tools[]` entry)
+ * rather than relayed: the loop runs in POST /api/v1/chat/completions only (docs/plugins.md).
  */
 export function createServerToolsRefusalStage(deps: { brand: string; route: string }): ChatStage {
   return {
-    name: "server-tools",
+    name: "server-tools-refusal",
     run(call, next) {
       const tools = Array.isArray(call.request.tools) ? (call.request.tools as Array<Record<string, unknown>>) : [];
       tools.forEach((tool, i) => {

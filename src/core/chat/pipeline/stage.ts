@@ -9,8 +9,8 @@
  * before the first byte is thrown (and becomes the HTTP/gRPC error), and a stage that must act after a stream
  * ends wraps `events`.
  *
- * Adding a stage: one module exporting a `ChatStage`, its place in the order (pipeline/chain.ts, which every dialect
- * runs) and one line where chat-handler.ts builds the stages.
+ * Adding a stage: one module exporting a `ChatStage` factory, and one line at its place in the chain's list
+ * (`createChatStages` in chat-handler.ts; every dialect runs that list, pipeline/chain.ts).
  */
 import { generationId } from "../generation-id.js";
 import type { Caller } from "../../auth.js";
