@@ -20,7 +20,7 @@ import { ConnectError, createClient } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
-import { publicErrorFromConnect } from "../errors.js";
+import { publicErrorFromConnect, streamFailure } from "../errors.js";
 import { bodyFieldsFor, callOptionsFor, serverStream } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
@@ -165,10 +165,8 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
         openHeaders: (first) => (first && first.chunksJson.length > 0 ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.gemini, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined),
         render: (msg) => (msg.chunksJson.length === 0 ? HEARTBEAT : msg.chunksJson.map(frame).join("")),
         onError: (err, shutdown) => {
-          const pub = publicErrorFromConnect(err);
-          const status = shutdown ? 503 : pub.status;
-          const message = shutdown ? err.rawMessage : pub.body.error.message;
-          return [frame(JSON.stringify(errorBody(status, message)))];
+          const { status, body } = streamFailure(err, shutdown, req.log, "gemini");
+          return [frame(JSON.stringify(errorBody(status, body.error.message)))];
         },
       });
     },
