@@ -1,5 +1,5 @@
 /**
- * Portico's own time for a chat request, made visible (docs/chat.md, "Overhead"): the response header the
+ * Portico's own time for a model request, made visible (docs/chat.md, "Overhead"): the response header the
  * gateway sets, and the response metadata (a gRPC trailer over the network) in which the core reports, with a
  * chat error, how long it waited on providers before it (a successful answer carries `upstream_ms`).
  */

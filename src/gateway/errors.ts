@@ -3,6 +3,7 @@
  * `{error: {code, message, metadata?}}` where code equals the HTTP status.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyBaseLogger } from "fastify";
 import { Reason, reasonFromWire, reasonForStatus as gatewayReasonFor, ruleOf } from "../contract/reasons.js";
 import { errorDetailOf } from "../lib/service-error.js";
 
@@ -78,6 +79,21 @@ export function publicErrorFromConnect(err: ConnectError): PublicError {
     body.error.metadata = metadata;
   }
   return { status, body, retryAfterSeconds: detail?.retryAfterSeconds ?? 0 };
+}
+
+/**
+ * The error that ends a stream broken after it opened, for every streaming model route (chat completions and the
+ * dialects; each encodes it in its own shape): the core's error through the reason table, or, when the server is
+ * stopping (`shutdown`), the table's `core_unavailable` with the relay's message. A 5xx that is not the caller
+ * leaving is logged (`name`: the stream's word, as the relay's).
+ */
+export function streamFailure(err: ConnectError, shutdown: boolean, log: FastifyBaseLogger, name: string): PublicError {
+  if (shutdown) {
+    return publicError(CORE_UNAVAILABLE.status, err.rawMessage, { reason: CORE_UNAVAILABLE.wire, retryable: CORE_UNAVAILABLE.retryable });
+  }
+  const pub = publicErrorFromConnect(err);
+  if (err.code !== Code.Canceled && pub.status >= 500) log.warn({ code: Code[err.code] }, `${name} stream broke after it opened`);
+  return pub;
 }
 
 /** The envelope for an error the gateway raises itself (routing, parsing, limits). */

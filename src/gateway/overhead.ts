@@ -13,6 +13,7 @@ export const OVERHEAD_ROUTES = {
   messages: "/api/v1/messages",
   responses: "/api/v1/responses",
   gemini: "/api/v1beta/models",
+  embeddings: "/api/v1/embeddings",
 } as const;
 
 export type OverheadRoute = (typeof OVERHEAD_ROUTES)[keyof typeof OVERHEAD_ROUTES];

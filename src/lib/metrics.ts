@@ -26,7 +26,7 @@ export function createMetrics() {
   }));
   const overhead = fastObserve(new Histogram({
     name: "portico_overhead_seconds",
-    help: "Portico's own time for a chat request: the response's x-portico-overhead-ms (time to the response head minus the time spent waiting on providers), by route and provider.",
+    help: "Portico's own time for a model request (chat completions, the dialects, embeddings): the response's x-portico-overhead-ms (time to the response head minus the time spent waiting on providers), by route and provider.",
     labelNames: ["route", "provider"] as const,
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [registry],

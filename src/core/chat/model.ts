@@ -60,7 +60,7 @@ export type Usage = ChatUsage;
 /**
  * An error inside a stream after its first byte (`finish_reason: "error"` chunk). `reason` is the error's
  * entry in the one table (src/contract/reasons.ts); `code` is the HTTP status the chunk shows: the provider's
- * own status when it gave one, else the reason's. A dialect encodes it out (the OpenAI one as `{code, message}`).
+ * own status when it gave one, else the reason's. A dialect encodes it out (the OpenAI one as `{code, message, metadata: {reason, retryable}}`).
  */
 export interface CanonicalError {
   reason: Reason;

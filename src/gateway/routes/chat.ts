@@ -6,7 +6,7 @@
  * a chunk with `finish_reason: "error"`. Writes wait for the socket (backpressure), and a client that
  * leaves aborts the RPC and with it the upstream request.
  */
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { ConnectError, createClient } from "@connectrpc/connect";
 import { cacheHeaders, OVERHEAD_HEADER, UPSTREAM_MS_METADATA } from "../../contract/overhead.js";
 import { overheadHeaders, overheadMs, OVERHEAD_ROUTES } from "../overhead.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -21,7 +21,7 @@ import {
 import { presentModel } from "../presenters/models.js";
 import { requestSchemas } from "../../contract/requests/index.js";
 import type { GatewayContext } from "../context.js";
-import { publicError, publicErrorFromConnect } from "../errors.js";
+import { publicError, streamFailure } from "../errors.js";
 import { abortOnClientClose, bodyJsonFor, callOptionsFor, modelCallOptionsFor, serverStream } from "../rpc.js";
 import { contractRoute, errorResponses, passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
@@ -250,18 +250,8 @@ async function streamCompletion(
       return msg.chunkJson || (msg.chunk ? JSON.stringify(msg.chunk) : HEARTBEAT);
     },
     onError: (err, shutdown) => {
-      const pub = publicErrorFromConnect(err);
-      if (!shutdown && err.code !== Code.Canceled && pub.status >= 500) req.log.warn({ code: Code[err.code] }, "chat stream broke after it opened");
-      const status = shutdown ? 503 : pub.status;
-      const message = shutdown ? err.rawMessage : pub.body.error.message;
-      const metadata = shutdown ? undefined : pub.body.error.metadata;
-      return [
-        JSON.stringify({
-          object: "chat.completion.chunk",
-          choices: [{ index: 0, delta: {}, finish_reason: "error" }],
-          error: { code: status, message, ...(metadata ? { metadata } : {}) },
-        }),
-      ];
+      const { error } = streamFailure(err, shutdown, req.log, "chat").body;
+      return [JSON.stringify({ object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "error" }], error })];
     },
   }).catch((err: unknown) => {
     overheadOfError(ctx, reply, err);

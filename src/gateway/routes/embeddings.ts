@@ -11,6 +11,7 @@ import { requestSchemas } from "../../contract/requests/index.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { EmbeddingsService } from "../../gen/portico/embeddings/v1/embeddings_service_pb.js";
 import type { GatewayContext } from "../context.js";
+import { overheadMs, OVERHEAD_ROUTES } from "../overhead.js";
 import { publicError } from "../errors.js";
 import { abortOnClientClose, modelCallOptionsFor } from "../rpc.js";
 import { errorResponses, passThroughValidator } from "../schemas.js";
@@ -85,7 +86,7 @@ export async function registerEmbeddingsRoutes(api: FastifyInstance, ctx: Gatewa
       const watch = abortOnClientClose(reply);
       try {
         const res = await client.createEmbeddings({ body: body as Record<string, never> }, modelCallOptionsFor(req, watch.signal));
-        reply.header(OVERHEAD_HEADER, Math.max(0, reply.elapsedTime - res.upstreamMs).toFixed(3));
+        reply.header(OVERHEAD_HEADER, overheadMs(ctx, reply, OVERHEAD_ROUTES.embeddings, res.upstreamMs, res.provider));
         return reply.type("application/json; charset=utf-8").send(res.responseJson);
       } finally {
         watch.release();

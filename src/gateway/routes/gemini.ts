@@ -20,7 +20,8 @@ import { ConnectError, createClient } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import type { GatewayContext } from "../context.js";
-import { publicErrorFromConnect } from "../errors.js";
+import { publicErrorFromConnect, streamFailure } from "../errors.js";
+import { Reason, ruleOf } from "../../contract/reasons.js";
 import { bodyFieldsFor, callOptionsFor, serverStream } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { HEARTBEAT } from "../sse-relay.js";
@@ -36,14 +37,16 @@ type Method = (typeof METHODS)[number];
 /** Query parameters Google's clients send that Portico reads; any other is refused naming it. */
 const QUERY = new Set(["key", "alt"]);
 
-/** A failure the gateway finds itself (before the core is called). */
+/** A failure the gateway finds itself (before the core is called): its reason, whose status the one table gives. */
 class GatewayRefusal extends Error {
+  readonly status: number;
   constructor(
-    readonly status: number,
+    readonly reason: Reason,
     message: string,
     readonly field?: string,
   ) {
     super(message);
+    this.status = ruleOf(reason).status;
   }
 }
 
@@ -83,19 +86,19 @@ function parseTarget(req: FastifyRequest): { model: string; method: Method; quer
   const q = url.indexOf("?");
   const path = q >= 0 ? url.slice(0, q) : url;
   const query = new URLSearchParams(q >= 0 ? url.slice(q + 1) : "");
-  for (const name of query.keys()) if (!QUERY.has(name)) throw new GatewayRefusal(400, `The query parameter "${name}" is not supported (only key and alt)`, name);
+  for (const name of query.keys()) if (!QUERY.has(name)) throw new GatewayRefusal(Reason.BAD_REQUEST, `The query parameter "${name}" is not supported (only key and alt)`, name);
   const marker = "/models/";
   const tail = path.slice(path.indexOf(marker) + marker.length);
   const colon = tail.lastIndexOf(":");
   const method = colon >= 0 ? tail.slice(colon + 1) : "";
   if (!(METHODS as readonly string[]).includes(method)) {
-    throw new GatewayRefusal(404, `Unknown method "${method}": Portico serves models/{model}:generateContent, :streamGenerateContent and :countTokens`);
+    throw new GatewayRefusal(Reason.NOT_FOUND, `Unknown method "${method}": Portico serves models/{model}:generateContent, :streamGenerateContent and :countTokens`);
   }
   let model: string;
   try {
     model = decodeURIComponent(tail.slice(0, colon));
   } catch {
-    throw new GatewayRefusal(400, "The model in the path is not valid URL encoding", "model");
+    throw new GatewayRefusal(Reason.BAD_REQUEST, "The model in the path is not valid URL encoding", "model");
   }
   return { model, method: method as Method, query };
 }
@@ -133,7 +136,7 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
       const { model, method, query } = target;
       const body = req.body ?? {};
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return googleError(req, reply, new GatewayRefusal(400, "body must be a JSON object", "body"));
+        return googleError(req, reply, new GatewayRefusal(Reason.BAD_REQUEST, "body must be a JSON object", "body"));
       }
       const json = body as Record<string, never>;
       const alt = query.get("alt");
@@ -142,7 +145,7 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
           method === "streamGenerateContent"
             ? 'must be "sse": Portico streams server-sent events (alt=sse), not the JSON array Google sends without it'
             : 'must be "json" or left out';
-        return googleError(req, reply, new GatewayRefusal(400, `alt ${why}`, "alt"));
+        return googleError(req, reply, new GatewayRefusal(Reason.BAD_REQUEST, `alt ${why}`, "alt"));
       }
 
       if (method === "countTokens") {
@@ -165,10 +168,8 @@ export async function registerGeminiRoutes(api: FastifyInstance, ctx: GatewayCon
         openHeaders: (first) => (first && first.chunksJson.length > 0 ? { ...overheadHeaders(ctx, reply, OVERHEAD_ROUTES.gemini, first.upstreamMs, first.provider), ...cacheHeaders(first.cache) } : undefined),
         render: (msg) => (msg.chunksJson.length === 0 ? HEARTBEAT : msg.chunksJson.map(frame).join("")),
         onError: (err, shutdown) => {
-          const pub = publicErrorFromConnect(err);
-          const status = shutdown ? 503 : pub.status;
-          const message = shutdown ? err.rawMessage : pub.body.error.message;
-          return [frame(JSON.stringify(errorBody(status, message)))];
+          const { status, body } = streamFailure(err, shutdown, req.log, "gemini");
+          return [frame(JSON.stringify(errorBody(status, body.error.message)))];
         },
       });
     },

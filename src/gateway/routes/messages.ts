@@ -14,12 +14,12 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
-import { publicErrorFromConnect } from "../errors.js";
+import { publicErrorFromConnect, streamFailure } from "../errors.js";
 import { abortOnClientClose, bodyFieldsFor, modelCallOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
 import { requestSchemas } from "../../contract/requests/index.js";
-import { errorTypeOf } from "../../core/chat/dialects/anthropic-messages.js";
+import { errorBody, errorTypeOf } from "../../core/chat/dialects/anthropic-messages.js";
 import { createClient } from "@connectrpc/connect";
 import { frame, relayEvents, replyJson } from "./dialect-reply.js";
 
@@ -146,10 +146,8 @@ export async function registerMessagesRoutes(api: FastifyInstance, ctx: GatewayC
         name: "messages",
         route: OVERHEAD_ROUTES.messages,
         onError: (err, shutdown) => {
-          const pub = publicErrorFromConnect(err);
-          const status = shutdown ? 503 : pub.status;
-          const message = shutdown ? err.rawMessage : pub.body.error.message;
-          return [frame("error", JSON.stringify({ type: "error", error: { type: errorTypeOf(status), message } }))];
+          const { status, body } = streamFailure(err, shutdown, req.log, "messages");
+          return [frame("error", JSON.stringify(errorBody(status, body.error.message)))];
         },
       });
     },

@@ -12,7 +12,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ChatService } from "../../gen/portico/chat/v1/chat_service_pb.js";
 import { OVERHEAD_ROUTES } from "../overhead.js";
 import type { GatewayContext } from "../context.js";
-import { publicErrorFromConnect } from "../errors.js";
+import { publicErrorFromConnect, streamFailure } from "../errors.js";
 import { bodyFieldsFor, modelCallOptionsFor } from "../rpc.js";
 import { passThroughValidator } from "../schemas.js";
 import { requestParameterSchemas } from "../../contract/requests/parameters.js";
@@ -132,9 +132,8 @@ export async function registerResponsesRoutes(api: FastifyInstance, ctx: Gateway
           sent++;
         },
         onError: (err, shutdown) => {
-          const pub = publicErrorFromConnect(err);
-          const status = shutdown ? 503 : pub.status;
-          const message = shutdown ? err.rawMessage : pub.body.error.message;
+          const { status, body } = streamFailure(err, shutdown, req.log, "responses");
+          const message = body.error.message;
           const code = failureCodeOf(status);
           const out: string[] = [];
           // Failed after the response opened but before the first event (a keepalive went out): clients need

@@ -9,6 +9,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Reason, ruleOf } from "../../../src/contract/reasons.js";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeGemini } from "../../helpers/fake-upstreams/gemini.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
@@ -113,13 +114,13 @@ describe.each(["sqlite", "postgresql"] as const)("Gemini dialect API (%s)", (pro
     ];
     for (const [path, body, field] of cases) {
       const res = await post(path, body);
-      expect(res.status, field).toBe(400);
+      expect(res.status, field).toBe(ruleOf(Reason.BAD_REQUEST).status);
       const json = (await res.json()) as any;
-      expect(json.error, field).toMatchObject({ code: 400, status: "INVALID_ARGUMENT" });
+      expect(json.error, field).toMatchObject({ code: ruleOf(Reason.BAD_REQUEST).status, status: "INVALID_ARGUMENT" });
       expect(json.error.details[0].fieldViolations[0].field, field).toBe(field);
     }
     const unknownMethod = await post("gemini-2.5-flash:embedContent", hi);
-    expect(unknownMethod.status).toBe(404);
+    expect(unknownMethod.status).toBe(ruleOf(Reason.NOT_FOUND).status);
     expect(((await unknownMethod.json()) as any).error.status).toBe("NOT_FOUND");
   });
 

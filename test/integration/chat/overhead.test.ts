@@ -79,7 +79,7 @@ describe("chat overhead header and histogram", () => {
     expect(countOf(await metricsText(h.baseUrl), "groq")).toBe(before + 1);
   });
 
-  it("the other dialects' routes report it the same way, each under its own route", async () => {
+  it("the other dialects' routes and embeddings report it the same way, each under its own route", async () => {
     const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
       const started = performance.now();
       const res = await fetch(`${h.baseUrl}${path}`, {
@@ -97,6 +97,7 @@ describe("chat overhead header and histogram", () => {
       ["/api/v1/responses", "/api/v1/responses", { model: "groq/llama-3.3-70b", input: "hi", stream: true }],
       ["/api/v1beta/models", "/api/v1beta/models/groq/llama-3.3-70b:generateContent", { contents: [{ role: "user", parts: [{ text: "hi" }] }] }],
       ["/api/v1beta/models", "/api/v1beta/models/groq/llama-3.3-70b:streamGenerateContent?alt=sse", { contents: [{ role: "user", parts: [{ text: "hi" }] }] }],
+      ["/api/v1/embeddings", "/api/v1/embeddings", { model: "groq/fake-embed", input: "hi" }],
     ] as const;
     for (const [route, path, body] of cases) {
       const before = countOf(await metricsText(h.baseUrl), "groq", route);

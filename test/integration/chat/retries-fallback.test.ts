@@ -192,4 +192,20 @@ describe.each(["sqlite", "postgresql"] as const)("retries and fallback (%s)", (d
     expect(ok.requests.length).toBe(before);
     expect((await attemptsOf(got.id)).map((e) => [e.provider, e.reason])).toEqual([["groq", "served"]]);
   });
+
+  it("the error chunk of a stream broken after its first byte carries its reason in metadata, as every in-band error", async () => {
+    breaks.script = { text: ["Hello there, friend", " more", " never"], finish: "stop", usage: { input: 1, output: 3 } };
+    breaks.knobs = { failAfterChunks: 3, failMessage: "overloaded now" };
+    const res = await fetch(`${h.baseUrl}/api/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${h.tenant.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "groq/m3", messages: [{ role: "user", content: "hi" }], stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const data = (await res.text()).split("\n\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+    expect(data.at(-1)).toBe("[DONE]");
+    const chunk = JSON.parse(data.at(-2)!);
+    expect(chunk.choices[0].finish_reason).toBe("error");
+    expect(chunk.error).toEqual({ code: 502, message: expect.stringContaining("overloaded now"), metadata: { reason: "upstream_failed", retryable: true } });
+  });
 });

@@ -65,6 +65,20 @@ describe("reasons from a peer of the previous version (HTTP number and wire stri
     expect(old).toMatchObject({ kind: "chunk", chunk: { error: { code: 410, metadata: { reason: "run_ended", retryable: false } } } });
   });
 
+  it("current readers never take the deprecated code (nor the string) when reason_value is set: a contradicting pair changes nothing", () => {
+    // StreamError.code and TurnFailed.code stay filled for peers of earlier versions (proto comments); a reader of this
+    // version decides by reason_value alone, and the status comes from the table.
+    for (const reason of [Reason.RUN_ENDED, Reason.STREAM_SEVERED, Reason.HOST_BUSY, Reason.ATTACHMENT_FAILED]) {
+      expect(streamErrorReason(create(StreamErrorSchema, { code: 500, reason: "internal_error", reasonValue: reason }))).toBe(reason);
+      expect(turnFailedReason(create(TurnFailedSchema, { code: 500, reason: "internal_error", reasonValue: reason }))).toBe(reason);
+      const out = toChunk(
+        create(StreamChatResponseSchema, { model: "m", event: { case: "finish", value: { reason: "error", error: create(StreamErrorSchema, { code: 500, reason: "internal_error", message: "x", reasonValue: reason }) } } }),
+        ctx,
+      );
+      expect(out).toMatchObject({ kind: "chunk", chunk: { error: { code: ruleOf(reason).status, metadata: { reason: ruleOf(reason).wire } } } });
+    }
+  });
+
   it("reasonFromLegacy prefers the entry with both the string and the number", () => {
     expect(reasonFromLegacy(409, "conflict", Reason.INTERNAL_ERROR)).toBe(Reason.CONFLICT);
     expect(ruleOf(Reason.RUN_ENDED)).toMatchObject({ wire: "run_ended", status: 410, retryable: false });
