@@ -180,6 +180,7 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   createResponse: {},
   // activity (docs/api.md, "Activity")
   getActivity: {
+    closedQuery: true,
     query: q({
       date: text("Only this UTC day (YYYY-MM-DD): one of the last 30 completed days, or today."),
       api_key_hash: text("Only the generations of this API key (its SHA-256 hex hash)."),
