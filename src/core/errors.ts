@@ -5,8 +5,7 @@
  */
 import type { ConnectError } from "@connectrpc/connect";
 import { Reason } from "../contract/reasons.js";
-import { serviceError } from "../lib/service-error.js";
-import { RuleViolation } from "../contract/requests/kit.js";
+import { ruleError, serviceError } from "../lib/service-error.js";
 
 export { serviceError, errorDetailOf, type ServiceErrorOptions } from "../lib/service-error.js";
 export { Reason } from "../contract/reasons.js";
@@ -20,13 +19,8 @@ export function invalidArgument(field: string, message: string): ConnectError {
   return serviceError(Reason.BAD_REQUEST, message, { field });
 }
 
-/**
- * The one RuleViolation → error mapping of the core: a broken request rule (src/contract/requests) becomes
- * 400 bad_request naming its field; anything else is returned unchanged (to be rethrown).
- */
-export function ruleError(err: unknown): unknown {
-  return err instanceof RuleViolation ? invalidArgument(err.field, err.message) : err;
-}
+/** The one RuleViolation → error mapping (src/lib/service-error.ts), shared with the gateway. */
+export { ruleError };
 
 /** Runs pure request rules, turning a RuleViolation into 400 bad_request naming the field. */
 export function checkRules<T>(rules: () => T): T {

@@ -8,7 +8,7 @@
  * valid when that item is changed or deleted, and items inserted meanwhile are neither repeated nor lost.
  */
 import { validate } from "../contract/requests/kit.js";
-import { DEFAULT_PAGE_LIMIT, INVALID_CURSOR, OFFSET_WITH_CURSOR, PageFields } from "../contract/requests/paging.js";
+import { DEFAULT_PAGE_LIMIT, INVALID_CURSOR, ModelsPageFields, OFFSET_WITH_CURSOR, PageFields } from "../contract/requests/paging.js";
 import { checkRules, invalidArgument } from "./errors.js";
 
 export interface SortKey {
@@ -51,6 +51,18 @@ export function checkPage(input: PageInput, order: Ordering): PageRequest {
   if (offset !== 0) throw invalidArgument("offset", OFFSET_WITH_CURSOR);
   checkRules(() => validate(PageFields.starting_after, input.startingAfter, "starting_after"));
   return { limit, offset: 0, after: decodeCursor(input.startingAfter, order) };
+}
+
+/**
+ * Validates the model list's offset paging (`ListModels`, the one list outside the cursor rule) with the
+ * definitions the gateway checks `GET /models`' query with: INVALID_ARGUMENT naming the field. `limit` 0
+ * (proto3's absent) means the whole list, given back as undefined.
+ */
+export function checkOffsetPage(input: { offset?: number | undefined; limit?: number | undefined }): { offset: number; limit: number | undefined } {
+  const offset = checkRules(() => validate(ModelsPageFields.offset, input.offset ?? 0, "offset"));
+  const rawLimit = input.limit ?? 0;
+  const limit = rawLimit === 0 ? undefined : checkRules(() => validate(ModelsPageFields.limit, rawLimit, "limit"));
+  return { offset, limit };
 }
 
 export function encodeCursor(order: Ordering, row: Record<string, unknown>): string {

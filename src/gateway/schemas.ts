@@ -1,10 +1,9 @@
 /** Shared JSON schemas for route declarations (and so for the OpenAPI document). */
 import type { FastifySchemaCompiler } from "fastify";
 import type { z } from "zod";
-import { Reason } from "../contract/reasons.js";
-import { requestJsonSchema, violationOf } from "../contract/requests/kit.js";
+import { requestJsonSchema, RuleViolation, violationOf } from "../contract/requests/kit.js";
 import { queryValues, requestParameterSchemas, RequestParameters } from "../contract/requests/parameters.js";
-import { serviceError } from "../lib/service-error.js";
+import { ruleError } from "../lib/service-error.js";
 
 export const errorEnvelopeSchema = {
   type: "object",
@@ -59,11 +58,11 @@ export function pageRequest(query: { limit?: number; offset?: number; starting_a
   };
 }
 
+/** A validator's result: the value the definition reads, or the one RuleViolation → error mapping's error. */
 function violation(def: z.ZodType, data: unknown) {
   const res = def.safeParse(data);
   if (res.success) return { value: res.data as unknown };
-  const v = violationOf(res.error);
-  return { error: serviceError(Reason.BAD_REQUEST, v.message, { field: v.field }) as unknown as Error };
+  return { error: ruleError(violationOf(res.error)) as Error };
 }
 
 /**
@@ -86,7 +85,7 @@ export function contractRoute(operationId: string, body?: z.ZodType | "core", bo
           const unknown = Object.keys((data ?? {}) as object).find((k) => !known.includes(k));
           if (unknown === undefined) return violation(query, queryValues(query, data));
           const message = `${unknown} is not a query parameter of this operation (${known.join(", ") || "none"})`;
-          return { error: serviceError(Reason.BAD_REQUEST, message, { field: unknown }) as unknown as Error };
+          return { error: ruleError(new RuleViolation(unknown, message)) as Error };
         };
       }
       return (data) => violation(query, queryValues(query, data));

@@ -7,7 +7,8 @@
 import { ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema, type ErrorDetail } from "../gen/portico/errors/v1/error_detail_pb.js";
-import { ruleOf, type Reason } from "../contract/reasons.js";
+import { Reason, ruleOf } from "../contract/reasons.js";
+import { RuleViolation } from "../contract/requests/kit.js";
 
 export interface ServiceErrorOptions {
   /** Overrides the reason's default retryability. */
@@ -43,4 +44,14 @@ export function serviceError(reason: Reason, message: string, opts: ServiceError
 /** Reads the ErrorDetail of a ConnectError, if it has one. */
 export function errorDetailOf(err: ConnectError): ErrorDetail | undefined {
   return err.findDetails(ErrorDetailSchema)[0];
+}
+
+/**
+ * The one RuleViolation → error mapping, for core and gateway alike: a broken request rule
+ * (src/contract/requests; a ZodError becomes one through `validate`/`violationOf`) is 400 bad_request whose
+ * message is the violation's and whose `field` is the wire path it names; anything else is returned
+ * unchanged (to be rethrown).
+ */
+export function ruleError(err: unknown): unknown {
+  return err instanceof RuleViolation ? serviceError(Reason.BAD_REQUEST, err.message, { field: err.field }) : err;
 }

@@ -81,6 +81,21 @@ const strings = () => array(str());
  * display names today) with room to spare.
  */
 export const MAX_FALLBACK_MODELS = 16;
+
+/**
+ * The bounds of the sampling and length fields, read by the schema and by {@link fastAccepts} (the check of the
+ * common shape without zod), so the two cannot hold different ones. `max` absent: no upper bound.
+ */
+export const NUMBER_BOUNDS = {
+  temperature: { min: 0, max: 2 },
+  top_p: { min: 0, max: 1 },
+  frequency_penalty: { min: -2, max: 2 },
+  presence_penalty: { min: -2, max: 2 },
+} as const;
+export const INTEGER_BOUNDS = {
+  max_tokens: { min: 1 },
+  max_completion_tokens: { min: 1 },
+} as const;
 export const MAX_PROVIDER_LIST = 128;
 const providerList = () => nullable(array(str(), { max: MAX_PROVIDER_LIST }));
 const nullableBool = () => nullable(boolean());
@@ -308,14 +323,14 @@ function buildChatRequest(brand: string) {
       cache_control: cacheControl(),
       cache: object({ ttl_seconds: integer({ min: 0, max: MAX_RESPONSE_CACHE_TTL_SECONDS }) }, { required: ["ttl_seconds"] }),
       debug: object({ echo_upstream_body: boolean() }),
-      frequency_penalty: nullable(number({ min: -2, max: 2 })),
-      presence_penalty: nullable(number({ min: -2, max: 2 })),
+      frequency_penalty: nullable(number(NUMBER_BOUNDS.frequency_penalty)),
+      presence_penalty: nullable(number(NUMBER_BOUNDS.presence_penalty)),
       image_config: record(imageConfigValue),
       logit_bias: nullable(record(number())),
       logprobs: nullableBool(),
       top_logprobs: nullable(integer({ min: 0, max: 20 })),
-      max_completion_tokens: nullable(integer({ min: 1 })),
-      max_tokens: nullable(integer({ min: 1 })),
+      max_completion_tokens: nullable(integer(INTEGER_BOUNDS.max_completion_tokens)),
+      max_tokens: nullable(integer(INTEGER_BOUNDS.max_tokens)),
       metadata: record(string({ max: 512 }), { maxEntries: 16, maxKeyLength: 64 }),
       min_p: nullable(number()),
       modalities: array(oneOf(MODALITIES)),
@@ -337,8 +352,8 @@ function buildChatRequest(brand: string) {
       stop_server_tools_when: array(stopCondition, { min: 1 }),
       stream: boolean(),
       stream_options: nullable(object({ include_usage: boolean() })),
-      temperature: nullable(number({ min: 0, max: 2 })),
-      top_p: nullable(number({ min: 0, max: 1 })),
+      temperature: nullable(number(NUMBER_BOUNDS.temperature)),
+      top_p: nullable(number(NUMBER_BOUNDS.top_p)),
       top_k: nullable(integer({ min: 0 })),
       top_a: nullable(number()),
       tool_choice: toolChoice,
@@ -386,28 +401,31 @@ const schemas = new Map<string, ChatRequestSchema>();
  * Per request zod's parse cost ≈ 3 µs in isolation and ≈ 2.6 % of `portico serve`'s busy time under load
  * (bench/README.md, "The request's common shape without zod"). The subset: `messages` of system, developer,
  * user and assistant messages with string content (null too for an assistant) and an optional string `name`,
- * and no other key; the top-level keys of {@link FAST_KEYS}, with their schema's types and bounds; any key the
+ * and no other key; the top-level keys of {@link FAST_KEYS}, with their schema's types and bounds (the same
+ * constants: NUMBER_BOUNDS, INTEGER_BOUNDS, MAX_USER_CHARS); any key the
  * schema does not name (passed through, as the schema's loose object does). A key the schema names and the
  * subset does not (tools, provider, plugins, …), or a value the subset does not take, means zod.
  * `test/unit/contract/chat-request-fast-path.test.ts` holds zod's verdict against this one's.
  */
 const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
-const inRange = (min: number, max: number) => (v: unknown) => v === null || (finite(v) && v >= min && v <= max);
-const safeIntFrom = (min: number) => (v: unknown) => v === null || (Number.isSafeInteger(v) && (v as number) >= min);
+const inRange = ({ min, max }: { min: number; max: number }) => (v: unknown) => v === null || (finite(v) && v >= min && v <= max);
+const safeIntFrom = ({ min }: { min: number }) => (v: unknown) => v === null || (Number.isSafeInteger(v) && (v as number) >= min);
 const FAST_KEYS: Readonly<Record<string, (v: unknown) => boolean>> = {
   messages: fastMessages,
   model: (v) => typeof v === "string",
   stream: (v) => typeof v === "boolean",
-  temperature: inRange(0, 2),
-  top_p: inRange(0, 1),
-  frequency_penalty: inRange(-2, 2),
-  presence_penalty: inRange(-2, 2),
-  max_tokens: safeIntFrom(1),
-  max_completion_tokens: safeIntFrom(1),
-  seed: safeIntFrom(Number.MIN_SAFE_INTEGER),
+  temperature: inRange(NUMBER_BOUNDS.temperature),
+  top_p: inRange(NUMBER_BOUNDS.top_p),
+  frequency_penalty: inRange(NUMBER_BOUNDS.frequency_penalty),
+  presence_penalty: inRange(NUMBER_BOUNDS.presence_penalty),
+  max_tokens: safeIntFrom(INTEGER_BOUNDS.max_tokens),
+  max_completion_tokens: safeIntFrom(INTEGER_BOUNDS.max_completion_tokens),
+  seed: safeIntFrom({ min: Number.MIN_SAFE_INTEGER }),
   user: (v) => typeof v === "string" && v.length <= MAX_USER_CHARS,
   stream_options: (v) => v === null || (isPlainObject(v) && onlyKey(v, "include_usage") && (v.include_usage === undefined || typeof v.include_usage === "boolean")),
 };
+/** The top-level keys {@link fastAccepts} checks itself (for the test that holds it to the schema's bounds). */
+export const FAST_PATH_KEYS: readonly string[] = Object.keys(FAST_KEYS);
 const FAST_ROLES = new Set(["system", "developer", "user", "assistant"]);
 
 function onlyKey(o: Record<string, unknown>, key: string): boolean {

@@ -26,3 +26,17 @@ export const PageFields = {
 
 export const INVALID_CURSOR = "starting_after must be the next_cursor of a previous page of this list";
 export const OFFSET_WITH_CURSOR = "offset cannot be combined with starting_after: page with starting_after alone";
+
+/** The largest page of `GET /models` / `ListModels` (the list every client reads whole; docs/catalog.md). */
+export const MAX_MODELS_LIMIT = 1000;
+
+/**
+ * The one list outside the cursor rule (docs/api.md#pagination): the model list (`GET /models`, gRPC
+ * `ListModels`) pages by `offset` and `limit` as the real-world service's clients send them, and answers whole
+ * without `limit`. The gateway checks the query string and the core the RPC fields with these definitions
+ * (gRPC's 0 meaning absent), so both edges refuse the same values with the same messages.
+ */
+export const ModelsPageFields = {
+  offset: integer({ min: 0, max: MAX_OFFSET }).meta({ description: "Entries to skip (default 0)." }),
+  limit: integer({ min: 1, max: MAX_MODELS_LIMIT }).meta({ description: `At most this many entries (1 to ${MAX_MODELS_LIMIT}; default: all).` }),
+};

@@ -8,8 +8,8 @@
  * stay in the core, which checks the RPC fields the gateway fills from these.
  */
 import type { z } from "zod";
-import { boolean, integer, object, oneOf, requestJsonSchema, string } from "./kit.js";
-import { MAX_OFFSET, PageFields } from "./paging.js";
+import { boolean, object, oneOf, requestJsonSchema, string } from "./kit.js";
+import { ModelsPageFields, PageFields } from "./paging.js";
 
 type Shape = Record<string, z.ZodType>;
 
@@ -91,8 +91,6 @@ const byCatalogModel = { path: p(catalogModel, ["author", "slug"]) };
 const byCatalogEndpoint = {
   path: p({ ...catalogModel, provider: pathText("The endpoint's provider slug.") }, ["author", "slug", "provider"]),
 };
-/** The largest page of `GET /models` (the list every client reads whole; docs/catalog.md). */
-export const MAX_MODELS_LIMIT = 1000;
 
 /** Each operation's query and path definitions, by operationId. */
 export const RequestParameters: Record<string, ParameterDefinitions> = {
@@ -180,6 +178,7 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   createResponse: {},
   // activity (docs/api.md, "Activity")
   getActivity: {
+    closedQuery: true,
     query: q({
       date: text("Only this UTC day (YYYY-MM-DD): one of the last 30 completed days, or today."),
       api_key_hash: text("Only the generations of this API key (its SHA-256 hex hash)."),
@@ -196,10 +195,7 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   // them: the one list outside the cursor rule (docs/api.md#pagination).
   listModels: {
     closedQuery: true,
-    query: q({
-      offset: integer({ min: 0, max: MAX_OFFSET }).meta({ description: "Entries to skip (default 0)." }),
-      limit: integer({ min: 1, max: MAX_MODELS_LIMIT }).meta({ description: `At most this many entries (1 to ${MAX_MODELS_LIMIT}; default: all).` }),
-    }),
+    query: q(ModelsPageFields),
   },
   listModelEndpoints: { ...byCatalogModel, query: q({}), closedQuery: true },
   listCatalogModels: { query: q(page), closedQuery: true },

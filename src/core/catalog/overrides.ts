@@ -15,8 +15,8 @@
  * new row, or throw a 400 naming the field. Every new row is checked by building the catalog with it.
  */
 import { z } from "zod";
-import { violationOf } from "../../contract/requests/kit.js";
-import { invalidArgument, notFound } from "../errors.js";
+import { validate } from "../../contract/requests/kit.js";
+import { checkRules, invalidArgument, notFound } from "../errors.js";
 import { PutCatalogModelRequest, UpdateCatalogEndpointRequest } from "../../contract/requests/catalog.js";
 import { CatalogError, checkProviderIds, mergeModel, ModelPatch, type CatalogFile, type CatalogModel } from "./catalog.js";
 import { UNSERVED_PROVIDER, type ServesProvider } from "./providers.js";
@@ -87,13 +87,9 @@ function checkWith(base: CatalogFile, rows: readonly OverrideRow[], row: Overrid
 const AddModelBody = PutCatalogModelRequest;
 const ChangeEndpointBody = UpdateCatalogEndpointRequest;
 
+/** The body read by its definition; a broken rule is 400 naming the field (the one mapping, checkRules). */
 function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
-  const res = schema.safeParse(body);
-  if (!res.success) {
-    const v = violationOf(res.error);
-    throw invalidArgument(v.field, v.message);
-  }
-  return res.data;
+  return checkRules(() => validate(schema, body));
 }
 
 const SLUG = /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._:-]*$/;

@@ -56,6 +56,7 @@ import type { SessionAffinity } from "../../lib/session-affinity.js";
 import { createEndpointStats, type EndpointStats } from "./routing/endpoint-stats.js";
 import type { RoutingFilter } from "./routing/route.js";
 import { invalidArgument } from "../errors.js";
+import { checkOffsetPage } from "../paging.js";
 import { bodyOf } from "./request-body.js";
 import { createMessagesMethods } from "./messages-handler.js";
 import { createResponsesMethods } from "./responses-handler.js";
@@ -260,8 +261,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
     /** The models the caller can route to (not a pipeline request: nothing is called upstream). */
     async listModels(req, ctx: HandlerContext) {
       const caller = callerOf(ctx);
-      if (req.offset < 0) throw invalidArgument("offset", "offset must be an integer of at least 0");
-      if (req.limit < 0) throw invalidArgument("limit", "limit must be an integer of at least 1 (0 or absent: every entry)");
+      const page = checkOffsetPage(req);
       const [creds, presets, shared] = await Promise.all([
         deps.credentials.listAll(caller.workspaceId),
         // Only active presets serve requests (docs/chat.md); disabled and archived ones are not offered.
@@ -292,7 +292,7 @@ export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof Cha
         ...presets.items.map((p) => ({ id: `@preset/${p.slug}`, ownedBy: "preset", created: secs(p.createdAt) })),
         ...withCatalog(ids, deps.catalog).sort((a, b) => (a.id < b.id ? -1 : 1)),
       ];
-      return { models: models.slice(req.offset, req.limit > 0 ? req.offset + req.limit : undefined), totalCount: models.length };
+      return { models: models.slice(page.offset, page.limit !== undefined ? page.offset + page.limit : undefined), totalCount: models.length };
     },
 
     /**

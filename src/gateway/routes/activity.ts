@@ -5,14 +5,10 @@
  */
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { Reason } from "../../contract/reasons.js";
 import { ActivityService, type ActivityItem } from "../../gen/portico/activity/v1/activity_service_pb.js";
-import { serviceError } from "../../lib/service-error.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
 import { contractRoute, errorResponses } from "../schemas.js";
-
-const QUERY = ["date", "api_key_hash", "user_id", "workspace_id", "group_by", "include_today"] as const;
 
 const nullable = (type: string, description: string) => ({ type: [type, "null"], description });
 const activityItemSchema = {
@@ -80,8 +76,6 @@ export async function registerActivityRoutes(api: FastifyInstance, ctx: GatewayC
     async (req) => {
       const query = (req.query ?? {}) as Record<string, unknown>;
       const text = (name: string) => (typeof query[name] === "string" ? (query[name] as string) : undefined);
-      const unknown = Object.keys(query).find((k) => !(QUERY as readonly string[]).includes(k));
-      if (unknown !== undefined) throw serviceError(Reason.BAD_REQUEST, `${unknown} is not a parameter of this operation; parameters: ${QUERY.join(", ")}`, { field: unknown });
       const res = await client.getActivity(
         {
           date: text("date"),

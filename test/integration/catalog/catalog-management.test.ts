@@ -15,7 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { bearer, grpcClient } from "../../helpers/grpc.js";
+import { errorDetailOf } from "../../../src/lib/service-error.js";
 import { waitFor } from "../../helpers/wait.js";
 
 const REDIS_URL = process.env.PORTICO_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -309,6 +311,27 @@ describe.each(["sqlite", "postgresql"] as const)("catalog management (%s)", (pro
     const chat = grpcClient("portico/chat/v1/chat_service.proto", "portico.chat.v1.ChatService", a.coreUrl);
     const res = await new Promise<any>((resolve, reject) => chat.ListModels({}, bearer(a.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))));
     expect(res.models.find((m: any) => m.id === LLAMA)).toMatchObject({ canonical_slug: LLAMA, owned_by: "meta-llama", pricing: { prompt: "0.0000001" } });
+
+    // ListModels' offset paging has the same rule at both edges (src/contract/requests/paging.ts,
+    // ModelsPageFields): limit 1 to 1000 (gRPC 0: the whole list), offset at least 0; the same refusal and
+    // message over gRPC (INVALID_ARGUMENT naming the field) as over HTTP (400 naming it).
+    const listModels = (req: unknown) => new Promise<any>((resolve, reject) => chat.ListModels(req, bearer(a.tenant.apiKey), (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r))));
+    // The field the ErrorDetail in grpc-status-details-bin names (decoded as connect's gRPC client decodes it).
+    const fieldOf = (err: any) => {
+      const trailer = new Headers({ "grpc-status": String(err.code), "grpc-status-details-bin": Buffer.from(err.metadata.get("grpc-status-details-bin")[0]).toString("base64") });
+      const detail = errorDetailOf(findTrailerError(trailer)!);
+      return detail?.field;
+    };
+    for (const [req, query, field] of [[{ limit: 1001 }, "limit=1001", "limit"], [{ limit: -1 }, "limit=-1", "limit"], [{ offset: -1 }, "offset=-1", "offset"]] as const) {
+      const http = await api(a, "GET", `/models?${query}`, { key: a.tenant.apiKey });
+      expect(http.status, http.text).toBe(400);
+      expect(http.json.error.metadata.field).toBe(field);
+      const err = await listModels(req).then(() => undefined, (e: any) => e);
+      expect(err, query).toMatchObject({ code: 3, details: http.json.error.message });
+      expect(fieldOf(err), query).toBe(field);
+    }
+    expect((await listModels({ limit: 1000 })).models.length).toBe(res.models.length > 1000 ? 1000 : res.models.length);
+    expect((await listModels({ offset: 1, limit: 1 })).models.map((m: any) => m.id)).toEqual([res.models[1].id]);
   });
 
   it("concurrent changes to one model from two instances: each is applied or refused with 409, never lost", async () => {

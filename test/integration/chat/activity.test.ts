@@ -222,6 +222,19 @@ describe.each(["sqlite", "postgresql"] as const)("activity (%s)", (provider) => 
     expect(await field("api_key_hash=abc")).toBe("api_key_hash");
     expect(await field("include_today=yes")).toBe("include_today");
     expect(await field("limit=10")).toBe("limit");
+    // An unknown query key is refused by the route contract's closed query, with the same envelope as any
+    // other route's (here /models, another closed query).
+    const unknownKey = await get("/activity?bogus=1");
+    const elsewhere = await get("/models?bogus=1");
+    expect(unknownKey.status, unknownKey.text).toBe(400);
+    expect(elsewhere.status, elsewhere.text).toBe(400);
+    expect(unknownKey.json.error).toEqual({
+      code: 400,
+      message: "bogus is not a query parameter of this operation (date, api_key_hash, user_id, workspace_id, group_by, include_today)",
+      metadata: elsewhere.json.error.metadata,
+    });
+    expect(Object.keys(unknownKey.json.error).sort()).toEqual(Object.keys(elsewhere.json.error).sort());
+    expect(elsewhere.json.error.message).toBe("bogus is not a query parameter of this operation (offset, limit)");
     expect(await field("workspace_id=%00")).toBe("workspace_id");
     expect(await field(`user_id=${"u".repeat(201)}`)).toBe("user_id");
     // A parameter given twice fails the route's schema (400, the message names it).

@@ -5,8 +5,8 @@
  * taken without zod.
  */
 import { describe, expect, it } from "vitest";
-import { ChatRequest, fastAccepts } from "../../../src/contract/requests/chat-request.js";
-import { RuleViolation } from "../../../src/contract/requests/kit.js";
+import { ChatRequest, FAST_PATH_KEYS, fastAccepts } from "../../../src/contract/requests/chat-request.js";
+import { requestJsonSchema, RuleViolation } from "../../../src/contract/requests/kit.js";
 
 const opts = { brand: "service" };
 const schema = ChatRequest.schema("service");
@@ -84,7 +84,77 @@ function bodies(): unknown[] {
   return out;
 }
 
+/** The next double above (`dir` 1) or below (-1) `x`. */
+function nextDouble(x: number, dir: 1 | -1): number {
+  if (x === 0) return dir * Number.MIN_VALUE;
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  view.setBigUint64(0, (x > 0) === (dir > 0) ? bits + 1n : bits - 1n);
+  return view.getFloat64(0);
+}
+
+type Json = Record<string, unknown>;
+/**
+ * The edges of every bound the schema states on a key fastAccepts checks itself, read from the schema (its JSON
+ * Schema): for a number the bound and the nearest double past it, for an integer the bound, one past it and a
+ * fraction inside, for a string its longest length and one more. `inside` values must be accepted, `outside`
+ * ones refused.
+ */
+function edgesFromSchema(): Map<string, { inside: unknown[]; outside: unknown[] }> {
+  const props = (requestJsonSchema(schema) as Json).properties as Json;
+  const out = new Map<string, { inside: unknown[]; outside: unknown[] }>();
+  for (const key of FAST_PATH_KEYS) {
+    const node = props[key] as Json;
+    const alts = ((node.anyOf as Json[]) ?? [node]).filter((n) => n.type !== "null");
+    for (const n of alts) {
+      const inside: unknown[] = [];
+      const outside: unknown[] = [];
+      if (n.type === "number" || n.type === "integer") {
+        for (const [bound, dir] of [[n.minimum, -1], [n.maximum, 1]] as const) {
+          if (typeof bound !== "number") continue;
+          inside.push(bound);
+          if (n.type === "number") {
+            outside.push(nextDouble(bound, dir), bound + dir);
+            inside.push(nextDouble(bound, dir === 1 ? -1 : 1));
+          } else {
+            outside.push(bound + dir, bound + dir / 2);
+            if (Math.abs(bound) < Number.MAX_SAFE_INTEGER) inside.push(bound - dir);
+          }
+        }
+      }
+      if (n.type === "string" && typeof n.maxLength === "number") {
+        inside.push("x".repeat(n.maxLength), "é".repeat(n.maxLength));
+        outside.push("x".repeat(n.maxLength + 1));
+      }
+      if (inside.length + outside.length > 0) out.set(key, { inside, outside });
+    }
+  }
+  return out;
+}
+
 describe("ChatRequest.check: the common shape without zod", () => {
+  it("holds every bound the schema states on a fast key, at both edges of it", () => {
+    const edges = edgesFromSchema();
+    // Every bounded key the fast path checks itself is covered (a bound added to the schema is tested here).
+    expect([...edges.keys()].sort()).toEqual(["frequency_penalty", "max_completion_tokens", "max_tokens", "presence_penalty", "seed", "temperature", "top_p", "user"]);
+    const ok = { role: "user", content: "hi" };
+    for (const [key, { inside, outside }] of edges) {
+      for (const v of inside) {
+        const body = { messages: [ok], [key]: v };
+        expect(fastAccepts(schema, body), `${key}: ${v}`).toBe(true);
+        expect(outcome(() => ChatRequest.parse(body, opts)), `${key}: ${v}`).toBe("ok");
+      }
+      for (const v of outside) {
+        const body = { messages: [ok], [key]: v };
+        expect(fastAccepts(schema, body), `${key}: ${v}`).toBe(false);
+        const expected = outcome(() => ChatRequest.parse(body, opts));
+        expect(expected, `${key}: ${v}`).toMatch(new RegExp(`^${key}: `));
+        expect(outcome(() => ChatRequest.check(body, opts)), `${key}: ${v}`).toBe(expected);
+      }
+    }
+  });
+
   it("passes and fails exactly as zod's parse does, for every generated body", () => {
     const all = bodies();
     expect(all.length).toBeGreaterThan(1000);

@@ -457,7 +457,7 @@ export type ChatRequest = Message<"portico.presets.v1.ChatRequest"> & {
   model?: string | undefined;
 
   /**
-   * Fallback model identifiers, tried in order.
+   * Fallback model identifiers, tried in order; at most 16.
    *
    * @generated from field: repeated string models = 3;
    */
@@ -492,7 +492,8 @@ export type ChatRequest = Message<"portico.presets.v1.ChatRequest"> & {
   imageConfig?: JsonObject | undefined;
 
   /**
-   * Token id (as a string) to bias from -100 to 100.
+   * Token id (as a string) to a bias value, passed to the provider as given: each must be a number, and the
+   * provider's own range applies.
    *
    * @generated from field: map<string, double> logit_bias = 8;
    */
@@ -597,7 +598,8 @@ export type ChatRequest = Message<"portico.presets.v1.ChatRequest"> & {
   reasoning?: Reasoning | undefined;
 
   /**
-   * Shorthand for reasoning.effort; must not differ from it when both are given.
+   * Shorthand for reasoning.effort: "max", "xhigh", "high", "medium", "low", "minimal" or "none"; must not differ
+   * from it when both are given.
    *
    * @generated from field: optional string reasoning_effort = 23;
    */
@@ -782,7 +784,7 @@ export type ChatMessage = Message<"portico.presets.v1.ChatMessage"> & {
   name?: string | undefined;
 
   /**
-   * For role "tool": the tool call being answered (required for that role).
+   * For role "tool": the tool call being answered, at least 1 character (required for that role).
    *
    * @generated from field: optional string tool_call_id = 4;
    */
@@ -880,7 +882,8 @@ export const DebugOptionsSchema: GenMessage<DebugOptions> = /*@__PURE__*/
  */
 export type Plugin = Message<"portico.presets.v1.Plugin"> & {
   /**
-   * Plugin id, for example "web" or "fusion". Required.
+   * Plugin id: "auto-router", "auto-beta-router", "moderation", "web", "web-fetch", "file-parser",
+   * "response-healing", "context-compression", "pareto-router", "fusion" or "switchyard-router". Required.
    *
    * @generated from field: string id = 1;
    */
@@ -894,14 +897,14 @@ export type Plugin = Message<"portico.presets.v1.Plugin"> & {
   enabled?: boolean | undefined;
 
   /**
-   * Model patterns the router may pick; "<vendor>/*" wildcards allowed.
+   * Model patterns the router may pick (`<vendor>/*` wildcards allowed): at most 1024, each at most 1024 characters.
    *
    * @generated from field: repeated string allowed_models = 3;
    */
   allowedModels: string[];
 
   /**
-   * Model patterns the router must not pick.
+   * Model patterns the router must not pick: at most 1024, each at most 1024 characters.
    *
    * @generated from field: repeated string excluded_models = 4;
    */
@@ -929,7 +932,8 @@ export type Plugin = Message<"portico.presets.v1.Plugin"> & {
   pinModel?: boolean | undefined;
 
   /**
-   * Engine: for web "native", "exa", "firecrawl", "parallel", "perplexity"; for context-compression "middle-out".
+   * Engine: for web "native", "exa", "firecrawl", "parallel", "perplexity" or Portico's own "searxng" and
+   * "brave"; for context-compression "middle-out".
    *
    * @generated from field: optional string engine = 8;
    */
@@ -999,7 +1003,7 @@ export type Plugin = Message<"portico.presets.v1.Plugin"> & {
   blockedDomains: string[];
 
   /**
-   * Maximum tokens of fetched content; excess is truncated.
+   * Maximum tokens of fetched content, at least 1; excess is truncated.
    *
    * @generated from field: optional int32 max_content_tokens = 18;
    */
@@ -1146,7 +1150,7 @@ export const UserLocationSchema: GenMessage<UserLocation> = /*@__PURE__*/
  */
 export type FusionTool = Message<"portico.presets.v1.FusionTool"> & {
   /**
-   * Tool type, for example "service:web_search". Required.
+   * Tool type, at least 1 character, for example a server tool type `<brand>:web_search`. Required.
    *
    * @generated from field: string type = 1;
    */
@@ -1202,7 +1206,7 @@ export const PredictionSchema: GenMessage<Prediction> = /*@__PURE__*/
  */
 export type ResponseCacheOptions = Message<"portico.presets.v1.ResponseCacheOptions"> & {
   /**
-   * How long a stored answer is served, in seconds: 1 to 86400; 0 switches the cache off (a request's
+   * How long a stored answer is served, in seconds: 0 to 86400, where 0 switches the cache off (a request's
    * way to opt out of its preset's cache). Required.
    *
    * @generated from field: int32 ttl_seconds = 1;
@@ -1273,21 +1277,21 @@ export type ProviderPreferences = Message<"portico.presets.v1.ProviderPreference
   enforceDistillableText?: boolean | undefined;
 
   /**
-   * Provider slugs to skip.
+   * Provider slugs to skip, at most 128.
    *
    * @generated from field: repeated string ignore = 4;
    */
   ignore: string[];
 
   /**
-   * Provider slugs to restrict to.
+   * Provider slugs to restrict to, at most 128.
    *
    * @generated from field: repeated string only = 5;
    */
   only: string[];
 
   /**
-   * Provider slugs to try in order.
+   * Provider slugs to try in order, at most 128.
    *
    * @generated from field: repeated string order = 6;
    */
@@ -1315,7 +1319,8 @@ export type ProviderPreferences = Message<"portico.presets.v1.ProviderPreference
   preferredMinThroughput?: Value | undefined;
 
   /**
-   * Quantization levels to allow, for example "fp8".
+   * Quantization levels to allow: "int4", "int8", "fp4", "mxfp4", "nvfp4", "fp6", "fp8", "mxfp8", "fp16", "bf16",
+   * "fp32" or "unknown".
    *
    * @generated from field: repeated string quantizations = 10;
    */
@@ -1351,41 +1356,41 @@ export const ProviderPreferencesSchema: GenMessage<ProviderPreferences> = /*@__P
   messageDesc(file_portico_presets_v1_presets_service, 20);
 
 /**
- * MaxPrice caps prices in USD, each as a decimal string.
+ * MaxPrice caps prices in USD, each as a decimal string (the JSON form also takes a number), at least 0.
  *
  * @generated from message portico.presets.v1.MaxPrice
  */
 export type MaxPrice = Message<"portico.presets.v1.MaxPrice"> & {
   /**
-   * Per million prompt tokens.
+   * Per million prompt tokens, at least 0.
    *
    * @generated from field: optional string prompt = 1;
    */
   prompt?: string | undefined;
 
   /**
-   * Per million completion tokens.
+   * Per million completion tokens, at least 0.
    *
    * @generated from field: optional string completion = 2;
    */
   completion?: string | undefined;
 
   /**
-   * Per request.
+   * Per request, at least 0.
    *
    * @generated from field: optional string request = 3;
    */
   request?: string | undefined;
 
   /**
-   * Per image.
+   * Per image, at least 0.
    *
    * @generated from field: optional string image = 4;
    */
   image?: string | undefined;
 
   /**
-   * Per audio unit.
+   * Per audio unit, at least 0.
    *
    * @generated from field: optional string audio = 5;
    */
@@ -1469,7 +1474,7 @@ export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
  */
 export type JsonSchemaConfig = Message<"portico.presets.v1.JsonSchemaConfig"> & {
   /**
-   * Schema name. Required.
+   * Schema name, at least 1 character. Required.
    *
    * @generated from field: string name = 1;
    */
@@ -1539,14 +1544,14 @@ export type StopCondition = Message<"portico.presets.v1.StopCondition"> & {
   maxTokens?: number | undefined;
 
   /**
-   * For "has_tool_call": the tool name.
+   * For "has_tool_call": the tool name, at least 1 character.
    *
    * @generated from field: optional string tool_name = 5;
    */
   toolName?: string | undefined;
 
   /**
-   * For "finish_reason_is": the finish reason.
+   * For "finish_reason_is": the finish reason, at least 1 character.
    *
    * @generated from field: optional string reason = 6;
    */
@@ -1588,7 +1593,11 @@ export const StreamOptionsSchema: GenMessage<StreamOptions> = /*@__PURE__*/
  */
 export type Tool = Message<"portico.presets.v1.Tool"> & {
   /**
-   * "function", a server tool type such as "service:web_search", or a web-search shorthand such as "web_search". Required.
+   * "function"; a server tool type, the deployment's brand word (PORTICO_BRAND) and a kind: "<brand>:advisor",
+   * "<brand>:bash", "<brand>:datetime", "<brand>:files", "<brand>:fusion", "<brand>:image_generation",
+   * "<brand>:experimental__search_models", "<brand>:subagent", "<brand>:web_fetch", "<brand>:web_search"; or a
+   * web-search shorthand: "web_search", "web_search_preview", "web_search_preview_2025_03_11",
+   * "web_search_2025_08_26". Required.
    *
    * @generated from field: string type = 1;
    */
