@@ -10,6 +10,13 @@ export interface WaitOptions {
   timeoutMs?: number;
   /** Pause between probes (default 25 ms). */
   intervalMs?: number;
+  /**
+   * Judge the deadline by when a probe started, not by when it answered (default false): a probe that started
+   * in time and answers "not yet" after the deadline earns one more probe. For a bound under test (refused
+   * within N ms): a probe reads the state of the moment it started, so a slow answer on a loaded machine does
+   * not count against the bound.
+   */
+  byProbeStart?: boolean;
 }
 
 /** A probe's "not yet": undefined, null or false. Any other value (0 and "" included) ends the wait. */
@@ -27,6 +34,7 @@ export async function waitFor<T>(what: string | (() => string), probe: () => T |
   const deadline = Date.now() + timeoutMs;
   let last: { value: unknown } | { error: unknown } | undefined;
   for (;;) {
+    const started = Date.now();
     try {
       const value = await probe();
       if (value !== undefined && value !== null && value !== false) return value as Found<T>;
@@ -34,7 +42,7 @@ export async function waitFor<T>(what: string | (() => string), probe: () => T |
     } catch (error) {
       last = { error };
     }
-    if (Date.now() >= deadline) {
+    if ((opts.byProbeStart ? started : Date.now()) >= deadline) {
       const tail =
         last && "error" in last
           ? `; the probe last threw: ${last.error instanceof Error ? last.error.message : String(last.error)}`

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPortico } from "../../helpers/cli.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const REPO = resolve(import.meta.dirname, "../../..");
 const README = readFileSync(join(REPO, "README.md"), "utf8");
@@ -126,14 +127,9 @@ async function stop(s: Started | undefined): Promise<void> {
   if (!pgid || !groupAlive(pgid)) return;
   process.kill(-pgid, "SIGTERM");
   await s.exited;
-  const until = Date.now() + 15_000;
-  while (groupAlive(pgid)) {
-    if (Date.now() > until) {
-      process.kill(-pgid, "SIGKILL");
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(`process group ${pgid} gone after SIGTERM`, () => !groupAlive(pgid), { timeoutMs: 15_000, intervalMs: 50 }).catch(() => {
+    if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");
+  });
 }
 
 const banner = (out: string, label: string) => new RegExp(`${label}:\\s+(\\S+)`).exec(out)?.[1];

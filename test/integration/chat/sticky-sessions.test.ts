@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { startFakeOpenAI } from "../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../helpers/fake-upstreams/server.js";
+import { waitFor } from "../../helpers/wait.js";
 
 describe("sticky sessions across instances (postgresql, Redis)", () => {
   let h: Harness;
@@ -53,14 +54,8 @@ describe("sticky sessions across instances (postgresql, Redis)", () => {
     expect(fake.requests.length).toBe(before + 1);
     return String(fake.requests.at(-1)!.headers.authorization).replace(/^Bearer /, "");
   };
-  /** Waits (polling Redis, no sleep) until this run has `n` pins stored. */
-  const pinsStored = async (n: number) => {
-    for (let i = 0; i < 200; i++) {
-      if ((await redis.keys(`${prefix}sticky:*`)).length >= n) return;
-      await new Promise((r) => setImmediate(r));
-    }
-    throw new Error(`expected ${n} pins in Redis`);
-  };
+  /** Waits (polling Redis) until this run has `n` pins stored. */
+  const pinsStored = (n: number) => waitFor(`${n} sticky pin(s) in Redis`, async () => (await redis.keys(`${prefix}sticky:*`)).length >= n);
 
   it("the weight is stored and shown; out of range is a 400 naming it", async () => {
     const list = await api(h, "GET", "/byok", { key: h.tenant.managementKey });

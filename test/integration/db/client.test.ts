@@ -12,6 +12,8 @@ import {
 } from "../../../src/db/client.js";
 import { DbNull, JsonNull, Prisma, type InputJsonValue } from "../../../src/db/prisma.js";
 import { dbProviders, freshSqlite, useDatabase } from "../../helpers/db.js";
+import { watchBusyBegins } from "../../helpers/sqlite-busy.js";
+import { waitFor } from "../../helpers/wait.js";
 
 describe.each(dbProviders)("database client (%s)", (provider, fresh) => {
   const handle = useDatabase(fresh);
@@ -270,6 +272,7 @@ describe("SQLite connection", () => {
     // thread, so a transaction that waited in SQLite's busy handler would stall the thread until its
     // busy timeout and fail with SQLITE_BUSY, the holder never getting the chance to commit.
     const other = await openDatabase({ databaseUrl: handle().url, dataDir: tmpdir() });
+    const refusals = watchBusyBegins();
     try {
       const db = handle().db;
       await db.$executeRawUnsafe(`CREATE TABLE IF NOT EXISTS lock_probe (k TEXT PRIMARY KEY)`);
@@ -301,8 +304,9 @@ describe("SQLite connection", () => {
       const single = db.$executeRawUnsafe(`INSERT INTO lock_probe (k) VALUES ('single')`).finally(() => {
         singleDone = true;
       });
-      // Several turns of the event loop while the holder keeps the lock: the waiters are still waiting.
-      for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 2));
+      // The waiter's BEGIN IMMEDIATE is refused (SQLITE_BUSY, the holder has the lock) and tried again on a timer,
+      // the event loop turning meanwhile: the waiters are waiting, neither done nor failed.
+      await waitFor(() => `the waiter refused the write lock twice (${refusals.count} so far)`, () => refusals.count >= 2);
       expect(waiterDone).toBe(false);
       expect(singleDone).toBe(false);
       finish();
@@ -319,6 +323,7 @@ describe("SQLite connection", () => {
       ]);
       expect(await db.$queryRawUnsafe<Array<{ n: bigint }>>(`SELECT count(*) AS n FROM lock_probe`)).toEqual([{ n: 6n }]);
     } finally {
+      refusals.restore();
       await other.close();
     }
   });

@@ -1,7 +1,31 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DatabaseHandle } from "../../../src/db/client.js";
 import { freshSqlite } from "../../helpers/db.js";
+import { waitFor } from "../../helpers/wait.js";
+
+/** How many callers wait their turn at a transaction gate now (src/db/sqlite-transaction-gate.ts, the real one, counted). */
+const gates = vi.hoisted(() => ({ waiting: 0 }));
+vi.mock("../../../src/db/sqlite-transaction-gate.js", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../../src/db/sqlite-transaction-gate.js")>();
+  return {
+    ...real,
+    createTransactionGate() {
+      const gate = real.createTransactionGate();
+      const acquire = gate.acquire.bind(gate);
+      return Object.assign(gate, {
+        async acquire() {
+          gates.waiting++;
+          try {
+            return await acquire();
+          } finally {
+            gates.waiting--;
+          }
+        },
+      });
+    },
+  };
+});
 
 /**
  * Opens a transaction that inserts a user named `name`, then waits: `insideReady` resolves once the row is
@@ -40,15 +64,15 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
     const outsideEmail = `outside-${randomUUID()}@x.invalid`;
     // A raw single statement (as hot paths use) is not wrapped in a transaction by Prisma.
     const outsideWrite = db.$executeRaw`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (${randomUUID()}, ${outsideEmail}, ${"outside"}, ${new Date()})`;
-    // While the transaction is open the outside write must wait rather than join it.
-    const early = await Promise.race([
-      outsideWrite.then(() => "ran inside the open transaction"),
-      new Promise((r) => setTimeout(() => r("waited"), 100)),
-    ]);
-    expect(early).toBe("waited");
+    // While the transaction is open the outside write must wait rather than join it: it reaches the gate and
+    // waits there for the transaction's turn to end.
+    let outsideDone = false;
+    const outside = outsideWrite.then(() => (outsideDone = true));
+    await waitFor("the outside write waiting at the transaction gate", () => gates.waiting === 1);
+    expect(outsideDone).toBe(false);
     finish();
     expect(await rolledBack).toBe("roll back");
-    await outsideWrite;
+    await outside;
     expect(await db.user.count({ where: { email: outsideEmail } })).toBe(1);
     expect(await db.user.count({ where: { name: "in tx" } })).toBe(0);
   });
@@ -88,8 +112,8 @@ describe("SQLite: writes outside a transaction are isolated from an open transac
       ran = true;
       return c.prepare(`INSERT INTO "User" ("id", "email", "name", "createdAt") VALUES (?, ?, ?, ?)`).run([randomUUID(), outsideEmail, "outside direct", new Date().toISOString().replace(/Z$/, "+00:00")]).changes;
     });
-    // It waits for the transaction to end rather than run inside it.
-    await new Promise((r) => setImmediate(r));
+    // It waits at the gate for the transaction to end rather than run inside it.
+    await waitFor("the writeSqlite call waiting at the transaction gate", () => gates.waiting === 1);
     expect(ran).toBe(false);
     finish();
     expect(await rolledBack).toBe("roll back");
@@ -143,20 +167,19 @@ describe("SQLite: a read-then-write transaction survives another process writing
         stdio: ["ignore", "pipe", "inherit"],
       });
       let childOut = "";
-      let opened!: () => void;
-      const childOpened = new Promise<void>((r) => (opened = r));
+      let waiting!: () => void;
+      const childWaiting = new Promise<void>((r) => (waiting = r));
       child.stdout.on("data", (d) => {
         childOut += d;
-        if (childOut.includes("opened\n")) opened();
+        if (childOut.includes("waiting\n")) waiting();
       });
       const childDone = new Promise<void>((r) => child.on("exit", () => r()));
-      await Promise.race([childOpened, childDone]);
-      // Its INSERT follows the "opened" line at once and waits for this transaction's lock.
-      await new Promise((r) => setTimeout(r, 200));
+      // Its INSERT waits for this transaction's lock: SQLite refused it once (or it ended, and the check below says how).
+      await Promise.race([childWaiting, childDone]);
       mayWrite();
       expect(await tx).toBe("ok");
       await childDone;
-      expect(childOut.trim().split("\n")).toEqual(["opened", "ok"]);
+      expect(childOut.trim().split("\n")).toEqual(["opened", "waiting", "ok"]);
       expect(await a.db.user.count()).toBe(2);
     } finally {
       await a.close();

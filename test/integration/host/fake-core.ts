@@ -15,6 +15,7 @@ import {
   type Hello,
   type RunEvent,
 } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
+import { waitFor } from "../../helpers/wait.js";
 
 type ResponseInit = MessageInitShape<typeof AttachResponseSchema>;
 
@@ -26,7 +27,6 @@ export class FakeLink {
   ended = false;
   private out: AttachResponse[] = [];
   private wakeOut: (() => void) | undefined;
-  private waiters: Array<() => void> = [];
   endedPromise: Promise<void>;
   private resolveEnded!: () => void;
 
@@ -67,7 +67,6 @@ export class FakeLink {
     } else if (m.case === "ping") {
       this.send({ message: { case: "pong", value: { nonce: m.value.nonce } } });
     }
-    for (const w of this.waiters.splice(0)) w();
   }
 
   end(): void {
@@ -77,7 +76,6 @@ export class FakeLink {
     this.wakeOut = undefined;
     w?.();
     this.resolveEnded();
-    for (const w2 of this.waiters.splice(0)) w2();
   }
 
   async *outgoing(signal: AbortSignal): AsyncGenerator<AttachResponse> {
@@ -108,18 +106,9 @@ export class FakeLink {
       .filter((e) => runId === undefined || e.runId === runId);
   }
 
-  /** Waits until pred holds over the received messages. */
-  async waitFor<T>(pred: (link: FakeLink) => T | undefined | false, timeoutMs = 8000, what = "condition"): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = pred(this);
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; received: ${this.describe()}`);
-      await new Promise<void>((r) => {
-        this.waiters.push(r);
-        setTimeout(r, 50).unref();
-      });
-    }
+  /** Waits (test/helpers/wait.ts) until pred holds over the received messages; a timeout names what was received. */
+  waitFor<T>(pred: (link: FakeLink) => T | undefined | false, timeoutMs = 8000, what = "condition"): Promise<T> {
+    return waitFor(() => `${what}; received: ${this.describe()}`, () => pred(this), { timeoutMs, intervalMs: 10 });
   }
 
   /** Waits for a run event of the given case and returns it. */

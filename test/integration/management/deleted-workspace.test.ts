@@ -8,23 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness } from "../../helpers/harness.js";
 import { bearer, grpc, grpcClient, unary } from "../../helpers/grpc.js";
 import { createWorkspacesService } from "../../../src/core/workspaces/workspaces-service.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const PAIRS = 40;
-
-/**
- * Polls `probe` until it returns true; false when a probe that started after `ms` still returned false.
- * A probe is judged by when it started (what it read is the state of that moment), so a slow answer on
- * a loaded machine does not count against the bound.
- */
-async function within(ms: number, probe: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const started = Date.now();
-    if (await probe()) return true;
-    if (started > deadline) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe.each(["sqlite", "postgresql"] as const)("a deleted workspace's keys (%s)", (provider) => {
   let h: Harness;
@@ -57,9 +43,11 @@ describe.each(["sqlite", "postgresql"] as const)("a deleted workspace's keys (%s
     const service = createWorkspacesService(h.database.db);
     await service.delete({ type: "cli", organizationId: h.tenant.organizationId } as never, ws.id, { force: true });
 
-    const bound = h.config.authCacheTtlMs + 2_000;
-    expect(await within(bound, async () => (await api(h, "GET", "/key", { key: plain })).status === 401)).toBe(true);
-    expect(await within(bound, async () => (await api(h, "GET", "/key", { key: mgmt })).status === 401)).toBe(true);
+    // Judged by when each probe started (what it read is the state of that moment), so a slow answer on a
+    // loaded machine does not count against the bound.
+    const bound = { timeoutMs: h.config.authCacheTtlMs + 2_000, byProbeStart: true };
+    await waitFor("the deleted workspace's key refused (401)", async () => (await api(h, "GET", "/key", { key: plain })).status === 401, bound);
+    await waitFor("the deleted workspace's management key refused (401)", async () => (await api(h, "GET", "/key", { key: mgmt })).status === 401, bound);
 
     const me = await api(h, "GET", "/key", { key: plain });
     expect(me.json.error.message).toMatch(/workspace has been deleted/);

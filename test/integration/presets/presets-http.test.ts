@@ -3,6 +3,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, startHarness, type Harness, type Tenant } from "../../helpers/harness.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const PRESET_KEYS = [
   "id", "slug", "name", "description", "status", "status_updated_at", "created_at", "updated_at",
@@ -19,6 +20,9 @@ const docBody = {
   model: "openai/gpt-4o",
   temperature: 0.7,
 };
+
+/** Waits until the clock (the server's, in this process) reads later than `time`: the next write is stamped later. */
+const clockPast = (time: string) => waitFor(`the clock past ${time}`, () => Date.now() > Date.parse(time), { intervalMs: 1 });
 
 describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (provider) => {
   let h: Harness;
@@ -66,7 +70,7 @@ describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (prov
 
   it("adds version n+1 on an existing slug, designates it and advances updated_at", async () => {
     const first = (await create("versioned", { ...docBody, temperature: 0.1 })).json.data;
-    await new Promise((r) => setTimeout(r, 5));
+    await clockPast(first.updated_at);
     const res = await create("versioned", { messages: [{ role: "user", content: "x" }], model: "m2" });
     expect(res.status).toBe(200);
     const second = res.json.data;
@@ -237,10 +241,7 @@ describe.each(["sqlite", "postgresql"] as const)("presets over HTTP (%s)", (prov
 
   it("lists presets most recently updated first, paged, with total_count", async () => {
     const t = await h.createTenant();
-    for (const slug of ["p-a", "p-b", "p-c"]) {
-      await create(slug, docBody, t.managementKey);
-      await new Promise((r) => setTimeout(r, 3));
-    }
+    for (const slug of ["p-a", "p-b", "p-c"]) await clockPast((await create(slug, docBody, t.managementKey)).json.data.updated_at);
     await create("p-a", docBody, t.managementKey); // p-a becomes the most recently updated
     const all = await api(h, "GET", "/presets", { key: t.apiKey });
     expect(all.status).toBe(200);

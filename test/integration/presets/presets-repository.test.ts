@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { createPresetsRepository, PresetConflictError } from "../../../src/core/presets/presets-repository.js";
 import { dbProviders, useDatabase } from "../../helpers/db.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const config = {
   model: "openai/gpt-4o",
@@ -83,7 +84,8 @@ describe.each(dbProviders)("presets repository (%s)", (provider, fresh) => {
 
   it("adds version n+1 to an existing slug, designates it and advances updatedAt only", async () => {
     const first = await repo().createVersion(input("again", { systemPrompt: null, config: { model: "a" } }));
-    await new Promise((r) => setTimeout(r, 5));
+    // The next write is stamped later once the clock reads past this one's time.
+    await waitFor("the clock past the first version's time", () => Date.now() > first.preset.updatedAt.getTime(), { intervalMs: 1 });
     const second = await repo().createVersion(input("again", { config: { model: "b", temperature: 0 } }));
     expect(second.preset.id).toBe(first.preset.id);
     expect(second.preset.latestVersion).toBe(2);

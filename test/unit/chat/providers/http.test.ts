@@ -8,6 +8,7 @@ import { linkedController, openedStream, postJson, sseEvents, sseMap, SSE_END, t
 import { UpstreamError } from "../../../../src/core/chat/providers/types.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
+import { waitFor } from "../../../helpers/wait.js";
 
 const open: FakeUpstream[] = [];
 afterEach(async () => {
@@ -147,7 +148,7 @@ describe("the request", () => {
     open.push(fake);
     const caller = new AbortController();
     const pending = post(fake, {}, caller.signal).catch((e: unknown) => e);
-    while (fake.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    await waitFor("the request at the fake upstream", () => fake.requests.length > 0);
     const reason = new Error("the caller left");
     caller.abort(reason);
     expect(await pending).toBe(reason);
