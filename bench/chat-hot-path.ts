@@ -23,7 +23,7 @@
  * another's measured a minute apart).
  * Before anything is measured, `--warm-seconds` (default 2) of uncounted load at c=32 and of streams at c=8 go
  * to the fake provider directly (warming the fake and the load generator); half as long at c=32 to each target
- * once its group is up (its JIT, before the c=1 rounds); and half as long again to each target before the
+ * once its group is up (its JIT, before the c=1 rounds), then a quarter as long of streams; and half as long again to each target before the
  * measured windows of each of the c=32 and streams phases (right after the c=1 rounds a target's first c=32
  * window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
  *
@@ -319,6 +319,8 @@ async function main(): Promise<void> {
      */
     const measureGroup = async (group: Target[], groupRows: Row[]) => {
       for (const t of group) await gen.run(windowJob(t, "c32", warmSeconds / 2, 0));
+      // …and streams (at c=1 a serve's first first-chunk round read 2.3 ms against 0.4–0.6 for its next two).
+      for (const t of group) await gen.run(windowJob(t, "streams", warmSeconds / 4, 0));
       for (let round = 0; round < rounds; round++)
         for (const i of turn([...group.keys()], round)) {
           const c1 = await gen.run({ ...job(group[i]!, false, 1), seconds: c1Seconds });
@@ -385,7 +387,7 @@ async function main(): Promise<void> {
     const bareRps = bare ? summary(bare.c32).rps : NaN;
     const added = (v: number, d: number | undefined) => (d === undefined || Number.isNaN(d) ? v.toFixed(3) : `${v.toFixed(3)} (+${(v - d).toFixed(3)})`);
     console.log(
-      `\nNode ${process.version}, ${cpus().length} CPU(s); c=1: ${seconds}s per round after ${warmup}s warm-up, median of ${rounds} rounds; c=32 and streams: median of ${windows} windows of ${(seconds / windows).toFixed(2)}s (after ${windowWarmup}s each) per target, the targets started together taking turns; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`,
+      `\nNode ${process.version}, ${cpus().length} CPU(s); c=1: ${c1Seconds}s per round after ${warmup}s warm-up, median of ${rounds} rounds; c=32 and streams: median of ${windows} windows of ${(seconds / windows).toFixed(2)}s (after ${windowWarmup}s each) per target, the targets started together taking turns; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`,
     );
     console.log("| target | c=1 p50 ms (added) | first chunk p50 ms (added) | c=32 req/s | c=32 % of bare | c=32 p99 ms | CPU per request ms | CPU per chunk µs | bad streams | errors | RSS MB | load |");
     console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
