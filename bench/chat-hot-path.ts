@@ -38,8 +38,8 @@
  *   windows of `--seconds` / `--windows` each (so `--seconds` stays the measured time per target and phase),
  *   each after `--window-warmup` (default 0.25) uncounted seconds on fresh connections; the table shows the
  *   median of the windows' figures, and the lines below it every window's, in the order measured, and, for a
- *   group of two or more, each target's CPU per request / chunk over the group's first target's in the same
- *   round (windows next to each other in time, so under the same load of the shared machine) and their median
+ *   group of two or more, each target's c=32 req/s and CPU per request / chunk over each earlier target's of the
+ *   group (the first is the tree under test with `--base`; direct is left out) in the same round (windows next to each other in time, so under the same load of the shared machine) and their median
  *   (`--verbose`: each window on stderr as it ends, with the load average);
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
  *   divided by the chunk events the client received (`--route messages`: the 100 content_block_delta events);
@@ -412,13 +412,13 @@ async function main(): Promise<void> {
     }
     // Each target of a group against each one before it (the tree under test first, with --base) round by round:
     // the windows of a round ran next to each other, so a change of the machine's load moves both. CPU as a ratio;
-    // the c=1 p50s (non-streamed, and to the first chunk) as a difference, against direct too (the added latency).
+    // c=32 req/s too (a share of the earlier's); the c=1 p50s (non-streamed, and to the first chunk) as a difference, against direct too (the added latency).
     for (const g of groups)
       for (const [j, r] of g.entries())
         for (const first of g.slice(0, j)) {
           if (r === direct) continue;
           if (first !== direct)
-            for (const [label, of, per] of [["CPU/req", "c32", perRequest], ["CPU/chunk", "streams", perChunk]] as const) {
+            for (const [label, of, per] of [["c=32 req/s", "c32", (f: Figures) => f.rps], ["CPU/req", "c32", perRequest], ["CPU/chunk", "streams", perChunk]] as const) {
               const ratios = r[of].map((f, w) => per(f) / per(first[of][w]!));
               if (ratios.length) console.log(`- ${r.name} / ${first.name}, ${label} per round: ${ratios.map((x) => x.toFixed(3)).join(" ")}; median ${median(ratios).toFixed(3)}`);
             }
