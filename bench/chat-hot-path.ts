@@ -23,9 +23,9 @@
  * another's measured a minute apart).
  * Before anything is measured, `--warm-seconds` (default 2) of uncounted load at c=32 and of streams at c=8 go
  * to the fake provider directly (warming the fake and the load generator); half as long at c=32 to each target
- * once its group is up (its JIT, before the c=1 rounds), then a quarter as long of streams; and half as long again to each target before the
- * measured windows of each of the c=32 and streams phases (right after the c=1 rounds a target's first c=32
- * window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
+ * once its group is up (its JIT, before the c=1 rounds), then a quarter as long of streams; and half as long
+ * again to each target before the measured windows of each of the c=32 and streams phases (right after the c=1
+ * rounds a target's first c=32 window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
  *
  * Figures per target:
  * - c=1 p50 of non-streaming requests and time to first chunk (first `data:` bytes) of streaming ones: the
@@ -39,8 +39,9 @@
  *   each after `--window-warmup` (default 0.25) uncounted seconds on fresh connections; the table shows the
  *   median of the windows' figures, and the lines below it every window's, in the order measured, and, for a
  *   group of two or more, each target's c=32 req/s and CPU per request / chunk over each earlier target's of the
- *   group (the first is the tree under test with `--base`; direct is left out) in the same round (windows next to each other in time, so under the same load of the shared machine) and their median
- *   (`--verbose`: each window on stderr as it ends, with the load average);
+ *   group (the first is the tree under test with `--base`; direct is left out) in the same round (windows next
+ *   to each other in time, so under the same load of the shared machine) and their median (`--verbose`: each
+ *   window on stderr as it ends, with the load average);
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
  *   divided by the chunk events the client received (`--route messages`: the 100 content_block_delta events);
  *   windows and medians as for c=32;
@@ -412,7 +413,8 @@ async function main(): Promise<void> {
     }
     // Each target of a group against each one before it (the tree under test first, with --base) round by round:
     // the windows of a round ran next to each other, so a change of the machine's load moves both. CPU as a ratio;
-    // c=32 req/s too (a share of the earlier's); the c=1 p50s (non-streamed, and to the first chunk) as a difference, against direct too (the added latency).
+    // c=32 req/s too (a share of the earlier's); the c=1 p50s (non-streamed, and to the first chunk) as a difference,
+    // against direct too (the added latency).
     for (const g of groups)
       for (const [j, r] of g.entries())
         for (const first of g.slice(0, j)) {
