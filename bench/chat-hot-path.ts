@@ -3,10 +3,10 @@
  * relay (the floor) and a minimal Fastify + fetch relay, every server in a process of its own, against the same
  * fake provider (also a process of its own). Load from a worker thread of this process over keep-alive HTTP/1.1.
  *
- *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3]
+ *   npm run -s build && node bin/run-ts.mjs bench/chat-hot-path.ts [--seconds 5] [--warmup 1] [--rounds 3] [--c1-seconds <s>]
  *       [--windows 6] [--window-warmup 0.25] [--warm-seconds 2] [--verbose]
  *       [--rss-seconds 60] [--targets direct,bare,fastify,serve1,serve2,split] [--profile <dir>]
- *       [--phase c32|streams] [--base <checkout>] [--route chat|messages] [--body-kb 60] [--stream-chunks 100]
+ *       [--phase c32|streams] [--one-group] [--base <checkout>] [--route chat|messages] [--body-kb 60] [--stream-chunks 100]
  *
  * Targets: direct (the fake provider), bare (`node:http` relay: parse nothing, pipe the body both ways over a
  * keep-alive agent), fastify (the minimal relay of bench/chat-relay.ts), serve1 / serve2 (`portico serve` with
@@ -17,24 +17,31 @@
  * fastify), then each Portico target with its base (`--base`), started, measured and stopped one group at a time.
  * In a group the targets take turns, and the first of each round rotates (two targets: A B, B A, A B, B A), so no
  * target is always measured first or right after another. One load-generator thread serves the whole run.
+ * `--one-group`: every target in one group (the relays and each Portico target up at once, taking turns), so that a
+ * Portico target's windows and c=1 rounds sit next to the bare relay's and to each other's (what `npm run
+ * bench:quick` reads: the per-round ratios and differences below, steadier than one target's median against
+ * another's measured a minute apart).
  * Before anything is measured, `--warm-seconds` (default 2) of uncounted load at c=32 and of streams at c=8 go
  * to the fake provider directly (warming the fake and the load generator); half as long at c=32 to each target
- * once its group is up (its JIT, before the c=1 rounds); and half as long again to each target before the
- * measured windows of each of the c=32 and streams phases (right after the c=1 rounds a target's first c=32
- * window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
+ * once its group is up (its JIT, before the c=1 rounds), then a quarter as long of streams; and half as long
+ * again to each target before the measured windows of each of the c=32 and streams phases (right after the c=1
+ * rounds a target's first c=32 window read 0.46 ms CPU per request against 0.23–0.29 for its next five).
  *
  * Figures per target:
  * - c=1 p50 of non-streaming requests and time to first chunk (first `data:` bytes) of streaming ones: the
- *   median of `--rounds` rounds of `--seconds` each (after `--warmup`), the group's targets taking turns;
+ *   median of `--rounds` rounds of `--c1-seconds` (default `--seconds`) each (after `--warmup`), the group's targets
+ *   taking turns; below the table, for each pair of a group, the later's p50 minus the earlier's round by round and
+ *   their median (against direct: the added latency of each round);
  * - c=32 non-streaming req/s and p99, and CPU per request: utime + stime of the serving process(es)
  *   (/proc/<pid>/stat, all threads; for serve2 the primary and both workers; for split both processes) over
  *   a measured window, divided by the requests completed in it. Each target gets `--windows` (default 6)
  *   windows of `--seconds` / `--windows` each (so `--seconds` stays the measured time per target and phase),
  *   each after `--window-warmup` (default 0.25) uncounted seconds on fresh connections; the table shows the
  *   median of the windows' figures, and the lines below it every window's, in the order measured, and, for a
- *   group of two or more, each target's CPU per request / chunk over the group's first target's in the same
- *   round (windows next to each other in time, so under the same load of the shared machine) and their median
- *   (`--verbose`: each window on stderr as it ends, with the load average);
+ *   group of two or more, each target's c=32 req/s and CPU per request / chunk over each earlier target's of the
+ *   group (the first is the tree under test with `--base`; direct is left out) in the same round (windows next
+ *   to each other in time, so under the same load of the shared machine) and their median (`--verbose`: each
+ *   window on stderr as it ends, with the load average);
  * - CPU per relayed chunk: the same CPU reading over streams of 100 content chunks (102 chunk events) at c=8,
  *   divided by the chunk events the client received (`--route messages`: the 100 content_block_delta events);
  *   windows and medians as for c=32;
@@ -158,6 +165,8 @@ async function main(): Promise<void> {
   const seconds = num("seconds", 5);
   const warmup = num("warmup", 1);
   const rounds = num("rounds", 3);
+  const c1Seconds = num("c1-seconds", seconds);
+  const oneGroup = process.argv.includes("--one-group");
   const windows = Math.max(1, Math.round(num("windows", 6)));
   const windowWarmup = num("window-warmup", 0.25);
   const warmSeconds = num("warm-seconds", 2);
@@ -311,11 +320,13 @@ async function main(): Promise<void> {
      */
     const measureGroup = async (group: Target[], groupRows: Row[]) => {
       for (const t of group) await gen.run(windowJob(t, "c32", warmSeconds / 2, 0));
+      // …and streams (at c=1 a serve's first first-chunk round read 2.3 ms against 0.4–0.6 for its next two).
+      for (const t of group) await gen.run(windowJob(t, "streams", warmSeconds / 4, 0));
       for (let round = 0; round < rounds; round++)
         for (const i of turn([...group.keys()], round)) {
-          const c1 = await gen.run(job(group[i]!, false, 1));
+          const c1 = await gen.run({ ...job(group[i]!, false, 1), seconds: c1Seconds });
           groupRows[i]!.c1.push(c1.p50);
-          const ttfc = await gen.run(job(group[i]!, true, 1));
+          const ttfc = await gen.run({ ...job(group[i]!, true, 1), seconds: c1Seconds });
           groupRows[i]!.ttfc.push(ttfc.p50);
         }
       for (const phase of phases) {
@@ -346,12 +357,15 @@ async function main(): Promise<void> {
     for (const phase of ["c32", "streams"] as const) await gen.run(windowJob(fakeTarget, phase, warmSeconds, 0));
     // The relays and the fake stay up and are one group; each group of Portico targets (a target and its base) is
     // started, measured and stopped, one group at a time, so no idle Portico process of another group shares the machine.
-    const relayRows = targets.map((t) => newRow(t.name));
-    rows.push(...relayRows);
-    groups.push(relayRows);
-    if (targets.length > 0) await measureGroup(targets, relayRows);
-    for (const starts of serveGroups) {
-      const group: Array<Target & { children: ChildProcess[] }> = [];
+    // `--one-group`: the relays and every Portico target are one group, all up at once.
+    if (!oneGroup) {
+      const relayRows = targets.map((t) => newRow(t.name));
+      rows.push(...relayRows);
+      groups.push(relayRows);
+      if (targets.length > 0) await measureGroup(targets, relayRows);
+    }
+    for (const starts of oneGroup ? [serveGroups.flat()] : serveGroups) {
+      const group: Array<Target & { children: ChildProcess[] }> = oneGroup ? targets.map((t) => ({ ...t, children: [] })) : [];
       for (const start of starts) {
         const t = await start();
         children.push(...t.children);
@@ -374,7 +388,7 @@ async function main(): Promise<void> {
     const bareRps = bare ? summary(bare.c32).rps : NaN;
     const added = (v: number, d: number | undefined) => (d === undefined || Number.isNaN(d) ? v.toFixed(3) : `${v.toFixed(3)} (+${(v - d).toFixed(3)})`);
     console.log(
-      `\nNode ${process.version}, ${cpus().length} CPU(s); c=1: ${seconds}s per round after ${warmup}s warm-up, median of ${rounds} rounds; c=32 and streams: median of ${windows} windows of ${(seconds / windows).toFixed(2)}s (after ${windowWarmup}s each) per target, the targets started together taking turns; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`,
+      `\nNode ${process.version}, ${cpus().length} CPU(s); c=1: ${c1Seconds}s per round after ${warmup}s warm-up, median of ${rounds} rounds; c=32 and streams: median of ${windows} windows of ${(seconds / windows).toFixed(2)}s (after ${windowWarmup}s each) per target, the targets started together taking turns; load average at start ${loadStart}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}.\n`,
     );
     console.log("| target | c=1 p50 ms (added) | first chunk p50 ms (added) | c=32 req/s | c=32 % of bare | c=32 p99 ms | CPU per request ms | CPU per chunk µs | bad streams | errors | RSS MB | load |");
     console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -397,18 +411,24 @@ async function main(): Promise<void> {
       if (r.streams.length && r !== direct) parts.push(`CPU/chunk µs ${r.streams.map((f) => perChunk(f).toFixed(1)).join(" ")}`);
       console.log(`- ${r.name}: ${parts.join("; ")}`);
     }
-    // A target against its group's first (the tree under test, with --base) round by round: the two windows of a
-    // round ran next to each other, so a change of the machine's load moves both.
-    for (const g of groups) {
-      const first = g.find((r) => r !== direct);
-      for (const r of g) {
-        if (!first || r === first || r === direct) continue;
-        for (const [label, of, per] of [["CPU/req", "c32", perRequest], ["CPU/chunk", "streams", perChunk]] as const) {
-          const ratios = r[of].map((f, w) => per(f) / per(first[of][w]!));
-          if (ratios.length) console.log(`- ${r.name} / ${first.name}, ${label} per round: ${ratios.map((x) => x.toFixed(3)).join(" ")}; median ${median(ratios).toFixed(3)}`);
+    // Each target of a group against each one before it (the tree under test first, with --base) round by round:
+    // the windows of a round ran next to each other, so a change of the machine's load moves both. CPU as a ratio;
+    // c=32 req/s too (a share of the earlier's); the c=1 p50s (non-streamed, and to the first chunk) as a difference,
+    // against direct too (the added latency).
+    for (const g of groups)
+      for (const [j, r] of g.entries())
+        for (const first of g.slice(0, j)) {
+          if (r === direct) continue;
+          if (first !== direct)
+            for (const [label, of, per] of [["c=32 req/s", "c32", (f: Figures) => f.rps], ["CPU/req", "c32", perRequest], ["CPU/chunk", "streams", perChunk]] as const) {
+              const ratios = r[of].map((f, w) => per(f) / per(first[of][w]!));
+              if (ratios.length) console.log(`- ${r.name} / ${first.name}, ${label} per round: ${ratios.map((x) => x.toFixed(3)).join(" ")}; median ${median(ratios).toFixed(3)}`);
+            }
+          for (const [label, of] of [["c=1 p50 ms", "c1"], ["first chunk p50 ms", "ttfc"]] as const) {
+            const diffs = r[of].map((v, k) => v - first[of][k]!);
+            if (diffs.length) console.log(`- ${r.name} − ${first.name}, ${label} per round: ${diffs.map((x) => x.toFixed(3)).join(" ")}; median ${median(diffs).toFixed(3)}`);
+          }
         }
-      }
-    }
   } finally {
     await load?.stop();
     for (const c of children.reverse()) await stop(c);
