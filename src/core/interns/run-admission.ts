@@ -62,7 +62,7 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
   }
 
   async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
-    if (await repo.lockSession(sessionRowId, runId)) return;
+    if (await lifecycle.lockTurn(sessionRowId, runId)) return;
     const session = await repo.findSession(sessionRowId);
     const holderId = session?.activeRunId;
     if (holderId) {
@@ -70,7 +70,7 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
       if (holder && TERMINAL_RUN_STATES.includes(holder.state as RunState)) {
         // A stale lock (its process ended without releasing it): take it over.
         await lifecycle.releaseStaleLock(sessionRowId, holderId);
-        if (await repo.lockSession(sessionRowId, runId)) return;
+        if (await lifecycle.lockTurn(sessionRowId, runId)) return;
       }
       const active = runs.get(holderId);
       if (active?.interaction) {
@@ -110,7 +110,7 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
     const sessionKey = input.sessionKey ?? randomUUID();
     let session: { id: string };
     if (input.sessionKey === undefined) {
-      session = await repo.createLockedSession(intern.id, sessionKey, runId);
+      session = await lifecycle.newLockedSession(intern.id, sessionKey, runId);
     } else {
       session = await repo.ensureSession(intern.id, sessionKey);
       await takeTurnLock(session.id, runId);

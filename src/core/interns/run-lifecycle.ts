@@ -199,6 +199,16 @@ export function createRunLifecycle(ctx: RunContext) {
 
   // ---------- starting ----------
 
+  /** Takes the session's turn lock for the new run `runId`; false when another run holds it. */
+  async function lockTurn(sessionId: string, runId: string): Promise<boolean> {
+    return repo.lockSession(sessionId, runId);
+  }
+
+  /** A brand-new session (a freshly minted key) whose turn lock the new run `runId` holds from the start. */
+  async function newLockedSession(internId: string, sessionKey: string, runId: string) {
+    return repo.createLockedSession(internId, sessionKey, runId);
+  }
+
   /**
    * Writes the row of a run admitted here (streaming, owned by this process); when that fails the
    * session's turn lock the admission took for it is released.
@@ -426,6 +436,8 @@ export function createRunLifecycle(ctx: RunContext) {
 
   return {
     // starting
+    lockTurn,
+    newLockedSession,
     recordStart,
     endUnsent,
     releaseStaleLock,

@@ -51,13 +51,26 @@ describe.each(dbProviders)("run lifecycle (%s)", (_provider, fresh) => {
     const ws = await s.db.workspace.create({ data: { organizationId: org.id, name: "W", slug: `w-${randomUUID().slice(0, 8)}` } });
     const { intern } = await s.repo.createIntern({ workspaceId: ws.id, name: "lifecycle" });
     const runId = randomUUID();
-    const session = await s.repo.createLockedSession(intern.id, randomUUID(), runId);
+    const session = await s.lifecycle.newLockedSession(intern.id, randomUUID(), runId);
     await s.lifecycle.recordStart({ id: runId, internId: intern.id, sessionId: session.id, sessionKey: session.sessionKey, approvalMode: "manual" });
     const run = new ActiveRun(runId, intern.id, session.id, session.sessionKey, "manual");
     s.lifecycle.admitted(run, { link: s.link, model: "m-1", callerKey: "k", throughGateway: false });
     s.lifecycle.started(run);
     return { intern, session, run };
   }
+
+  it("gives a session's turn lock to one of two runs that want it at once", async () => {
+    const s = setup();
+    const { session, run } = await startedRun(s);
+    const [x, y] = [randomUUID(), randomUUID()];
+    expect(await s.lifecycle.lockTurn(session.id, x)).toBe(false); // the started run holds it
+    await s.lifecycle.releaseStaleLock(session.id, x); // not x's: nothing changes
+    expect((await s.repo.findSession(session.id))!.activeRunId).toBe(run.id);
+    await s.lifecycle.releaseStaleLock(session.id, run.id);
+    const won = await Promise.all([s.lifecycle.lockTurn(session.id, x), s.lifecycle.lockTurn(session.id, y)]);
+    expect(won.filter(Boolean)).toHaveLength(1);
+    expect((await s.repo.findSession(session.id))!.activeRunId).toBe(won[0] ? x : y);
+  });
 
   const question = (deadlineMs = 60_000) => ({
     id: randomUUID(),
