@@ -7,6 +7,9 @@
  * functions here do the write, each with the conditional update (the expected state in the WHERE clause)
  * that settles a race with another request or core process.
  *
+ * The writes of a run by its row alone (the turn lock, the row of a run being admitted, owner and lease,
+ * the end of a run this process does not relay) are in run-rows.ts, part of this lifecycle's surface.
+ *
  * The question's own protocol (claimed for delivery, returned to pending, expired, voided when the host
  * no longer has it) is the answer protocol's and the deadlines' (run-answers.ts, run-deadlines.ts).
  */
@@ -20,6 +23,7 @@ import type { InternCluster } from "./cluster.js";
 import type { ActiveRun } from "./active-run.js";
 import type { RunCredentials } from "./run-credentials.js";
 import { causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding } from "./run-endings.js";
+import { createRunRows } from "./run-rows.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 
 /** What every part of the run manager shares: the dependencies and the runs this process relays. */
@@ -58,12 +62,6 @@ const END_WRITE_WAIT_MS = 2_000;
 /** How long a run's end waits for the sum of its generations (docs/interns.md) before it keeps the intern's own figure. */
 const USAGE_SUM_WAIT_MS = 2_000;
 
-/** A run known by its database row only (not relayed by this process). */
-export interface RunRow {
-  id: string;
-  sessionId: string;
-}
-
 /** The question a run pauses on, as recorded with the pause. */
 export interface PauseRecord {
   id: string;
@@ -76,9 +74,7 @@ export interface PauseRecord {
 
 export function createRunLifecycle(ctx: RunContext) {
   const { repo, log, later, runs } = ctx;
-
-  /** The lease a run gets now (at creation, renewal, adoption). */
-  const leaseUntil = () => new Date(Date.now() + ctx.runLeaseMs);
+  const rows = createRunRows(ctx);
 
   /**
    * Ends a run in memory at once (so no second path ends it) and then in the database. A write that
@@ -199,41 +195,6 @@ export function createRunLifecycle(ctx: RunContext) {
 
   // ---------- starting ----------
 
-  /** Takes the session's turn lock for the new run `runId`; false when another run holds it. */
-  async function lockTurn(sessionId: string, runId: string): Promise<boolean> {
-    return repo.lockSession(sessionId, runId);
-  }
-
-  /** A brand-new session (a freshly minted key) whose turn lock the new run `runId` holds from the start. */
-  async function newLockedSession(internId: string, sessionKey: string, runId: string) {
-    return repo.createLockedSession(internId, sessionKey, runId);
-  }
-
-  /**
-   * Writes the row of a run admitted here (streaming, owned by this process); when that fails the
-   * session's turn lock the admission took for it is released.
-   */
-  async function recordStart(input: { id: string; internId: string; sessionId: string; sessionKey: string; approvalMode: string }): Promise<void> {
-    try {
-      await repo.createRun({ ...input, owner: ctx.instanceId, leaseUntil: leaseUntil() });
-    } catch (err) {
-      await repo.unlockSession(input.sessionId, input.id);
-      throw err;
-    }
-  }
-
-  /** A run whose row is written but that never reached the host (it is not in memory): ends it, best effort. */
-  async function endUnsent(row: RunRow, cause: EndingCause): Promise<void> {
-    const ending = endingOf(cause);
-    await repo.transitionRun(row.id, ["streaming"], ending.state, { endReason: ending.endReason }).catch(() => undefined);
-    await repo.unlockSession(row.sessionId, row.id).catch(() => undefined);
-  }
-
-  /** Releases a session's turn lock still held by a run that already ended (its process ended without releasing it). */
-  async function releaseStaleLock(sessionId: string, runId: string): Promise<void> {
-    await repo.unlockSession(sessionId, runId);
-  }
-
   /** The run admitted here is relayed by this process from now on, read by the client that started it. */
   function admitted(run: ActiveRun, at: { link: InternLink; model: string; callerKey: string | undefined; throughGateway: boolean }): void {
     run.throughGateway = at.throughGateway;
@@ -327,31 +288,6 @@ export function createRunLifecycle(ctx: RunContext) {
     runs.set(run.id, run);
   }
 
-  /** This process relays the run now (adopted after a reconnect): its lease is ours to renew. */
-  async function claim(run: ActiveRun): Promise<void> {
-    await repo.claimRun(run.id, ctx.instanceId, leaseUntil());
-  }
-
-  /** Renews this process's lease of the live runs `ids` it still owns. */
-  async function renewLeases(ids: string[]): Promise<void> {
-    await repo.renewRunLeases(ctx.instanceId, ids, leaseUntil());
-  }
-
-  // ---------- ending a run this process does not relay ----------
-
-  /**
-   * Ends a run known by its row only, if it is still in one of `from` (one winner among concurrent
-   * writers): its questions are voided (unless `voidQuestions` is false: the caller settled its one
-   * question already) and its session's turn lock released. False when another writer ended it first.
-   */
-  async function endRow(row: RunRow, from: RunState[], cause: EndingCause, opts: { voidQuestions?: boolean } = {}): Promise<boolean> {
-    const ending = endingOf(cause);
-    if (!(await repo.transitionRun(row.id, from, ending.state, { endReason: ending.endReason }))) return false;
-    if (opts.voidQuestions !== false) await repo.voidInteractionsOfRun(row.id);
-    await repo.unlockSession(row.sessionId, row.id);
-    return true;
-  }
-
   // ---------- who reads the run ----------
 
   /** A client starts reading the run (an answer being delivered); false when one already is. */
@@ -435,12 +371,9 @@ export function createRunLifecycle(ctx: RunContext) {
   }
 
   return {
+    // by the run's row alone (run-rows.ts): the turn lock, the row's start, owner and lease, an end
+    ...rows,
     // starting
-    lockTurn,
-    newLockedSession,
-    recordStart,
-    endUnsent,
-    releaseStaleLock,
     admitted,
     started,
     sequenced,
@@ -450,15 +383,12 @@ export function createRunLifecycle(ctx: RunContext) {
     armDeadline,
     // ownership
     adoptPaused,
-    claim,
-    renewLeases,
     // ending
     finishRun,
     end,
     endAndTell,
     finishDetached,
     overflow,
-    endRow,
     // who reads the run, what it reports
     attach,
     unattach,

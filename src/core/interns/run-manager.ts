@@ -5,7 +5,8 @@
  *   run-endings.ts    the transition table (cause → state, end reason, what the stream shows); pure
  *   run-lifecycle.ts  the one place a run's state changes, in memory and in the database (every
  *                     write of a run's row, its session's turn lock, its pause and answer); the
- *                     modules below decide when
+ *                     modules below decide when; run-rows.ts holds its writes of a run by its
+ *                     row alone (turn lock, start, owner and lease, ends of runs not relayed here)
  *   run-admission.ts  starting a run: capacity, key share, the session's turn lock, StartRun
  *   run-answers.ts    the answer protocol: pause on a question, claim and deliver an answer
  *   run-deadlines.ts  question deadlines (timer and expiry)

@@ -43,7 +43,7 @@ export function createRunReconcile(ctx: RunContext, lifecycle: RunLifecycle, dea
         lifecycle.adoptPaused(run, link, row, { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) }, throughGateway);
         deadlines.scheduleDeadline(run);
         // This process relays it now: its lease is ours to renew.
-        await lifecycle.claim(run);
+        await lifecycle.claim(run.id);
         continue;
       }
       // Not held (or streaming on a dead link): the run is over.

@@ -221,7 +221,7 @@ describe.each(dbProviders)("run lifecycle (%s)", (_provider, fresh) => {
     const b = setup("core-b");
     const { run, session } = await startedRun(a);
     const before = (await a.repo.findRun(run.id))!.leaseUntil!;
-    await b.lifecycle.claim(run);
+    await b.lifecycle.claim(run.id);
     const claimed = (await a.repo.findRun(run.id))!;
     expect(claimed.owner).toBe("core-b");
     expect(claimed.leaseUntil!.getTime()).toBeGreaterThanOrEqual(before.getTime());
@@ -235,7 +235,7 @@ describe.each(dbProviders)("run lifecycle (%s)", (_provider, fresh) => {
 
     await a.lifecycle.endRow({ id: run.id, sessionId: session.id }, ["streaming"], { on: "ownerLost" });
     await a.db.internRun.updateMany({ where: { id: run.id }, data: { leaseUntil: new Date(0) } });
-    await a.lifecycle.claim(run);
+    await a.lifecycle.claim(run.id);
     await b.lifecycle.renewLeases([run.id]);
     expect(await a.repo.findRun(run.id)).toMatchObject({ state: "ended", endReason: "owner_lost", owner: "core-b", leaseUntil: new Date(0) });
   });
