@@ -2,7 +2,7 @@
  * The ACP client side of the intern host: the handlers an agent calls (session/update,
  * session/request_permission, terminal/*, fs/*), built per session. They turn what the agent says into
  * run events and questions through {@link RunControl}, the engine's narrow surface for them; driving runs
- * (start, prompt, cancel, finish, the link) stays in engine.ts.
+ * (start, prompt, cancel, finish, the link) is in run-driver.ts, run-control.ts and link-state.ts.
  */
 import { randomUUID } from "node:crypto";
 import type * as acp from "@agentclientprotocol/sdk";
@@ -18,7 +18,7 @@ import type { PendingQuestion } from "./questions.js";
 import type { Run, Session } from "./run.js";
 import type { TerminalManager } from "./terminals.js";
 
-/** What the client handlers may do to runs; implemented by the engine. */
+/** What the client handlers may do to runs; the engine wires it from run-table.ts, run-control.ts and run-questions.ts. */
 export interface RunControl {
   /** The session's run unless it is done. */
   activeRunOf(session: Session): Run | undefined;

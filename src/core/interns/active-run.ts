@@ -1,6 +1,6 @@
 /**
  * A run this process relays, in memory: its event queue (what the client's stream reads), the link it
- * runs on, its deadline timer. Its fields are changed only by the run lifecycle (run-lifecycle.ts).
+ * runs on, its deadline timer. Its state fields are changed only by the run lifecycle (run-lifecycle.ts).
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
@@ -34,6 +34,8 @@ export class ActiveRun {
   lastSeq = 0;
   /** A client (StreamChat call) is consuming the queue. */
   attached = false;
+  /** Counts the clients that started reading the run: a client's leaving concerns the run only while no later one reads it. */
+  reading = 0;
   /** Hash of the API key that started the run (unknown for runs taken over after a reconnect). */
   callerKey: string | undefined;
   interaction: { id: string; deadlineAt: Date; arguments: JsonObject } | undefined;

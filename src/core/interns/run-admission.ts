@@ -62,15 +62,15 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
   }
 
   async function takeTurnLock(sessionRowId: string, runId: string): Promise<void> {
-    if (await repo.lockSession(sessionRowId, runId)) return;
+    if (await lifecycle.lockTurn(sessionRowId, runId)) return;
     const session = await repo.findSession(sessionRowId);
     const holderId = session?.activeRunId;
     if (holderId) {
       const holder = await repo.findRun(holderId);
       if (holder && TERMINAL_RUN_STATES.includes(holder.state as RunState)) {
         // A stale lock (its process ended without releasing it): take it over.
-        await repo.unlockSession(sessionRowId, holderId);
-        if (await repo.lockSession(sessionRowId, runId)) return;
+        await lifecycle.releaseStaleLock(sessionRowId, holderId);
+        if (await lifecycle.lockTurn(sessionRowId, runId)) return;
       }
       const active = runs.get(holderId);
       if (active?.interaction) {
@@ -110,25 +110,12 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
     const sessionKey = input.sessionKey ?? randomUUID();
     let session: { id: string };
     if (input.sessionKey === undefined) {
-      session = await repo.createLockedSession(intern.id, sessionKey, runId);
+      session = await lifecycle.newLockedSession(intern.id, sessionKey, runId);
     } else {
       session = await repo.ensureSession(intern.id, sessionKey);
       await takeTurnLock(session.id, runId);
     }
-    try {
-      await repo.createRun({
-        id: runId,
-        internId: intern.id,
-        sessionId: session.id,
-        sessionKey,
-        approvalMode: input.approvalMode,
-        owner: ctx.instanceId,
-        leaseUntil: new Date(Date.now() + ctx.runLeaseMs),
-      });
-    } catch (err) {
-      await repo.unlockSession(session.id, runId);
-      throw err;
-    }
+    await lifecycle.recordStart({ id: runId, internId: intern.id, sessionId: session.id, sessionKey, approvalMode: input.approvalMode });
     // The intern's model calls go through Portico (docs/interns.md, "Model calls through Portico"): the
     // intern has a model and this core knows the gateway's address. The run's credential is written before
     // StartRun leaves, so the agent's first call finds it on any instance.
@@ -155,18 +142,12 @@ export function createRunAdmission(ctx: RunContext, lifecycle: RunLifecycle) {
           model: intern.configuredModel,
         };
       } catch (err) {
-        await repo.transitionRun(runId, ["streaming"], "failed", { endReason: "turn_failed" }).catch(() => undefined);
-        await repo.unlockSession(session.id, runId).catch(() => undefined);
+        await lifecycle.endUnsent({ id: runId, sessionId: session.id }, { on: "startFailed", reason: "turn_failed", clientGone: false });
         throw err;
       }
     }
     const run = new ActiveRun(runId, intern.id, session.id, sessionKey, input.approvalMode);
-    run.throughGateway = gateway !== undefined;
-    run.callerKey = input.callerKey;
-    run.link = link;
-    run.attached = true;
-    run.model = intern.model ?? "";
-    runs.set(runId, run);
+    lifecycle.admitted(run, { link, model: intern.model ?? "", callerKey: input.callerKey, throughGateway: gateway !== undefined });
 
     const started = new Promise<void>((resolve, reject) => (run.startWaiter = { resolve, reject }));
     const timer = setTimeout(() => run.startWaiter?.reject(internTimeout()), config.startTimeoutMs);

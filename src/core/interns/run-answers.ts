@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { AnswerOutcome, type Question } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
 import type { Intern } from "../../db/prisma.js";
 import { answerNotAccepted, attachmentFailed, interactionNotPending, interactionUnknown, internTimeout, internUnreachable } from "./intern-errors.js";
-import { TERMINAL_RUN_STATES, type InternRepository, type RunState } from "./intern-repository.js";
+import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
 import type { ActiveRun } from "./active-run.js";
 import type { RunContext, RunLifecycle } from "./run-lifecycle.js";
 import type { RunDeadlines } from "./run-deadlines.js";
@@ -65,10 +65,7 @@ export function createRunAnswers(ctx: RunContext, lifecycle: RunLifecycle, deadl
     }
     const outcome = await link.deliverAnswer(run.id, inter.id, input.answer, config.startTimeoutMs);
     if (outcome === AnswerOutcome.ACCEPTED) {
-      await repo.setInteractionState(inter.id, ["delivering"], "answered", input.answer);
-      const wasPaused = run.state === "paused";
-      lifecycle.resumed(run);
-      if (wasPaused) await repo.transitionRun(run.id, ["paused"], "streaming");
+      await lifecycle.answered(run, inter.id, input.answer);
       return run;
     }
     lifecycle.unattach(run);
@@ -92,26 +89,16 @@ export function createRunAnswers(ctx: RunContext, lifecycle: RunLifecycle, deadl
     const deadlineAt = new Date(Date.now() + config.interactionDeadlineMs);
     const id = q.interactionId || randomUUID();
     const args = questionArguments({ kind: q.kind, operation: q.operation, options: q.options, extra: q.arguments }, deadlineAt);
-    await repo.createInteraction({
+    const recorded = await lifecycle.recordPause(run, {
       id,
-      runId: run.id,
       kind: q.kind || "permission",
       operation: q.operation ?? null,
       options: q.options,
       deadlineAt,
       arguments: args,
     });
-    const extra: Parameters<InternRepository["transitionRun"]>[3] = { lastSeq: run.lastSeq };
-    if (run.model) extra.model = run.model;
-    await repo.transitionRun(run.id, ["streaming"], "paused", extra);
-    if (run.state === "done") {
-      // The client left (or the link broke) while the pause was being recorded: the run is over.
-      await repo.setInteractionState(id, ["pending"], "void");
-      return false;
-    }
-    lifecycle.paused(run, { id, deadlineAt, arguments: args });
-    deadlines.scheduleDeadline(run);
-    return true;
+    if (recorded) deadlines.scheduleDeadline(run);
+    return recorded;
   }
 
   return { answer, pause };

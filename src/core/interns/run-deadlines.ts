@@ -11,14 +11,7 @@ export function createRunDeadlines(ctx: RunContext, lifecycle: RunLifecycle) {
   const { repo, links, cluster, log, later, runs } = ctx;
 
   function scheduleDeadline(run: ActiveRun): void {
-    lifecycle.clearDeadline(run);
-    const inter = run.interaction;
-    if (!inter) return;
-    run.deadlineTimer = setTimeout(
-      () => later(() => expireInteraction(inter.id, run.id)),
-      Math.max(0, inter.deadlineAt.getTime() - Date.now()),
-    );
-    run.deadlineTimer.unref();
+    lifecycle.armDeadline(run, (interactionId) => later(() => expireInteraction(interactionId, run.id)));
   }
 
   async function expireInteraction(interactionId: string, runId: string): Promise<void> {
@@ -36,9 +29,8 @@ export function createRunDeadlines(ctx: RunContext, lifecycle: RunLifecycle) {
     }
     const row = await repo.findRun(runId);
     if (!row) return;
-    if (await repo.transitionRun(runId, ["paused", "streaming"], "cancelled", { endReason: "deadline" })) {
-      await repo.unlockSession(row.sessionId, runId);
-    }
+    // Its question is expired above: no other question to void.
+    await lifecycle.endRow({ id: runId, sessionId: row.sessionId }, ["paused", "streaming"], { on: "deadline" }, { voidQuestions: false });
     const link = links.get(row.internId);
     if (link) link.cancelRun(runId, CancelReason.DEADLINE);
     else await cancelElsewhere(row.internId, runId, CancelReason.DEADLINE);

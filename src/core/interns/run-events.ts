@@ -31,7 +31,7 @@ export function createRunEvents(ctx: RunContext, lifecycle: RunLifecycle) {
     if (seq !== 0) {
       if (seq <= run.lastSeq) return; // duplicate after a reconnect
       if (seq !== run.lastSeq + 1) log.warn({ runId: run.id, expected: run.lastSeq + 1, got: seq }, "run event sequence gap");
-      run.lastSeq = seq;
+      lifecycle.sequenced(run, seq);
     }
     const e = ev.event;
     if (run.state === "starting") {

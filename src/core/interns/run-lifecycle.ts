@@ -1,7 +1,17 @@
 /**
- * The one place a live run's state changes: in memory (ActiveRun: starting → streaming ⇄ paused →
- * done, attached or not, usage, the pending question) and, for its end, in the database. Admission,
- * the answer protocol, link events, reconciliation and the sweep all change a run through here.
+ * The one place a run's state changes: in memory (ActiveRun: starting → streaming ⇄ paused → done,
+ * read by a client or not, usage, the pending question, its deadline timer) and in the database (the
+ * run's row: its state, end reason, usage, model and last sequence; its owner and lease; its session's
+ * turn lock; the question it pauses on, created with the pause and answered with the resume). Admission,
+ * the answer protocol, link events, reconciliation, deadlines, ownership and the sweep decide *when*; the
+ * functions here do the write, each with the conditional update (the expected state in the WHERE clause)
+ * that settles a race with another request or core process.
+ *
+ * The writes of a run by its row alone (the turn lock, the row of a run being admitted, owner and lease,
+ * the end of a run this process does not relay) are in run-rows.ts, part of this lifecycle's surface.
+ *
+ * The question's own protocol (claimed for delivery, returned to pending, expired, voided when the host
+ * no longer has it) is the answer protocol's and the deadlines' (run-answers.ts, run-deadlines.ts).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -13,6 +23,8 @@ import type { InternCluster } from "./cluster.js";
 import type { ActiveRun } from "./active-run.js";
 import type { RunCredentials } from "./run-credentials.js";
 import { causeOfEvent, endingOf, usageFromProto, type EndingCause, type RunEnding } from "./run-endings.js";
+import { createRunRows } from "./run-rows.js";
+import type { JsonObject } from "@bufbuild/protobuf";
 
 /** What every part of the run manager shares: the dependencies and the runs this process relays. */
 export interface RunContext {
@@ -50,8 +62,19 @@ const END_WRITE_WAIT_MS = 2_000;
 /** How long a run's end waits for the sum of its generations (docs/interns.md) before it keeps the intern's own figure. */
 const USAGE_SUM_WAIT_MS = 2_000;
 
+/** The question a run pauses on, as recorded with the pause. */
+export interface PauseRecord {
+  id: string;
+  kind: string;
+  operation: string | null;
+  options: string[];
+  deadlineAt: Date;
+  arguments: JsonObject;
+}
+
 export function createRunLifecycle(ctx: RunContext) {
   const { repo, log, later, runs } = ctx;
+  const rows = createRunRows(ctx);
 
   /**
    * Ends a run in memory at once (so no second path ends it) and then in the database. A write that
@@ -170,38 +193,108 @@ export function createRunLifecycle(ctx: RunContext) {
     else later(() => end(run, { on: "overflow" }));
   }
 
+  // ---------- starting ----------
+
+  /** The run admitted here is relayed by this process from now on, read by the client that started it. */
+  function admitted(run: ActiveRun, at: { link: InternLink; model: string; callerKey: string | undefined; throughGateway: boolean }): void {
+    run.throughGateway = at.throughGateway;
+    run.callerKey = at.callerKey;
+    run.link = at.link;
+    run.model = at.model;
+    run.attached = true;
+    run.reading++;
+    runs.set(run.id, run);
+  }
+
   /** The host started the run (or sent output, which means it did). */
   function started(run: ActiveRun): void {
     run.state = "streaming";
   }
 
-  /** The pause is recorded: the run waits for the answer to `interaction` (its deadline is armed by the caller). */
-  function paused(run: ActiveRun, interaction: NonNullable<ActiveRun["interaction"]>): void {
-    run.state = "paused";
-    run.interaction = interaction;
+  /** The link delivered the run's event number `seq` (in order; duplicates are dropped by the caller). */
+  function sequenced(run: ActiveRun, seq: number): void {
+    run.lastSeq = seq;
   }
 
-  /** An answer was accepted: the paused run streams again, read by the answering client. */
-  function resumed(run: ActiveRun): void {
+  // ---------- pause and answer ----------
+
+  /**
+   * Records the pause (the question with its deadline, then the run paused) before the question reaches
+   * the client; false when the run ended meanwhile (the client left or the link broke while the pause
+   * was recorded): the question is voided. The caller arms the deadline.
+   */
+  async function recordPause(run: ActiveRun, q: PauseRecord): Promise<boolean> {
+    await repo.createInteraction({
+      id: q.id,
+      runId: run.id,
+      kind: q.kind,
+      operation: q.operation,
+      options: q.options,
+      deadlineAt: q.deadlineAt,
+      arguments: q.arguments,
+    });
+    const extra: Parameters<InternRepository["transitionRun"]>[3] = { lastSeq: run.lastSeq };
+    if (run.model) extra.model = run.model;
+    await repo.transitionRun(run.id, ["streaming"], "paused", extra);
+    if (run.state === "done") {
+      // The client left (or the link broke) while the pause was being recorded: the run is over.
+      await repo.setInteractionState(q.id, ["pending"], "void");
+      return false;
+    }
+    run.state = "paused";
+    run.interaction = { id: q.id, deadlineAt: q.deadlineAt, arguments: q.arguments };
+    return true;
+  }
+
+  /**
+   * The host accepted the answer being delivered: the question is answered and the paused run streams
+   * again, read by the answering client.
+   */
+  async function answered(run: ActiveRun, interactionId: string, answer: string): Promise<void> {
+    await repo.setInteractionState(interactionId, ["delivering"], "answered", answer);
+    const wasPaused = run.state === "paused";
     clearDeadline(run);
     run.interaction = undefined;
     if (run.state === "paused") run.state = "streaming";
+    if (wasPaused) await repo.transitionRun(run.id, ["paused"], "streaming");
   }
 
+  /** Arms the deadline of the question the run waits for (replacing any earlier timer); `expire` fires at it. */
+  function armDeadline(run: ActiveRun, expire: (interactionId: string) => void): void {
+    clearDeadline(run);
+    const inter = run.interaction;
+    if (!inter) return;
+    run.deadlineTimer = setTimeout(() => expire(inter.id), Math.max(0, inter.deadlineAt.getTime() - Date.now()));
+    run.deadlineTimer.unref();
+  }
+
+  // ---------- ownership ----------
+
   /** A new link holds the paused run (after a reconnect). */
-  function adoptPaused(run: ActiveRun, link: InternLink, model: string | null, lastSeq: number, interaction: NonNullable<ActiveRun["interaction"]>): void {
+  function adoptPaused(
+    run: ActiveRun,
+    link: InternLink,
+    row: { model: string | null; lastSeq: number },
+    interaction: NonNullable<ActiveRun["interaction"]>,
+    throughGateway: boolean,
+  ): void {
+    // A run adopted here may have had a model credential: its usage is summed from its generations at its end.
+    if (throughGateway) run.throughGateway = true;
     run.state = "paused";
     run.link = link;
-    run.model = model ?? run.model;
-    run.lastSeq = Math.max(run.lastSeq, lastSeq);
+    run.model = row.model ?? run.model;
+    run.lastSeq = Math.max(run.lastSeq, row.lastSeq);
     run.interaction = interaction;
     runs.set(run.id, run);
   }
 
-  /** A client starts reading the run (a new run, or an answer being delivered); false when one already is. */
+  // ---------- who reads the run ----------
+
+  /** A client starts reading the run (an answer being delivered); false when one already is. */
   function attach(run: ActiveRun): boolean {
     if (run.attached) return false;
     run.attached = true;
+    run.reading++;
     return true;
   }
 
@@ -253,6 +346,15 @@ export function createRunLifecycle(ctx: RunContext) {
     }
   }
 
+  /**
+   * The client of reading number `reading` (run.reading when it started) went away or its response
+   * ended: the run is cancelled unless that client was released (it got the question, so the run no
+   * longer follows it) or another client reads the run now.
+   */
+  function leave(run: ActiveRun, reading: number): void {
+    if (run.reading === reading) clientGone(run);
+  }
+
   /** The client of a streaming (or not yet released) run went away: cancel it on the host now. */
   function clientGone(run: ActiveRun): void {
     if (run.state === "done" || !run.attached) return;
@@ -269,21 +371,32 @@ export function createRunLifecycle(ctx: RunContext) {
   }
 
   return {
+    // by the run's row alone (run-rows.ts): the turn lock, the row's start, owner and lease, an end
+    ...rows,
+    // starting
+    admitted,
+    started,
+    sequenced,
+    // pause and answer
+    recordPause,
+    answered,
+    armDeadline,
+    // ownership
+    adoptPaused,
+    // ending
     finishRun,
     end,
     endAndTell,
     finishDetached,
     overflow,
-    started,
-    paused,
-    resumed,
-    adoptPaused,
+    // who reads the run, what it reports
     attach,
     unattach,
+    detach,
+    leave,
     recordUsage,
     modelReported,
     linkLost,
-    detach,
     clientGone,
     clearDeadline,
   };

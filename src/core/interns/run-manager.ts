@@ -3,14 +3,17 @@
  * live host links of this process, composed from one module per concern:
  *
  *   run-endings.ts    the transition table (cause → state, end reason, what the stream shows); pure
- *   run-lifecycle.ts  the one place a run's state changes, in memory and (its end) in the database
+ *   run-lifecycle.ts  the one place a run's state changes, in memory and in the database (every
+ *                     write of a run's row, its session's turn lock, its pause and answer); the
+ *                     modules below decide when; run-rows.ts holds its writes of a run by its
+ *                     row alone (turn lock, start, owner and lease, ends of runs not relayed here)
  *   run-admission.ts  starting a run: capacity, key share, the session's turn lock, StartRun
  *   run-answers.ts    the answer protocol: pause on a question, claim and deliver an answer
  *   run-deadlines.ts  question deadlines (timer and expiry)
  *   run-events.ts     what a link reports: run events, the link closing
  *   run-reconcile.ts  a new link's Hello against the database
  *   run-sessions.ts   reading a session, cancelling its run
- *   run-ownership.ts  each live run's owner and lease in the database; ending runs no process owns
+ *   run-ownership.ts  when to renew the leases of live runs; ending runs no process owns
  *   run-sweep.ts      the background sweep of every core
  *   active-run.ts     a relayed run in memory (its event queue)
  *
@@ -116,7 +119,7 @@ export function createRunManager(deps: RunManagerDeps) {
   const events = createRunEvents(ctx, lifecycle);
   const reconciler = createRunReconcile(ctx, lifecycle, deadlines);
   const sessions = createRunSessions(ctx, lifecycle, deadlines, deps.brand);
-  const ownership = createRunOwnership(ctx, deadlines);
+  const ownership = createRunOwnership(ctx, lifecycle, deadlines);
   const sweeper = createRunSweep(ctx, deadlines, ownership);
 
   /**
@@ -135,7 +138,8 @@ export function createRunManager(deps: RunManagerDeps) {
   });
 
   function reader(run: ActiveRun): RunReader {
-    let released = false;
+    // This client's reading of the run: once it is released, or another client reads the run, its leaving ends nothing.
+    const reading = run.reading;
     return {
       run,
       next: (idleMs) => run.next(idleMs),
@@ -143,14 +147,9 @@ export function createRunManager(deps: RunManagerDeps) {
       async pause(q) {
         return (await answers.pause(run, q)) ? undefined : endingOf({ on: "runEnded", deadline: false });
       },
-      release() {
-        released = true;
-        lifecycle.detach(run);
-      },
+      release: () => lifecycle.detach(run),
       end: (cause) => lifecycle.end(run, cause),
-      leave() {
-        if (!released) lifecycle.clientGone(run);
-      },
+      leave: () => lifecycle.leave(run, reading),
     };
   }
 

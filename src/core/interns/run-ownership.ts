@@ -9,16 +9,12 @@
  * re-attachment (reconcile adopts them): an answer may still continue them after their core died.
  */
 import { CancelReason } from "../../gen/portico/internlink/v1/internlink_service_pb.js";
-import type { RunContext } from "./run-lifecycle.js";
-import { endingOf } from "./run-endings.js";
+import type { RunContext, RunLifecycle } from "./run-lifecycle.js";
 import type { RunDeadlines } from "./run-deadlines.js";
 
-export function createRunOwnership(ctx: RunContext, deadlines: RunDeadlines) {
+export function createRunOwnership(ctx: RunContext, lifecycle: RunLifecycle, deadlines: RunDeadlines) {
   const { repo, links, log, later, runs } = ctx;
   let renewing = false;
-
-  /** The lease a run gets now (at creation, renewal, adoption). */
-  const leaseUntil = () => new Date(Date.now() + ctx.runLeaseMs);
 
   /** Renews the lease of every run this process relays or still has to write the end of. */
   async function renew(): Promise<void> {
@@ -27,7 +23,7 @@ export function createRunOwnership(ctx: RunContext, deadlines: RunDeadlines) {
     if (ids.length === 0) return;
     renewing = true;
     try {
-      await repo.renewRunLeases(ctx.instanceId, ids, leaseUntil());
+      await lifecycle.renewLeases(ids);
     } catch (err) {
       if (!ctx.closed()) log.warn({ err: { message: (err as Error).message } }, "could not renew the leases of live runs");
     } finally {
@@ -45,10 +41,7 @@ export function createRunOwnership(ctx: RunContext, deadlines: RunDeadlines) {
         later(renew);
         continue;
       }
-      const ending = endingOf({ on: "ownerLost" });
-      if (!(await repo.transitionRun(row.id, ["streaming"], ending.state, { endReason: ending.endReason }))) continue;
-      await repo.voidInteractionsOfRun(row.id);
-      await repo.unlockSession(row.sessionId, row.id);
+      if (!(await lifecycle.endRow(row, ["streaming"], { on: "ownerLost" }))) continue;
       log.warn({ runId: row.id, owner: row.owner, leaseUntil: row.leaseUntil }, "ended a run no live process relays (its owner's lease passed)");
       const link = links.get(row.internId);
       if (link) link.cancelRun(row.id, CancelReason.OPERATOR);
@@ -57,7 +50,6 @@ export function createRunOwnership(ctx: RunContext, deadlines: RunDeadlines) {
   }
 
   return {
-    leaseUntil,
     renew,
     endOwnerless,
     stop(): void {

@@ -32,32 +32,26 @@ export function createRunReconcile(ctx: RunContext, lifecycle: RunLifecycle, dea
           // The host moved on (or sent output we never got): the pause cannot be resumed.
           cancel.push(row.id);
           if (inMemory) await lifecycle.end(inMemory, { on: "overflow" });
-          else if (await repo.transitionRun(row.id, ["paused"], "failed", { endReason: "attachment_failed" })) {
-            await repo.voidInteractionsOfRun(row.id);
-            await repo.unlockSession(row.sessionId, row.id);
-          }
+          else await lifecycle.endRow(row, ["paused"], { on: "overflow" });
           continue;
         }
         const run =
           inMemory ??
           new ActiveRun(row.id, row.internId, row.sessionId, row.sessionKey, row.approvalMode === "manual" ? "manual" : "self-drive");
         // A run adopted here may have had a model credential: its usage is summed from its generations at its end.
-        if (ctx.gatewayUrl() !== undefined) run.throughGateway = true;
-        lifecycle.adoptPaused(run, link, row.model, row.lastSeq, { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) });
+        const throughGateway = ctx.gatewayUrl() !== undefined;
+        lifecycle.adoptPaused(run, link, row, { id: pending.id, deadlineAt: pending.deadlineAt, arguments: argumentsOf(pending) }, throughGateway);
         deadlines.scheduleDeadline(run);
         // This process relays it now: its lease is ours to renew.
-        await repo.claimRun(run.id, ctx.instanceId, new Date(Date.now() + ctx.runLeaseMs));
+        await lifecycle.claim(run.id);
         continue;
       }
       // Not held (or streaming on a dead link): the run is over.
-      const reason = row.state === "paused" ? "host_lost" : "stream_severed";
+      const cause = row.state === "paused" ? ({ on: "hostLost" } as const) : ({ on: "severed" } as const);
       if (inMemory) {
         if (inMemory.attached && inMemory.state !== "paused") inMemory.push({ kind: "severed" });
-        else await lifecycle.end(inMemory, row.state === "paused" ? { on: "hostLost" } : { on: "severed" });
-      } else if (await repo.transitionRun(row.id, ["streaming", "paused"], "ended", { endReason: reason })) {
-        await repo.voidInteractionsOfRun(row.id);
-        await repo.unlockSession(row.sessionId, row.id);
-      }
+        else await lifecycle.end(inMemory, cause);
+      } else await lifecycle.endRow(row, ["streaming", "paused"], cause);
     }
     for (const id of held.keys()) if (!known.has(id)) cancel.push(id);
     return [...new Set(cancel)];

@@ -6,7 +6,6 @@ import { CancelReason } from "../../gen/portico/internlink/v1/internlink_service
 import type { Intern } from "../../db/prisma.js";
 import { noRunToCancel, sessionNotFound } from "./intern-errors.js";
 import { TERMINAL_RUN_STATES, type RunState } from "./intern-repository.js";
-import { endingOf } from "./run-endings.js";
 import type { RunContext, RunLifecycle } from "./run-lifecycle.js";
 import type { RunDeadlines } from "./run-deadlines.js";
 import { sessionToProto } from "./sessions.js";
@@ -52,15 +51,12 @@ export function createRunSessions(ctx: RunContext, lifecycle: RunLifecycle, dead
       return getSession(intern, sessionKey);
     }
     const row = await repo.findRun(runId);
-    const ending = endingOf({ on: "cancelled" });
-    if (!row || !(await repo.transitionRun(runId, ["streaming", "paused"], ending.state, { endReason: ending.endReason }))) {
+    if (!row || !(await lifecycle.endRow({ id: runId, sessionId: session.id }, ["streaming", "paused"], { on: "cancelled" }))) {
       // Already over (a stale lock): release it; there is nothing to cancel.
-      await repo.unlockSession(session.id, runId);
+      await lifecycle.releaseStaleLock(session.id, runId);
       throw noRunToCancel();
     }
     log.info({ runId }, "run cancelled by a caller (relayed elsewhere)");
-    await repo.voidInteractionsOfRun(runId);
-    await repo.unlockSession(session.id, runId);
     // The process relaying it (if any) ends its stream; the host holding it cancels it.
     const link = links.get(intern.id);
     if (link) link.cancelRun(runId, CancelReason.CALLER);
