@@ -400,6 +400,12 @@ export type ChatContentPart = z.output<typeof contentPart>;
 export type ChatTextPart = z.output<typeof textPart>;
 /** One entry of `tools`: a function tool or a server tool (`<brand>:<kind>`, the web-search shorthands). */
 export type ChatTool = NonNullable<ChatRequest["tools"]>[number];
+/**
+ * A function tool. The adapters' view of `tools`: the server-tools stage offers server tools as function tools
+ * before an adapter sees the request (and the other dialects refuse them), but the type cannot narrow `tools` by
+ * `type` alone (a server tool's `type` is any string), so adapters cast to this where they map `tools`.
+ */
+export type ChatFunctionTool = Extract<ChatTool, { type: "function" }>;
 /** `tool_choice`: "none" | "auto" | "required", a named function, or a server tool. */
 export type ChatToolChoice = NonNullable<ChatRequest["tool_choice"]>;
 /** `response_format`, discriminated by `type`. */
