@@ -383,6 +383,36 @@ export type ChatRequestSchema = ReturnType<typeof buildChatRequest>;
 /** A validated chat request (unknown top-level fields kept). */
 export type ChatRequest = z.output<ChatRequestSchema>;
 
+/*
+ * The pieces of a validated request, as the schema outputs them: the types the core's canonical request is made of
+ * (src/core/chat/model.ts), so the type and the validation cannot drift. Every object is loose (unknown keys pass
+ * and are kept), so each of these also admits keys the schema does not name (`reasoning_details`, `cache_control`).
+ */
+/** One message, discriminated by `role`. */
+export type ChatMessage = z.output<typeof message>;
+/** One message of the given role. */
+export type ChatMessageOf<R extends ChatMessage["role"]> = Extract<ChatMessage, { role: R }>;
+/** An assistant message's tool call. */
+export type ChatToolCall = z.output<typeof toolCall>;
+/** A user or tool message's content part (`type` any string; a `text` part has `text`). */
+export type ChatContentPart = z.output<typeof contentPart>;
+/** A system or developer message's text part. */
+export type ChatTextPart = z.output<typeof textPart>;
+/** One entry of `tools`: a function tool or a server tool (`<brand>:<kind>`, the web-search shorthands). */
+export type ChatTool = NonNullable<ChatRequest["tools"]>[number];
+/**
+ * A function tool. The adapters' view of `tools`: the server-tools stage offers server tools as function tools
+ * before an adapter sees the request (and the other dialects refuse them), but the type cannot narrow `tools` by
+ * `type` alone (a server tool's `type` is any string), so adapters cast to this where they map `tools`.
+ */
+export type ChatFunctionTool = Extract<ChatTool, { type: "function" }>;
+/** `tool_choice`: "none" | "auto" | "required", a named function, or a server tool. */
+export type ChatToolChoice = NonNullable<ChatRequest["tool_choice"]>;
+/** `response_format`, discriminated by `type`. */
+export type ChatResponseFormat = NonNullable<ChatRequest["response_format"]>;
+/** `reasoning`: `{effort, summary}` (loose: adapters also read `max_tokens`, `enabled`, `exclude`). */
+export type ChatReasoning = NonNullable<ChatRequest["reasoning"]>;
+
 /** Rules that relate two fields. */
 function crossFieldRules(body: Record<string, unknown>): void {
   const shorthand = body.reasoning_effort;

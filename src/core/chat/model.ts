@@ -24,8 +24,13 @@ import type { ChatBody, ChatChunk, ChatCompletion, ChatUsage, FinishReason, Reas
 export type { FinishReason, ReasoningDetail, ToolCall };
 
 /**
- * A validated request. Unknown top-level fields are kept (the API accepts them); stages that change the
- * request (preset) replace the object rather than mutate the caller's.
+ * A validated request. Its type is the JSON validation's output (ChatRequest in
+ * src/contract/requests/chat-request.ts, via ChatBody), so the type and the validation cannot drift: messages
+ * discriminated by `role` with their content parts and tool calls (ChatMessage, ChatContentPart, ChatToolCall),
+ * `tools` (ChatTool), `tool_choice` (ChatToolChoice), `response_format`, `reasoning`, the sampling and length
+ * fields. Every object in it is loose: unknown fields, top-level and nested, are allowed and kept (the API accepts
+ * them; dialect decoders add `reasoning_details`, `cache_control`). A type only: nothing parses or copies for it.
+ * Stages that change the request (preset) replace the object rather than mutate the caller's.
  */
 export type CanonicalRequest = ChatBody;
 

@@ -91,7 +91,8 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
     messages.push(out);
   }
 
-  const req: Json = { model: body.model, messages };
+  // The messages are built as JSON records (each dialect's parts as they map): a narrow cast; the rest is checked.
+  const req: CanonicalRequest = { model: body.model, messages: messages as CanonicalRequest["messages"] };
   if (body.tools !== undefined && body.tools.length > 0) {
     req.tools = body.tools.map((t) => ({
       type: "function",
@@ -106,7 +107,8 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
   }
   if (body.thinking?.type === "enabled") req.reasoning = { max_tokens: body.thinking.budget_tokens };
   if (body.cache_control) req.cache_control = body.cache_control;
-  for (const key of SHARED_FIELDS) if (body[key] !== undefined) req[key] = body[key];
+  // Shared fields pass under the same names, as this dialect's schema validated them: a narrow cast for the loop.
+  for (const key of SHARED_FIELDS) if (body[key] !== undefined) (req as Json)[key] = body[key];
   if ("max_tokens" in body) {
     const b = body as MessagesRequest;
     req.max_tokens = b.max_tokens;
@@ -115,16 +117,17 @@ export function decodeRequest(body: MessagesRequest | CountTokensRequest): Canon
     // metadata.user_id is Anthropic's end-user id, the canonical `user` (an explicit `user` wins).
     if (typeof b.metadata?.user_id === "string" && req.user === undefined) req.user = b.metadata.user_id;
     if (b.stream === true) req.stream = true;
-    if (b.cache !== undefined) req.cache = b.cache;
+    // The Messages schema takes `cache` as any JSON value (messages-request.ts): passed on as it was, a narrow cast.
+    if (b.cache !== undefined) req.cache = b.cache as CanonicalRequest["cache"];
     // The thinking budget also as an effort (its share of max_tokens), for providers that take only an effort
     // (OpenAI-compatible ones); Anthropic and Gemini endpoints use the budget itself.
     if (b.thinking?.type === "enabled") req.reasoning = { max_tokens: b.thinking.budget_tokens, effort: effortOf(b.thinking.budget_tokens / b.max_tokens) };
   }
-  return req as unknown as CanonicalRequest;
+  return req;
 }
 
 /** The reasoning effort whose share of max_tokens a thinking budget is (the Anthropic adapter's shares, read back). */
-function effortOf(share: number): string {
+function effortOf(share: number): "high" | "medium" | "low" | "minimal" {
   return share >= 0.8 ? "high" : share >= 0.5 ? "medium" : share >= 0.2 ? "low" : "minimal";
 }
 

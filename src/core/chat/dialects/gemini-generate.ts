@@ -95,7 +95,8 @@ export function decodeRequest(body: GenerateContentRequest, model: string): Cano
     } else userTurn(c, ci, pending, messages);
   });
 
-  const req: Json = { model, messages };
+  // The messages are built as JSON records (each dialect's parts as they map): a narrow cast; the rest is checked.
+  const req: CanonicalRequest = { model, messages: messages as CanonicalRequest["messages"] };
   const declarations = (body.tools ?? []).flatMap((t, ti) => (t.functionDeclarations ?? []).map((d, di) => ({ d, at: `tools[${ti}].functionDeclarations[${di}]` })));
   if (declarations.length > 0) {
     req.tools = declarations.map(({ d, at }) => {
@@ -132,12 +133,14 @@ export function decodeRequest(body: GenerateContentRequest, model: string): Cano
     if (schema !== undefined && g.responseMimeType !== "application/json") {
       fail(g.responseJsonSchema !== undefined ? "generationConfig.responseJsonSchema" : "generationConfig.responseSchema", 'needs responseMimeType "application/json"');
     }
-    if (g.responseMimeType === "application/json") req.response_format = schema !== undefined ? { type: "json_schema", json_schema: { name: "response", schema } } : { type: "json_object" };
+    // `schema` is a JSON Schema object (jsonSchemaOf's result is typed unknown): a narrow cast.
+    if (g.responseMimeType === "application/json") req.response_format = schema !== undefined ? { type: "json_schema", json_schema: { name: "response", schema: schema as Json } } : { type: "json_object" };
     const reasoning = reasoningOf(g);
     if (reasoning) req.reasoning = reasoning;
   }
-  for (const key of SHARED_FIELDS) if (body[key] !== undefined) req[key] = body[key];
-  return req as unknown as CanonicalRequest;
+  // Shared fields pass under the same names, as this dialect's schema validated them: a narrow cast for the loop.
+  for (const key of SHARED_FIELDS) if (body[key] !== undefined) (req as Json)[key] = body[key];
+  return req;
 }
 
 /** A `model` turn: text parts as content, thought parts as reasoning, function calls as tool calls, signatures as details. */

@@ -14,6 +14,7 @@
  * thinking) in the item's `encrypted_content` (when `include` asks for `reasoning.encrypted_content`): Portico's
  * own encoding of the canonical `reasoning_details`, restored when the item is sent back.
  */
+import type { ChatFunctionTool } from "../../../contract/requests/chat-request.js";
 import type { CanonicalRequest, CanonicalResponse, ReasoningDetail, StreamEvent, ToolCall, Usage } from "../model.js";
 import { withoutGeminiSignatures } from "../providers/types.js";
 import { createHash } from "node:crypto";
@@ -131,8 +132,8 @@ export function namespaceNames(tools: readonly ResponsesTool[] | undefined): Nam
 }
 
 /** The canonical function tools of the Responses `tools` (namespace members flattened under their qualified names). */
-function canonicalTools(tools: readonly ResponsesTool[], names: NamespaceNames): Json[] {
-  const fn = (name: string, t: { description?: string | null; parameters?: Json | null; strict?: boolean | null }, description = t.description): Json => ({
+function canonicalTools(tools: readonly ResponsesTool[], names: NamespaceNames): ChatFunctionTool[] {
+  const fn = (name: string, t: { description?: string | null; parameters?: Json | null; strict?: boolean | null }, description = t.description): ChatFunctionTool => ({
     type: "function",
     function: {
       name,
@@ -224,7 +225,8 @@ export function decodeRequest(body: ResponsesRequest): CanonicalRequest {
   }
   flush();
 
-  const req: Json = { model: body.model, messages };
+  // The messages are built as JSON records (each dialect's parts as they map): a narrow cast; the rest is checked.
+  const req: CanonicalRequest = { model: body.model, messages: messages as CanonicalRequest["messages"] };
   if (body.tools !== undefined && body.tools.length > 0) req.tools = canonicalTools(body.tools, names);
   const choice = body.tool_choice;
   if (choice !== undefined) req.tool_choice = typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
@@ -257,8 +259,9 @@ export function decodeRequest(body: ResponsesRequest): CanonicalRequest {
   if (typeof body.text?.verbosity === "string") req.verbosity = body.text.verbosity;
   if (body.metadata) req.metadata = body.metadata;
   if (body.stream === true) req.stream = true;
-  for (const key of SHARED_FIELDS) if (body[key] !== undefined) req[key] = body[key];
-  return req as unknown as CanonicalRequest;
+  // Shared fields pass under the same names, as this dialect's schema validated them: a narrow cast for the loop.
+  for (const key of SHARED_FIELDS) if (body[key] !== undefined) (req as Json)[key] = body[key];
+  return req;
 }
 
 /** The request's fields a `response` object repeats, and the encoding options (`include`). */

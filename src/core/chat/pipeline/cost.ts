@@ -18,7 +18,7 @@
 import { costOf, usd, type CostParts } from "../../catalog/cost.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { copyOf } from "../../../lib/copy.js";
-import type { StreamEvent, Usage } from "../model.js";
+import type { CanonicalRequest, StreamEvent, Usage } from "../model.js";
 import { tapEvents } from "./tap.js";
 import type { ChatCall, ChatStage } from "./stage.js";
 
@@ -29,12 +29,12 @@ export interface PricedUsage extends Usage {
 }
 
 /** Input images of the request (`image_url` content parts), for per-image prices. */
-export function imagesOf(body: Readonly<Record<string, unknown>>): number {
+export function imagesOf(body: Readonly<CanonicalRequest>): number {
   let n = 0;
   if (!Array.isArray(body.messages)) return 0;
-  for (const m of body.messages as Array<{ content?: unknown }>) {
+  for (const m of body.messages) {
     if (!Array.isArray(m?.content)) continue;
-    for (const part of m.content as Array<{ type?: unknown }>) if (part?.type === "image_url") n++;
+    for (const part of m.content) if (part?.type === "image_url") n++;
   }
   return n;
 }

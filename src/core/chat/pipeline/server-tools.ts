@@ -10,6 +10,7 @@
  * own, and `call.serverTools` holds how to run them; the generation records them (`track.serverTools`).
  */
 import type { Catalog } from "../../catalog/catalog.js";
+import type { ChatTool, ChatToolChoice } from "../../../contract/requests/chat-request.js";
 import type { ServerToolsConfig } from "../../../config.js";
 import { invalidArgument } from "../../errors.js";
 import { assertSupported, serverToolKindOf, type ServerToolKind } from "../server-tools/kinds.js";
@@ -32,10 +33,10 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
   return {
     name: "server-tools",
     run(call, next) {
-      const tools = Array.isArray(call.request.tools) ? (call.request.tools as Array<Record<string, unknown>>) : [];
+      const tools = Array.isArray(call.request.tools) ? call.request.tools : [];
       const active: ActiveTool[] = [];
       const seen = new Map<ServerToolKind, number>();
-      const clientTools: Array<Record<string, unknown>> = [];
+      const clientTools: ChatTool[] = [];
       tools.forEach((tool, i) => {
         const type = tool?.type;
         const kind = serverToolKindOf(type, deps.brand);
@@ -43,7 +44,7 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
           clientTools.push(tool);
           return;
         }
-        assertSupported(kind, type as string, `tools[${i}].type`, deps.brand);
+        assertSupported(kind, type, `tools[${i}].type`, deps.brand);
         if (seen.has(kind)) throw invalidArgument(`tools[${i}].type`, `tools lists the ${kind} server tool twice (tools[${seen.get(kind)}] and tools[${i}])`);
         seen.set(kind, i);
         for (const key of Object.keys(tool)) {
@@ -52,7 +53,7 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
           }
         }
         const params = (tool.parameters ?? {}) as Record<string, unknown>;
-        const one = activate(kind, type as string, params, `tools[${i}].parameters`, {
+        const one = activate(kind, type, params, `tools[${i}].parameters`, {
           catalog: deps.catalog,
           config: deps.config,
           fetcher: deps.fetcher,
@@ -77,12 +78,12 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
         active.push(one);
       }
 
-      const choice = call.request.tool_choice as { type?: unknown } | string | undefined | null;
+      const choice = call.request.tool_choice;
       let serverChoice: ActiveTool | undefined;
       if (choice && typeof choice === "object") {
         const kind = serverToolKindOf(choice.type, deps.brand);
         if (kind) {
-          assertSupported(kind, choice.type as string, "tool_choice.type", deps.brand);
+          assertSupported(kind, choice.type, "tool_choice.type", deps.brand);
           serverChoice = active.find((t) => t.kind === kind);
           if (!serverChoice) throw invalidArgument("tool_choice.type", `tool_choice names the server tool "${String(choice.type)}", which tools does not list`);
         }
@@ -98,7 +99,7 @@ export function createServerToolsStage(deps: ServerToolsDeps): ChatStage {
       });
 
       const forced = serverChoice !== undefined || choice === "required";
-      const firstChoice = serverChoice ? { type: "function", function: { name: serverChoice.name } } : (choice ?? undefined);
+      const firstChoice: ChatToolChoice | undefined = serverChoice ? { type: "function", function: { name: serverChoice.name } } : (choice ?? undefined);
       const session: ServerToolSession = {
         tools: names,
         maxTurns: deps.config.maxTurns,
@@ -135,7 +136,7 @@ export function createServerToolsRefusalStage(deps: { brand: string; route: stri
   return {
     name: "server-tools-refusal",
     run(call, next) {
-      const tools = Array.isArray(call.request.tools) ? (call.request.tools as Array<Record<string, unknown>>) : [];
+      const tools = Array.isArray(call.request.tools) ? call.request.tools : [];
       tools.forEach((tool, i) => {
         const type = tool?.type;
         if (serverToolKindOf(type, deps.brand)) {

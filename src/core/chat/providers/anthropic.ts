@@ -18,6 +18,7 @@ import {
 } from "./types.js";
 import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, batchedStream, sseMap, SSE_END, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import type { EventSourceMessage } from "eventsource-parser";
+import type { ChatFunctionTool, ChatReasoning } from "../../../contract/requests/chat-request.js";
 import { toTurns, type PartWriter } from "./messages.js";
 import { anthropicCitation, anthropicWebSearchTool, type UrlAnnotation } from "./native-search.js";
 
@@ -83,7 +84,7 @@ const writer: PartWriter<Block> = {
     cached(inline ? { type: "image", source: { type: "base64", media_type: inline.mediaType, data: inline.data } } : { type: "image", source: { type: "url", url } }, part),
   // A tool call or a tool message may carry `cache_control` too (the Messages dialect's breakpoints on
   // tool_use and tool_result blocks).
-  toolCall: (tc) => cached({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }, tc as unknown as Record<string, unknown>),
+  toolCall: (tc) => cached({ type: "tool_use", id: tc.id, name: tc.function?.name, input: parseArguments(tc.function?.arguments) }, tc),
   toolResult: (m) => cached({ type: "tool_result", tool_use_id: m.tool_call_id, content: contentText(m.content), ...(m.is_error === true ? { is_error: true } : {}) }, m),
   // Thinking goes back with its signature (Anthropic refuses it without one, so unsigned reasoning from
   // another provider is not replayed), redacted thinking with its data; both before the turn's other blocks.
@@ -122,9 +123,9 @@ const MIN_THINKING_BUDGET = 1024;
  * Extended thinking budget from `reasoning` (`max_tokens`, or `effort` as a share of `max_tokens`), at
  * least 1024 and below `max_tokens`; undefined (no thinking) when that cannot hold or effort is `none`.
  */
-function thinkingBudget(reasoning: unknown, maxTokens: number): number | undefined {
+function thinkingBudget(reasoning: ChatReasoning | undefined, maxTokens: number): number | undefined {
   if (!reasoning || typeof reasoning !== "object") return undefined;
-  const r = reasoning as { max_tokens?: unknown; effort?: unknown };
+  const r = reasoning;
   const wanted = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" && effortShare[r.effort] ? Math.floor(maxTokens * effortShare[r.effort]!) : undefined;
   if (wanted === undefined) return undefined;
   const budget = Math.max(MIN_THINKING_BUDGET, Math.min(wanted, maxTokens - 1));
@@ -225,13 +226,13 @@ export class AnthropicAdapter implements ProviderAdapter {
     const out: Record<string, unknown> = {
       model: call.model,
       messages,
-      max_tokens: (b.max_tokens as number | undefined) ?? (b.max_completion_tokens as number | undefined) ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+      max_tokens: b.max_tokens ?? b.max_completion_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
     };
     if (system !== undefined) out.system = systemParts.some((p) => p.cache_control) ? systemParts : system;
     if (b.stop !== undefined && b.stop !== null) out.stop_sequences = Array.isArray(b.stop) ? b.stop : [b.stop];
     for (const key of ["temperature", "top_p", "top_k"] as const) if (typeof b[key] === "number") out[key] = b[key];
     if (Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== "none") {
-      out.tools = (b.tools as Array<{ function?: { name?: unknown; description?: unknown; parameters?: unknown }; cache_control?: unknown }>).map((t) => ({
+      out.tools = (b.tools as ChatFunctionTool[]).map((t) => ({
         name: t.function?.name,
         ...(t.function?.description !== undefined ? { description: t.function.description } : {}),
         input_schema: t.function?.parameters ?? { type: "object", properties: {} },

@@ -18,6 +18,7 @@ import {
 } from "./types.js";
 import { contentText, joinUrl, linkedController, nowSeconds, parseArguments, parseEventData, postJson, readJsonRedacted, redact, batchedStream, sseMap, truncatedStream, upstreamTimeouts, type UpstreamResponse } from "./http.js";
 import type { EventSourceMessage } from "eventsource-parser";
+import type { ChatContentPart, ChatFunctionTool, ChatMessage, ChatReasoning } from "../../../contract/requests/chat-request.js";
 import { toTurns, type PartWriter } from "./messages.js";
 import { geminiGrounding } from "./native-search.js";
 
@@ -56,7 +57,7 @@ export function geminiFinish(reason: unknown, hasToolCalls: boolean): FinishReas
  * How one part is written; `signatures` are the thought signatures to send back on tool calls (by tool call id),
  * text parts carry theirs as `thought_signature` (see {@link withSignatures}).
  */
-function writerFor(signatures: ReadonlyMap<string, string>): PartWriter<Part> {
+function writerFor(signatures: ReadonlyMap<string | undefined, string>): PartWriter<Part> {
   return {
     text: (text, part) => (typeof part?.thought_signature === "string" ? { text, thoughtSignature: part.thought_signature } : { text }),
     image: (url, inline) => (inline ? { inlineData: { mimeType: inline.mediaType, data: inline.data } } : { fileData: { fileUri: url } }),
@@ -83,7 +84,7 @@ function writerFor(signatures: ReadonlyMap<string, string>): PartWriter<Part> {
  * calls by call id; the others put on the assistant message's last text part (an empty one when it has none),
  * where Gemini put its own. Messages without them are left as they are.
  */
-function withSignatures(messages: Array<Record<string, unknown>>): { messages: Array<Record<string, unknown>>; byCall: Map<string, string> } {
+function withSignatures(messages: readonly ChatMessage[]): { messages: ChatMessage[]; byCall: Map<string, string> } {
   const byCall = new Map<string, string>();
   const out = messages.map((m) => {
     if (m.role !== "assistant" || !Array.isArray(m.reasoning_details)) return m;
@@ -94,10 +95,10 @@ function withSignatures(messages: Array<Record<string, unknown>>): { messages: A
       else loose = d.data;
     }
     if (loose === undefined) return m;
-    const parts: Array<Record<string, unknown>> =
-      typeof m.content === "string" ? (m.content === "" ? [] : [{ type: "text", text: m.content }]) : Array.isArray(m.content) ? (m.content as Array<Record<string, unknown>>).map((p) => ({ ...p })) : [];
+    const parts: ChatContentPart[] =
+      typeof m.content === "string" ? (m.content === "" ? [] : [{ type: "text", text: m.content }]) : Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : [];
     const last = parts.map((p) => p.type).lastIndexOf("text");
-    if (last >= 0) parts[last] = { ...parts[last], thought_signature: loose };
+    if (last >= 0) parts[last] = { ...parts[last]!, thought_signature: loose };
     else parts.push({ type: "text", text: "", thought_signature: loose });
     return { ...m, content: parts };
   });
@@ -117,9 +118,9 @@ function toolConfig(choice: unknown): Record<string, unknown> | undefined {
 const effortBudget: Record<string, number> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768 };
 
 /** `reasoning` (`max_tokens` or `effort`) → `generationConfig.thinkingConfig`, thoughts included. */
-function thinkingConfig(reasoning: unknown): Record<string, unknown> | undefined {
+function thinkingConfig(reasoning: ChatReasoning | undefined): Record<string, unknown> | undefined {
   if (!reasoning || typeof reasoning !== "object") return undefined;
-  const r = reasoning as { max_tokens?: unknown; effort?: unknown; enabled?: unknown; exclude?: unknown };
+  const r = reasoning;
   // `enabled` alone (no budget, no effort): Gemini's dynamic thinking (budget -1), as the Gemini dialect asks for it.
   const budget = typeof r.max_tokens === "number" ? r.max_tokens : typeof r.effort === "string" ? effortBudget[r.effort] : r.enabled === true ? -1 : undefined;
   if (budget === undefined) return undefined;
@@ -234,7 +235,7 @@ export class GeminiAdapter implements ProviderAdapter {
     set("frequencyPenalty", num("frequency_penalty"));
     set("seed", num("seed"));
     if (b.stop !== undefined && b.stop !== null) gc.stopSequences = Array.isArray(b.stop) ? b.stop : [b.stop];
-    const format = b.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+    const format = b.response_format;
     if (format?.type === "json_object") gc.responseMimeType = "application/json";
     if (format?.type === "json_schema") {
       gc.responseMimeType = "application/json";
@@ -246,7 +247,7 @@ export class GeminiAdapter implements ProviderAdapter {
     if (Array.isArray(b.tools) && b.tools.length > 0) {
       out.tools = [
         {
-          functionDeclarations: (b.tools as Array<{ function?: { name?: unknown; description?: unknown; parameters?: unknown } }>).map((t) => ({
+          functionDeclarations: (b.tools as ChatFunctionTool[]).map((t) => ({
             name: t.function?.name,
             ...(t.function?.description !== undefined ? { description: t.function.description } : {}),
             ...(t.function?.parameters !== undefined ? { parametersJsonSchema: t.function.parameters } : {}),

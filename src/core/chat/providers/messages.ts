@@ -4,18 +4,18 @@
  * and consecutive turns of the same role are merged. Each adapter supplies how one part is written.
  */
 import { contentText, parseDataUrl } from "./http.js";
-import type { ToolCall } from "./types.js";
+import type { ChatMessage, ChatMessageOf, ChatToolCall } from "../../../contract/requests/chat-request.js";
 
 export interface PartWriter<P> {
   /** A text part; `part` is the OpenAI content part it came from (absent for plain string content). */
   text(text: string, part?: Record<string, unknown>): P;
   /** An image by URL; `inline` is set for a base64 data URL. */
   image(url: string, inline: { mediaType: string; data: string } | undefined, part: Record<string, unknown>): P;
-  toolCall(call: ToolCall): P;
+  toolCall(call: ChatToolCall): P;
   /** A `tool` message's result; `name` is the function of the matching earlier tool call, if any. */
-  toolResult(message: Record<string, unknown>, name: string | undefined): P;
+  toolResult(message: ChatMessageOf<"tool">, name: string | undefined): P;
   /** An assistant message's reasoning to send back (its `reasoning_details`), written before its other parts. */
-  reasoning?(message: Record<string, unknown>): P[];
+  reasoning?(message: ChatMessageOf<"assistant">): P[];
 }
 
 export interface Turn<P> {
@@ -23,11 +23,11 @@ export interface Turn<P> {
   parts: P[];
 }
 
-function contentParts<P>(content: unknown, writer: PartWriter<P>, textOnly: boolean): P[] {
+function contentParts<P>(content: ChatMessage["content"], writer: PartWriter<P>, textOnly: boolean): P[] {
   if (typeof content === "string") return content === "" ? [] : [writer.text(content)];
   if (!Array.isArray(content)) return [];
   const parts: P[] = [];
-  for (const part of content as Array<Record<string, unknown>>) {
+  for (const part of content) {
     if (part?.type === "text") parts.push(writer.text(String(part.text ?? ""), part));
     else if (part?.type === "image_url" && !textOnly) {
       const image = part.image_url as { url?: unknown } | string | undefined;
@@ -46,11 +46,11 @@ export interface Turns<P> {
   turns: Turn<P>[];
 }
 
-export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWriter<P>): Turns<P> {
+export function toTurns<P>(input: readonly ChatMessage[], writer: PartWriter<P>): Turns<P> {
   const system: string[] = [];
   const systemParts: P[] = [];
   const turns: Turn<P>[] = [];
-  const toolNames = new Map<string, string>();
+  const toolNames = new Map<string | undefined, string>();
   const push = (role: Turn<P>["role"], parts: P[]) => {
     if (parts.length === 0) return;
     const last = turns.at(-1);
@@ -69,7 +69,7 @@ export function toTurns<P>(input: Array<Record<string, unknown>>, writer: PartWr
         break;
       case "assistant": {
         const parts = [...(writer.reasoning?.(m) ?? []), ...contentParts(m.content, writer, true)];
-        for (const tc of (m.tool_calls as ToolCall[] | undefined) ?? []) {
+        for (const tc of m.tool_calls ?? []) {
           toolNames.set(tc.id, tc.function?.name);
           parts.push(writer.toolCall(tc));
         }

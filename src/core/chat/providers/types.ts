@@ -14,15 +14,18 @@
  *   error is thrown the same way; the router turns it into a `finish_reason: "error"` chunk.
  */
 
+import type { ChatRequest } from "../../../contract/requests/chat-request.js";
 import type { NativeWebSearch, UrlAnnotation } from "./native-search.js";
 import type { RawSlot } from "../raw-events.js";
 
-/** A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter. */
-export type ChatBody = Record<string, unknown> & {
-  model: string;
-  messages: Array<Record<string, unknown>>;
-  stream?: boolean | null;
-};
+/**
+ * A chat-completions body as JSON (OpenAI wire names). Validated before it reaches an adapter, so its type is the
+ * validation's output (ChatRequest, src/contract/requests/chat-request.ts, the one definition): messages by role
+ * with their content parts and tool calls, `tools`, `tool_choice`, `response_format`, `reasoning`, the sampling
+ * and length fields. Every object is loose: unknown keys (top-level and nested) are allowed and kept. `model` is
+ * required here (the router sets it before an adapter sees the body).
+ */
+export type ChatBody = ChatRequest & { model: string };
 
 /** One attempt: which upstream model, at which base URL, with which credential. */
 export interface UpstreamCall {

@@ -64,7 +64,8 @@ function loopState(call: ChatCall, s: ServerToolSession) {
       turn++;
       s.record.turns = turn;
       const choice = final ? "none" : turn === 1 ? s.firstChoice : s.laterChoice;
-      const body: CanonicalRequest = { ...call.request, messages: [...messages] };
+      // The loop's messages are built loosely (assistant turns and tool results as Records): a narrow cast, not a check.
+      const body: CanonicalRequest = { ...call.request, messages: [...messages] as CanonicalRequest["messages"] };
       if (choice === undefined) delete body.tool_choice;
       else body.tool_choice = choice;
       return body;

@@ -2,6 +2,7 @@
  * A request's server tools, prepared by the server-tools stage (../pipeline/server-tools.ts) for the loop in
  * the execute stage (loop.ts): the tools to run by function name, the bounds of the loop, and what is recorded.
  */
+import type { ChatToolChoice } from "../../../contract/requests/chat-request.js";
 import type { ActiveTool } from "./tools.js";
 
 /** `stop_server_tools_when` conditions (the description's shapes and the fact sheet's three more). */
@@ -41,8 +42,8 @@ export interface ServerToolSession {
   maxTurns: number;
   stops: StopCondition[];
   /** `tool_choice` of the first model call (the caller's, a server-tool choice turned into its function name). */
-  firstChoice: unknown;
+  firstChoice: ChatToolChoice | undefined;
   /** `tool_choice` of the later calls: the caller's, except a forced choice (`required`, a server tool) becomes `auto`. */
-  laterChoice: unknown;
+  laterChoice: ChatToolChoice | undefined;
   record: ServerToolsRecord;
 }

@@ -178,7 +178,7 @@ describe("estimateInputTokens", () => {
     // Tool calls' names and arguments and the tools' definitions count too; special-token text is plain text.
     const withTools = {
       model: "m",
-      messages: [{ role: "assistant", content: "<|endoftext|>", tool_calls: [{ id: "c", type: "function" as const, function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] }],
+      messages: [{ role: "assistant" as const, content: "<|endoftext|>", tool_calls: [{ id: "c", type: "function" as const, function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] }],
       tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }],
     };
     const expected = 3 + count("<|endoftext|>") + count("get_weather") + count('{"city":"Paris"}') + count(JSON.stringify({ name: "get_weather", parameters: { type: "object" } }));

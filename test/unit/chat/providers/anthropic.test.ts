@@ -1,6 +1,7 @@
 import { describe, expect, it, afterEach } from "vitest";
 import { ANTHROPIC_MAX_PAUSE_CONTINUATIONS, AnthropicAdapter, anthropicFinish } from "../../../../src/core/chat/providers/anthropic.js";
 import type { UpstreamCall } from "../../../../src/core/chat/providers/types.js";
+import type { ChatToolChoice } from "../../../../src/contract/requests/chat-request.js";
 import { messageEvents, startFakeAnthropic } from "../../../helpers/fake-upstreams/anthropic.js";
 import type { FakeUpstream, Script } from "../../../helpers/fake-upstreams/server.js";
 import { KEY, adapterContract, collect } from "./contract.js";
@@ -70,7 +71,7 @@ describe("Anthropic adapter: request translation", () => {
   });
 
   it("keeps cache_control breakpoints on system parts, content parts and tools", () => {
-    const eph = { type: "ephemeral" };
+    const eph = { type: "ephemeral" as const };
     const body = adapter.upstreamBody({
       ...call({ url: "http://x" } as FakeUpstream),
       body: {
@@ -89,7 +90,7 @@ describe("Anthropic adapter: request translation", () => {
 
   it("maps tool_choice values and max_tokens", () => {
     const tools = [{ type: "function", function: { name: "f" } }];
-    const tc = (tool_choice: unknown) => adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], tools, tool_choice } });
+    const tc = (tool_choice?: ChatToolChoice) => adapter.upstreamBody({ ...call({ url: "http://x" } as FakeUpstream), body: { model: "m", messages: [], tools, tool_choice } });
     expect(tc("auto").tool_choice).toEqual({ type: "auto" });
     expect(tc("required").tool_choice).toEqual({ type: "any" });
     expect(tc("none").tools).toBeUndefined();

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { OpenAICompatibleAdapter } from "../../../../src/core/chat/providers/openai-compatible.js";
 import { ProviderRegistry } from "../../../../src/core/chat/providers/index.js";
-import type { UpstreamCall } from "../../../../src/core/chat/providers/types.js";
+import type { ChatBody, UpstreamCall } from "../../../../src/core/chat/providers/types.js";
 import { loadConfig } from "../../../../src/config.js";
 import { startFakeOpenAI } from "../../../helpers/fake-upstreams/openai.js";
 import type { FakeUpstream } from "../../../helpers/fake-upstreams/server.js";
@@ -95,7 +95,7 @@ describe("provider registry", () => {
 });
 
 describe("OpenAI-compatible body filtering", () => {
-  const base = { model: "x", messages: [{ role: "user", content: "hi" }], top_k: 5, min_p: 0.1, models: ["a"], provider: { order: ["openai"] }, plugins: [{ id: "web" }], debug: { echo_upstream_body: true }, session_id: "s", trace: { trace_id: "t" }, reasoning: { effort: "low" }, seed: 1 };
+  const base: ChatBody = { model: "x", messages: [{ role: "user", content: "hi" }], top_k: 5, min_p: 0.1, models: ["a"], provider: { order: ["openai"] }, plugins: [{ id: "web" }], debug: { echo_upstream_body: true }, session_id: "s", trace: { trace_id: "t" }, reasoning: { effort: "low" }, seed: 1 };
   const c = { model: "gpt-4o", baseUrl: "http://x/v1", apiKey: KEY, signal: new AbortController().signal, body: base };
 
   it("drops gateway-only fields and maps reasoning.effort to reasoning_effort", () => {

@@ -18,6 +18,7 @@
  * fits}` in `compressed`; `uncatalogued_attempts` when some attempt's context length is unknown.
  */
 import { tokenCounter } from "../../../../lib/token-count.js";
+import type { CanonicalRequest } from "../../model.js";
 import type { Plugin, PluginReport } from "./types.js";
 import type { Attempt } from "../stage.js";
 
@@ -187,7 +188,8 @@ export function createContextCompressionPlugin(): Plugin {
         const c = middleOut(messages, limit, count);
         report.tokens_before = c.tokensBefore;
         if (c.removed === 0 && c.truncated === 0) continue;
-        for (const a of attempts) a.call = { ...a.call, body: { ...a.call.body, messages: c.messages } };
+        // middleOut works on messages as Records (it keeps each message it keeps as it was): a narrow cast.
+        for (const a of attempts) a.call = { ...a.call, body: { ...a.call.body, messages: c.messages as CanonicalRequest["messages"] } };
         compressed.push({
           context_length: attempts[0]!.endpoint!.context_length,
           limit,

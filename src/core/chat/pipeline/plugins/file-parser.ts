@@ -23,6 +23,7 @@ import { invalidArgument, Reason, serviceError } from "../../../errors.js";
 import { DEFAULT_PDF_BOUNDS, extractPdfText, PdfTextError, type PdfBounds } from "../../../../lib/pdf-text.js";
 import type { Catalog } from "../../../catalog/catalog.js";
 import type { Attempt, ChatCall } from "../stage.js";
+import type { CanonicalRequest } from "../../model.js";
 import type { Plugin } from "./types.js";
 
 type Message = Record<string, unknown>;
@@ -146,7 +147,8 @@ export function createFileParserPlugin(deps: FileParserDeps = {}): Plugin {
         const content = (m.content as Part[]).map((p, j) => replaced.get(`messages[${i}].content[${j}]`) ?? p);
         return { ...m, content };
       });
-      for (const a of textAttempts) a.call = { ...a.call, body: { ...a.call.body, messages: converted } };
+      // The converted messages are built as Records (parts replaced by their text): a narrow cast.
+      for (const a of textAttempts) a.call = { ...a.call, body: { ...a.call.body, messages: converted as CanonicalRequest["messages"] } };
     },
   };
 }

@@ -11,14 +11,14 @@
  * `actions` ("extracted", "repaired"), `errors` (schema paths and rules, never values), `held_ms` (streams).
  * An answer that cannot be repaired is returned as the model wrote it (`healed: false, valid: false`).
  */
-import type { StreamEvent } from "../../model.js";
+import type { CanonicalRequest, StreamEvent } from "../../model.js";
 import type { ChatCall, ChatOutcome } from "../stage.js";
 import { createSchemaChecker, healJson, type HealResult, type JsonTarget, type SchemaChecker } from "./json-heal.js";
 import type { Plugin, PluginReport, PluginRun } from "./types.js";
 
 /** What the request's `response_format` asks for; undefined when it asks for no JSON. */
-export function jsonTargetOf(body: Readonly<Record<string, unknown>>): JsonTarget | undefined {
-  const rf = body.response_format as { type?: unknown; json_schema?: { schema?: unknown } } | undefined;
+export function jsonTargetOf(body: Readonly<CanonicalRequest>): JsonTarget | undefined {
+  const rf = body.response_format;
   if (rf?.type === "json_object") return { kind: "object" };
   if (rf?.type === "json_schema") {
     const schema = rf.json_schema?.schema;
