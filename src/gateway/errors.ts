@@ -84,7 +84,8 @@ export function publicErrorFromConnect(err: ConnectError): PublicError {
 /**
  * The error that ends a stream broken after it opened, for every streaming model route (chat completions and the
  * dialects; each encodes it in its own shape): the core's error through the reason table, or, when the server is
- * stopping (`shutdown`), the table's `core_unavailable` with the relay's message. A 5xx that is not the caller
+ * stopping (`shutdown`), the table's `core_unavailable` with the relay's message (intern chat takes this one too; its
+ * other in-band errors are its own, e.g. `stream_severed`). A 5xx that is not the caller
  * leaving is logged (`name`: the stream's word, as the relay's).
  */
 export function streamFailure(err: ConnectError, shutdown: boolean, log: FastifyBaseLogger, name: string): PublicError {

@@ -176,6 +176,9 @@ export const RequestParameters: Record<string, ParameterDefinitions> = {
   createEmbeddings: {},
   // the OpenAI Responses dialect (docs/dialects.md)
   createResponse: {},
+  // identity and providers (docs/api.md): no query parameters, and a query key is refused
+  getCurrentKey: { query: q({}), closedQuery: true },
+  listProviders: { query: q({}), closedQuery: true },
   // activity (docs/api.md, "Activity")
   getActivity: {
     closedQuery: true,

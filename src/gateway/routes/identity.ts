@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { IdentityService } from "../../gen/portico/identity/v1/identity_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
+import { contractRoute, errorResponses } from "../schemas.js";
 
 /**
  * GET /api/v1/key: the calling key (label and hash, never the key), with every field the published
@@ -64,16 +64,21 @@ const keyDataSchema = {
 
 export async function registerIdentityRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(IdentityService, ctx.transport);
+  const contract = contractRoute("getCurrentKey");
   api.get(
     "/key",
     {
+      // A bad query is 400 only for a caller the core accepts (401/403 first), as on /activity.
+      config: { authorizeFirst: { management: false } },
+      validatorCompiler: contract.validatorCompiler,
       schema: {
         operationId: "getCurrentKey",
         summary: "Describe the calling API key",
         tags: ["identity"],
+        ...contract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: keyDataSchema } },
-          ...errorResponses(401, 403),
+          ...errorResponses(400, 401, 403),
         },
       },
     },

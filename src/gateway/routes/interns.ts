@@ -18,7 +18,7 @@ import {
   type StreamChatResponse,
 } from "../../gen/portico/interns/v1/interns_service_pb.js";
 import type { GatewayContext } from "../context.js";
-import { publicErrorFromConnect } from "../errors.js";
+import { publicErrorFromConnect, streamFailure, type PublicError } from "../errors.js";
 import { Reason, ruleOf } from "../../contract/reasons.js";
 import { defaultModel, errorChunk, finalChunk, toChunk, type ChunkContext } from "../presenters/intern-chunks.js";
 import { callOptionsFor, serverStream } from "../rpc.js";
@@ -155,8 +155,8 @@ async function streamChat(
     },
     onError: (err, shutdown) => {
       if (shutdown) {
-        const rule = ruleOf(Reason.CORE_UNAVAILABLE);
-        const chunk = errorChunk(chunkCtx, model, { code: rule.status, message: err.rawMessage, reason: rule.wire, retryable: true });
+        // The gateway stopping: the model routes' in-band error (core_unavailable, the relay's message).
+        const chunk = errorChunk(chunkCtx, model, fromEnvelope(streamFailure(err, shutdown, req.log, "intern").body.error));
         return [...(finished ? [] : [JSON.stringify(chunk)]), ...finalIfMissing()];
       }
       const e = inBandError(err);
@@ -172,7 +172,11 @@ function inBandError(ce: ConnectError): { code: number; message: string; reason:
   if (severed) {
     return { code: SEVERED.status, message: "The connection to the intern broke without its confirmation.", reason: SEVERED.wire, retryable: SEVERED.retryable };
   }
-  const pub = publicErrorFromConnect(ce);
-  const reason = (pub.body.error.metadata?.reason as string | undefined) ?? ruleOf(Reason.INTERNAL_ERROR).wire;
-  return { code: pub.status, message: pub.body.error.message, reason, retryable: (pub.body.error.metadata?.retryable as boolean | undefined) ?? false };
+  return fromEnvelope(publicErrorFromConnect(ce).body.error);
+}
+
+/** An error chunk's body from the gateway's envelope: the same fields (docs/api.md, docs/interns.md). */
+function fromEnvelope({ code, message, metadata }: PublicError["body"]["error"]): { code: number; message: string; reason: string; retryable: boolean } {
+  const reason = (metadata?.reason as string | undefined) ?? ruleOf(Reason.INTERNAL_ERROR).wire;
+  return { code, message, reason, retryable: (metadata?.retryable as boolean | undefined) ?? false };
 }

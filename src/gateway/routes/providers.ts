@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { ProvidersService } from "../../gen/portico/providers/v1/providers_service_pb.js";
 import type { GatewayContext } from "../context.js";
 import { callOptionsFor } from "../rpc.js";
-import { errorResponses } from "../schemas.js";
+import { contractRoute, errorResponses } from "../schemas.js";
 
 const providerSchema = {
   type: "object",
@@ -26,18 +26,23 @@ const providerSchema = {
 
 export async function registerProviderRoutes(api: FastifyInstance, ctx: GatewayContext): Promise<void> {
   const client = createClient(ProvidersService, ctx.transport);
+  const contract = contractRoute("listProviders");
   api.get(
     "/providers",
     {
+      // A bad query is 400 only for a caller the core accepts (401/403 first), as on /activity.
+      config: { authorizeFirst: { management: false } },
+      validatorCompiler: contract.validatorCompiler,
       schema: {
         operationId: "listProviders",
         summary: "The providers this deployment can serve",
         description:
           "Built-in providers and the OpenAI-compatible ones the operator added, sorted by slug. BYOK credentials may name only these; model ids are `<slug>/<model>`.",
         tags: ["chat"],
+        ...contract.schema,
         response: {
           200: { type: "object", required: ["data"], properties: { data: { type: "array", items: providerSchema } } },
-          ...errorResponses(401, 500),
+          ...errorResponses(400, 401, 500),
         },
       },
     },

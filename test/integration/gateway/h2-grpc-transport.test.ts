@@ -21,7 +21,7 @@ import { createHopChannel } from "../../../src/gateway/hop-channel.js";
 import { ChatService, StreamChatCompletionRequestSchema } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
 import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import { ErrorDetailSchema } from "../../../src/gen/portico/errors/v1/error_detail_pb.js";
-import { waitFor } from "../../helpers/wait.js";
+import { failureOf, h2Cores, servedAgain, type Core } from "./h2-core.js";
 
 type Behaviour = (req: { bodyJson: string }, ctx: { signal: AbortSignal; responseHeader: Headers; responseTrailer: Headers }) => Promise<unknown> | unknown;
 type StreamBehaviour = (req: { bodyJson: string }, ctx: { signal: AbortSignal }) => AsyncIterable<unknown>;
@@ -54,33 +54,10 @@ const routes = (router: ConnectRouter) =>
     },
   } as never);
 
-/** A core: an HTTP/2 server whose streams go to the fast path (as `portico core`'s), on `port` (0: any). */
-async function startCore(port = 0) {
-  const fastPath = createGrpcFastPath(routes, createDirectTransport(routes, []), 4 * 1024 * 1024);
-  const server = http2.createServer();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on("session", (s) => {
-    sessions.add(s);
-    s.on("close", () => sessions.delete(s));
-  });
-  server.on("stream", (stream, headers) => {
-    if (!fastPath.handle(stream, headers)) stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  server.listen(port, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    port: (server.address() as { port: number }).port,
-    sessions,
-    /** Stops at once, dropping every connection (a core that dies). */
-    async kill() {
-      for (const s of sessions) s.destroy();
-      server.close();
-      await once(server, "close");
-    },
-  };
-}
+/** Cores as `portico core` serves (./h2-core.ts), and node:http2 clients on them. */
+const { start: startCore, withClient } = h2Cores(routes);
 
-let core: Awaited<ReturnType<typeof startCore>>;
+let core: Core;
 let h2: Transport & { close(): void };
 let grpcJs: Transport & { close(): void };
 /** The node:http2 client with unary calls on the hop channel (src/gateway/hop-channel.ts): every comparison holds for it too. */
@@ -116,15 +93,6 @@ function partsOf(err: unknown) {
   const e = err as ConnectError;
   const metadata = [...e.metadata.entries()].filter(([k]) => k !== "date");
   return { code: e.code, message: e.rawMessage, details: e.findDetails(ErrorDetailSchema), metadata };
-}
-
-async function failureOf(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("the call succeeded");
 }
 
 let n = 0;
@@ -422,13 +390,10 @@ describe("the node:http2 gRPC client against the core's fast path", () => {
     }
   });
 
-  it("a core that dies and comes back on the same port: Unavailable meanwhile, then served on a new connection", async () => {
-    const c = await startCore();
-    const t = createH2GrpcTransport({ baseUrl: `http://127.0.0.1:${c.port}` });
-    const client = createClient(ChatService, t);
-    const k = key("restart");
-    unary.set(k, () => ({ completionJson: '{"ok":1}' }));
-    try {
+  it("a core that dies and comes back on the same port: Unavailable meanwhile, then served on a new connection", () =>
+    withClient({}, async ({ core: c, client, transport: t }) => {
+      const k = key("restart");
+      unary.set(k, () => ({ completionJson: '{"ok":1}' }));
       expect((await client.createChatCompletion({ bodyJson: k })).completionJson).toBe('{"ok":1}');
       // A call in flight when the core dies fails Unavailable (never Canceled, never hangs).
       const hang = key("hang");
@@ -441,27 +406,17 @@ describe("the node:http2 gRPC client against the core's fast path", () => {
       const inFlight = failureOf(client.createChatCompletion({ bodyJson: hang }));
       await inCore;
       await c.kill();
-      expect(((await inFlight) as ConnectError).code).toBe(Code.Unavailable);
-      expect(((await failureOf(client.createChatCompletion({ bodyJson: k }))) as ConnectError).code).toBe(Code.Unavailable);
-      const again = await startCore(c.port);
+      expect((await inFlight).code).toBe(Code.Unavailable);
+      expect((await failureOf(client.createChatCompletion({ bodyJson: k }))).code).toBe(Code.Unavailable);
+      const again = await startCore({ port: c.port });
       try {
         // The backoff lets a dial through within a second: the call then succeeds (meanwhile, each is Unavailable).
-        const answer = await waitFor("a call served by the restarted core", async () => {
-          try {
-            return await client.createChatCompletion({ bodyJson: k });
-          } catch (err) {
-            expect((err as ConnectError).code).toBe(Code.Unavailable);
-            return undefined;
-          }
-        });
+        const answer = await servedAgain(() => client.createChatCompletion({ bodyJson: k }));
         expect(answer.completionJson).toBe('{"ok":1}');
         expect(again.sessions.size).toBe(1);
       } finally {
         t.close();
         await again.kill();
       }
-    } finally {
-      t.close();
-    }
-  });
+    }));
 });

@@ -7,23 +7,16 @@
  * HTTP/2 client (calls it refuses, cancels, a reset, a malformed envelope).
  */
 import http2 from "node:http2";
-import { once } from "node:events";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDirectTransport } from "../../../src/core/direct-transport.js";
-import { createGrpcFastPath, type GrpcFastPath } from "../../../src/core/grpc-fast-path.js";
 import { loadConfig } from "../../../src/config.js";
 import { createCoreTransport } from "../../../src/gateway/core-transport.js";
-import { createH2GrpcTransport } from "../../../src/gateway/h2-grpc-transport.js";
 import { createHopChannel } from "../../../src/gateway/hop-channel.js";
 import { decodeReply, encodeCallFrame, type HopCall, type HopReply } from "../../../src/lib/hop-codec.js";
 import { ChatService, CreateChatCompletionRequestSchema } from "../../../src/gen/portico/chat/v1/chat_service_pb.js";
-import { HopService } from "../../../src/gen/portico/hop/v1/hop_service_pb.js";
 import { waitFor } from "../../helpers/wait.js";
-
-const HOP_PATH = `/${HopService.typeName}/${HopService.method.exchange.name}`;
-const CHAT_PATH = `/${ChatService.typeName}/${ChatService.method.createChatCompletion.name}`;
+import { CHAT_PATH, HOP_PATH, failureOf, h2Cores, servedAgain, type Core } from "./h2-core.js";
 
 type Behaviour = (req: { bodyJson: string }, ctx: HandlerContext) => Promise<unknown> | unknown;
 const unary = new Map<string, Behaviour>();
@@ -41,70 +34,12 @@ const routes = (router: ConnectRouter) =>
     async *streamChatCompletion() {},
   } as never);
 
-/**
- * A core as `portico core` serves: HTTP/2, streams to the fast path; `stop()` closes as its preClose hook does
- * (sessions closed, the fast path drained, the server closed). `withoutChannel`: an older core, whose server answers
- * the channel's path as an unknown one (404, which gRPC reads as Unimplemented).
- */
-async function startCore(opts: { port?: number; readMaxBytes?: number; withoutChannel?: "http-404" | "grpc-unimplemented" } = {}) {
-  const fastPath: GrpcFastPath = createGrpcFastPath(routes, createDirectTransport(routes, []), opts.readMaxBytes ?? 4 * 1024 * 1024);
-  const server = http2.createServer();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const streams: string[] = [];
-  const closedChannels: number[] = [];
-  server.on("session", (s) => {
-    sessions.add(s);
-    s.on("close", () => sessions.delete(s));
-  });
-  server.on("stream", (stream, headers) => {
-    const path = headers[":path"]!;
-    streams.push(path);
-    if (path === HOP_PATH) stream.on("close", () => closedChannels.push(streams.length));
-    if (path === HOP_PATH && opts.withoutChannel === "http-404") return stream.respond({ ":status": 404 }, { endStream: true });
-    if (path === HOP_PATH && opts.withoutChannel === "grpc-unimplemented") {
-      return stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "unknown service" }, { endStream: true });
-    }
-    if (!fastPath.handle(stream, headers)) stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  server.listen(opts.port ?? 0, "127.0.0.1");
-  await once(server, "listening");
-  const port = (server.address() as { port: number }).port;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    fastPath,
-    sessions,
-    /** The request paths of the HTTP/2 streams opened on this core, in order. */
-    streams,
-    closedChannels,
-    /** Stops as `portico core` does on SIGTERM; resolves when the server has closed. */
-    async stop() {
-      const closed = once(server, "close");
-      for (const s of sessions) s.close();
-      fastPath.drain();
-      server.close();
-      await closed;
-    },
-    async kill() {
-      for (const s of sessions) s.destroy();
-      server.close();
-      await once(server, "close");
-    },
-  };
-}
+/** Cores as `portico core` serves (./h2-core.ts), and node:http2 clients on them with unary calls on the channel. */
+const { start: startCore, withClient } = h2Cores(routes);
+const onChannel = { unaryChannel: createHopChannel };
 
 let n = 0;
 const key = (what: string) => `${what}-${++n}`;
-
-async function failureOf(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConnectError);
-    return err as ConnectError;
-  }
-  throw new Error("the call succeeded");
-}
 
 /** A handler that waits for `release()`, and tells when it started. */
 function held() {
@@ -119,7 +54,7 @@ function held() {
   return { behaviour, inCore, release };
 }
 
-let core: Awaited<ReturnType<typeof startCore>>;
+let core: Core;
 beforeAll(async () => {
   core = await startCore();
 });
@@ -128,11 +63,9 @@ afterAll(async () => {
 });
 
 describe("the hop channel", () => {
-  it("many concurrent calls go on one stream, each answered with its own message whatever order they finish in", async () => {
-    const t = createH2GrpcTransport({ baseUrl: core.url, unaryChannel: createHopChannel });
-    const before = core.streams.length;
-    try {
-      const client = createClient(ChatService, t);
+  it("many concurrent calls go on one stream, each answered with its own message whatever order they finish in", () =>
+    withClient({ core, transport: onChannel }, async ({ client }) => {
+      const before = core.streams.length;
       const count = 200;
       const keys = Array.from({ length: count }, (_, i) => key(`many${i}`));
       // Answers finish in the reverse order of the calls: each waits for the one after it.
@@ -148,15 +81,10 @@ describe("the hop channel", () => {
       const answers = await Promise.all(keys.map((k) => client.createChatCompletion({ bodyJson: k }, { headers: { "x-request-id": k } })));
       answers.forEach((a, i) => expect(a).toMatchObject({ completionJson: JSON.stringify({ k: keys[i] }), upstreamMs: i }));
       expect(core.streams.slice(before)).toEqual([HOP_PATH]);
-    } finally {
-      t.close();
-    }
-  });
+    }));
 
-  it("large messages both ways arrive whole, beside small calls on the same channel", async () => {
-    const t = createH2GrpcTransport({ baseUrl: core.url, unaryChannel: createHopChannel });
-    try {
-      const client = createClient(ChatService, t);
+  it("large messages both ways arrive whole, beside small calls on the same channel", () =>
+    withClient({ core, transport: onChannel }, async ({ client }) => {
       const big = key("big") + "x".repeat(3 * 1024 * 1024);
       unary.set(big, (req) => ({ completionJson: req.bodyJson.split("").reverse().join("") }));
       const small = key("small");
@@ -164,10 +92,7 @@ describe("the hop channel", () => {
       const [a, b] = await Promise.all([client.createChatCompletion({ bodyJson: big }), client.createChatCompletion({ bodyJson: small })]);
       expect(a.completionJson).toBe(big.split("").reverse().join(""));
       expect(b.completionJson).toBe("s");
-    } finally {
-      t.close();
-    }
-  });
+    }));
 
   it("the split gateway's transport uses the channel unless PORTICO_CORE_HOP_CHANNEL is false", async () => {
     expect(loadConfig({}).coreHopChannel).toBe(true);
@@ -188,11 +113,8 @@ describe("the hop channel", () => {
   });
 
   for (const kind of ["http-404", "grpc-unimplemented"] as const) {
-    it(`a core without the channel (${kind}): the calls, and every later one, go on streams of their own`, async () => {
-      const old = await startCore({ withoutChannel: kind });
-      const t = createH2GrpcTransport({ baseUrl: old.url, unaryChannel: createHopChannel });
-      try {
-        const client = createClient(ChatService, t);
+    it(`a core without the channel (${kind}): the calls, and every later one, go on streams of their own`, () =>
+      withClient({ start: { withoutChannel: kind }, transport: onChannel }, async ({ core: old, client }) => {
         const keys = [key("old"), key("old"), key("old")];
         for (const k of keys) unary.set(k, () => ({ completionJson: k }));
         // Two calls made together while the channel is being refused, then one more.
@@ -200,18 +122,11 @@ describe("the hop channel", () => {
         expect(first.map((a) => a.completionJson)).toEqual(keys.slice(0, 2));
         expect((await client.createChatCompletion({ bodyJson: keys[2]! })).completionJson).toBe(keys[2]);
         expect(old.streams).toEqual([HOP_PATH, CHAT_PATH, CHAT_PATH, CHAT_PATH]);
-      } finally {
-        t.close();
-        await old.kill();
-      }
-    });
+      }));
   }
 
-  it("a core that stops: the call in flight is answered, the core's close completes, a later call is Unavailable as a refused connection", async () => {
-    const c = await startCore();
-    const t = createH2GrpcTransport({ baseUrl: c.url, unaryChannel: createHopChannel });
-    try {
-      const client = createClient(ChatService, t);
+  it("a core that stops: the call in flight is answered, the core's close completes, a later call is Unavailable as a refused connection", () =>
+    withClient({ transport: onChannel }, async ({ core: c, client }) => {
       const warm = key("warm");
       unary.set(warm, () => ({ completionJson: "{}" }));
       await client.createChatCompletion({ bodyJson: warm });
@@ -228,16 +143,10 @@ describe("the hop channel", () => {
       const err = await failureOf(client.createChatCompletion({ bodyJson: warm }));
       expect(err.code).toBe(Code.Unavailable);
       expect((err.cause as { code?: string }).code).toBe("ECONNREFUSED");
-    } finally {
-      t.close();
-    }
-  });
+    }));
 
-  it("a core draining while its connection stays open: a new call is refused, sent once more, and never run", async () => {
-    const c = await startCore();
-    const t = createH2GrpcTransport({ baseUrl: c.url, unaryChannel: createHopChannel });
-    try {
-      const client = createClient(ChatService, t);
+  it("a core draining while its connection stays open: a new call is refused, sent once more, and never run", () =>
+    withClient({ transport: onChannel }, async ({ core: c, client }) => {
       const warm = key("warm");
       unary.set(warm, () => ({ completionJson: "{}" }));
       await client.createChatCompletion({ bodyJson: warm });
@@ -253,17 +162,10 @@ describe("the hop channel", () => {
       const channels = c.streams.filter((p) => p === HOP_PATH).length;
       expect(channels).toBeGreaterThanOrEqual(2);
       expect(channels).toBeLessThanOrEqual(3);
-    } finally {
-      t.close();
-      await c.kill();
-    }
-  });
+    }));
 
-  it("an idle connection closes with its channel, and the next call opens a new one", async () => {
-    const c = await startCore();
-    const t = createH2GrpcTransport({ baseUrl: c.url, unaryChannel: createHopChannel, idleConnectionTimeoutMs: 50 });
-    try {
-      const client = createClient(ChatService, t);
+  it("an idle connection closes with its channel, and the next call opens a new one", () =>
+    withClient({ transport: { ...onChannel, idleConnectionTimeoutMs: 50 } }, async ({ core: c, client }) => {
       const k = key("idle");
       unary.set(k, () => ({ completionJson: "{}" }));
       await client.createChatCompletion({ bodyJson: k });
@@ -271,17 +173,10 @@ describe("the hop channel", () => {
       await client.createChatCompletion({ bodyJson: k });
       expect(c.streams).toEqual([HOP_PATH, HOP_PATH]);
       expect(c.sessions.size).toBe(1);
-    } finally {
-      t.close();
-      await c.kill();
-    }
-  });
+    }));
 
-  it("calls in flight when the core dies fail Unavailable, never run twice; calls are served again when it is back", async () => {
-    const c = await startCore();
-    const t = createH2GrpcTransport({ baseUrl: c.url, unaryChannel: createHopChannel });
-    try {
-      const client = createClient(ChatService, t);
+  it("calls in flight when the core dies fail Unavailable, never run twice; calls are served again when it is back", () =>
+    withClient({ transport: onChannel }, async ({ core: c, client }) => {
       const holds = [held(), held()];
       const keys = holds.map((h) => {
         const k = key("dies");
@@ -299,23 +194,13 @@ describe("the hop channel", () => {
       try {
         const k = key("back");
         unary.set(k, () => ({ completionJson: "back" }));
-        const answer = await waitFor("a call served by the restarted core", async () => {
-          try {
-            return await client.createChatCompletion({ bodyJson: k });
-          } catch (err) {
-            expect((err as ConnectError).code).toBe(Code.Unavailable);
-            return undefined;
-          }
-        });
+        const answer = await servedAgain(() => client.createChatCompletion({ bodyJson: k }));
         expect(answer.completionJson).toBe("back");
         expect(again.streams.filter((p) => p === HOP_PATH).length).toBe(1);
       } finally {
         await again.kill();
       }
-    } finally {
-      t.close();
-    }
-  });
+    }));
 });
 
 /** A raw HTTP/2 client on the channel: writes call envelopes, reads answers and the channel's own status. */

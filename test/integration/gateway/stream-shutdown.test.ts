@@ -15,6 +15,8 @@ import { buildGateway } from "../../../src/gateway/app.js";
 import { createMetrics } from "../../../src/lib/metrics.js";
 import { createLogger } from "../../../src/log.js";
 import { Reason, ruleOf } from "../../../src/contract/reasons.js";
+import { startFakeHost, type FakeHost } from "../interns/fake-host.js";
+import { chatBody, createTestIntern } from "../interns/sse-client.js";
 
 const CORE_UNAVAILABLE = ruleOf(Reason.CORE_UNAVAILABLE);
 const SHUTTING_DOWN = "The server is shutting down; retry the request.";
@@ -24,11 +26,17 @@ describe("streams open when the gateway stops end in band through the reason tab
   let stalled: FakeUpstream;
   let gateway: FastifyInstance;
   let baseUrl: string;
+  let host: FakeHost;
+  let internId: string;
 
   beforeAll(async () => {
     // The role chunk and a first text past the probe's bytes, then nothing until the client goes away.
     stalled = await startFakeOpenAI({ text: ["Hello there, friend", " never"], finish: "stop", usage: { input: 1, output: 2 } }, { stallAfterChunks: 2 });
     h = await startHarness({ env: { PORTICO_PROVIDER_GROQ_BASE_URL: `${stalled.url}/v1` } });
+    const intern = await createTestIntern(h);
+    internId = intern.internId;
+    host = startFakeHost({ coreUrl: h.coreUrl, token: intern.token });
+    await host.welcome;
     expect((await api(h, "POST", "/byok", { key: h.tenant.managementKey, body: { provider: "groq", key: "gsk-stalled" } })).status).toBe(200);
     gateway = await buildGateway({
       transport: h.core.createInMemoryTransport(),
@@ -44,12 +52,13 @@ describe("streams open when the gateway stops end in band through the reason tab
   });
   afterAll(async () => {
     await gateway?.close();
+    host?.kill();
     await h?.close();
     await stalled?.close();
   });
 
-  /** Opens a stream and reads it until its first text arrived; `rest()` reads it to its end. */
-  async function open(path: string, body: unknown): Promise<{ status: number; rest: () => Promise<string> }> {
+  /** Opens a stream and reads it until its first text (`first`) arrived; `rest()` reads it to its end. */
+  async function open(path: string, body: unknown, first = "Hello there"): Promise<{ status: number; rest: () => Promise<string> }> {
     const res = await fetch(`${baseUrl}${path}`, {
       method: "POST",
       headers: { authorization: `Bearer ${h.tenant.apiKey}`, "content-type": "application/json" },
@@ -58,12 +67,12 @@ describe("streams open when the gateway stops end in band through the reason tab
     const reader = res.body!.getReader();
     const dec = new TextDecoder();
     let text = "";
-    while (!text.includes("Hello there")) {
+    while (!text.includes(first)) {
       const { value, done } = await reader.read();
       if (done) break;
       text += dec.decode(value, { stream: true });
     }
-    expect(text, path).toContain("Hello there");
+    expect(text, path).toContain(first);
     return {
       status: res.status,
       rest: async () => {
@@ -84,13 +93,15 @@ describe("streams open when the gateway stops end in band through the reason tab
       .map((l) => l.slice(6))
       .map((d) => (d === "[DONE]" ? d : JSON.parse(d)));
 
-  it("chat completions, Messages, Responses and Gemini each end with core_unavailable's status and the relay's message", async () => {
+  it("chat completions, Messages, Responses, Gemini and intern chat each end with core_unavailable's status and the relay's message", async () => {
     const messages = [{ role: "user", content: "hi" }];
     const chat = await open("/api/v1/chat/completions", { model: "groq/m", messages, stream: true });
     const anthropic = await open("/api/v1/messages", { model: "groq/m", max_tokens: 50, messages, stream: true });
     const responses = await open("/api/v1/responses", { model: "groq/m", input: "hi", stream: true });
     const gemini = await open("/api/v1beta/models/groq/m:streamGenerateContent?alt=sse", { contents: [{ role: "user", parts: [{ text: "hi" }] }] });
-    for (const s of [chat, anthropic, responses, gemini]) expect(s.status).toBe(200);
+    // The fake host's "slow" run: a first text, then nothing until it is cancelled.
+    const intern = await open(`/api/v1/interns/${internId}/chat/completions`, chatBody("slow"), "tick");
+    for (const s of [chat, anthropic, responses, gemini, intern]) expect(s.status).toBe(200);
 
     await gateway.close();
 
@@ -111,5 +122,18 @@ describe("streams open when the gateway stops end in band through the reason tab
 
     const geminiData = dataOf(await gemini.rest());
     expect(geminiData.at(-1)).toEqual({ error: { code: CORE_UNAVAILABLE.status, message: SHUTTING_DOWN, status: "UNAVAILABLE" } });
+
+    // Intern chat (docs/interns.md): the finish error chunk with the envelope's error, the final chunk, [DONE].
+    const internData = dataOf(await intern.rest());
+    expect(internData.at(-1)).toBe("[DONE]");
+    expect(internData.at(-3)).toEqual({
+      id: expect.stringMatching(/^chatcmpl-/),
+      object: "chat.completion.chunk",
+      created: expect.any(Number),
+      model: expect.any(String),
+      choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+      error: { code: CORE_UNAVAILABLE.status, message: SHUTTING_DOWN, metadata: { reason: CORE_UNAVAILABLE.wire, retryable: true } },
+    });
+    expect(internData.at(-2)).toMatchObject({ object: "chat.completion.chunk", choices: [], usage: null });
   });
 });
