@@ -8,6 +8,7 @@ import { bearer, grpc, grpcClient } from "../../helpers/grpc.js";
 import { startHarness, type Harness } from "../../helpers/harness.js";
 import { MODEL, startFakeHost, type FakeHost } from "./fake-host.js";
 import { createTestIntern } from "./sse-client.js";
+import { waitFor } from "../../helpers/wait.js";
 
 // No fault is tested here: start and liveness limits loose enough for a loaded 2-core machine's stalls.
 const ENV = {
@@ -67,6 +68,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat for gRPC and OpenA
     expect(r.events[0].role.role).toBe("assistant");
     // One model per response; the intern's next response names the model it reported.
     expect(new Set(r.events.map((e) => e.model)).size).toBe(1);
+    // The reported model is stored off the request path (run-events.ts, `later`): the next run reads it once written.
+    await waitFor("the intern's reported model stored", async () => (await h.database.db.intern.findUnique({ where: { id: internId } }))?.model === MODEL);
     const next = await streamChat(client, { intern_id: internId, stream: true, messages: [userMsg("hello")] }, key);
     expect(new Set(next.events.map((e) => e.model))).toEqual(new Set([MODEL]));
     expect(r.events[4].finish.reason).toBe("stop");
