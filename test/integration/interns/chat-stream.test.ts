@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CancelReason } from "../../../src/gen/portico/internlink/v1/internlink_service_pb.js";
 import { startHarness, type Harness } from "../../helpers/harness.js";
+import { waitFor } from "../../helpers/wait.js";
 import { startFakeHost, MODEL, type FakeHost } from "./fake-host.js";
 import { answerBody, chat, chatBody, contentOf, createTestIntern, finalOf, finishOf, toolCallOf } from "./sse-client.js";
 
@@ -52,6 +53,8 @@ describe.each(["sqlite", "postgresql"] as const)("intern chat stream (%s)", (pro
     expect(rest[0].choices[0].delta).toEqual({ reasoning: "thinking" });
     // One model per response: the intern's first response names the default, the next its model.
     expect(new Set(r.chunks.map((c) => c.model)).size).toBe(1);
+    // The reported model is stored off the request path (run-events.ts, `later`): the next run reads it once written.
+    await waitFor("the intern's reported model stored", async () => (await h.database.db.intern.findUnique({ where: { id: internId } }))?.model === MODEL);
     const next = await chat(h, internId, chatBody("hello"), { key });
     expect(new Set(next.chunks.map((c) => c.model))).toEqual(new Set([MODEL]));
     expect(contentOf(r.chunks)).toBe("Hello world");
